@@ -1,0 +1,57 @@
+/**
+ * The layer rule (DESIGN §3): a layer imports only layers to its left.
+ *   src/events <- src/machines <- src/projections <- src/runtime <- src/adapters <- src/index.ts
+ * Plus: no cycles, and no Node I/O modules below the adapters.
+ */
+const layers = ["events", "machines", "projections", "runtime", "adapters"];
+const forbidden = layers.map((layer, i) => ({
+  name: `layer-${layer}`,
+  comment: `src/${layer} may import only from: ${layers.slice(0, i + 1).join(", ")}`,
+  severity: "error",
+  from: { path: `^src/${layer}/` },
+  to: {
+    path: "^src/",
+    pathNot: [...layers.slice(0, i + 1).map((l) => `^src/${l}/`)],
+  },
+}));
+
+module.exports = {
+  forbidden: [
+    ...forbidden,
+    {
+      name: "no-circular",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "core-has-no-io",
+      comment: "events, machines, projections and runtime are pure or talk through ports: no I/O modules",
+      severity: "error",
+      from: { path: "^src/(events|machines|projections|runtime)/" },
+      to: {
+        dependencyTypes: ["core"],
+        path: "^(fs|node:fs|fs/promises|node:fs/promises|child_process|node:child_process|net|node:net|http|node:http|https|node:https|dgram|node:dgram)$",
+      },
+    },
+    {
+      name: "events-only-effect",
+      comment: "src/events depends on effect (and canonical JSON) only",
+      severity: "error",
+      from: { path: "^src/events/" },
+      to: { dependencyTypes: ["npm"], pathNot: "node_modules/(effect|canonicalize)/" },
+    },
+    {
+      name: "machines-only-effect-xstate",
+      severity: "error",
+      from: { path: "^src/machines/" },
+      to: { dependencyTypes: ["npm"], pathNot: "node_modules/(effect|xstate|canonicalize)/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"] },
+  },
+};

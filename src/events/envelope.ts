@@ -1,0 +1,136 @@
+import { Data, Either, ParseResult, Schema } from "effect";
+import { canonicalJson, sha256Hex } from "./canonical.js";
+import { AnyEvent } from "./union.js";
+
+/** The schema version new events are written with. Older versions are upcast on read. */
+export const EVENT_SCHEMA_VERSION = 1;
+
+/** The `prevHash` of the first event of every stream. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/**
+ * An event as stored: the payload plus where it sits. Machines and projections see `event`;
+ * the runtime and stores see the envelope.
+ */
+export const RecordedEvent = Schema.Struct({
+  streamId: Schema.String,
+  version: Schema.Int.pipe(Schema.positive()),
+  position: Schema.Int.pipe(Schema.positive()),
+  eventId: Schema.String,
+  recordedAt: Schema.String,
+  prevHash: Schema.String,
+  hash: Schema.String,
+  schemaVersion: Schema.Int,
+  event: AnyEvent,
+});
+export type RecordedEvent = typeof RecordedEvent.Type;
+
+/** What the chain covers: the envelope without `hash` and without the engine-assigned position. */
+export interface ChainedFields {
+  readonly streamId: string;
+  readonly version: number;
+  readonly eventId: string;
+  readonly recordedAt: string;
+  readonly prevHash: string;
+  readonly schemaVersion: number;
+  /** The stored (encoded) payload. */
+  readonly data: unknown;
+}
+
+/** `sha256(prevHash ‖ canonical(envelope without hash and position))`. */
+export const chainHash = (fields: ChainedFields): string =>
+  sha256Hex(
+    fields.prevHash +
+      canonicalJson({
+        streamId: fields.streamId,
+        version: fields.version,
+        eventId: fields.eventId,
+        recordedAt: fields.recordedAt,
+        prevHash: fields.prevHash,
+        schemaVersion: fields.schemaVersion,
+        data: fields.data,
+      }),
+  );
+
+/** A stored row that does not decode. Never skipped: the run it belongs to needs attention. */
+export class EventDecodeError extends Data.TaggedError("EventDecodeError")<{
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly cause: string;
+}> {
+  override get message(): string {
+    return `event ${this.streamId}@${this.version} (position ${this.position}) cannot be decoded: ${this.cause}. The journal was changed outside holdfast or written by a newer version; run \`holdfast audit\` and do not edit the row by hand.`;
+  }
+}
+
+/** A stored row, as every engine returns it. */
+export interface StoredRow {
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly eventId: string;
+  readonly recordedAt: string;
+  readonly prevHash: string;
+  readonly hash: string;
+  readonly schemaVersion: number;
+  /** The payload as stored: canonical JSON text. */
+  readonly data: string;
+}
+
+const decodeEvent = Schema.decodeUnknownEither(AnyEvent);
+const encodeEvent = Schema.encodeSync(AnyEvent);
+
+/** Upcasters by schema version: `upcast[v]` turns a v payload into v+1. None yet. */
+const upcast: Record<number, (payload: unknown) => unknown> = {};
+
+/** Decode a stored row at the storage boundary; anything wrong is an `EventDecodeError`. */
+export const decodeRow = (row: StoredRow): RecordedEvent => {
+  const fail = (cause: string) =>
+    new EventDecodeError({ streamId: row.streamId, version: row.version, position: row.position, cause });
+  if (row.schemaVersion > EVENT_SCHEMA_VERSION) {
+    throw fail(
+      `schema version ${row.schemaVersion} is newer than this holdfast understands (${EVENT_SCHEMA_VERSION}); upgrade holdfast`,
+    );
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(row.data);
+  } catch (cause) {
+    throw fail(`payload is not JSON (${String(cause)})`);
+  }
+  for (let v = row.schemaVersion; v < EVENT_SCHEMA_VERSION; v++) {
+    const step = upcast[v];
+    if (!step) throw fail(`no upcaster from schema version ${v}`);
+    payload = step(payload);
+  }
+  const decoded = decodeEvent(payload);
+  if (Either.isLeft(decoded)) {
+    throw fail(ParseResult.TreeFormatter.formatErrorSync(decoded.left));
+  }
+  return {
+    streamId: row.streamId,
+    version: row.version,
+    position: row.position,
+    eventId: row.eventId,
+    recordedAt: row.recordedAt,
+    prevHash: row.prevHash,
+    hash: row.hash,
+    schemaVersion: row.schemaVersion,
+    event: decoded.right,
+  };
+};
+
+/** The payload as it is stored (and chained). */
+export const encodePayload = (event: AnyEvent): unknown => encodeEvent(event);
+
+/** Recompute the hash of a stored row; equal to `row.hash` when nothing was changed. */
+export const rowHash = (row: StoredRow): string => {
+  let data: unknown;
+  try {
+    data = JSON.parse(row.data);
+  } catch {
+    data = row.data;
+  }
+  return chainHash({ ...row, data });
+};

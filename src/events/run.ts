@@ -1,0 +1,91 @@
+import { Schema } from "effect";
+import { Digest } from "./ids.js";
+import { ErrorInfo, HoldReason, Json } from "./shared.js";
+
+/** The first event of every run stream: who runs what, under which machine version. */
+export const RunAdmitted = Schema.Struct({
+  type: Schema.tag("run.admitted"),
+  runId: Schema.String,
+  chatId: Schema.String,
+  inputId: Schema.String,
+  inputDigest: Digest,
+  agent: Schema.Struct({ name: Schema.String, version: Schema.String }),
+  machine: Schema.String,
+  input: Json,
+});
+
+/** A masked projection of the chat after a step. */
+export const CheckpointSaved = Schema.Struct({
+  type: Schema.tag("checkpoint.saved"),
+  runId: Schema.String,
+  chatId: Schema.String,
+  afterSeq: Schema.Int,
+  state: Json,
+  digest: Digest,
+});
+
+/** Recovery found the run active with no live owner. */
+export const RunInterrupted = Schema.Struct({
+  type: Schema.tag("run.interrupted"),
+  runId: Schema.String,
+  detectedBy: Schema.String,
+  inDoubt: Schema.Array(Schema.String),
+});
+
+export const RunHeld = Schema.Struct({
+  type: Schema.tag("run.held"),
+  runId: Schema.String,
+  reasons: Schema.NonEmptyArray(HoldReason),
+});
+
+export const RunResumed = Schema.Struct({
+  type: Schema.tag("run.resumed"),
+  runId: Schema.String,
+  by: Schema.String,
+});
+
+export const RunCompleted = Schema.Struct({
+  type: Schema.tag("run.completed"),
+  runId: Schema.String,
+  output: Json,
+  outputDigest: Digest,
+});
+
+export const RunFailed = Schema.Struct({
+  type: Schema.tag("run.failed"),
+  runId: Schema.String,
+  error: ErrorInfo,
+});
+
+export const RunStopped = Schema.Struct({
+  type: Schema.tag("run.stopped"),
+  runId: Schema.String,
+  reason: Schema.String,
+});
+
+/**
+ * Something contradicted the journal: a second, different outcome for a call, or a call whose
+ * fingerprint differs from its recorded intent. Recorded, never "fixed up".
+ */
+export const ConflictRecorded = Schema.Struct({
+  type: Schema.tag("conflict.recorded"),
+  runId: Schema.String,
+  callId: Schema.optional(Schema.String),
+  kind: Schema.Literal("outcome", "determinism"),
+  detail: Schema.String,
+  recorded: Json,
+  attempted: Json,
+});
+
+export const RunEvent = Schema.Union(
+  RunAdmitted,
+  CheckpointSaved,
+  RunInterrupted,
+  RunHeld,
+  RunResumed,
+  RunCompleted,
+  RunFailed,
+  RunStopped,
+  ConflictRecorded,
+);
+export type RunEvent = typeof RunEvent.Type;

@@ -1,0 +1,38 @@
+import { Schema } from "effect";
+import { Digest } from "./ids.js";
+
+/** Any JSON value, already masked. */
+export const Json = Schema.Unknown;
+
+/** A masked error as it is stored: never a stack, never a secret. */
+export const ErrorInfo = Schema.Struct({
+  name: Schema.String,
+  message: Schema.String,
+  details: Schema.optional(Schema.Unknown),
+});
+export type ErrorInfo = typeof ErrorInfo.Type;
+
+export const CallKind = Schema.Literal("model", "tool", "child", "document");
+export type CallKind = typeof CallKind.Type;
+
+/** What recovery may do with an in-doubt call; fixed in the intent. */
+export const Disposition = Schema.Literal("replay", "reconcile", "hold");
+export type Disposition = typeof Disposition.Type;
+
+/** Why a run is held: one entry per cause, naming the call when there is one. */
+export const HoldReason = Schema.Struct({
+  code: Schema.Literal(
+    "indefinite-failure",
+    "in-doubt",
+    "pin-mismatch",
+    "reconcile-unknown",
+    "determinism",
+    "corrupt",
+    "decision-needed",
+  ),
+  callId: Schema.optional(Schema.String),
+  detail: Schema.String,
+});
+export type HoldReason = typeof HoldReason.Type;
+
+export { Digest };

@@ -1,0 +1,24 @@
+import { Schema } from "effect";
+import { Digest } from "./ids.js";
+
+export const JournalOpened = Schema.Struct({
+  type: Schema.tag("journal.opened"),
+  schemaVersion: Schema.Int,
+  engine: Schema.String,
+});
+
+/** Retention removed finished runs; their heads stay here so what remains still verifies. */
+export const RetentionPruned = Schema.Struct({
+  type: Schema.tag("retention.pruned"),
+  streams: Schema.Array(Schema.Struct({ streamId: Schema.String, version: Schema.Int, hash: Digest })),
+});
+
+export const BackupWritten = Schema.Struct({
+  type: Schema.tag("backup.written"),
+  path: Schema.String,
+  headDigest: Digest,
+  events: Schema.Int,
+});
+
+export const SystemEvent = Schema.Union(JournalOpened, RetentionPruned, BackupWritten);
+export type SystemEvent = typeof SystemEvent.Type;

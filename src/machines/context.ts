@@ -1,0 +1,53 @@
+import type { CallKind, Disposition, HoldReason } from "../events/index.js";
+
+/**
+ * Where a call stands, as far as the journal knows.
+ *  - `in-doubt`: intent committed, no outcome (the dangerous window);
+ *  - `authorized`: in doubt, but a rule of law 3 allows the next attempt;
+ *  - `completed` / `failed`: an outcome is recorded (reused on re-execution);
+ *  - `unknown`: a person chose `resume`: closed with no outcome, surfaced as `OutcomeUnknown`.
+ */
+export type CallStatus = "in-doubt" | "authorized" | "completed" | "failed" | "unknown";
+
+export interface CallState {
+  readonly callId: string;
+  readonly seq: number;
+  readonly attempt: number;
+  readonly kind: CallKind;
+  readonly name: string;
+  readonly fingerprint: string;
+  readonly disposition: Disposition;
+  readonly pin: string | null;
+  readonly reconciler: string | null;
+  readonly status: CallStatus;
+  /** How the outcome was learnt, when there is one. */
+  readonly via: "live" | "reconciled" | "confirmed" | null;
+  readonly resultDigest: string | null;
+  /** Remaining retries granted for a failed call. */
+  readonly retriesLeft: number;
+}
+
+export type RunStatus = "admitting" | "running" | "interrupted" | "held" | "completed" | "failed" | "stopped";
+
+export interface RunContext {
+  readonly runId: string;
+  readonly chatId: string;
+  readonly inputId: string;
+  readonly agent: { readonly name: string; readonly version: string };
+  readonly machine: string;
+  /** The stream version of the last event folded in. */
+  readonly version: number;
+  /** The next `seq` a new call must take. */
+  readonly nextSeq: number;
+  readonly calls: Readonly<Record<string, CallState>>;
+  readonly heldReasons: ReadonlyArray<HoldReason>;
+  readonly conflicts: number;
+  readonly lastCheckpointSeq: number | null;
+}
+
+export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];
+export const isOpen = (call: CallState): boolean => OPEN_STATUSES.includes(call.status);
+export const openCalls = (context: RunContext): CallState[] => Object.values(context.calls).filter(isOpen);
+/** Calls that nothing authorizes to run again: they block resumption. */
+export const blockingCalls = (context: RunContext): CallState[] =>
+  Object.values(context.calls).filter((c) => c.status === "in-doubt");

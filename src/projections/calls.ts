@@ -1,0 +1,79 @@
+import type { CallKind, Disposition, ErrorInfo, RecordedEvent } from "../events/index.js";
+import type { CallStatus } from "../machines/index.js";
+import type { Projection } from "./projection.js";
+
+export interface CallRow {
+  readonly callId: string;
+  readonly runId: string;
+  readonly seq: number;
+  readonly attempt: number;
+  readonly kind: CallKind;
+  readonly name: string;
+  readonly disposition: Disposition;
+  readonly status: CallStatus;
+  /** Whether an outcome is committed in the journal (what an operator must know first). */
+  readonly outcomeCommitted: boolean;
+  readonly resultDigest: string | null;
+  readonly error: ErrorInfo | null;
+  readonly position: number;
+}
+
+/** Status per call. */
+export const callsProjection: Projection<CallRow> = {
+  name: "calls",
+  version: 1,
+  canHandle: ["call.intended", "call.completed", "call.failed", "call.reconciled", "call.replay-authorized", "decision.recorded", "retry.granted"],
+  keysOf: (recorded) => {
+    const e = recorded.event;
+    if (e.type === "decision.recorded") return e.callIds;
+    return "callId" in e ? [String(e.callId)] : [];
+  },
+  evolve: (state, recorded: RecordedEvent) => {
+    const e = recorded.event;
+    const position = recorded.position;
+    if (e.type === "call.intended") {
+      return {
+        callId: e.callId,
+        runId: e.runId,
+        seq: e.seq,
+        attempt: e.attempt,
+        kind: e.kind,
+        name: e.name,
+        disposition: e.disposition,
+        status: "in-doubt",
+        outcomeCommitted: false,
+        resultDigest: null,
+        error: null,
+        position,
+      };
+    }
+    if (!state) throw new RangeError(`calls projection: ${e.type} for a call with no intent in ${recorded.streamId}`);
+    switch (e.type) {
+      case "call.completed":
+        return { ...state, status: "completed", outcomeCommitted: true, resultDigest: e.resultDigest, position };
+      case "call.failed":
+        return { ...state, status: "failed", outcomeCommitted: true, error: e.error, position };
+      case "call.reconciled":
+        return e.outcome === "completed"
+          ? { ...state, status: "completed", outcomeCommitted: true, resultDigest: e.resultDigest ?? null, position }
+          : { ...state, status: "authorized", position };
+      case "call.replay-authorized":
+        return { ...state, status: "authorized", position };
+      case "retry.granted":
+        return { ...state, status: "authorized", position };
+      case "decision.recorded": {
+        const status: CallStatus =
+          e.decision === "resume"
+            ? "unknown"
+            : e.decision === "confirmed-completed"
+              ? "completed"
+              : e.decision === "stop"
+                ? state.status
+                : "authorized";
+        return { ...state, status, outcomeCommitted: status === "completed", position };
+      }
+      default:
+        return state;
+    }
+  },
+};

@@ -1,0 +1,22 @@
+import { callsProjection } from "./calls.js";
+import { chatsProjection } from "./chats.js";
+import { conflictsProjection } from "./conflicts.js";
+import { documentsProjection } from "./documents.js";
+import type { AnyProjection } from "./projection.js";
+import { runsProjection } from "./runs.js";
+
+export * from "./calls.js";
+export * from "./chats.js";
+export * from "./conflicts.js";
+export * from "./documents.js";
+export * from "./projection.js";
+export * from "./runs.js";
+
+/** Projections updated inline, in the append transaction. */
+export const inlineProjections: ReadonlyArray<AnyProjection> = [
+  runsProjection,
+  callsProjection,
+  chatsProjection,
+  documentsProjection,
+  conflictsProjection,
+];
