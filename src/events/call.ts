@@ -62,5 +62,11 @@ export const CallReplayAuthorized = Schema.Struct({
   reason: Schema.Literal("allowlisted", "proven-not-completed", "decision"),
 });
 
-export const CallEvent = Schema.Union(CallIntended, CallCompleted, CallFailed, CallReconciled, CallReplayAuthorized);
+export const CallEvent = Schema.Union(
+  CallIntended,
+  CallCompleted,
+  CallFailed,
+  CallReconciled,
+  CallReplayAuthorized,
+);
 export type CallEvent = typeof CallEvent.Type;

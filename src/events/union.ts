@@ -7,7 +7,14 @@ import { SystemEvent } from "./system.js";
 import { RunClaimed, WorkerEvent } from "./worker.js";
 
 /** Every event holdfast writes, discriminated by `type`. */
-export const AnyEvent = Schema.Union(RunEvent, CallEvent, DecisionEvent, DocumentEvent, WorkerEvent, SystemEvent);
+export const AnyEvent = Schema.Union(
+  RunEvent,
+  CallEvent,
+  DecisionEvent,
+  DocumentEvent,
+  WorkerEvent,
+  SystemEvent,
+);
 export type AnyEvent = typeof AnyEvent.Type;
 export type EventType = AnyEvent["type"];
 export type EventOf<T extends EventType> = Extract<AnyEvent, { type: T }>;

@@ -43,6 +43,8 @@ export interface RunContext {
   readonly heldReasons: ReadonlyArray<HoldReason>;
   readonly conflicts: number;
   readonly lastCheckpointSeq: number | null;
+  /** Checkpoints recorded so far; re-execution skips the ones already written. */
+  readonly checkpoints: number;
 }
 
 export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];

@@ -1,5 +1,5 @@
 import { Data } from "effect";
-import { type SnapshotFrom, initialTransition, transition } from "xstate";
+import { initialTransition, type SnapshotFrom, transition } from "xstate";
 import type { AnyEvent } from "../events/index.js";
 import type { RunContext, RunStatus } from "./context.js";
 import { runMachineFor } from "./registry.js";

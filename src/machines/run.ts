@@ -1,6 +1,6 @@
 import { and, assign, setup } from "xstate";
 import type { AnyEvent, EventOf } from "../events/index.js";
-import { type CallState, type RunContext, blockingCalls, isOpen, openCalls } from "./context.js";
+import { blockingCalls, type CallState, isOpen, openCalls, type RunContext } from "./context.js";
 
 /** Bumped whenever the accepted event sequences change; old versions stay in the registry. */
 export const RUN_MACHINE_VERSION = "run@1";
@@ -10,7 +10,10 @@ const CONFIRMATIONS = new Set(["confirmed-completed", "confirmed-not-completed"]
 type E<T extends AnyEvent["type"]> = EventOf<T>;
 /** A guard that applies to the named event types only (an event of another type is refused). */
 const when =
-  <T extends AnyEvent["type"]>(types: ReadonlyArray<T>, predicate: (context: RunContext, event: E<T>) => boolean) =>
+  <T extends AnyEvent["type"]>(
+    types: ReadonlyArray<T>,
+    predicate: (context: RunContext, event: E<T>) => boolean,
+  ) =>
   ({ context, event }: { context: RunContext; event: AnyEvent }): boolean =>
     (types as ReadonlyArray<string>).includes(event.type) && predicate(context, event as E<T>);
 
@@ -33,6 +36,7 @@ const emptyContext: RunContext = {
   heldReasons: [],
   conflicts: 0,
   lastCheckpointSeq: null,
+  checkpoints: 0,
 };
 
 /**
@@ -76,7 +80,10 @@ export const runMachine = setup({
       if (CONFIRMATIONS.has(event.decision) && event.note.trim() === "") return false;
       return event.callIds.every((id) => callOf(context, id)?.status === "in-doubt");
     }),
-    retryAllowed: when(["retry.granted"], (context, event) => callOf(context, event.callId)?.status === "failed"),
+    retryAllowed: when(
+      ["retry.granted"],
+      (context, event) => callOf(context, event.callId)?.status === "failed",
+    ),
     sameRun: ({ context, event }) => "runId" in event && event.runId === context.runId,
     isStop: ({ event }) => event.type === "decision.recorded" && event.decision === "stop",
   },
@@ -114,7 +121,9 @@ export const runMachine = setup({
     complete: assign(({ context, event }) => {
       const e = event as E<"call.completed">;
       const call = callOf(context, e.callId)!;
-      return { calls: setCall(context, { ...call, status: "completed", via: "live", resultDigest: e.resultDigest }) };
+      return {
+        calls: setCall(context, { ...call, status: "completed", via: "live", resultDigest: e.resultDigest }),
+      };
     }),
     fail: assign(({ context, event }) => {
       const e = event as E<"call.failed">;
@@ -162,7 +171,10 @@ export const runMachine = setup({
     }),
     hold: assign(({ event }) => ({ heldReasons: (event as E<"run.held">).reasons })),
     clearHold: assign({ heldReasons: [] }),
-    checkpoint: assign(({ event }) => ({ lastCheckpointSeq: (event as E<"checkpoint.saved">).afterSeq })),
+    checkpoint: assign(({ context, event }) => ({
+      lastCheckpointSeq: (event as E<"checkpoint.saved">).afterSeq,
+      checkpoints: context.checkpoints + 1,
+    })),
     conflict: assign(({ context }) => ({ conflicts: context.conflicts + 1 })),
     /** Every accepted event is one stream version; decisions are checked against it (law 9). */
     bump: assign(({ context }) => ({ version: context.version + 1 })),

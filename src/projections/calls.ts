@@ -22,7 +22,15 @@ export interface CallRow {
 export const callsProjection: Projection<CallRow> = {
   name: "calls",
   version: 1,
-  canHandle: ["call.intended", "call.completed", "call.failed", "call.reconciled", "call.replay-authorized", "decision.recorded", "retry.granted"],
+  canHandle: [
+    "call.intended",
+    "call.completed",
+    "call.failed",
+    "call.reconciled",
+    "call.replay-authorized",
+    "decision.recorded",
+    "retry.granted",
+  ],
   keysOf: (recorded) => {
     const e = recorded.event;
     if (e.type === "decision.recorded") return e.callIds;
@@ -47,15 +55,28 @@ export const callsProjection: Projection<CallRow> = {
         position,
       };
     }
-    if (!state) throw new RangeError(`calls projection: ${e.type} for a call with no intent in ${recorded.streamId}`);
+    if (!state)
+      throw new RangeError(`calls projection: ${e.type} for a call with no intent in ${recorded.streamId}`);
     switch (e.type) {
       case "call.completed":
-        return { ...state, status: "completed", outcomeCommitted: true, resultDigest: e.resultDigest, position };
+        return {
+          ...state,
+          status: "completed",
+          outcomeCommitted: true,
+          resultDigest: e.resultDigest,
+          position,
+        };
       case "call.failed":
         return { ...state, status: "failed", outcomeCommitted: true, error: e.error, position };
       case "call.reconciled":
         return e.outcome === "completed"
-          ? { ...state, status: "completed", outcomeCommitted: true, resultDigest: e.resultDigest ?? null, position }
+          ? {
+              ...state,
+              status: "completed",
+              outcomeCommitted: true,
+              resultDigest: e.resultDigest ?? null,
+              position,
+            }
           : { ...state, status: "authorized", position };
       case "call.replay-authorized":
         return { ...state, status: "authorized", position };

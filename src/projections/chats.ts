@@ -4,7 +4,12 @@ export interface ChatRow {
   readonly chatId: string;
   readonly lastRunId: string;
   /** The latest masked checkpoint of the chat, with the run and step it was taken after. */
-  readonly checkpoint: { readonly runId: string; readonly afterSeq: number; readonly state: unknown; readonly digest: string } | null;
+  readonly checkpoint: {
+    readonly runId: string;
+    readonly afterSeq: number;
+    readonly state: unknown;
+    readonly digest: string;
+  } | null;
   readonly position: number;
 }
 
@@ -17,7 +22,12 @@ export const chatsProjection: Projection<ChatRow> = {
   evolve: (state, recorded) => {
     const e = recorded.event;
     if (e.type === "run.admitted") {
-      return { chatId: e.chatId, lastRunId: e.runId, checkpoint: state?.checkpoint ?? null, position: recorded.position };
+      return {
+        chatId: e.chatId,
+        lastRunId: e.runId,
+        checkpoint: state?.checkpoint ?? null,
+        position: recorded.position,
+      };
     }
     if (e.type === "checkpoint.saved") {
       return {

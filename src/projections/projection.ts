@@ -21,11 +21,15 @@ export const handles = (projection: AnyProjection, recorded: RecordedEvent): boo
   projection.canHandle.includes(recorded.event.type);
 
 /** Fold a projection over events in memory (rebuild and audit use this; so do tests). */
-export const foldProjection = <S>(projection: Projection<S>, events: Iterable<RecordedEvent>): Map<string, S> => {
+export const foldProjection = <S>(
+  projection: Projection<S>,
+  events: Iterable<RecordedEvent>,
+): Map<string, S> => {
   const rows = new Map<string, S>();
   for (const recorded of events) {
     if (!handles(projection, recorded)) continue;
-    for (const key of projection.keysOf(recorded)) rows.set(key, projection.evolve(rows.get(key), recorded, key));
+    for (const key of projection.keysOf(recorded))
+      rows.set(key, projection.evolve(rows.get(key), recorded, key));
   }
   return rows;
 };

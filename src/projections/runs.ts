@@ -29,7 +29,8 @@ const STATUS_BY_TYPE: Partial<Record<string, RunRow["status"]>> = {
   "run.stopped": "stopped",
 };
 
-const runIdOf = (recorded: RecordedEvent): string => ("runId" in recorded.event ? String(recorded.event.runId) : "");
+const runIdOf = (recorded: RecordedEvent): string =>
+  "runId" in recorded.event ? String(recorded.event.runId) : "";
 
 /** Status per run, and the needs-attention list. */
 export const runsProjection: Projection<RunRow> = {
@@ -69,9 +70,16 @@ export const runsProjection: Projection<RunRow> = {
             position: 0,
           }
         : (() => {
-            throw new RangeError(`runs projection: ${event.type} before run.admitted in ${recorded.streamId}`);
+            throw new RangeError(
+              `runs projection: ${event.type} before run.admitted in ${recorded.streamId}`,
+            );
           })());
-    let next: RunRow = { ...base, version: recorded.version, updatedAt: recorded.recordedAt, position: recorded.position };
+    let next: RunRow = {
+      ...base,
+      version: recorded.version,
+      updatedAt: recorded.recordedAt,
+      position: recorded.position,
+    };
     const status = STATUS_BY_TYPE[event.type];
     if (status) next = { ...next, status };
     switch (event.type) {

@@ -1,0 +1,66 @@
+/**
+ * Numbered, append-only migrations. `PRAGMA user_version` is the journal's schema version.
+ * Never edit a released migration: add the next one.
+ */
+export const MIGRATIONS: ReadonlyArray<{ readonly id: number; readonly name: string; readonly sql: string }> =
+  [
+    {
+      id: 1,
+      name: "journal",
+      sql: `
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE events (
+  position       INTEGER PRIMARY KEY AUTOINCREMENT,
+  stream_id      TEXT    NOT NULL,
+  version        INTEGER NOT NULL,
+  event_id       TEXT    NOT NULL UNIQUE,
+  type           TEXT    NOT NULL,
+  schema_version INTEGER NOT NULL,
+  recorded_at    TEXT    NOT NULL,
+  data           TEXT    NOT NULL,
+  prev_hash      TEXT    NOT NULL,
+  hash           TEXT    NOT NULL,
+  UNIQUE (stream_id, version)
+);
+CREATE TABLE admissions (
+  chat_id  TEXT NOT NULL,
+  input_id TEXT NOT NULL,
+  digest   TEXT NOT NULL,
+  run_id   TEXT NOT NULL UNIQUE,
+  PRIMARY KEY (chat_id, input_id)
+);
+-- One active run per chat, enforced by the database (law 6).
+CREATE TABLE run_guard (
+  run_id  TEXT PRIMARY KEY,
+  chat_id TEXT NOT NULL,
+  active  INTEGER NOT NULL CHECK (active IN (0, 1))
+);
+CREATE UNIQUE INDEX one_active_run_per_chat ON run_guard (chat_id) WHERE active = 1;
+CREATE TABLE claims (
+  run_id      TEXT PRIMARY KEY,
+  worker_id   TEXT    NOT NULL,
+  epoch       INTEGER NOT NULL,
+  lease_until INTEGER NOT NULL
+);
+CREATE TABLE projections (
+  name     TEXT    NOT NULL,
+  key      TEXT    NOT NULL,
+  value    TEXT    NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (name, key)
+);
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  data   BLOB NOT NULL
+);
+`,
+    },
+  ];
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** `PRAGMA application_id` of a holdfast journal: "hfj1". */
+export const APPLICATION_ID = 0x68666a31;

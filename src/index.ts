@@ -1,0 +1,146 @@
+/**
+ * holdfast — durable execution for AI-agent runs.
+ *
+ * @example
+ * import { Schema } from "effect";
+ * import { defineAgent, defineTool, openRuntime } from "holdfast";
+ *
+ * const greet = defineTool({
+ *   name: "greet",
+ *   args: Schema.Struct({ name: Schema.String }),
+ *   run: async ({ name }) => `hello ${name}`,
+ * });
+ * const agent = defineAgent({
+ *   name: "greeter",
+ *   version: "1",
+ *   run: async (turn, input: { name: string }) => turn.tool(greet, { name: input.name }),
+ * });
+ * const runtime = await openRuntime({ agents: [agent], tools: [greet] });
+ * const run = await runtime.submit({ chatId: "c1", inputId: "m1", agent: "greeter", content: { name: "Ada" } });
+ * console.log(await run.result); // { status: "completed", output: "hello Ada", runId: "…" }
+ * await runtime.close();
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { openJournal } from "./adapters/store.js";
+import type { RecordedEvent } from "./events/index.js";
+import type { RunRow } from "./projections/index.js";
+import type { AnyAgentDef, AnyToolDef } from "./runtime/define.js";
+import {
+  Engine,
+  type RecoveryReport,
+  type RunHandle,
+  type RunResult,
+  type SubmitRequest,
+} from "./runtime/engine.js";
+import type { Journal } from "./runtime/Journal.js";
+
+export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
+export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
+export type { AgentDef, CallContext, ToolDef, ToolSpec, Turn } from "./runtime/define.js";
+export { defineAgent, defineTool } from "./runtime/define.js";
+export type { RecoveryReport, RunHandle, RunResult, SubmitRequest } from "./runtime/engine.js";
+export {
+  ActiveRunExists,
+  CallFailed,
+  DefiniteFailure,
+  DeterminismViolation,
+  EventDecodeError,
+  FencedOut,
+  InputConflict,
+  InvalidInput,
+  InvalidToolArgs,
+  JournalClosed,
+  JournalTooNew,
+  JournalUnavailable,
+  OutcomeUnknown,
+  RunHeld,
+  RunNotFound,
+  TransitionRejected,
+  UnknownAgent,
+  UnknownTool,
+  WrongExpectedVersion,
+} from "./runtime/errors.js";
+
+export interface RuntimeOptions {
+  /** A journal file path (default `.holdfast/journal.db`, or `HOLDFAST_STORE`). */
+  readonly store?: string;
+  readonly agents?: ReadonlyArray<AnyAgentDef>;
+  readonly tools?: ReadonlyArray<AnyToolDef>;
+  /** Secret values by name; masked as `«secret:NAME»` before anything is written. */
+  readonly secrets?: Readonly<Record<string, string>>;
+  /** This process's worker id (default `HOLDFAST_WORKER_ID`, else a random one). */
+  readonly workerId?: string;
+  readonly recovery?: {
+    /** Recover interrupted runs while opening (default true). */
+    readonly onOpen?: boolean;
+    /** Re-executions at once (default 2). */
+    readonly concurrency?: number;
+    /** Ownership lease of a run, renewed by heartbeat (default 15 s). */
+    readonly leaseMs?: number;
+  };
+}
+
+/** A running holdfast instance over one journal. */
+export interface Runtime {
+  readonly workerId: string;
+  /** Where the journal is (printable). */
+  readonly location: string;
+  /** What recovery did while opening (empty when `recovery.onOpen` is false). */
+  readonly recovery: RecoveryReport;
+  /** Admit an input and start its run; same ids and content return the same run (`reused: true`). */
+  submit(request: SubmitRequest): Promise<RunHandle>;
+  /** The result of a run: live here, or as the journal records it. */
+  wait(runId: string): Promise<RunResult>;
+  /** Recover interrupted runs now; `done` settles when every resumed run settles. */
+  recover(): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }>;
+  /** Status per run (the runs projection). */
+  runs(): Promise<ReadonlyArray<RunRow>>;
+  /** The events of one run, decoded. */
+  events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /** Let live runs settle, release ownership, close the journal. */
+  close(): Promise<void>;
+}
+
+const emptyReport: RecoveryReport = {
+  interrupted: [],
+  resumed: [],
+  held: [],
+  ownedElsewhere: [],
+  needsAttention: [],
+};
+
+/** A sortable, readable run id: time, then randomness. */
+const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
+
+/** Open a runtime on a journal; recovers interrupted runs unless told not to. */
+export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
+  const journal: Journal = openJournal(options.store);
+  let engine: Engine;
+  try {
+    engine = new Engine({
+      journal,
+      agents: options.agents ?? [],
+      tools: options.tools ?? [],
+      secrets: options.secrets ?? {},
+      workerId: options.workerId ?? process.env.HOLDFAST_WORKER_ID ?? `w-${randomUUID().slice(0, 8)}`,
+      leaseMs: options.recovery?.leaseMs ?? 15_000,
+      recoveryConcurrency: options.recovery?.concurrency ?? 2,
+      newRunId,
+    });
+  } catch (error) {
+    await journal.close();
+    throw error;
+  }
+  const recovery: RecoveryReport = options.recovery?.onOpen === false ? emptyReport : await engine.recover();
+  return {
+    workerId: engine.workerId,
+    location: journal.location,
+    recovery,
+    submit: (request) => engine.submit(request),
+    wait: (runId) => engine.wait(runId),
+    recover: () => engine.recover(),
+    runs: () => engine.runs(),
+    events: (runId) => journal.readStream(`run-${runId}`),
+    close: () => engine.close(),
+  };
+};

@@ -1,0 +1,96 @@
+import { Context } from "effect";
+import type { AnyEvent, RecordedEvent } from "../events/index.js";
+
+/**
+ * Expected stream version for an append (Emmett's sentinels): an exact version,
+ * `"no-stream"` (must not exist), `"stream-exists"`, or `"any"`.
+ */
+export type ExpectedVersion = number | "no-stream" | "stream-exists" | "any";
+
+/** A worker's right to write a run: appends carrying a fence are refused once the claim moved on. */
+export interface Fence {
+  readonly runId: string;
+  readonly workerId: string;
+  readonly epoch: number;
+}
+
+export interface AppendRequest {
+  readonly streamId: string;
+  readonly expectedVersion: ExpectedVersion;
+  /** Already masked payloads. */
+  readonly events: ReadonlyArray<AnyEvent>;
+  readonly fence?: Fence;
+}
+
+export interface AppendResult {
+  readonly streamId: string;
+  readonly nextVersion: number;
+  readonly recorded: ReadonlyArray<RecordedEvent>;
+}
+
+export interface Admission {
+  readonly chatId: string;
+  readonly inputId: string;
+  readonly digest: string;
+  readonly runId: string;
+}
+
+export interface Claim {
+  readonly runId: string;
+  readonly workerId: string;
+  readonly epoch: number;
+  readonly leaseUntil: number;
+}
+
+/** Where a stream stands: its last version and hash. */
+export interface StreamHead {
+  readonly streamId: string;
+  readonly version: number;
+  readonly hash: string;
+}
+
+/**
+ * The store port. Small on purpose: append with expected version (group-committed), read a stream,
+ * read all after a position, plus the few indexed look-ups the runtime needs. Every engine enforces
+ * concurrency in the database (unique keys, one write transaction per batch).
+ */
+export interface Journal {
+  readonly engine: string;
+  /** Where the journal lives, safe to print (passwords masked). */
+  readonly location: string;
+  /** The key for call fingerprints, made when the journal was created. */
+  readonly fingerprintKey: Uint8Array;
+  /**
+   * Append events to one stream. Resolves after the commit that holds them. Fails with
+   * `WrongExpectedVersion`, `ActiveRunExists`, an admission conflict, or `FencedOut`, writing nothing.
+   */
+  append(request: AppendRequest): Promise<AppendResult>;
+  readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /** Events with position > `after`, in position order, at most `limit`. */
+  readAll(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<RecordedEvent>>;
+  streamHead(streamId: string): Promise<StreamHead | null>;
+  admission(chatId: string, inputId: string): Promise<Admission | null>;
+  /** The active (not finished) run of a chat, if any. */
+  activeRun(chatId: string): Promise<string | null>;
+  /** Every active run: running, interrupted or held. */
+  activeRuns(): Promise<ReadonlyArray<string>>;
+  projection<S>(name: string, key: string): Promise<S | null>;
+  projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
+  /**
+   * Take or renew ownership of a run. Succeeds when the run is unclaimed, the lease expired, or
+   * `workerId` already holds it; a take-over increments the epoch. Returns null when another
+   * worker's lease is live.
+   */
+  claim(
+    runId: string,
+    workerId: string,
+    leaseMs: number,
+  ): Promise<(Claim & { readonly previous: Claim | null }) | null>;
+  /** Extend every lease this worker holds. */
+  renewClaims(workerId: string, leaseMs: number): Promise<void>;
+  releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
+  currentClaim(runId: string): Promise<Claim | null>;
+  close(): Promise<void>;
+}
+
+export class JournalTag extends Context.Tag("holdfast/Journal")<JournalTag, Journal>() {}

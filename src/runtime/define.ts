@@ -1,0 +1,112 @@
+import type { Schema } from "effect";
+import { type Disposition, sha256Hex } from "../events/index.js";
+
+/** What a tool or model function receives besides its arguments. */
+export interface CallContext {
+  readonly runId: string;
+  readonly chatId: string;
+  readonly callId: string;
+  readonly attempt: number;
+  /**
+   * `<callId>#<attempt>`: send it to the remote side (e.g. an `Idempotency-Key` header) so a
+   * reconciler can later ask whether this exact attempt took effect.
+   */
+  readonly idempotencyKey: string;
+}
+
+/** A tool: a named, schema-checked side effect with a recovery disposition. */
+export interface ToolDef<A = unknown, I = unknown, R = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly args: Schema.Schema<A, I>;
+  /** What recovery may do if this call is found in doubt. Default `hold`. */
+  readonly disposition: Disposition;
+  /** Name of the reconciler that can prove what happened (disposition `reconcile`). */
+  readonly reconciler: string | null;
+  /** SHA-256 of the tool's source; recorded in every intent (the allowlist pins it). */
+  readonly pin: string;
+  readonly run: (args: A, context: CallContext) => Promise<R>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: tools of any argument and result types
+export type AnyToolDef = ToolDef<any, any, any>;
+
+export interface ToolSpec<A, I, R> {
+  readonly name: string;
+  readonly description?: string;
+  readonly args: Schema.Schema<A, I>;
+  readonly disposition?: Disposition;
+  readonly reconciler?: string;
+  /**
+   * The source text pinned by the allowlist. Defaults to the text of `run`; pass the module's
+   * source when `run` delegates to other code whose changes must also void the pin.
+   */
+  readonly source?: string;
+  readonly run: (args: A, context: CallContext) => Promise<R>;
+}
+
+/**
+ * Define a tool.
+ *
+ * @example
+ * const sendEmail = defineTool({
+ *   name: "send_email",
+ *   args: Schema.Struct({ to: Schema.String, body: Schema.String }),
+ *   run: async ({ to, body }, { idempotencyKey }) => mailer.send({ to, body, idempotencyKey }),
+ * });
+ */
+export const defineTool = <A, I, R>(spec: ToolSpec<A, I, R>): ToolDef<A, I, R> => {
+  if (!/^[A-Za-z][A-Za-z0-9_.-]{0,99}$/.test(spec.name)) {
+    throw new TypeError(
+      `tool name "${spec.name}" is invalid: use letters, digits, "_", "-" or ".", starting with a letter`,
+    );
+  }
+  const disposition = spec.disposition ?? "hold";
+  if (disposition === "reconcile" && !spec.reconciler) {
+    throw new TypeError(`tool "${spec.name}" has disposition "reconcile" but names no reconciler`);
+  }
+  return {
+    name: spec.name,
+    description: spec.description ?? "",
+    args: spec.args,
+    disposition,
+    reconciler: spec.reconciler ?? null,
+    pin: sha256Hex(spec.source ?? spec.run.toString()),
+    run: spec.run,
+  };
+};
+
+/** An agent: a named, versioned async function that the runtime re-executes on resume. */
+export interface AgentDef<In = unknown, Out = unknown> {
+  readonly name: string;
+  readonly version: string;
+  readonly run: (turn: Turn, input: In) => Promise<Out>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: agents of any input and output types
+export type AnyAgentDef = AgentDef<any, any>;
+
+/**
+ * Define an agent. The function must be deterministic in the calls it makes given the results it
+ * receives: on resume it runs again from the top and every recorded call is served from the journal.
+ *
+ * @example
+ * const echo = defineAgent({ name: "echo", version: "1", run: async (turn, input) => input });
+ */
+export const defineAgent = <In, Out>(spec: AgentDef<In, Out>): AgentDef<In, Out> => {
+  if (!spec.name || !spec.version) throw new TypeError("an agent needs a name and a version");
+  return spec;
+};
+
+/** The call API an agent uses. Every call is journaled: intent before, outcome after. */
+export interface Turn {
+  readonly runId: string;
+  readonly chatId: string;
+  readonly inputId: string;
+  /** A model call. `fn` runs only if no outcome is recorded for this call. */
+  model<R>(name: string, args: unknown, fn: (args: unknown, context: CallContext) => Promise<R>): Promise<R>;
+  /** A registered tool call (by definition or by name). Arguments are checked against its Schema. */
+  tool<A, I, R>(tool: ToolDef<A, I, R> | string, args: I): Promise<R>;
+  /** Save a masked checkpoint of the chat after the last call. */
+  checkpoint(state: unknown): Promise<void>;
+}

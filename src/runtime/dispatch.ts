@@ -1,0 +1,64 @@
+import { type AnyEvent, type RecordedEvent, runStreamId } from "../events/index.js";
+import { contextOf, emptyFold, type RunFold, step } from "../machines/index.js";
+import type { Fence, Journal } from "./Journal.js";
+
+/**
+ * The one write path for a run (live, recovery and decisions alike):
+ *   fold -> transition (the machine must accept every event) -> append with the expected stream
+ *   version -> only then act.
+ * Appends of one run are serialized here, in call order, so intents keep their `seq` order.
+ */
+export class RunWriter {
+  readonly runId: string;
+  readonly streamId: string;
+  private current: RunFold;
+  private tail: Promise<unknown> = Promise.resolve();
+  private fence: Fence | undefined;
+
+  constructor(
+    private readonly journal: Journal,
+    runId: string,
+    fold: RunFold | undefined,
+    machineVersion: string,
+    fence?: Fence,
+  ) {
+    this.runId = runId;
+    this.streamId = runStreamId(runId);
+    this.current = fold ?? emptyFold(machineVersion);
+    this.fence = fence;
+  }
+
+  get fold(): RunFold {
+    return this.current;
+  }
+
+  setFence(fence: Fence | undefined): void {
+    this.fence = fence;
+  }
+
+  /**
+   * Validate `events` with the machine, then append them in one transaction. Resolves after the
+   * commit; rejects (writing nothing) if the machine refuses or the store does.
+   */
+  append(events: ReadonlyArray<AnyEvent>): Promise<ReadonlyArray<RecordedEvent>> {
+    const next = this.tail.then(async () => {
+      let fold = this.current;
+      for (const event of events) fold = step(fold, event);
+      const result = await this.journal.append({
+        streamId: this.streamId,
+        expectedVersion: contextOf(this.current).version,
+        events,
+        ...(this.fence ? { fence: this.fence } : {}),
+      });
+      this.current = fold;
+      return result.recorded;
+    });
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Whether the machine would accept `event` now (no write). */
+  accepts(event: AnyEvent): boolean {
+    return this.current.snapshot.can(event);
+  }
+}

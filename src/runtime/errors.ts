@@ -1,0 +1,204 @@
+import { Data } from "effect";
+import type { ErrorInfo, HoldReason } from "../events/index.js";
+
+/**
+ * Every error says what was wrong, names the ids involved, and says what to do next.
+ * Expected outcomes (a duplicate input with the same content) are values, not errors.
+ */
+
+/** Same (chatId, inputId) was admitted before with different content (law 6). */
+export class InputConflict extends Data.TaggedError("InputConflict")<{
+  readonly chatId: string;
+  readonly inputId: string;
+  readonly runId: string;
+}> {
+  override get message(): string {
+    return `input ${this.inputId} of chat ${this.chatId} was already admitted as run ${this.runId} with different content; send the new content under a new inputId`;
+  }
+}
+
+/** The chat already has an active run (one active run per chat, law 6). */
+export class ActiveRunExists extends Data.TaggedError("ActiveRunExists")<{
+  readonly chatId: string;
+  readonly runId: string;
+}> {
+  override get message(): string {
+    return `chat ${this.chatId} already has an active run ${this.runId}; wait for it to finish, or resolve it if it is held (\`holdfast show ${this.runId}\`)`;
+  }
+}
+
+export class RunNotFound extends Data.TaggedError("RunNotFound")<{ readonly runId: string }> {
+  override get message(): string {
+    return `run ${this.runId} is not in this journal; list runs with \`holdfast runs\``;
+  }
+}
+
+export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
+  readonly agent: string;
+  readonly known: ReadonlyArray<string>;
+}> {
+  override get message(): string {
+    return `agent "${this.agent}" is not registered; registered agents: ${this.known.join(", ") || "(none)"}. Pass it in openRuntime({ agents })`;
+  }
+}
+
+export class UnknownTool extends Data.TaggedError("UnknownTool")<{
+  readonly tool: string;
+  readonly known: ReadonlyArray<string>;
+}> {
+  override get message(): string {
+    return `tool "${this.tool}" is not registered; registered tools: ${this.known.join(", ") || "(none)"}. Pass it in openRuntime({ tools })`;
+  }
+}
+
+/** Tool arguments failed the tool's Schema. Nothing was written. */
+export class InvalidToolArgs extends Data.TaggedError("InvalidToolArgs")<{
+  readonly tool: string;
+  readonly runId: string;
+  readonly fields: ReadonlyArray<string>;
+  readonly detail: string;
+}> {
+  override get message(): string {
+    return `arguments for tool "${this.tool}" (run ${this.runId}) are invalid at ${this.fields.join(", ") || "(root)"}: ${this.detail}. Nothing was journaled; fix the arguments`;
+  }
+}
+
+/** Input content that cannot be journaled (not JSON). */
+export class InvalidInput extends Data.TaggedError("InvalidInput")<{
+  readonly what: string;
+  readonly detail: string;
+}> {
+  override get message(): string {
+    return `${this.what} is invalid: ${this.detail}`;
+  }
+}
+
+/** An append whose expected stream version no longer matches: someone else moved the stream. */
+export class WrongExpectedVersion extends Data.TaggedError("WrongExpectedVersion")<{
+  readonly streamId: string;
+  readonly expected: string;
+  readonly actual: number;
+}> {
+  override get message(): string {
+    return `stream ${this.streamId} is at version ${this.actual}, expected ${this.expected}; reload it and decide again`;
+  }
+}
+
+/** An append by a worker whose claim on the run was taken over (law 10). */
+export class FencedOut extends Data.TaggedError("FencedOut")<{
+  readonly runId: string;
+  readonly workerId: string;
+  readonly epoch: number;
+  readonly currentWorkerId: string | null;
+  readonly currentEpoch: number | null;
+}> {
+  override get message(): string {
+    return `worker ${this.workerId} lost run ${this.runId}: its claim epoch ${this.epoch} was superseded by ${this.currentWorkerId ?? "nobody"} at epoch ${this.currentEpoch ?? "-"}; this worker must not write or start effects for it`;
+  }
+}
+
+/** The journal location cannot be used. */
+export class JournalUnavailable extends Data.TaggedError("JournalUnavailable")<{
+  readonly location: string;
+  readonly reason: string;
+  readonly hint: string;
+}> {
+  override get message(): string {
+    return `journal ${this.location}: ${this.reason}. ${this.hint}`;
+  }
+}
+
+/** The journal was written by a newer holdfast. Nothing was changed. */
+export class JournalTooNew extends Data.TaggedError("JournalTooNew")<{
+  readonly location: string;
+  readonly found: number;
+  readonly supported: number;
+}> {
+  override get message(): string {
+    return `journal ${this.location} has schema version ${this.found}, this holdfast supports up to ${this.supported}; upgrade holdfast (nothing was changed)`;
+  }
+}
+
+export class JournalClosed extends Data.TaggedError("JournalClosed")<{ readonly location: string }> {
+  override get message(): string {
+    return `journal ${this.location} is closed; open a new runtime`;
+  }
+}
+
+/** The call at `seq` differs from its recorded intent (law 7). The run is held. */
+export class DeterminismViolation extends Data.TaggedError("DeterminismViolation")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly recorded: { readonly kind: string; readonly name: string };
+  readonly attempted: { readonly kind: string; readonly name: string };
+}> {
+  override get message(): string {
+    return `run ${this.runId}: call ${this.callId} was recorded as ${this.recorded.kind} "${this.recorded.name}" but the agent now makes ${this.attempted.kind} "${this.attempted.name}" with other arguments; the run is held — restore the agent version that started it, or decide the run (\`holdfast show ${this.runId}\`)`;
+  }
+}
+
+/**
+ * Thrown into the agent when its run is held: the agent must stop. Catching it does not un-hold
+ * the run; whatever the agent returns afterwards is ignored.
+ */
+export class RunHeld extends Data.TaggedError("RunHeld")<{
+  readonly runId: string;
+  readonly reasons: ReadonlyArray<HoldReason>;
+}> {
+  override get message(): string {
+    return `run ${this.runId} is held: ${this.reasons.map((r) => `${r.callId ?? ""} ${r.code}: ${r.detail}`.trim()).join("; ")}; a person decides (\`holdfast show ${this.runId}\`)`;
+  }
+}
+
+/** A call ended with a recorded, definite failure; the agent may handle it. */
+export class CallFailed extends Data.TaggedError("CallFailed")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly name: string;
+  readonly error: ErrorInfo;
+}> {
+  override get message(): string {
+    return `call ${this.callId} (${this.name}) failed definitely: ${this.error.message}`;
+  }
+}
+
+/**
+ * A person chose `resume` on an in-doubt call: nobody knows whether it happened. The agent must
+ * handle this (for example, tell the user) and must not blindly repeat the action.
+ */
+export class OutcomeUnknown extends Data.TaggedError("OutcomeUnknown")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly name: string;
+}> {
+  override get message(): string {
+    return `the outcome of call ${this.callId} (${this.name}) is unknown: it may or may not have happened`;
+  }
+}
+
+/**
+ * Thrown by a tool or model function to say "this definitely did not take effect" (a 4xx refusal,
+ * a validation error before sending). Anything else a tool throws is indefinite (law 4).
+ */
+export class DefiniteFailure extends Error {
+  override readonly name = "DefiniteFailure";
+  readonly details: unknown;
+  constructor(message: string, details?: unknown) {
+    super(message);
+    this.details = details;
+  }
+}
+
+export { EventDecodeError } from "../events/index.js";
+/** The machine refused a transition the runtime asked for. */
+export { TransitionRejected } from "../machines/index.js";
+
+/** The (chatId, inputId) pair is already admitted; the runtime turns this into reuse or `InputConflict`. */
+export class DuplicateAdmission extends Data.TaggedError("DuplicateAdmission")<{
+  readonly chatId: string;
+  readonly inputId: string;
+}> {
+  override get message(): string {
+    return `input ${this.inputId} of chat ${this.chatId} is already admitted`;
+  }
+}

@@ -1,0 +1,323 @@
+import { Either, ParseResult, Schema } from "effect";
+import {
+  type AnyEvent,
+  type CallKind,
+  callIdOf,
+  type Disposition,
+  type ErrorInfo,
+  fingerprintOf,
+  type HoldReason,
+  type Masker,
+  type RecordedEvent,
+} from "../events/index.js";
+import { type CallState, contextOf, statusOf } from "../machines/index.js";
+import { crashPointFor } from "./crash.js";
+import type { AnyToolDef, CallContext, ToolDef, Turn } from "./define.js";
+import type { RunWriter } from "./dispatch.js";
+import {
+  CallFailed,
+  DefiniteFailure,
+  DeterminismViolation,
+  InvalidToolArgs,
+  OutcomeUnknown,
+  RunHeld,
+  UnknownTool,
+} from "./errors.js";
+import { storedCopy, storedDigest } from "./json.js";
+
+/** What the journal recorded for a call: served on re-execution instead of running the effect. */
+type Recorded =
+  | { readonly kind: "result"; readonly value: unknown }
+  | { readonly kind: "error"; readonly error: ErrorInfo };
+
+export interface TurnDeps {
+  readonly writer: RunWriter;
+  readonly chatId: string;
+  readonly inputId: string;
+  readonly fingerprintKey: Uint8Array;
+  readonly masker: Masker;
+  readonly tools: ReadonlyMap<string, AnyToolDef>;
+  /** The run's stream as read at (re)start: the source of recorded outcomes. */
+  readonly history: ReadonlyArray<RecordedEvent>;
+}
+
+/** Mask and shape an error for storage: name and message only, never a stack. */
+export const errorInfo = (masker: Masker, error: unknown): ErrorInfo => {
+  if (error instanceof DefiniteFailure) {
+    const details =
+      error.details === undefined ? {} : { details: masker.mask(storedCopy(error.details, "error details")) };
+    return { name: error.name, message: masker.maskString(error.message), ...details };
+  }
+  if (error instanceof Error) return { name: error.name, message: masker.maskString(error.message) };
+  return { name: "Error", message: masker.maskString(String(error)) };
+};
+
+/**
+ * The journal cursor for one execution of an agent function. Calls before the frontier are served
+ * from the journal (law 2) after their fingerprint is checked against the intent (law 7); calls
+ * past it are journaled write-ahead (law 1) and run.
+ */
+export class TurnImpl implements Turn {
+  readonly runId: string;
+  readonly chatId: string;
+  readonly inputId: string;
+  private nextSeq = 0;
+  private checkpointsSeen = 0;
+  private readonly recorded = new Map<string, Recorded>();
+
+  constructor(private readonly deps: TurnDeps) {
+    this.runId = deps.writer.runId;
+    this.chatId = deps.chatId;
+    this.inputId = deps.inputId;
+    for (const { event } of deps.history) this.remember(event);
+  }
+
+  private remember(event: AnyEvent): void {
+    switch (event.type) {
+      case "call.completed":
+        this.recorded.set(event.callId, { kind: "result", value: event.result });
+        break;
+      case "call.failed":
+        this.recorded.set(event.callId, { kind: "error", error: event.error });
+        break;
+      case "call.reconciled":
+        if (event.outcome === "completed")
+          this.recorded.set(event.callId, { kind: "result", value: event.result ?? null });
+        break;
+      case "decision.recorded":
+        if (event.decision === "confirmed-completed") {
+          for (const id of event.callIds)
+            this.recorded.set(id, { kind: "result", value: event.result ?? null });
+        }
+        break;
+    }
+  }
+
+  /** The run is no longer running (held, finished): the agent must stop. */
+  private assertRunning(): void {
+    const fold = this.deps.writer.fold;
+    const status = statusOf(fold);
+    if (status !== "running") {
+      throw new RunHeld({
+        runId: this.runId,
+        reasons: contextOf(fold).heldReasons.length
+          ? contextOf(fold).heldReasons
+          : [{ code: "decision-needed", detail: `the run is ${status}` }],
+      });
+    }
+  }
+
+  private async hold(reasons: [HoldReason, ...HoldReason[]], extra: AnyEvent[] = []): Promise<never> {
+    if (statusOf(this.deps.writer.fold) === "running") {
+      await this.deps.writer.append([...extra, { type: "run.held", runId: this.runId, reasons }]);
+    }
+    throw new RunHeld({ runId: this.runId, reasons });
+  }
+
+  model<R>(name: string, args: unknown, fn: (args: unknown, context: CallContext) => Promise<R>): Promise<R> {
+    const stored = storedCopy(args, `arguments of model call "${name}"`);
+    return this.call<R>({
+      kind: "model",
+      name,
+      args: stored,
+      runArgs: stored,
+      disposition: "hold",
+      pin: null,
+      reconciler: null,
+      run: fn,
+    });
+  }
+
+  tool<A, I, R>(tool: ToolDef<A, I, R> | string, args: I): Promise<R> {
+    const name = typeof tool === "string" ? tool : tool.name;
+    const def = this.deps.tools.get(name);
+    if (!def || (typeof tool !== "string" && def !== (tool as AnyToolDef) && def.pin !== tool.pin)) {
+      return Promise.reject(new UnknownTool({ tool: name, known: [...this.deps.tools.keys()] }));
+    }
+    const decoded = Schema.decodeUnknownEither(def.args)(args);
+    if (Either.isLeft(decoded)) {
+      const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left);
+      return Promise.reject(
+        new InvalidToolArgs({
+          tool: name,
+          runId: this.runId,
+          fields: issues.map((i) => (i.path.length ? i.path.join(".") : "(root)")),
+          detail: issues.map((i) => i.message).join("; "),
+        }),
+      );
+    }
+    const encoded = storedCopy(Schema.encodeSync(def.args)(decoded.right), `arguments of tool "${name}"`);
+    return this.call<R>({
+      kind: "tool",
+      name,
+      args: encoded,
+      runArgs: decoded.right,
+      disposition: def.disposition,
+      pin: def.pin,
+      reconciler: def.reconciler,
+      run: def.run as (args: unknown, context: CallContext) => Promise<R>,
+    });
+  }
+
+  private async call<R>(spec: {
+    kind: CallKind;
+    name: string;
+    /** The encoded, JSON-clean arguments: fingerprinted, masked and stored. */
+    args: unknown;
+    /** What the effect receives (decoded by the tool's Schema). */
+    runArgs: unknown;
+    disposition: Disposition;
+    pin: string | null;
+    reconciler: string | null;
+    run: (args: unknown, context: CallContext) => Promise<R>;
+  }): Promise<R> {
+    this.assertRunning();
+    const seq = this.nextSeq++;
+    const callId = callIdOf(this.runId, seq);
+    const fingerprint = fingerprintOf(this.deps.fingerprintKey, {
+      kind: spec.kind,
+      name: spec.name,
+      args: spec.args,
+    });
+    const known: CallState | undefined = contextOf(this.deps.writer.fold).calls[callId];
+
+    let attempt = 1;
+    if (known) {
+      if (known.fingerprint !== fingerprint || known.kind !== spec.kind || known.name !== spec.name) {
+        const violation = new DeterminismViolation({
+          runId: this.runId,
+          callId,
+          recorded: { kind: known.kind, name: known.name },
+          attempted: { kind: spec.kind, name: spec.name },
+        });
+        return this.hold(
+          [{ code: "determinism", callId, detail: violation.message }],
+          [
+            {
+              type: "conflict.recorded",
+              runId: this.runId,
+              callId,
+              kind: "determinism",
+              detail: `fingerprint ${fingerprint.slice(0, 12)} differs from the recorded intent ${known.fingerprint.slice(0, 12)}`,
+              recorded: { kind: known.kind, name: known.name, fingerprint: known.fingerprint },
+              attempted: { kind: spec.kind, name: spec.name, fingerprint },
+            },
+          ],
+        );
+      }
+      switch (known.status) {
+        case "completed": {
+          const rec = this.recorded.get(callId);
+          return (rec?.kind === "result" ? rec.value : null) as R;
+        }
+        case "failed": {
+          const rec = this.recorded.get(callId);
+          throw new CallFailed({
+            runId: this.runId,
+            callId,
+            name: spec.name,
+            error: rec?.kind === "error" ? rec.error : { name: "Error", message: "recorded failure" },
+          });
+        }
+        case "unknown":
+          throw new OutcomeUnknown({ runId: this.runId, callId, name: spec.name });
+        case "in-doubt":
+          return this.hold([
+            {
+              code: "in-doubt",
+              callId,
+              detail: `${spec.kind} "${spec.name}" attempt ${known.attempt} has an intent but no outcome`,
+            },
+          ]);
+        case "authorized":
+          attempt = known.attempt + 1;
+          break;
+      }
+    }
+
+    const context: CallContext = {
+      runId: this.runId,
+      chatId: this.chatId,
+      callId,
+      attempt,
+      idempotencyKey: `${callId}#${attempt}`,
+    };
+    crashPointFor("before-intent", spec.name);
+    // Law 1: the effect starts only after this commit.
+    await this.deps.writer.append([
+      {
+        type: "call.intended",
+        runId: this.runId,
+        callId,
+        seq,
+        attempt,
+        kind: spec.kind,
+        name: spec.name,
+        args: this.deps.masker.mask(spec.args),
+        fingerprint,
+        disposition: spec.disposition,
+        pin: spec.pin,
+        reconciler: spec.reconciler,
+        idempotencyKey: context.idempotencyKey,
+      },
+    ]);
+    crashPointFor("after-intent", spec.name);
+
+    let result: unknown;
+    try {
+      result = await spec.run(spec.runArgs, context);
+    } catch (error) {
+      if (error instanceof DefiniteFailure) {
+        const info = errorInfo(this.deps.masker, error);
+        await this.deps.writer.append([
+          { type: "call.failed", runId: this.runId, callId, attempt, definite: true, error: info },
+        ]);
+        this.recorded.set(callId, { kind: "error", error: info });
+        throw new CallFailed({ runId: this.runId, callId, name: spec.name, error: info });
+      }
+      // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself.
+      const info = errorInfo(this.deps.masker, error);
+      return this.hold([
+        {
+          code: "indefinite-failure",
+          callId,
+          detail: `${spec.kind} "${spec.name}" failed without proof that it did not take effect: ${info.name}: ${info.message}`,
+        },
+      ]);
+    }
+    crashPointFor("after-effect-before-outcome", spec.name);
+    const value = this.deps.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+    await this.deps.writer.append([
+      {
+        type: "call.completed",
+        runId: this.runId,
+        callId,
+        attempt,
+        result: value,
+        resultDigest: storedDigest(value),
+      },
+    ]);
+    crashPointFor("after-outcome", spec.name);
+    this.recorded.set(callId, { kind: "result", value });
+    return value as R;
+  }
+
+  async checkpoint(state: unknown): Promise<void> {
+    this.assertRunning();
+    const index = this.checkpointsSeen++;
+    // Re-execution: this checkpoint is already in the journal.
+    if (index < contextOf(this.deps.writer.fold).checkpoints) return;
+    const value = this.deps.masker.mask(storedCopy(state, "checkpoint state"));
+    crashPointFor("mid-checkpoint", "checkpoint");
+    await this.deps.writer.append([
+      {
+        type: "checkpoint.saved",
+        runId: this.runId,
+        chatId: this.chatId,
+        afterSeq: this.nextSeq - 1,
+        state: value,
+        digest: storedDigest(value),
+      },
+    ]);
+  }
+}
