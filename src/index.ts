@@ -20,7 +20,8 @@
  * console.log(await run.result); // { status: "completed", output: "hello Ada", runId: "…" }
  * await runtime.close();
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import { openJournal } from "./adapters/store.js";
 import type { RecordedEvent } from "./events/index.js";
 import type { RunRow } from "./projections/index.js";
@@ -112,6 +113,21 @@ const emptyReport: RecoveryReport = {
 /** A sortable, readable run id: time, then randomness. */
 const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
 
+/** `<host>:<pid>:<random>`: lets a process on the same host see that a previous owner is gone. */
+const localWorkerId = (): string => `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+
+const isWorkerDead = (workerId: string): boolean => {
+  const [host, pid] = workerId.split(":");
+  if (host !== hostname() || !pid || !/^\d+$/.test(pid)) return false;
+  if (Number(pid) === process.pid) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+};
+
 /** Open a runtime on a journal; recovers interrupted runs unless told not to. */
 export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
   const journal: Journal = openJournal(options.store);
@@ -122,7 +138,8 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
       agents: options.agents ?? [],
       tools: options.tools ?? [],
       secrets: options.secrets ?? {},
-      workerId: options.workerId ?? process.env.HOLDFAST_WORKER_ID ?? `w-${randomUUID().slice(0, 8)}`,
+      workerId: options.workerId ?? process.env.HOLDFAST_WORKER_ID ?? localWorkerId(),
+      isWorkerDead,
       leaseMs: options.recovery?.leaseMs ?? 15_000,
       recoveryConcurrency: options.recovery?.concurrency ?? 2,
       newRunId,

@@ -79,12 +79,13 @@ export interface Journal {
   /**
    * Take or renew ownership of a run. Succeeds when the run is unclaimed, the lease expired, or
    * `workerId` already holds it; a take-over increments the epoch. Returns null when another
-   * worker's lease is live.
+   * worker's lease is live — unless that worker is `takeOverFrom`, known to be dead.
    */
   claim(
     runId: string,
     workerId: string,
     leaseMs: number,
+    options?: { readonly takeOverFrom?: string },
   ): Promise<(Claim & { readonly previous: Claim | null }) | null>;
   /** Extend every lease this worker holds. */
   renewClaims(workerId: string, leaseMs: number): Promise<void>;

@@ -62,3 +62,39 @@ export class RunWriter {
     return this.current.snapshot.can(event);
   }
 }
+
+/**
+ * Record an outcome for a call through the write path. If the call is already closed, an equal
+ * outcome is a no-op and a different one is recorded as `conflict.recorded` (law 5): the first
+ * outcome stands and history is never rewritten.
+ */
+export const appendOutcome = async (
+  writer: RunWriter,
+  outcome: Extract<AnyEvent, { type: "call.completed" | "call.failed" }>,
+): Promise<"recorded" | "duplicate" | "conflict"> => {
+  if (writer.accepts(outcome)) {
+    await writer.append([outcome]);
+    return "recorded";
+  }
+  const call = contextOf(writer.fold).calls[outcome.callId];
+  if (!call) throw new RangeError(`call ${outcome.callId} has no intent in run ${writer.runId}`);
+  const attemptedDigest = outcome.type === "call.completed" ? outcome.resultDigest : null;
+  const same =
+    (outcome.type === "call.completed" &&
+      call.status === "completed" &&
+      call.resultDigest === attemptedDigest) ||
+    (outcome.type === "call.failed" && call.status === "failed");
+  if (same) return "duplicate";
+  await writer.append([
+    {
+      type: "conflict.recorded",
+      runId: writer.runId,
+      callId: outcome.callId,
+      kind: "outcome",
+      detail: `a second, different outcome (${outcome.type}) arrived for ${outcome.callId}, already ${call.status}; the first outcome stands`,
+      recorded: { status: call.status, resultDigest: call.resultDigest },
+      attempted: { type: outcome.type, resultDigest: attemptedDigest },
+    },
+  ]);
+  return "conflict";
+};

@@ -74,6 +74,11 @@ export interface EngineOptions {
   readonly leaseMs: number;
   readonly recoveryConcurrency: number;
   readonly newRunId: () => string;
+  /**
+   * Whether a worker is known to be dead (same host, process gone). Lets recovery take over at once
+   * instead of waiting for the lease; `false` when unknown, which means: wait for the lease.
+   */
+  readonly isWorkerDead: (workerId: string) => boolean;
 }
 
 /** A small counting semaphore: at most `limit` re-executions at once. */
@@ -283,7 +288,15 @@ export class Engine {
     const started: Promise<RunResult>[] = [];
     for (const runId of await this.journal.activeRuns()) {
       if (this.live.has(runId)) continue;
-      const claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
+      let claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
+      if (!claim) {
+        const owner = await this.journal.currentClaim(runId);
+        if (owner && this.options.isWorkerDead(owner.workerId)) {
+          claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs, {
+            takeOverFrom: owner.workerId,
+          });
+        }
+      }
       if (!claim) {
         report.ownedElsewhere.push(runId);
         continue;

@@ -51,6 +51,12 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
+/** One PRAGMA's value. (The driver's `simple` option returns the row, not the value.) */
+const pragmaValue = (db: Db, pragma: string): unknown => {
+  const row = (db.prepare(`PRAGMA ${pragma}`).all() as Array<Record<string, unknown>>)[0];
+  return row ? Object.values(row)[0] : undefined;
+};
+
 const sqliteCode = (error: unknown): string =>
   typeof error === "object" && error !== null && "code" in error
     ? String((error as { code: unknown }).code)
@@ -182,8 +188,8 @@ export class LibsqlJournal implements Journal {
     let tables: number;
     try {
       // Read-only look first: a newer or foreign file must not be changed at all.
-      userVersion = Number(db.pragma("user_version", { simple: true }) ?? 0);
-      applicationId = Number(db.pragma("application_id", { simple: true }) ?? 0);
+      userVersion = Number(pragmaValue(db, "user_version") ?? 0);
+      applicationId = Number(pragmaValue(db, "application_id") ?? 0);
       tables = Number(
         (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n,
       );
@@ -211,8 +217,7 @@ export class LibsqlJournal implements Journal {
 
     const busy = options.busyTimeoutMs ?? 5000;
     db.pragma(`busy_timeout = ${Math.max(5000, busy)}`);
-    const mode = db.pragma("journal_mode = WAL", { simple: true }) as unknown;
-    const modeName = typeof mode === "object" && mode !== null ? Object.values(mode)[0] : mode;
+    const modeName = pragmaValue(db, "journal_mode = WAL");
     if (String(modeName).toLowerCase() !== "wal") {
       throw unavailable(
         `WAL mode could not be enabled (got ${String(modeName)})`,
@@ -236,7 +241,7 @@ export class LibsqlJournal implements Journal {
     for (const migration of MIGRATIONS) {
       db.exec("BEGIN IMMEDIATE");
       try {
-        const current = Number(db.pragma("user_version", { simple: true }) ?? 0);
+        const current = Number(pragmaValue(db, "user_version") ?? 0);
         if (current >= migration.id) {
           db.exec("ROLLBACK");
           continue;
@@ -504,6 +509,7 @@ export class LibsqlJournal implements Journal {
     runId: string,
     workerId: string,
     leaseMs: number,
+    options: { readonly takeOverFrom?: string } = {},
   ): Promise<(Claim & { readonly previous: Claim | null }) | null> {
     this.assertOpen();
     return this.writeTransaction(() => {
@@ -518,7 +524,7 @@ export class LibsqlJournal implements Journal {
         this.stmts.updateClaim.run(workerId, row.epoch, now + leaseMs, runId);
         return { runId, workerId, epoch: row.epoch, leaseUntil: now + leaseMs, previous };
       }
-      if (row.lease_until > now) return null;
+      if (row.lease_until > now && row.worker_id !== options.takeOverFrom) return null;
       this.stmts.updateClaim.run(workerId, row.epoch + 1, now + leaseMs, runId);
       return { runId, workerId, epoch: row.epoch + 1, leaseUntil: now + leaseMs, previous };
     });

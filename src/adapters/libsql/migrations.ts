@@ -25,6 +25,16 @@ CREATE TABLE events (
   hash           TEXT    NOT NULL,
   UNIQUE (stream_id, version)
 );
+-- Law 5: history is immutable. Only retention of finished runs may delete, and it says so first.
+CREATE TRIGGER events_are_immutable BEFORE UPDATE ON events
+BEGIN
+  SELECT RAISE(ABORT, 'holdfast events are immutable: record a new event instead');
+END;
+CREATE TRIGGER events_are_not_deleted BEFORE DELETE ON events
+WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'retention_in_progress')
+BEGIN
+  SELECT RAISE(ABORT, 'holdfast events are never deleted except by retention of finished runs');
+END;
 CREATE TABLE admissions (
   chat_id  TEXT NOT NULL,
   input_id TEXT NOT NULL,
