@@ -1,8 +1,11 @@
 import { Schema } from "effect";
 import { Digest } from "./ids.js";
 
-/** Any JSON value, already masked. */
-export const Json = Schema.Unknown;
+/** Any JSON value, already masked. (Not re-validated on read: the canonical encoding guarantees JSON.) */
+export const Json = Schema.Unknown.annotations({
+  identifier: "Json",
+  arbitrary: () => (fc) => fc.jsonValue({ maxDepth: 3 }),
+});
 
 /** A masked error as it is stored: never a stack, never a secret. */
 export const ErrorInfo = Schema.Struct({

@@ -1,0 +1,205 @@
+import { FastCheck as fc } from "effect";
+import { describe, expect, it } from "vitest";
+import type { AnyEvent } from "../../src/events/index.js";
+import { foldRun, RUN_MACHINE_VERSION, statusOf, TransitionRejected } from "../../src/machines/index.js";
+
+const D = "d".repeat(64);
+const runId = "r1";
+
+type Op = "ok" | "fail" | "checkpoint" | "conflict" | "interrupt" | "heldStop" | "heldDecide";
+
+/** A valid run stream built from a list of operations. */
+const streamOf = (ops: ReadonlyArray<Op>, end: "completed" | "failed" | "open"): AnyEvent[] => {
+  const events: AnyEvent[] = [
+    {
+      type: "run.admitted",
+      runId,
+      chatId: "c",
+      inputId: "i",
+      inputDigest: D,
+      agent: { name: "a", version: "1" },
+      machine: RUN_MACHINE_VERSION,
+      input: null,
+    },
+  ];
+  let seq = 0;
+  const intent = (): AnyEvent => ({
+    type: "call.intended",
+    runId,
+    callId: `${runId}/${seq}`,
+    seq,
+    attempt: 1,
+    kind: "tool",
+    name: "t",
+    args: { seq },
+    fingerprint: D,
+    disposition: "hold",
+    pin: null,
+    reconciler: null,
+    idempotencyKey: `${runId}/${seq}#1`,
+  });
+  let stopped = false;
+  for (const op of ops) {
+    if (stopped) break;
+    const callId = `${runId}/${seq}`;
+    switch (op) {
+      case "ok":
+        events.push(intent(), {
+          type: "call.completed",
+          runId,
+          callId,
+          attempt: 1,
+          result: seq,
+          resultDigest: D,
+        });
+        seq++;
+        break;
+      case "fail":
+        events.push(intent(), {
+          type: "call.failed",
+          runId,
+          callId,
+          attempt: 1,
+          definite: true,
+          error: { name: "E", message: "no" },
+        });
+        seq++;
+        break;
+      case "checkpoint":
+        events.push({
+          type: "checkpoint.saved",
+          runId,
+          chatId: "c",
+          afterSeq: seq - 1,
+          state: { seq },
+          digest: D,
+        });
+        break;
+      case "conflict":
+        events.push({
+          type: "conflict.recorded",
+          runId,
+          kind: "outcome",
+          detail: "x",
+          recorded: 1,
+          attempted: 2,
+        });
+        break;
+      case "interrupt":
+        events.push(
+          { type: "run.interrupted", runId, detectedBy: "w", inDoubt: [] },
+          { type: "run.resumed", runId, by: "w" },
+        );
+        break;
+      case "heldDecide":
+      case "heldStop": {
+        events.push(intent(), {
+          type: "run.held",
+          runId,
+          reasons: [{ code: "in-doubt", callId, detail: "no outcome" }],
+        });
+        const basedOnVersion = events.length;
+        events.push({
+          type: "decision.recorded",
+          runId,
+          decision: op === "heldStop" ? "stop" : "confirmed-completed",
+          basedOnVersion,
+          decidedBy: "ops",
+          note: "checked the remote side",
+          callIds: [callId],
+          result: "ok",
+        });
+        seq++;
+        if (op === "heldStop") stopped = true;
+        break;
+      }
+    }
+  }
+  if (!stopped && end === "completed")
+    events.push({ type: "run.completed", runId, output: seq, outputDigest: D });
+  if (!stopped && end === "failed")
+    events.push({ type: "run.failed", runId, error: { name: "E", message: "x" } });
+  return events;
+};
+
+const arbitraryStream = fc
+  .tuple(
+    fc.array(
+      fc.constantFrom<Op>("ok", "fail", "checkpoint", "conflict", "interrupt", "heldStop", "heldDecide"),
+      {
+        maxLength: 25,
+      },
+    ),
+    fc.constantFrom<"completed" | "failed" | "open">("completed", "failed", "open"),
+  )
+  .map(([ops, end]) => streamOf(ops, end));
+
+describe("run machine fold", () => {
+  it("fold from zero equals fold from any prefix snapshot plus the rest", () => {
+    fc.assert(
+      fc.property(arbitraryStream, fc.nat(), (events, cut) => {
+        const whole = foldRun(events);
+        const k = 1 + (cut % events.length);
+        const resumed =
+          k === events.length ? foldRun(events) : foldRun(events.slice(k), foldRun(events.slice(0, k)));
+        expect(resumed.snapshot.value).toEqual(whole.snapshot.value);
+        expect(resumed.snapshot.context).toEqual(whole.snapshot.context);
+        expect(whole.snapshot.context.version).toBe(events.length);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("an outcome for a call with no intent is refused by the machine", () => {
+    const events = streamOf([], "open");
+    expect(() =>
+      foldRun([
+        ...events,
+        { type: "call.completed", runId, callId: `${runId}/0`, attempt: 1, result: 1, resultDigest: D },
+      ]),
+    ).toThrow(TransitionRejected);
+  });
+
+  it("a second outcome for a closed call is refused by the machine", () => {
+    const events = streamOf(["ok"], "open");
+    const again = events[2]!;
+    expect(() => foldRun([...events, again])).toThrow(TransitionRejected);
+  });
+
+  it("a run cannot complete while a call is in doubt", () => {
+    const events = streamOf(["ok"], "open");
+    const intent = {
+      ...(events[1] as Extract<AnyEvent, { type: "call.intended" }>),
+      seq: 1,
+      callId: `${runId}/1`,
+    };
+    expect(() =>
+      foldRun([...events, intent, { type: "run.completed", runId, output: 1, outputDigest: D }]),
+    ).toThrow(/not accepted in state "running"/);
+  });
+
+  it("a decision made on a stale version is refused (law 9)", () => {
+    const events = streamOf(["heldDecide"], "open");
+    const decision = events.at(-1) as Extract<AnyEvent, { type: "decision.recorded" }>;
+    expect(() =>
+      foldRun([...events.slice(0, -1), { ...decision, basedOnVersion: decision.basedOnVersion - 1 }]),
+    ).toThrow(TransitionRejected);
+    expect(statusOf(foldRun(events))).toBe("running");
+  });
+
+  it("a confirmation without a note is refused (law 9)", () => {
+    const events = streamOf(["heldDecide"], "open");
+    const decision = events.at(-1) as Extract<AnyEvent, { type: "decision.recorded" }>;
+    expect(() => foldRun([...events.slice(0, -1), { ...decision, note: "  " }])).toThrow(TransitionRejected);
+  });
+
+  it("intents must take the next seq in program order", () => {
+    const events = streamOf(["ok"], "open");
+    const skip = {
+      ...(events[1] as Extract<AnyEvent, { type: "call.intended" }>),
+      seq: 5,
+      callId: `${runId}/5`,
+    };
+    expect(() => foldRun([...events, skip])).toThrow(TransitionRejected);
+  });
+});

@@ -1,0 +1,114 @@
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "libsql";
+import { describe, expect, it } from "vitest";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/adapters/libsql/migrations.js";
+import { JournalTooNew, JournalUnavailable } from "../../src/runtime/errors.js";
+import { useTempDir } from "../support/tmp.js";
+
+const tempDir = useTempDir();
+
+/** Root ignores permission bits; a read-only folder can only be tested as another user. */
+const permissionsApply = (dir: string): boolean => {
+  const probe = join(dir, "ro");
+  mkdirSync(probe);
+  chmodSync(probe, 0o555);
+  try {
+    writeFileSync(join(probe, "x"), "x");
+    return false;
+  } catch {
+    return true;
+  } finally {
+    chmodSync(probe, 0o755);
+  }
+};
+
+describe("journal file", () => {
+  it("a new journal file and its WAL are created with mode 0600", async () => {
+    const dir = tempDir();
+    const path = join(dir, "journal.db");
+    const journal = LibsqlJournal.open(path);
+    await journal.append({
+      streamId: "system",
+      expectedVersion: "no-stream",
+      events: [{ type: "journal.opened", schemaVersion: 1, engine: "libsql" }],
+    });
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
+    await journal.close();
+  });
+
+  it("a path in a missing folder is refused with the folder named and a hint, creating nothing", () => {
+    const dir = tempDir();
+    const path = join(dir, "nope", "journal.db");
+    expect(() => LibsqlJournal.open(path)).toThrow(JournalUnavailable);
+    try {
+      LibsqlJournal.open(path);
+    } catch (error) {
+      expect((error as JournalUnavailable).reason).toContain(join(dir, "nope"));
+      expect((error as JournalUnavailable).hint).toMatch(/--db/);
+    }
+  });
+
+  it("a path in a read-only folder is refused with a clear reason", () => {
+    const dir = tempDir();
+    const ro = join(dir, "readonly");
+    mkdirSync(ro);
+    chmodSync(ro, 0o555);
+    if (permissionsApply(dir)) {
+      expect(() => LibsqlJournal.open(join(ro, "journal.db"))).toThrow(/not writable/);
+    } else {
+      // As root the folder is writable after all: opening works, which is also the truth.
+      expect(() => LibsqlJournal.open(join(ro, "journal.db")).close()).not.toThrow();
+    }
+    chmodSync(ro, 0o755);
+  });
+
+  it("a file that is not a database is refused and left byte-for-byte unchanged", () => {
+    const dir = tempDir();
+    const path = join(dir, "notes.txt");
+    writeFileSync(path, "these are my notes, not a journal\n".repeat(200));
+    const before = readFileSync(path);
+    expect(() => LibsqlJournal.open(path)).toThrow(/not a database/);
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
+
+  it("a SQLite database that is not a holdfast journal is refused", () => {
+    const dir = tempDir();
+    const path = join(dir, "other.db");
+    const db = new Database(path);
+    db.exec("CREATE TABLE things (id INTEGER)");
+    db.close();
+    expect(() => LibsqlJournal.open(path)).toThrow(/not a holdfast journal/);
+  });
+
+  it("a journal from a newer schema version is refused with JournalTooNew and not changed", async () => {
+    const dir = tempDir();
+    const path = join(dir, "journal.db");
+    await LibsqlJournal.open(path).close();
+    const db = new Database(path);
+    db.exec(`PRAGMA user_version = ${LATEST_SCHEMA_VERSION + 1}`);
+    db.close();
+    const before = readFileSync(path);
+    expect(() => LibsqlJournal.open(path)).toThrow(JournalTooNew);
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
+
+  it("reopening a journal keeps its fingerprint key and its events", async () => {
+    const dir = tempDir();
+    const path = join(dir, "journal.db");
+    const a = LibsqlJournal.open(path);
+    await a.append({
+      streamId: "system",
+      expectedVersion: "no-stream",
+      events: [{ type: "journal.opened", schemaVersion: 1, engine: "libsql" }],
+    });
+    const key = Buffer.from(a.fingerprintKey).toString("hex");
+    await a.close();
+    const b = LibsqlJournal.open(path);
+    expect(Buffer.from(b.fingerprintKey).toString("hex")).toBe(key);
+    expect(await b.readStream("system")).toHaveLength(1);
+    await b.close();
+  });
+});
