@@ -1,0 +1,196 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { runStreamId } from "../../../events/index.js";
+import { Engine, type RecoveryReport, type RunResult } from "../../../runtime/engine.js";
+import { openJournal, resolveStore } from "../../store.js";
+import { makeShellTool, makeWriteFileTool } from "../../tools/index.js";
+import { CliError, ExitCode } from "../CliError.js";
+import { makeDemoAgent, SCRIPTED_PLANNER_LABEL } from "../demoAgent.js";
+import { brief, eventLine, summarizeEvent } from "../eventFormat.js";
+import { isWorkerDead, localWorkerId } from "../localWorker.js";
+import type { Io } from "../Output.js";
+
+export interface DemoOptions {
+  readonly db?: string;
+  readonly work?: string;
+  readonly json?: boolean;
+}
+
+/** A made-up key, registered as a secret so the output shows how masking looks. */
+export const DEMO_SECRET = { name: "DEMO_API_KEY", value: "demo-secret-value-1234" } as const;
+
+const LEASE_MS = 15_000;
+
+/** Same shape as the library's run ids: time first, so they sort by start. */
+const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
+
+const shellQuote = (text: string): string =>
+  /^[\w./:@-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+
+const recoveryLines = (report: RecoveryReport): string[] => {
+  const lines: string[] = [];
+  if (report.resumed.length > 0) lines.push(`  resumed: ${report.resumed.join(", ")}`);
+  for (const held of report.held) {
+    lines.push(
+      `  held: ${held.runId} (${held.reasons.map((r) => `${r.callId ?? ""} ${r.code}`.trim()).join(", ")})`,
+    );
+  }
+  if (report.ownedElsewhere.length > 0) {
+    lines.push(
+      `  left alone, another live worker owns them: ${report.ownedElsewhere.join(", ")} (a worker on another host keeps its runs until its ${LEASE_MS / 1000} s lease runs out)`,
+    );
+  }
+  for (const item of report.needsAttention) lines.push(`  needs attention: ${item.runId}: ${item.reason}`);
+  return lines;
+};
+
+const resultLine = (result: RunResult): string => {
+  switch (result.status) {
+    case "completed":
+      return `completed ${brief(result.output)}`;
+    case "held":
+      return `held: ${result.reasons.map((r) => `${r.callId ?? ""} ${r.code}`.trim()).join(", ")}`;
+    case "failed":
+      return `failed: ${result.error.name}: ${result.error.message}`;
+    case "stopped":
+      return "stopped";
+    case "elsewhere":
+      return `${result.state} (another worker has it)`;
+  }
+};
+
+/**
+ * `holdfast demo`: one run of a small agent on the embedded journal: a scripted planner (the
+ * stand-in for a model), then real file and shell tools in a work folder.
+ */
+export const demoCommand = async (options: DemoOptions, io: Io): Promise<number> => {
+  const { isDefault } = resolveStore(options.db);
+  const journal = openJournal(options.db);
+  const workDir = resolve(options.work ?? join(dirname(journal.location), "demo-work"));
+  const writeFile = makeWriteFileTool(workDir);
+  const shell = makeShellTool(workDir);
+  let engine: Engine;
+  try {
+    engine = new Engine({
+      journal,
+      agents: [makeDemoAgent({ writeFile, shell }, DEMO_SECRET)],
+      tools: [writeFile, shell],
+      secrets: { [DEMO_SECRET.name]: DEMO_SECRET.value },
+      workerId: process.env.HOLDFAST_WORKER_ID ?? localWorkerId(),
+      isWorkerDead,
+      leaseMs: LEASE_MS,
+      recoveryConcurrency: 2,
+      newRunId,
+    });
+  } catch (error) {
+    await journal.close();
+    throw error;
+  }
+
+  const { out } = io;
+  const human = !options.json;
+  try {
+    if (human) {
+      await out.line("holdfast demo");
+      await out.line(`  journal      ${journal.location}`);
+      await out.line(`  work folder  ${workDir}`);
+      await out.line(`  planner      ${SCRIPTED_PLANNER_LABEL}; every tool call is real`);
+      await out.line();
+    }
+    // Like any runtime, the demo first recovers runs a crashed process left behind (the crash experiment).
+    const recovery = await engine.recover();
+    const recoveryText = recoveryLines(recovery);
+    if (human && recoveryText.length > 0) {
+      await out.line(`recovery found ${recovery.interrupted.length} interrupted run(s)`);
+      await out.lines(recoveryText);
+      await out.line();
+    }
+
+    mkdirSync(workDir, { recursive: true, mode: 0o700 });
+    const stamp = Date.now().toString(36);
+    const chatId = `demo-${stamp}`;
+    const inputId = `input-${randomUUID()}`;
+    const handle = await engine.submit({
+      chatId,
+      inputId,
+      agent: "demo",
+      content: { topic: "durable agent runs" },
+    });
+    if (human) await out.line(`run ${handle.runId} started (chat ${chatId})`);
+    const result = await handle.result;
+    const recovered = await recovery.done;
+    const events = await journal.readStream(runStreamId(handle.runId));
+
+    if (options.json) {
+      await out.json({
+        journal: journal.location,
+        workDir,
+        planner: SCRIPTED_PLANNER_LABEL,
+        recovery: {
+          interrupted: recovery.interrupted,
+          resumed: recovery.resumed,
+          held: recovery.held,
+          ownedElsewhere: recovery.ownedElsewhere,
+          needsAttention: recovery.needsAttention,
+          results: recovered,
+        },
+        runId: handle.runId,
+        chatId,
+        inputId,
+        result,
+        events: events.map(eventLine),
+      });
+    } else {
+      await out.line();
+      await out.line(`journal ${runStreamId(handle.runId)}`);
+      await out.line(`  ${"v".padStart(3)}  ${"type".padEnd(22)} summary`);
+      for (const recorded of events) {
+        await out.line(
+          `  ${String(recorded.version).padStart(3)}  ${recorded.event.type.padEnd(22)} ${summarizeEvent(recorded.event)}`,
+        );
+      }
+      await out.line();
+      await out.line(`result ${result.status}`);
+      if (result.status === "completed") {
+        await out.lines(
+          JSON.stringify(result.output, null, 2)
+            .split("\n")
+            .map((line) => `  ${line}`),
+        );
+      } else {
+        await out.line(`  ${resultLine(result)}`);
+      }
+      for (const earlier of recovered)
+        await out.line(`recovered run ${earlier.runId}: ${resultLine(earlier)}`);
+      const db = isDefault ? "" : ` --db ${shellQuote(options.db ?? journal.location)}`;
+      await out.line();
+      await out.lines([
+        "what to try next",
+        `  holdfast runs${db}`,
+        "      every run in this journal and its status",
+        `  holdfast show ${handle.runId}${db}`,
+        "      this run's calls, whether each outcome is committed, and its events",
+        `  holdfast events --json${db}`,
+        "      the hash-chained log, one JSON object per line",
+        "  the crash experiment:",
+        `      HOLDFAST_CRASH_AT=after-intent HOLDFAST_CRASH_CALL=shell holdfast demo${db}`,
+        "      kills the process (SIGKILL) right after a shell call's intent is committed, before the",
+        `      command runs. Run \`holdfast demo${db}\` again: recovery finds that call in doubt (an intent,`,
+        "      no outcome) and holds the run instead of running the command a second time; `holdfast show",
+        "      <runId>` says why. With HOLDFAST_CRASH_AT=after-outcome the outcome is committed, so recovery",
+        "      resumes the run and serves the finished calls from the journal instead of repeating them.",
+      ]);
+    }
+    if (result.status !== "completed") {
+      throw new CliError(
+        ExitCode.failed,
+        `the demo run ${handle.runId} ended ${resultLine(result)}`,
+        `see \`holdfast show ${handle.runId}\``,
+      );
+    }
+    return ExitCode.ok;
+  } finally {
+    await engine.close();
+  }
+};

@@ -1,0 +1,75 @@
+import { type AnyEvent, encodePayload, type RecordedEvent } from "../../events/index.js";
+
+/** One event as `holdfast events --json` prints it (and `show --json` lists it). */
+export interface EventLine {
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly eventId: string;
+  readonly recordedAt: string;
+  readonly type: string;
+  readonly hash: string;
+  readonly prevHash: string;
+  /** The payload as stored: masked before it was written. */
+  readonly payload: unknown;
+}
+
+export const eventLine = (recorded: RecordedEvent): EventLine => ({
+  streamId: recorded.streamId,
+  version: recorded.version,
+  position: recorded.position,
+  eventId: recorded.eventId,
+  recordedAt: recorded.recordedAt,
+  type: recorded.event.type,
+  hash: recorded.hash,
+  prevHash: recorded.prevHash,
+  payload: encodePayload(recorded.event),
+});
+
+export const shortHash = (hash: string): string => hash.slice(0, 12);
+
+/** Compact JSON cut to `max` characters, for one-line summaries. */
+export const brief = (value: unknown, max = 72): string => {
+  const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? "null");
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+};
+
+const seqOf = (callId: string): string => `#${callId.slice(callId.lastIndexOf("/") + 1)}`;
+
+/** A one-line, human summary of an event's payload. Everything shown is the masked, stored value. */
+export const summarizeEvent = (event: AnyEvent): string => {
+  switch (event.type) {
+    case "run.admitted":
+      return `agent ${event.agent.name}@${event.agent.version}, chat ${event.chatId}, input ${event.inputId}`;
+    case "call.intended":
+      return `${seqOf(event.callId)} ${event.kind} ${event.name}${event.attempt > 1 ? ` attempt ${event.attempt}` : ""} ${brief(event.args, 60)}`;
+    case "call.completed":
+      return `${seqOf(event.callId)} → ${brief(event.result)}`;
+    case "call.failed":
+      return `${seqOf(event.callId)} failed definitely: ${event.error.name}: ${event.error.message}`;
+    case "call.reconciled":
+      return `${seqOf(event.callId)} proven ${event.outcome}`;
+    case "call.replay-authorized":
+      return `${seqOf(event.callId)} may run again (${event.reason})`;
+    case "checkpoint.saved":
+      return `after ${event.afterSeq >= 0 ? `#${event.afterSeq}` : "start"} ${brief(event.state, 60)}`;
+    case "run.interrupted":
+      return `no live owner, detected by ${event.detectedBy}${event.inDoubt.length ? `; in doubt: ${event.inDoubt.map(seqOf).join(", ")}` : ""}`;
+    case "run.held":
+      return event.reasons.map((r) => `${r.callId ? `${seqOf(r.callId)} ` : ""}${r.code}`).join(", ");
+    case "run.resumed":
+      return `by ${event.by}`;
+    case "run.completed":
+      return brief(event.output);
+    case "run.failed":
+      return `${event.error.name}: ${event.error.message}`;
+    case "run.stopped":
+      return event.reason;
+    case "conflict.recorded":
+      return `${event.kind}: ${event.detail}`;
+    default: {
+      const { type: _type, ...rest } = event;
+      return brief(rest);
+    }
+  }
+};

@@ -1,0 +1,159 @@
+import { readFileSync, realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { ExitCode } from "./CliError.js";
+import { demoCommand } from "./commands/demo.js";
+import { eventsCommand } from "./commands/events.js";
+import { RUN_STATUSES, runsCommand } from "./commands/runs.js";
+import { showCommand } from "./commands/show.js";
+import { describeFailure, failureLines } from "./failure.js";
+import { type Io, Output } from "./Output.js";
+
+const version = (): string => {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
+      version?: string;
+    };
+    return pkg.version ?? "unknown";
+  } catch {
+    return "unknown";
+  }
+};
+
+const nonNegativeInt =
+  (flag: string) =>
+  (value: string): number => {
+    if (!/^\d+$/.test(value))
+      throw new InvalidArgumentError(`${flag} takes a whole number ≥ 0, got "${value}"`);
+    return Number(value);
+  };
+
+const DB_HELP = "journal file (default: $HOLDFAST_STORE, else .holdfast/journal.db)";
+
+/**
+ * Commander prints its own usage errors; this rewrites them into the two lines every holdfast
+ * error has, naming the command's help.
+ */
+const usageOutput = (name: string, stderr: NodeJS.WritableStream) => ({
+  writeErr: (text: string) => {
+    stderr.write(text);
+  },
+  outputError: (text: string, write: (text: string) => void) => {
+    const reason = text.trim().replace(/^error:\s*/, "");
+    write(`holdfast: ${reason}\nhint: see \`${name} --help\`\n`);
+  },
+});
+
+const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: number) => void): Command => {
+  const program = new Command("holdfast")
+    .description("Durable execution for AI-agent runs: inspect the journal, or try the demo.")
+    .version(version(), "-V, --version")
+    .exitOverride()
+    .configureOutput(usageOutput("holdfast", stderr))
+    .showSuggestionAfterError(true);
+
+  const command = (name: string) =>
+    program
+      .command(name)
+      .exitOverride()
+      .configureOutput(usageOutput(`holdfast ${name.split(" ")[0]}`, stderr));
+
+  command("demo")
+    .description("run a small agent (a scripted planner, then real file and shell tools) on the journal")
+    .option("--db <path>", DB_HELP)
+    .option("--work <dir>", "work folder for the tools (default: demo-work next to the journal)")
+    .option("--json", "print one JSON document instead of text")
+    .action(async (options) => setCode(await demoCommand(options, io)));
+
+  command("runs")
+    .description("list runs and their status")
+    .addOption(new Option("--status <status>", "only runs with this status").choices(RUN_STATUSES))
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print a JSON array instead of a table")
+    .action(async (options) => setCode(await runsCommand(options, io)));
+
+  command("show <runId>")
+    .description("show a run: its calls, whether each outcome is committed, held reasons, its events")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (runId: string, options) => setCode(await showCommand(runId, options, io)));
+
+  command("events")
+    .description("list the journal's events in position order")
+    .option("--after <n>", "only events after this position", nonNegativeInt("--after"), 0)
+    .option("--limit <n>", "at most this many events", nonNegativeInt("--limit"))
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON object per line")
+    .action(async (options) => setCode(await eventsCommand(options, io)));
+
+  return program;
+};
+
+/** Exit codes of commander's own outcomes: help and version are fine, the rest is misuse. */
+const commanderExit = (error: CommanderError): number => {
+  if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return ExitCode.ok;
+  if (error.code === "commander.help") return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+  return ExitCode.usage;
+};
+
+/**
+ * Run `holdfast` with `argv` (without the node and script paths) and return the exit code. Never
+ * throws and never prints a stack trace: failures are two lines on stderr, `holdfast: <reason>` and
+ * `hint: <what to do>`.
+ */
+export async function main(
+  argv: string[],
+  streams: { readonly stdout: NodeJS.WritableStream; readonly stderr: NodeJS.WritableStream } = process,
+): Promise<number> {
+  if (streams.stdout === process.stdout) ignoreClosedPipe();
+  const io: Io = { out: new Output(streams.stdout) };
+  let code: number = ExitCode.ok;
+  const program = buildProgram(io, streams.stderr, (value) => {
+    code = value;
+  });
+  if (argv.length === 0) {
+    streams.stderr.write(`${program.helpInformation()}\n`);
+    streams.stderr.write(
+      failureLines({
+        exitCode: ExitCode.usage,
+        reason: "no command given",
+        hint: "try `holdfast demo`, then `holdfast runs`",
+      }),
+    );
+    return ExitCode.usage;
+  }
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) return commanderExit(error);
+    const failure = describeFailure(error);
+    streams.stderr.write(failureLines(failure));
+    return failure.exitCode;
+  }
+}
+
+let pipeGuarded = false;
+/** `holdfast events | head` closes the pipe early: the reader's choice, not an error to report. */
+const ignoreClosedPipe = (): void => {
+  if (pipeGuarded) return;
+  pipeGuarded = true;
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(process.exitCode ?? 0);
+  });
+};
+
+const isEntryPoint = (): boolean => {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+};
+
+if (isEntryPoint()) {
+  process.exitCode = await main(process.argv.slice(2));
+}
