@@ -22,12 +22,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { loadAllowlist } from "./adapters/allowlist.js";
 import { openJournal } from "./adapters/store.js";
 import type { RecordedEvent } from "./events/index.js";
 import type { RunRow } from "./projections/index.js";
 import type { AnyAgentDef, AnyToolDef } from "./runtime/define.js";
 import {
   Engine,
+  type PreflightFinding,
   type RecoveryReport,
   type RunHandle,
   type RunResult,
@@ -39,7 +41,8 @@ export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
 export type { AgentDef, CallContext, ToolDef, ToolSpec, Turn } from "./runtime/define.js";
 export { defineAgent, defineTool } from "./runtime/define.js";
-export type { RecoveryReport, RunHandle, RunResult, SubmitRequest } from "./runtime/engine.js";
+export type { PreflightFinding, RecoveryReport, RunHandle, RunResult, SubmitRequest } from "./runtime/engine.js";
+export type { ReconcileContext, ReconcileVerdict, Reconciler } from "./runtime/define.js";
 export {
   ActiveRunExists,
   CallFailed,
@@ -67,6 +70,12 @@ export interface RuntimeOptions {
   readonly store?: string;
   readonly agents?: ReadonlyArray<AnyAgentDef>;
   readonly tools?: ReadonlyArray<AnyToolDef>;
+  /**
+   * The safe list: tool name → SHA-256 pin of its audited source, or the path of a JSON file with
+   * that map. Default: `holdfast.allowlist.json` in the working folder, when present. Only tools on
+   * it, with an unchanged pin, are replayed after a crash.
+   */
+  readonly allowlist?: string | Readonly<Record<string, string>>;
   /** Secret values by name; masked as `«secret:NAME»` before anything is written. */
   readonly secrets?: Readonly<Record<string, string>>;
   /** This process's worker id (default `HOLDFAST_WORKER_ID`, else a random one). */
@@ -88,6 +97,8 @@ export interface Runtime {
   readonly location: string;
   /** What recovery did while opening (empty when `recovery.onOpen` is false). */
   readonly recovery: RecoveryReport;
+  /** Registered tools that ask for replay but are not on the safe list with their current pin. */
+  readonly preflight: ReadonlyArray<PreflightFinding>;
   /** Admit an input and start its run; same ids and content return the same run (`reused: true`). */
   submit(request: SubmitRequest): Promise<RunHandle>;
   /** The result of a run: live here, or as the journal records it. */
@@ -108,6 +119,8 @@ const emptyReport: RecoveryReport = {
   held: [],
   ownedElsewhere: [],
   needsAttention: [],
+  replayed: [],
+  reconciled: [],
 };
 
 /** A sortable, readable run id: time, then randomness. */
@@ -143,6 +156,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
       leaseMs: options.recovery?.leaseMs ?? 15_000,
       recoveryConcurrency: options.recovery?.concurrency ?? 2,
       newRunId,
+      allowlist: typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist),
     });
   } catch (error) {
     await journal.close();
@@ -153,6 +167,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     workerId: engine.workerId,
     location: journal.location,
     recovery,
+    preflight: engine.preflight,
     submit: (request) => engine.submit(request),
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),

@@ -19,6 +19,8 @@ export const CallIntended = Schema.Struct({
   disposition: Disposition,
   pin: Schema.NullOr(Digest),
   reconciler: Schema.NullOr(Schema.String),
+  /** What the reconciler needs to find out later (a receipt folder, a target digest), computed before the effect. */
+  probe: Schema.optional(Json),
   idempotencyKey: Schema.String,
 });
 
@@ -59,7 +61,7 @@ export const CallReplayAuthorized = Schema.Struct({
   runId: Schema.String,
   callId: Schema.String,
   attempt: Schema.Int.pipe(Schema.positive()),
-  reason: Schema.Literal("allowlisted", "proven-not-completed", "decision"),
+  reason: Schema.Literal("allowlisted", "idempotent-child", "decision"),
 });
 
 export const CallEvent = Schema.Union(

@@ -10,3 +10,4 @@ export * from "./shared.js";
 export * from "./system.js";
 export * from "./union.js";
 export * from "./worker.js";
+export * from "./chain.js";

@@ -221,6 +221,9 @@ export const runMachine = setup({
     },
     held: {
       on: {
+        // Calls already in flight when the run was held still get their outcomes recorded.
+        "call.completed": { guard: "outcomeAllowed", actions: ["complete", "bump"] },
+        "call.failed": { guard: "outcomeAllowed", actions: ["fail", "bump"] },
         "decision.recorded": [
           { guard: and(["decisionAllowed", "isStop"]), target: "stopped", actions: ["decide", "bump"] },
           { guard: "decisionAllowed", target: "running", actions: ["decide", "bump"] },

@@ -14,6 +14,34 @@ export interface CallContext {
   readonly idempotencyKey: string;
 }
 
+/** What a reconciler found out about an in-doubt call. */
+export type ReconcileVerdict =
+  | { readonly outcome: "completed"; readonly result: unknown; readonly evidence: unknown }
+  | { readonly outcome: "not-completed"; readonly evidence: unknown }
+  | { readonly outcome: "unknown"; readonly evidence: unknown };
+
+/** What a reconciler is told about the call it must explain. */
+export interface ReconcileContext {
+  readonly runId: string;
+  readonly callId: string;
+  readonly attempt: number;
+  readonly idempotencyKey: string;
+  /** The intent's arguments as stored (masked). */
+  readonly args: unknown;
+}
+
+/**
+ * Proves what happened to an in-doubt call. `probe` runs before the effect, on the real arguments,
+ * and its (JSON, masked) result is stored in the intent; `check` runs during recovery with it.
+ * A `check` that throws or exceeds `timeoutMs` means "unknown": the run is held.
+ */
+export interface Reconciler<A = unknown> {
+  readonly name: string;
+  readonly probe?: (args: A, context: CallContext) => unknown;
+  readonly check: (probe: unknown, context: ReconcileContext) => Promise<ReconcileVerdict>;
+  readonly timeoutMs?: number;
+}
+
 /** A tool: a named, schema-checked side effect with a recovery disposition. */
 export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly name: string;
@@ -21,8 +49,8 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly args: Schema.Schema<A, I>;
   /** What recovery may do if this call is found in doubt. Default `hold`. */
   readonly disposition: Disposition;
-  /** Name of the reconciler that can prove what happened (disposition `reconcile`). */
-  readonly reconciler: string | null;
+  /** What can prove what happened to an in-doubt call (disposition `reconcile`). */
+  readonly reconciler: Reconciler<A> | null;
   /** SHA-256 of the tool's source; recorded in every intent (the allowlist pins it). */
   readonly pin: string;
   readonly run: (args: A, context: CallContext) => Promise<R>;
@@ -36,7 +64,7 @@ export interface ToolSpec<A, I, R> {
   readonly description?: string;
   readonly args: Schema.Schema<A, I>;
   readonly disposition?: Disposition;
-  readonly reconciler?: string;
+  readonly reconciler?: Reconciler<A>;
   /**
    * The source text pinned by the allowlist. Defaults to the text of `run`; pass the module's
    * source when `run` delegates to other code whose changes must also void the pin.
@@ -61,7 +89,7 @@ export const defineTool = <A, I, R>(spec: ToolSpec<A, I, R>): ToolDef<A, I, R> =
       `tool name "${spec.name}" is invalid: use letters, digits, "_", "-" or ".", starting with a letter`,
     );
   }
-  const disposition = spec.disposition ?? "hold";
+  const disposition = spec.disposition ?? (spec.reconciler ? "reconcile" : "hold");
   if (disposition === "reconcile" && !spec.reconciler) {
     throw new TypeError(`tool "${spec.name}" has disposition "reconcile" but names no reconciler`);
   }
@@ -109,4 +137,16 @@ export interface Turn {
   tool<A, I, R>(tool: ToolDef<A, I, R> | string, args: I): Promise<R>;
   /** Save a masked checkpoint of the chat after the last call. */
   checkpoint(state: unknown): Promise<void>;
+  /**
+   * Run another agent as a child run, admitted with `inputId = <this call's id>`: re-executing the
+   * call after a crash re-admits the same child (idempotent), it never starts a second one.
+   */
+  child<Out = unknown>(agent: string, input: unknown): Promise<Out>;
+  /**
+   * Start calls concurrently. Each thunk must start its journaled call synchronously (before any
+   * `await`), so `seq` follows array order on every execution.
+   */
+  all<T extends ReadonlyArray<() => Promise<unknown>>>(
+    calls: T,
+  ): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }>;
 }

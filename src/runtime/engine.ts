@@ -20,6 +20,7 @@ import { crashPoint } from "./crash.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
 import {
+  DefiniteFailure,
   DuplicateAdmission,
   InputConflict,
   InvalidInput,
@@ -29,6 +30,8 @@ import {
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import { Limiter } from "./limiter.js";
+import { type Classification, classifyInDoubt, inspectRun, latestIntents } from "./recover.js";
 import { errorInfo, TurnImpl } from "./turn.js";
 
 /** How a run ended, or where it stopped. */
@@ -63,6 +66,10 @@ export interface RecoveryReport {
   readonly ownedElsewhere: ReadonlyArray<string>;
   /** Runs that cannot be folded or resumed; they stay active and block their chat. */
   readonly needsAttention: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+  /** In-doubt calls authorized to run again (safe list with matching pins, or an idempotent child). */
+  readonly replayed: ReadonlyArray<string>;
+  /** In-doubt calls an adapter explained. */
+  readonly reconciled: ReadonlyArray<string>;
 }
 
 export interface EngineOptions {
@@ -79,24 +86,19 @@ export interface EngineOptions {
    * instead of waiting for the lease; `false` when unknown, which means: wait for the lease.
    */
   readonly isWorkerDead: (workerId: string) => boolean;
+  /** The safe list: tool name → pinned SHA-256 of its source (default: empty). */
+  readonly allowlist?: Readonly<Record<string, string>>;
 }
 
-/** A small counting semaphore: at most `limit` re-executions at once. */
-class Limiter {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly limit: number) {}
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
-    try {
-      return await fn();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
+/** A registered tool whose replay status does not hold (reported at start-up, never silent). */
+export interface PreflightFinding {
+  readonly tool: string;
+  readonly problem: "not-allowlisted" | "pin-mismatch";
+  readonly detail: string;
 }
+
+/** Chats of child runs: `child:<parent callId>`. */
+export const CHILD_CHAT_PREFIX = "child:";
 
 /**
  * The engine behind `openRuntime`: admission, execution through the turn API, recovery.
@@ -109,7 +111,9 @@ export class Engine {
   private readonly agents: ReadonlyMap<string, AnyAgentDef>;
   private readonly tools: ReadonlyMap<string, AnyToolDef>;
   private readonly live = new Map<string, Promise<RunResult>>();
-  private readonly limiter: Limiter;
+  readonly limiter: Limiter;
+  readonly preflight: ReadonlyArray<PreflightFinding>;
+  private readonly allowlist: Readonly<Record<string, string>>;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private closing = false;
 
@@ -120,6 +124,30 @@ export class Engine {
     this.agents = uniqueByName("agent", options.agents);
     this.tools = uniqueByName("tool", options.tools);
     this.limiter = new Limiter(Math.max(1, options.recoveryConcurrency));
+    this.allowlist = options.allowlist ?? {};
+    this.preflight = [...this.tools.values()].flatMap((tool): PreflightFinding[] => {
+      if (tool.disposition !== "replay") return [];
+      const listed = this.allowlist[tool.name];
+      if (!listed) {
+        return [
+          {
+            tool: tool.name,
+            problem: "not-allowlisted",
+            detail: `tool "${tool.name}" asks for replay but is not on the safe list; its calls are recorded as "hold" (add it with \`holdfast allowlist add ${tool.name}\`)`,
+          },
+        ];
+      }
+      if (listed !== tool.pin) {
+        return [
+          {
+            tool: tool.name,
+            problem: "pin-mismatch",
+            detail: `tool "${tool.name}" changed since it was allowlisted (source ${tool.pin.slice(0, 12)}, safe list ${listed.slice(0, 12)}); it loses replay until it is audited and re-pinned`,
+          },
+        ];
+      }
+      return [];
+    });
     this.heartbeat = setInterval(
       () => {
         if (this.live.size > 0)
@@ -235,6 +263,8 @@ export class Engine {
       masker: this.masker,
       tools: this.tools,
       history,
+      replayAllowed: (tool) => this.allowlist[tool.name] === tool.pin,
+      runChild: (childAgent, childInput, context) => this.runChild(childAgent, childInput, context.callId),
     });
     let output: unknown;
     try {
@@ -272,10 +302,34 @@ export class Engine {
     return { status: "completed", runId, output: stored };
   }
 
+  /** Admit (or re-admit, idempotently) a child run and wait for how it ends. */
+  private async runChild(agent: string, input: unknown, callId: string): Promise<unknown> {
+    const handle = await this.submit({ chatId: `${CHILD_CHAT_PREFIX}${callId}`, inputId: callId, agent, content: input });
+    const deadline = Date.now() + this.options.leaseMs * 3;
+    for (;;) {
+      const result = await this.wait(handle.runId);
+      switch (result.status) {
+        case "completed":
+          return result.output;
+        case "failed":
+          throw new DefiniteFailure(`child run ${handle.runId} failed: ${result.error.message}`, { runId: handle.runId });
+        case "stopped":
+          throw new DefiniteFailure(`child run ${handle.runId} was stopped`, { runId: handle.runId });
+        case "held":
+          // Indefinite: the parent is held too, until a person decides the child.
+          throw new Error(`child run ${handle.runId} is held; decide it first`);
+        case "elsewhere":
+          if (Date.now() > deadline) throw new Error(`child run ${handle.runId} did not settle (${result.state})`);
+          await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
   /**
-   * Recovery: every active run with no live owner is marked interrupted and classified. A run with
-   * an in-doubt call is held (law 3); a run with none resumes by re-executing its agent, served
-   * from the journal up to the frontier, at most `recoveryConcurrency` at once.
+   * Recovery (DESIGN §6): every active run with no live owner is checked (chain, fold, checkpoint),
+   * marked interrupted, and each in-doubt call is classified: replay (safe list + pins), reconcile
+   * (an adapter proves it), or hold. Runs with nothing held re-execute their agent from the top,
+   * served from the journal up to the frontier, at most `recoveryConcurrency` at once.
    */
   async recover(): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }> {
     const report = {
@@ -284,6 +338,8 @@ export class Engine {
       held: [] as Array<{ runId: string; reasons: ReadonlyArray<HoldReason> }>,
       ownedElsewhere: [] as string[],
       needsAttention: [] as Array<{ runId: string; reason: string }>,
+      replayed: [] as string[],
+      reconciled: [] as string[],
     };
     const started: Promise<RunResult>[] = [];
     for (const runId of await this.journal.activeRuns()) {
@@ -301,59 +357,75 @@ export class Engine {
         report.ownedElsewhere.push(runId);
         continue;
       }
-      let events: ReadonlyArray<RecordedEvent>;
-      let fold: RunFold;
+      const release = () => this.journal.releaseClaims(this.workerId, [runId]);
+      const fence = { runId, workerId: this.workerId, epoch: claim.epoch };
+
+      // Law 11: corruption is surfaced, not repaired; the run stays active and blocks its chat.
+      let events: ReadonlyArray<RecordedEvent> = [];
+      let inspected: ReturnType<typeof inspectRun>;
       try {
         events = await this.journal.readStream(runStreamId(runId));
-        fold = foldRun(events.map((e) => e.event));
+        inspected = inspectRun(events);
       } catch (error) {
-        report.needsAttention.push({ runId, reason: error instanceof Error ? error.message : String(error) });
-        await this.journal.releaseClaims(this.workerId, [runId]);
+        inspected = { corrupt: error instanceof Error ? error.message : String(error) };
+      }
+      if ("corrupt" in inspected) {
+        await this.markCorrupt(runId, inspected.corrupt, fence);
+        report.needsAttention.push({ runId, reason: inspected.corrupt });
+        await release();
         continue;
       }
-      const writer = new RunWriter(this.journal, runId, fold, fold.snapshot.context.machine, {
-        runId,
-        workerId: this.workerId,
-        epoch: claim.epoch,
-      });
-      const status = statusOf(fold);
-      if (status === "held") {
+      const fold = inspected.fold;
+      const writer = new RunWriter(this.journal, runId, fold, contextOf(fold).machine, fence);
+      if (statusOf(fold) === "held") {
         report.held.push({ runId, reasons: contextOf(fold).heldReasons });
-        await this.journal.releaseClaims(this.workerId, [runId]);
+        await release();
         continue;
       }
-      const context = contextOf(fold);
-      const agent = this.agents.get(context.agent.name);
-      if (status === "running") {
+      if (statusOf(fold) === "running") {
         await writer.append([
           {
             type: "run.interrupted",
             runId,
             detectedBy: this.workerId,
-            inDoubt: blockingCalls(context).map((c) => c.callId),
+            inDoubt: blockingCalls(contextOf(fold)).map((c) => c.callId),
           },
         ]);
+        crashPoint("after-interrupted");
       }
       report.interrupted.push(runId);
-      crashPoint("after-interrupted");
-      const blocking = blockingCalls(contextOf(writer.fold));
-      if (blocking.length > 0) {
-        const reasons = blocking.map((c) => ({
-          code: "in-doubt" as const,
-          callId: c.callId,
-          detail: `${c.kind} "${c.name}" attempt ${c.attempt} has an intent but no outcome (disposition ${c.disposition}); nothing proves whether it took effect`,
-        }));
-        await writer.append([{ type: "run.held", runId, reasons: [reasons[0]!, ...reasons.slice(1)] }]);
-        report.held.push({ runId, reasons });
-        await this.journal.releaseClaims(this.workerId, [runId]);
+
+      const intents = latestIntents(events);
+      const holds: HoldReason[] = [];
+      for (const call of blockingCalls(contextOf(writer.fold))) {
+        const intent = intents.get(call.callId);
+        const decided: Classification = intent
+          ? await classifyInDoubt(call, intent, { tools: this.tools, allowlist: this.allowlist, masker: this.masker })
+          : { kind: "hold", reason: { code: "corrupt", callId: call.callId, detail: "the call has no intent event" } };
+        if (decided.kind === "hold") {
+          holds.push(decided.reason);
+          continue;
+        }
+        await writer.append(decided.events);
+        if (decided.note === "replayed") {
+          report.replayed.push(call.callId);
+          crashPoint("after-replay-authorized");
+        } else report.reconciled.push(call.callId);
+      }
+      if (holds.length > 0) {
+        await writer.append([{ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }]);
+        report.held.push({ runId, reasons: holds });
+        await release();
         continue;
       }
+      const context = contextOf(writer.fold);
+      const agent = this.agents.get(context.agent.name);
       if (!agent) {
         report.needsAttention.push({
           runId,
           reason: `agent "${context.agent.name}" is not registered in this runtime; register it and recover again`,
         });
-        await this.journal.releaseClaims(this.workerId, [runId]);
+        await release();
         continue;
       }
       await writer.append([{ type: "run.resumed", runId, by: this.workerId }]);
@@ -361,15 +433,30 @@ export class Engine {
       const admitted = events[0]!.event;
       const input = admitted.type === "run.admitted" ? admitted.input : null;
       const history = await this.journal.readStream(runStreamId(runId));
-      started.push(
-        this.track(runId, () =>
-          this.limiter.run(() =>
-            this.execute(agent, writer, context.chatId, context.inputId, input, history),
-          ),
-        ),
-      );
+      const execute = () => this.execute(agent, writer, context.chatId, context.inputId, input, history);
+      // Children run outside the limit: a parent holding a slot may be waiting for them.
+      const isChild = context.chatId.startsWith(CHILD_CHAT_PREFIX);
+      started.push(this.track(runId, isChild ? execute : () => this.limiter.run(execute)));
     }
     return { ...report, done: Promise.all(started) };
+  }
+
+  /** Record that a run cannot be trusted (once), without the machine: it cannot fold the stream. */
+  private async markCorrupt(runId: string, reason: string, fence: { runId: string; workerId: string; epoch: number }) {
+    const row = await this.journal.projection<RunRow>("runs", runId);
+    if (row?.needsAttention) return;
+    const head = await this.journal.streamHead(runStreamId(runId));
+    if (!head) return;
+    try {
+      await this.journal.append({
+        streamId: runStreamId(runId),
+        expectedVersion: head.version,
+        events: [{ type: "run.held", runId, reasons: [{ code: "corrupt", detail: reason }] }],
+        fence,
+      });
+    } catch {
+      // Not writable (or the projection cannot follow a broken stream): the report still names it.
+    }
   }
 
   async runs(): Promise<ReadonlyArray<RunRow>> {

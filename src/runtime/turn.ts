@@ -39,6 +39,10 @@ export interface TurnDeps {
   readonly tools: ReadonlyMap<string, AnyToolDef>;
   /** The run's stream as read at (re)start: the source of recorded outcomes. */
   readonly history: ReadonlyArray<RecordedEvent>;
+  /** Whether a tool may be recorded with disposition `replay`: on the safe list with its current pin. */
+  readonly replayAllowed: (tool: AnyToolDef) => boolean;
+  /** Admit (or re-admit) a child run and wait for its end. */
+  readonly runChild: (agent: string, input: unknown, context: CallContext) => Promise<unknown>;
 }
 
 /** Mask and shape an error for storage: name and message only, never a stack. */
@@ -147,16 +151,44 @@ export class TurnImpl implements Turn {
       );
     }
     const encoded = storedCopy(Schema.encodeSync(def.args)(decoded.right), `arguments of tool "${name}"`);
+    // A tool asking for replay gets it only while it is on the safe list with its current pin;
+    // the intent records what was true when the call was made.
+    const disposition = def.disposition === "replay" && !this.deps.replayAllowed(def) ? "hold" : def.disposition;
+    const reconciler = def.reconciler;
     return this.call<R>({
       kind: "tool",
       name,
       args: encoded,
       runArgs: decoded.right,
-      disposition: def.disposition,
+      disposition,
       pin: def.pin,
-      reconciler: def.reconciler,
+      reconciler: reconciler?.name ?? null,
+      ...(reconciler?.probe ? { probe: (args: unknown, ctx: CallContext) => reconciler.probe?.(args, ctx) } : {}),
       run: def.run as (args: unknown, context: CallContext) => Promise<R>,
     });
+  }
+
+  child<Out = unknown>(agent: string, input: unknown): Promise<Out> {
+    const stored = storedCopy(input, `input of child agent "${agent}"`);
+    return this.call<Out>({
+      kind: "child",
+      name: agent,
+      args: stored,
+      runArgs: stored,
+      // Re-admission with the same ids is idempotent, so re-running this call never starts a second child.
+      disposition: "replay",
+      pin: null,
+      reconciler: null,
+      run: (args, context) => this.deps.runChild(agent, args, context) as Promise<Out>,
+    });
+  }
+
+  all<T extends ReadonlyArray<() => Promise<unknown>>>(
+    calls: T,
+  ): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }> {
+    // Invoked in array order, synchronously: each call takes its seq before the next one starts.
+    const started = calls.map((start) => start());
+    return Promise.all(started) as Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }>;
   }
 
   private async call<R>(spec: {
@@ -169,6 +201,7 @@ export class TurnImpl implements Turn {
     disposition: Disposition;
     pin: string | null;
     reconciler: string | null;
+    probe?: (args: unknown, context: CallContext) => unknown;
     run: (args: unknown, context: CallContext) => Promise<R>;
   }): Promise<R> {
     this.assertRunning();
@@ -242,6 +275,9 @@ export class TurnImpl implements Turn {
       attempt,
       idempotencyKey: `${callId}#${attempt}`,
     };
+    const probe = spec.probe
+      ? this.deps.masker.mask(storedCopy(spec.probe(spec.runArgs, context), `reconciler probe of "${spec.name}"`))
+      : undefined;
     crashPointFor("before-intent", spec.name);
     // Law 1: the effect starts only after this commit.
     await this.deps.writer.append([
@@ -258,6 +294,7 @@ export class TurnImpl implements Turn {
         disposition: spec.disposition,
         pin: spec.pin,
         reconciler: spec.reconciler,
+        ...(probe === undefined ? {} : { probe }),
         idempotencyKey: context.idempotencyKey,
       },
     ]);

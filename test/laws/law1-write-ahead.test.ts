@@ -75,14 +75,15 @@ describe("law 1 — write-ahead", () => {
         HOLDFAST_CRASH_AT: point,
         HOLDFAST_CRASH_CALL: "record",
       });
-      expect(result.signal).toBe("SIGKILL");
-      expect(countOf(witness, "p-a")).toBe(0);
+      const context = `${point}: ${result.stderr} ${JSON.stringify(result.lines)}`;
+      expect(result.signal, context).toBe("SIGKILL");
+      expect(countOf(witness, "p-a"), context).toBe(0);
       const raw = new Database(db);
       const intents = raw.prepare("SELECT count(*) AS n FROM events WHERE type = 'call.intended'").get() as {
         n: number;
       };
       raw.close();
-      expect(Number(intents.n)).toBe(point === "before-intent" ? 0 : 1);
+      expect(Number(intents.n), context).toBe(point === "before-intent" ? 0 : 1);
     }
   });
 });

@@ -1,0 +1,181 @@
+import {
+  type AnyEvent,
+  type EventOf,
+  type HoldReason,
+  type Masker,
+  type RecordedEvent,
+  digestOf,
+  verifyStreamChain,
+} from "../events/index.js";
+import { type CallState, type RunFold, foldRun } from "../machines/index.js";
+import type { AnyToolDef, ReconcileVerdict } from "./define.js";
+import { storedCopy, storedDigest } from "./json.js";
+
+/** What recovery decided for one in-doubt call: events to record, or why the run must be held. */
+export type Classification =
+  | { readonly kind: "record"; readonly events: ReadonlyArray<AnyEvent>; readonly note: "replayed" | "reconciled" }
+  | { readonly kind: "hold"; readonly reason: HoldReason };
+
+export interface ClassifyDeps {
+  readonly tools: ReadonlyMap<string, AnyToolDef>;
+  /** The safe list: tool name → pinned SHA-256 of its source. */
+  readonly allowlist: Readonly<Record<string, string>>;
+  readonly masker: Masker;
+}
+
+const DEFAULT_RECONCILE_TIMEOUT_MS = 10_000;
+
+const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+
+/**
+ * The recovery table (DESIGN §6) for one in-doubt call. Law 3: it runs again only if its tool is
+ * on the safe list with the pin recorded in the intent equal to both the allowlist pin and the
+ * current source; or an adapter proves it did not complete; otherwise the run is held.
+ */
+export const classifyInDoubt = async (
+  call: CallState,
+  intent: EventOf<"call.intended">,
+  deps: ClassifyDeps,
+): Promise<Classification> => {
+  const { runId, callId, attempt } = intent;
+  const hold = (code: HoldReason["code"], detail: string): Classification => ({
+    kind: "hold",
+    reason: { code, callId, detail },
+  });
+
+  if (call.kind === "child") {
+    return {
+      kind: "record",
+      note: "replayed",
+      events: [{ type: "call.replay-authorized", runId, callId, attempt, reason: "idempotent-child" }],
+    };
+  }
+
+  if (call.disposition === "replay") {
+    const tool = deps.tools.get(call.name);
+    const listed = deps.allowlist[call.name];
+    if (!listed) return hold("pin-mismatch", `tool "${call.name}" is not on the safe list; it may not be replayed`);
+    if (call.pin !== listed) {
+      return hold("pin-mismatch", `the intent's pin ${short(call.pin)} differs from the safe list's ${short(listed)}`);
+    }
+    if (!tool || tool.pin !== call.pin) {
+      return hold(
+        "pin-mismatch",
+        tool
+          ? `tool "${call.name}" changed since the intent (source ${short(tool.pin)}, intent ${short(call.pin)})`
+          : `tool "${call.name}" is not registered in this runtime`,
+      );
+    }
+    return {
+      kind: "record",
+      note: "replayed",
+      events: [{ type: "call.replay-authorized", runId, callId, attempt, reason: "allowlisted" }],
+    };
+  }
+
+  if (call.disposition === "reconcile") {
+    const tool = deps.tools.get(call.name);
+    const reconciler = tool?.reconciler;
+    if (!reconciler || reconciler.name !== call.reconciler) {
+      return hold("reconcile-unknown", `no reconciler "${call.reconciler}" is registered for tool "${call.name}"`);
+    }
+    let verdict: ReconcileVerdict;
+    try {
+      verdict = await withTimeout(
+        reconciler.check(intent.probe ?? null, {
+          runId,
+          callId,
+          attempt,
+          idempotencyKey: intent.idempotencyKey,
+          args: intent.args,
+        }),
+        reconciler.timeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS,
+        `reconciler "${reconciler.name}"`,
+      );
+    } catch (error) {
+      const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
+      return hold("reconcile-unknown", `reconciler "${reconciler.name}" failed, so nothing is proven: ${message}`);
+    }
+    const evidence = deps.masker.mask(storedCopy(verdict.evidence ?? null, "reconciler evidence"));
+    if (verdict.outcome === "completed") {
+      const result = deps.masker.mask(storedCopy(verdict.result, "reconciled result"));
+      return {
+        kind: "record",
+        note: "reconciled",
+        events: [
+          {
+            type: "call.reconciled",
+            runId,
+            callId,
+            attempt,
+            outcome: "completed",
+            evidence,
+            result,
+            resultDigest: storedDigest(result),
+          },
+        ],
+      };
+    }
+    if (verdict.outcome === "not-completed") {
+      return {
+        kind: "record",
+        note: "reconciled",
+        events: [{ type: "call.reconciled", runId, callId, attempt, outcome: "not-completed", evidence }],
+      };
+    }
+    return hold(
+      "reconcile-unknown",
+      `reconciler "${reconciler.name}" cannot tell whether it happened: ${JSON.stringify(evidence)}`,
+    );
+  }
+
+  return hold(
+    "in-doubt",
+    `${call.kind} "${call.name}" attempt ${call.attempt} has an intent but no outcome (disposition hold); nothing proves whether it took effect`,
+  );
+};
+
+const short = (pin: string | null): string => (pin ? pin.slice(0, 12) : "(none)");
+
+/** The latest intent of each call, from a run's events. */
+export const latestIntents = (events: ReadonlyArray<RecordedEvent>): Map<string, EventOf<"call.intended">> => {
+  const intents = new Map<string, EventOf<"call.intended">>();
+  for (const { event } of events) if (event.type === "call.intended") intents.set(event.callId, event);
+  return intents;
+};
+
+/**
+ * Law 11: read a run's events for recovery and say why it cannot be trusted, if it cannot:
+ * a broken chain, a transition the machine refuses, or a checkpoint whose digest does not match.
+ */
+export const inspectRun = (
+  events: ReadonlyArray<RecordedEvent>,
+): { readonly fold: RunFold } | { readonly corrupt: string } => {
+  const broken = verifyStreamChain(events);
+  if (broken) return { corrupt: `${broken.streamId}@${broken.version}: ${broken.reason}` };
+  let fold: RunFold;
+  try {
+    fold = foldRun(events.map((e) => e.event));
+  } catch (error) {
+    return { corrupt: error instanceof Error ? error.message : String(error) };
+  }
+  for (const e of events) {
+    if (e.event.type === "checkpoint.saved" && digestOf(e.event.state) !== e.event.digest) {
+      return { corrupt: `${e.streamId}@${e.version}: the checkpoint does not match its digest` };
+    }
+  }
+  return { fold };
+};
