@@ -1,28 +1,10 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
-import {
-  type AnyEvent,
-  canonicalJson,
-  chainHash,
-  decodeRow,
-  EVENT_SCHEMA_VERSION,
-  encodePayload,
-  GENESIS_HASH,
-  type RecordedEvent,
-  type StoredRow,
-} from "../../events/index.js";
-import { type AnyProjection, handles, inlineProjections } from "../../projections/index.js";
-import {
-  ActiveRunExists,
-  DuplicateAdmission,
-  FencedOut,
-  JournalClosed,
-  JournalTooNew,
-  JournalUnavailable,
-  WrongExpectedVersion,
-} from "../../runtime/errors.js";
+import { decodeRow, type RecordedEvent, type StoredRow } from "../../events/index.js";
+import { inlineProjections } from "../../projections/index.js";
+import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
   AppendRequest,
@@ -31,10 +13,29 @@ import type {
   Journal,
   StreamHead,
 } from "../../runtime/Journal.js";
-import { describeExpected, expectedVersionMatches, guardWritesFor } from "../sql/guard.js";
+import { appendProgram } from "../sql/append.js";
+import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
+import {
+  type AdmissionRow,
+  type ClaimRow,
+  type EventRow,
+  type HeadRow,
+  toAdmission,
+  toClaim,
+  toStored,
+} from "../sql/rows.js";
+import { libsqlDialect, statements } from "../sql/statements.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 
 type Db = InstanceType<typeof Database>;
+
+/** A prepared statement, bound positionally. */
+interface Stmt {
+  get(...params: ReadonlyArray<unknown>): unknown;
+  all(...params: ReadonlyArray<unknown>): unknown[];
+  run(...params: ReadonlyArray<unknown>): unknown;
+}
 
 export interface LibsqlJournalOptions {
   /** Create the parent folder when missing (used for the default `.holdfast/` location). */
@@ -78,48 +79,13 @@ export class LibsqlJournal implements Journal {
   private scheduled = false;
   private closed = false;
   private readonly onBeforeCommit: (() => void) | undefined;
-  private readonly stmts;
+  private readonly prepared = new Map<string, Stmt>();
 
   private constructor(db: Db, location: string, key: Uint8Array, options: LibsqlJournalOptions) {
     this.db = db;
     this.location = location;
     this.fingerprintKey = key;
     this.onBeforeCommit = options.onBeforeCommit;
-    this.stmts = {
-      head: db.prepare("SELECT version, hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1"),
-      insert: db.prepare(
-        "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      ),
-      stream: db.prepare(
-        "SELECT position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data FROM events WHERE stream_id = ? ORDER BY version",
-      ),
-      all: db.prepare(
-        "SELECT position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data FROM events WHERE position > ? ORDER BY position LIMIT ?",
-      ),
-      admission: db.prepare(
-        "SELECT chat_id, input_id, digest, run_id FROM admissions WHERE chat_id = ? AND input_id = ?",
-      ),
-      insertAdmission: db.prepare(
-        "INSERT INTO admissions (chat_id, input_id, digest, run_id) VALUES (?, ?, ?, ?)",
-      ),
-      activeRun: db.prepare("SELECT run_id FROM run_guard WHERE chat_id = ? AND active = 1"),
-      activeRuns: db.prepare("SELECT run_id FROM run_guard WHERE active = 1 ORDER BY rowid"),
-      activate: db.prepare("INSERT INTO run_guard (run_id, chat_id, active) VALUES (?, ?, 1)"),
-      finish: db.prepare("UPDATE run_guard SET active = 0 WHERE run_id = ?"),
-      projection: db.prepare("SELECT value FROM projections WHERE name = ? AND key = ?"),
-      projectionRows: db.prepare("SELECT value FROM projections WHERE name = ? ORDER BY position"),
-      upsertProjection: db.prepare(
-        "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
-      ),
-      claim: db.prepare("SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?"),
-      insertClaim: db.prepare(
-        "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?)",
-      ),
-      updateClaim: db.prepare("UPDATE claims SET worker_id = ?, epoch = ?, lease_until = ? WHERE run_id = ?"),
-      renew: db.prepare("UPDATE claims SET lease_until = ? WHERE worker_id = ?"),
-      release: db.prepare("DELETE FROM claims WHERE worker_id = ?"),
-      releaseRun: db.prepare("DELETE FROM claims WHERE worker_id = ? AND run_id = ?"),
-    };
   }
 
   /** Open (creating when absent) a journal file; checks the file, applies migrations. */
@@ -344,163 +310,88 @@ export class LibsqlJournal implements Journal {
   }
 
   private applyOne(request: AppendRequest): AppendResult {
-    const { streamId, expectedVersion, events, fence } = request;
-    const head = this.stmts.head.get(streamId) as { version: number; hash: string } | undefined;
-    const current = head?.version ?? 0;
-    if (!expectedVersionMatches(expectedVersion, current)) {
-      throw new WrongExpectedVersion({
-        streamId,
-        expected: describeExpected(expectedVersion),
-        actual: current,
-      });
-    }
-    if (fence) {
-      const claim = this.stmts.claim.get(fence.runId) as ClaimRow | undefined;
-      if (!claim || claim.worker_id !== fence.workerId || claim.epoch !== fence.epoch) {
-        throw new FencedOut({
-          runId: fence.runId,
-          workerId: fence.workerId,
-          epoch: fence.epoch,
-          currentWorkerId: claim?.worker_id ?? null,
-          currentEpoch: claim?.epoch ?? null,
-        });
-      }
-    }
-    let prevHash = head?.hash ?? GENESIS_HASH;
-    let version = current;
-    const recorded: RecordedEvent[] = [];
-    for (const event of events) {
-      version += 1;
-      const data = encodePayload(event);
-      const eventId = randomUUID();
-      const recordedAt = new Date().toISOString();
-      const hash = chainHash({
-        streamId,
-        version,
-        eventId,
-        recordedAt,
-        prevHash,
-        schemaVersion: EVENT_SCHEMA_VERSION,
-        data,
-      });
-      const result = this.stmts.insert.run(
-        streamId,
-        version,
-        eventId,
-        event.type,
-        EVENT_SCHEMA_VERSION,
-        recordedAt,
-        canonicalJson(data),
-        prevHash,
-        hash,
-      );
-      const entry: RecordedEvent = {
-        streamId,
-        version,
-        position: Number(result.lastInsertRowid),
-        eventId,
-        recordedAt,
-        prevHash,
-        hash,
-        schemaVersion: EVENT_SCHEMA_VERSION,
-        event,
-      };
-      this.applyGuards(event);
-      this.applyProjections(entry, inlineProjections);
-      recorded.push(entry);
-      prevHash = hash;
-    }
-    return { streamId, nextVersion: version, recorded };
+    return this.runProgram(appendProgram(SQL, request, inlineProjections));
   }
 
-  private applyGuards(event: AnyEvent): void {
-    for (const write of guardWritesFor(event)) {
-      if (write.kind === "admit") {
-        // Pre-reads only give the nicer error; the unique keys are what enforce (law 6).
-        if (this.stmts.admission.get(write.chatId, write.inputId)) {
-          throw new DuplicateAdmission({ chatId: write.chatId, inputId: write.inputId });
-        }
-        const active = this.stmts.activeRun.get(write.chatId) as { run_id: string } | undefined;
-        if (active) throw new ActiveRunExists({ chatId: write.chatId, runId: active.run_id });
-        this.stmts.insertAdmission.run(write.chatId, write.inputId, write.digest, write.runId);
-        this.stmts.activate.run(write.runId, write.chatId);
-      } else {
-        this.stmts.finish.run(write.runId);
-      }
+  /** Run a shared write program on this connection (the caller holds the write transaction). */
+  private runProgram<T>(program: Program<T>): T {
+    return runSync(program, (step) => this.execute(step));
+  }
+
+  private execute(step: SqlStep): unknown {
+    if (step.kind === "now") return Date.now();
+    const stmt = this.statement(step.sql);
+    try {
+      if (step.kind === "get") return stmt.get(...step.params);
+      if (step.kind === "all") return stmt.all(...step.params);
+      stmt.run(...step.params);
+      return undefined;
+    } catch (error) {
+      const key = uniqueKeyOf(error);
+      throw key ? new UniqueViolation(key, String((error as Error).message)) : error;
     }
   }
 
-  private applyProjections(entry: RecordedEvent, projections: ReadonlyArray<AnyProjection>): void {
-    for (const projection of projections) {
-      if (!handles(projection, entry)) continue;
-      for (const key of projection.keysOf(entry)) {
-        const row = this.stmts.projection.get(projection.name, key) as { value: string } | undefined;
-        const state = row ? JSON.parse(row.value) : undefined;
-        const next = projection.evolve(state, entry, key);
-        this.stmts.upsertProjection.run(projection.name, key, JSON.stringify(next), entry.position);
-      }
+  private statement(sql: string): Stmt {
+    let stmt = this.prepared.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql) as Stmt;
+      this.prepared.set(sql, stmt);
     }
+    return stmt;
   }
 
   // ---------------------------------------------------------------- reads
 
   async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
     this.assertOpen();
-    return (this.stmts.stream.all(streamId) as EventRow[]).map((row) => decodeRow(toStored(row)));
+    return this.rows<EventRow>(SQL.stream, streamId).map((row) => decodeRow(toStored(row)));
   }
 
   async readAll(options: {
     readonly after: number;
     readonly limit: number;
   }): Promise<ReadonlyArray<RecordedEvent>> {
-    this.assertOpen();
-    return (this.stmts.all.all(options.after, options.limit) as EventRow[]).map((row) =>
-      decodeRow(toStored(row)),
-    );
+    return this.readAllRows(options).map(decodeRow);
   }
 
   /** Raw rows, undecoded: for the audit, which must see what is stored even when it does not decode. */
   readAllRows(options: { readonly after: number; readonly limit: number }): StoredRow[] {
     this.assertOpen();
-    return (this.stmts.all.all(options.after, options.limit) as EventRow[]).map(toStored);
+    return this.rows<EventRow>(SQL.all, options.after, options.limit).map(toStored);
   }
 
   async streamHead(streamId: string): Promise<StreamHead | null> {
     this.assertOpen();
-    const head = this.stmts.head.get(streamId) as { version: number; hash: string } | undefined;
-    return head ? { streamId, version: head.version, hash: head.hash } : null;
+    const head = this.row<HeadRow>(SQL.head, streamId);
+    return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
   }
 
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
     this.assertOpen();
-    const row = this.stmts.admission.get(chatId, inputId) as
-      | { chat_id: string; input_id: string; digest: string; run_id: string }
-      | undefined;
-    return row ? { chatId: row.chat_id, inputId: row.input_id, digest: row.digest, runId: row.run_id } : null;
+    const row = this.row<AdmissionRow>(SQL.admission, chatId, inputId);
+    return row ? toAdmission(row) : null;
   }
 
   async activeRun(chatId: string): Promise<string | null> {
     this.assertOpen();
-    const row = this.stmts.activeRun.get(chatId) as { run_id: string } | undefined;
-    return row?.run_id ?? null;
+    return this.row<{ run_id: string }>(SQL.activeRun, chatId)?.run_id ?? null;
   }
 
   async activeRuns(): Promise<ReadonlyArray<string>> {
     this.assertOpen();
-    return (this.stmts.activeRuns.all() as Array<{ run_id: string }>).map((r) => r.run_id);
+    return this.rows<{ run_id: string }>(SQL.activeRuns).map((r) => r.run_id);
   }
 
   async projection<S>(name: string, key: string): Promise<S | null> {
     this.assertOpen();
-    const row = this.stmts.projection.get(name, key) as { value: string } | undefined;
+    const row = this.row<{ value: string }>(SQL.projection, name, key);
     return row ? (JSON.parse(row.value) as S) : null;
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
     this.assertOpen();
-    return (this.stmts.projectionRows.all(name) as Array<{ value: string }>).map(
-      (r) => JSON.parse(r.value) as S,
-    );
+    return this.rows<{ value: string }>(SQL.projectionRows, name).map((r) => JSON.parse(r.value) as S);
   }
 
   // ---------------------------------------------------------------- ownership
@@ -510,43 +401,35 @@ export class LibsqlJournal implements Journal {
     workerId: string,
     leaseMs: number,
     options: { readonly takeOverFrom?: string } = {},
-  ): Promise<(Claim & { readonly previous: Claim | null }) | null> {
+  ): Promise<ClaimResult> {
     this.assertOpen();
-    return this.writeTransaction(() => {
-      const now = Date.now();
-      const row = this.stmts.claim.get(runId) as ClaimRow | undefined;
-      const previous = row ? toClaim(row) : null;
-      if (!row) {
-        this.stmts.insertClaim.run(runId, workerId, 1, now + leaseMs);
-        return { runId, workerId, epoch: 1, leaseUntil: now + leaseMs, previous };
-      }
-      if (row.worker_id === workerId) {
-        this.stmts.updateClaim.run(workerId, row.epoch, now + leaseMs, runId);
-        return { runId, workerId, epoch: row.epoch, leaseUntil: now + leaseMs, previous };
-      }
-      if (row.lease_until > now && row.worker_id !== options.takeOverFrom) return null;
-      this.stmts.updateClaim.run(workerId, row.epoch + 1, now + leaseMs, runId);
-      return { runId, workerId, epoch: row.epoch + 1, leaseUntil: now + leaseMs, previous };
-    });
+    return this.writeTransaction(() =>
+      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom)),
+    );
   }
 
   async renewClaims(workerId: string, leaseMs: number): Promise<void> {
     if (this.closed) return;
-    this.writeTransaction(() => this.stmts.renew.run(Date.now() + leaseMs, workerId));
+    this.writeTransaction(() => this.runProgram(renewProgram(SQL, workerId, leaseMs)));
   }
 
   async releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void> {
     if (this.closed) return;
-    this.writeTransaction(() => {
-      if (runIds) for (const runId of runIds) this.stmts.releaseRun.run(workerId, runId);
-      else this.stmts.release.run(workerId);
-    });
+    this.writeTransaction(() => this.runProgram(releaseProgram(SQL, workerId, runIds)));
   }
 
   async currentClaim(runId: string): Promise<Claim | null> {
     this.assertOpen();
-    const row = this.stmts.claim.get(runId) as ClaimRow | undefined;
+    const row = this.row<ClaimRow>(SQL.claim, runId);
     return row ? toClaim(row) : null;
+  }
+
+  private row<R>(sql: string, ...params: unknown[]): R | undefined {
+    return this.statement(sql).get(...params) as R | undefined;
+  }
+
+  private rows<R>(sql: string, ...params: unknown[]): R[] {
+    return this.statement(sql).all(...params) as R[];
   }
 
   async close(): Promise<void> {
@@ -591,40 +474,15 @@ export class LibsqlJournal implements Journal {
   }
 }
 
-interface EventRow {
-  position: number;
-  stream_id: string;
-  version: number;
-  event_id: string;
-  recorded_at: string;
-  prev_hash: string;
-  hash: string;
-  schema_version: number;
-  data: string;
-}
+const SQL = statements(libsqlDialect);
 
-interface ClaimRow {
-  run_id: string;
-  worker_id: string;
-  epoch: number;
-  lease_until: number;
-}
-
-const toStored = (row: EventRow): StoredRow => ({
-  streamId: row.stream_id,
-  version: row.version,
-  position: row.position,
-  eventId: row.event_id,
-  recordedAt: row.recorded_at,
-  prevHash: row.prev_hash,
-  hash: row.hash,
-  schemaVersion: row.schema_version,
-  data: row.data,
-});
-
-const toClaim = (row: ClaimRow): Claim => ({
-  runId: row.run_id,
-  workerId: row.worker_id,
-  epoch: row.epoch,
-  leaseUntil: row.lease_until,
-});
+/** SQLite names the columns of the unique key that refused a write; map them to the shared keys. */
+const uniqueKeyOf = (error: unknown): UniqueKey | null => {
+  if (!sqliteCode(error).startsWith("SQLITE_CONSTRAINT")) return null;
+  const message = String((error as Error).message);
+  if (!/UNIQUE|PRIMARY KEY/.test(message)) return null;
+  if (message.includes("events.stream_id, events.version")) return "event-version";
+  if (message.includes("admissions.chat_id, admissions.input_id")) return "admission";
+  if (message.includes("run_guard.chat_id")) return "active-run";
+  return "other";
+};

@@ -1,0 +1,151 @@
+import { randomUUID } from "node:crypto";
+import {
+  canonicalJson,
+  chainHash,
+  EVENT_SCHEMA_VERSION,
+  encodePayload,
+  GENESIS_HASH,
+  type RecordedEvent,
+} from "../../events/index.js";
+import { type AnyProjection, handles } from "../../projections/index.js";
+import {
+  ActiveRunExists,
+  DuplicateAdmission,
+  FencedOut,
+  WrongExpectedVersion,
+} from "../../runtime/errors.js";
+import type { AppendRequest, AppendResult, Fence } from "../../runtime/Journal.js";
+import { describeExpected, expectedVersionMatches, type GuardWrite, guardWritesFor } from "./guard.js";
+import { get, type Program, run, UniqueViolation } from "./program.js";
+import type { AdmissionRow, ClaimRow, HeadRow } from "./rows.js";
+import type { Statements } from "./statements.js";
+
+/**
+ * One append request inside the batch transaction (the caller wraps it in a savepoint): check the
+ * expected version and the fence, write each event chained to the one before, the guard rows it
+ * implies, and the inline projections. Any refusal throws a typed error before anything is kept.
+ */
+export function* appendProgram(
+  sql: Statements,
+  request: AppendRequest,
+  projections: ReadonlyArray<AnyProjection>,
+): Program<AppendResult> {
+  const { streamId, expectedVersion, events, fence } = request;
+  const head = yield* get<HeadRow>(sql.head, [streamId]);
+  const current = head ? Number(head.version) : 0;
+  const wrongVersion = () =>
+    new WrongExpectedVersion({ streamId, expected: describeExpected(expectedVersion), actual: current });
+  if (!expectedVersionMatches(expectedVersion, current)) throw wrongVersion();
+  if (fence) checkFence(fence, yield* get<ClaimRow>(sql.fenceClaim, [fence.runId]));
+
+  let prevHash = head?.hash ?? GENESIS_HASH;
+  let version = current;
+  const recorded: RecordedEvent[] = [];
+  for (const event of events) {
+    version += 1;
+    const data = encodePayload(event);
+    const eventId = randomUUID();
+    const recordedAt = new Date().toISOString();
+    const schemaVersion = EVENT_SCHEMA_VERSION;
+    const hash = chainHash({ streamId, version, eventId, recordedAt, prevHash, schemaVersion, data });
+    let inserted: { position: number | string } | undefined;
+    try {
+      inserted = yield* get(sql.insertEvent, [
+        streamId,
+        version,
+        eventId,
+        event.type,
+        schemaVersion,
+        recordedAt,
+        canonicalJson(data),
+        prevHash,
+        hash,
+      ]);
+    } catch (error) {
+      // Two writers passed the version check together: the unique key decides (STYLE habit 4).
+      if (error instanceof UniqueViolation && error.key === "event-version") throw wrongVersion();
+      throw error;
+    }
+    if (!inserted) throw new Error(`the insert of ${streamId}@${version} returned no position`);
+    recorded.push({
+      streamId,
+      version,
+      position: Number(inserted.position),
+      eventId,
+      recordedAt,
+      prevHash,
+      hash,
+      schemaVersion,
+      event,
+    });
+    for (const write of guardWritesFor(event)) yield* applyGuard(sql, write);
+    prevHash = hash;
+  }
+  yield* applyProjections(sql, recorded, projections);
+  return { streamId, nextVersion: version, recorded };
+}
+
+/** Refuse an append whose fence is not the run's current claim (law 10). */
+export const checkFence = (fence: Fence, claim: ClaimRow | undefined): void => {
+  if (claim && claim.worker_id === fence.workerId && Number(claim.epoch) === fence.epoch) return;
+  throw new FencedOut({
+    runId: fence.runId,
+    workerId: fence.workerId,
+    epoch: fence.epoch,
+    currentWorkerId: claim?.worker_id ?? null,
+    currentEpoch: claim ? Number(claim.epoch) : null,
+  });
+};
+
+function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
+  if (write.kind === "finish") {
+    yield* run(sql.finish, [write.runId]);
+    return;
+  }
+  const { chatId, inputId } = write;
+  // Pre-reads only give the nicer error; the unique keys are what enforce (law 6).
+  if (yield* get<AdmissionRow>(sql.admission, [chatId, inputId]))
+    throw new DuplicateAdmission({ chatId, inputId });
+  const active = yield* get<{ run_id: string }>(sql.activeRun, [chatId]);
+  if (active) throw new ActiveRunExists({ chatId, runId: active.run_id });
+  try {
+    yield* run(sql.insertAdmission, [chatId, inputId, write.digest, write.runId]);
+    yield* run(sql.activate, [write.runId, chatId]);
+  } catch (error) {
+    if (error instanceof UniqueViolation && error.key === "admission")
+      throw new DuplicateAdmission({ chatId, inputId });
+    if (error instanceof UniqueViolation && error.key === "active-run")
+      throw new ActiveRunExists({ chatId, runId: "(admitted concurrently)" });
+    throw error;
+  }
+}
+
+/**
+ * Evolve every inline projection the events touch, reading each row once and writing its final
+ * state once, with the position of the last event that changed it.
+ */
+function* applyProjections(
+  sql: Statements,
+  recorded: ReadonlyArray<RecordedEvent>,
+  projections: ReadonlyArray<AnyProjection>,
+): Program<void> {
+  const states = new Map<string, { name: string; key: string; state: unknown; position: number }>();
+  for (const entry of recorded) {
+    for (const projection of projections) {
+      if (!handles(projection, entry)) continue;
+      for (const key of projection.keysOf(entry)) {
+        const id = JSON.stringify([projection.name, key]);
+        let known = states.get(id);
+        if (!known) {
+          const row = yield* get<{ value: string }>(sql.projection, [projection.name, key]);
+          known = { name: projection.name, key, state: row ? JSON.parse(row.value) : undefined, position: 0 };
+          states.set(id, known);
+        }
+        known.state = projection.evolve(known.state, entry, key);
+        known.position = entry.position;
+      }
+    }
+  }
+  for (const { name, key, state, position } of states.values())
+    yield* run(sql.upsertProjection, [name, key, JSON.stringify(state), position]);
+}

@@ -1,0 +1,63 @@
+import type { StoredRow } from "../../events/index.js";
+import type { Admission, Claim } from "../../runtime/Journal.js";
+
+/**
+ * Rows as the drivers return them. 64-bit columns arrive as strings from PostgreSQL and as numbers
+ * from libSQL, so every integer goes through `Number` here and nowhere else.
+ */
+export interface EventRow {
+  readonly position: number | string;
+  readonly stream_id: string;
+  readonly version: number | string;
+  readonly event_id: string;
+  readonly recorded_at: string;
+  readonly prev_hash: string;
+  readonly hash: string;
+  readonly schema_version: number | string;
+  readonly data: string;
+}
+
+export interface ClaimRow {
+  readonly run_id: string;
+  readonly worker_id: string;
+  readonly epoch: number | string;
+  readonly lease_until: number | string;
+}
+
+export interface AdmissionRow {
+  readonly chat_id: string;
+  readonly input_id: string;
+  readonly digest: string;
+  readonly run_id: string;
+}
+
+export interface HeadRow {
+  readonly version: number | string;
+  readonly hash: string;
+}
+
+export const toStored = (row: EventRow): StoredRow => ({
+  streamId: row.stream_id,
+  version: Number(row.version),
+  position: Number(row.position),
+  eventId: row.event_id,
+  recordedAt: row.recorded_at,
+  prevHash: row.prev_hash,
+  hash: row.hash,
+  schemaVersion: Number(row.schema_version),
+  data: row.data,
+});
+
+export const toClaim = (row: ClaimRow): Claim => ({
+  runId: row.run_id,
+  workerId: row.worker_id,
+  epoch: Number(row.epoch),
+  leaseUntil: Number(row.lease_until),
+});
+
+export const toAdmission = (row: AdmissionRow): Admission => ({
+  chatId: row.chat_id,
+  inputId: row.input_id,
+  digest: row.digest,
+  runId: row.run_id,
+});

@@ -1,0 +1,72 @@
+/**
+ * What differs between the engines' SQL. Everything else in {@link statements} is the same text on
+ * both (`?` placeholders; PostgreSQL numbers them, see {@link numberPlaceholders}).
+ */
+export interface Dialect {
+  /** Appended to the fence look-up: PostgreSQL locks the claim row so a take-over waits for the append. */
+  readonly lockClaimShared: string;
+  /** Appended to the claim look-up in `claim()`: PostgreSQL locks the row it is about to change. */
+  readonly lockClaimForUpdate: string;
+  /**
+   * Extra condition on `readAll`: PostgreSQL hides rows of transactions that may still have
+   * concurrent, older transactions in flight (Emmett's transaction-id rule).
+   */
+  readonly visibleInGlobalOrder: string;
+  /** The column that orders the active-run guard by insertion. */
+  readonly guardOrder: string;
+}
+
+export const libsqlDialect: Dialect = {
+  lockClaimShared: "",
+  lockClaimForUpdate: "",
+  visibleInGlobalOrder: "",
+  guardOrder: "rowid",
+};
+
+export const postgresDialect: Dialect = {
+  lockClaimShared: " FOR SHARE",
+  lockClaimForUpdate: " FOR UPDATE",
+  visibleInGlobalOrder: " AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())",
+  guardOrder: "seq",
+};
+
+const EVENT_COLUMNS =
+  "position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data";
+
+/** The journal's SQL, for one dialect. */
+export const statements = (dialect: Dialect) =>
+  ({
+    head: "SELECT version, hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1",
+    insertEvent:
+      "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position",
+    stream: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY version`,
+    all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ?${dialect.visibleInGlobalOrder} ORDER BY position LIMIT ?`,
+    admission: "SELECT chat_id, input_id, digest, run_id FROM admissions WHERE chat_id = ? AND input_id = ?",
+    insertAdmission: "INSERT INTO admissions (chat_id, input_id, digest, run_id) VALUES (?, ?, ?, ?)",
+    activeRun: "SELECT run_id FROM run_guard WHERE chat_id = ? AND active = 1",
+    activeRuns: `SELECT run_id FROM run_guard WHERE active = 1 ORDER BY ${dialect.guardOrder}`,
+    activate: "INSERT INTO run_guard (run_id, chat_id, active) VALUES (?, ?, 1)",
+    finish: "UPDATE run_guard SET active = 0 WHERE run_id = ?",
+    projection: "SELECT value FROM projections WHERE name = ? AND key = ?",
+    projectionRows: "SELECT value FROM projections WHERE name = ? ORDER BY position",
+    upsertProjection:
+      "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
+    claim: "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?",
+    fenceClaim: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimShared}`,
+    claimForUpdate: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimForUpdate}`,
+    insertClaim:
+      "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
+    updateClaim: "UPDATE claims SET worker_id = ?, epoch = ?, lease_until = ? WHERE run_id = ?",
+    renew: "UPDATE claims SET lease_until = ? WHERE worker_id = ?",
+    release: "DELETE FROM claims WHERE worker_id = ?",
+    releaseRun: "DELETE FROM claims WHERE worker_id = ? AND run_id = ?",
+    fingerprintKey: "SELECT value FROM meta WHERE key = 'fingerprint_key'",
+  }) as const;
+
+export type Statements = ReturnType<typeof statements>;
+
+/** `?` placeholders to PostgreSQL's `$1, $2, …` (the shared statements hold no `?` in literals). */
+export const numberPlaceholders = (sql: string): string => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
