@@ -2,6 +2,8 @@
  * Named crash points for the crash tests. A no-op unless `HOLDFAST_CRASH_AT` names the point, in
  * which case the process kills itself with SIGKILL right there: no cleanup, no flush, exactly like
  * a power cut from the journal's point of view.
+ *   HOLDFAST_CRASH_CALL  only for calls of that name (a tool, model or agent name)
+ *   HOLDFAST_CRASH_SKIP  let the first N matching hits pass
  */
 export type CrashPointName =
   | "before-intent"
@@ -24,16 +26,25 @@ export const CRASH_POINTS: ReadonlyArray<CrashPointName> = [
   "after-replay-authorized",
 ];
 
-export const crashPoint = (name: CrashPointName): void => {
-  const env = globalThis.process?.env;
-  if (!env || env.HOLDFAST_CRASH_AT !== name) return;
+let hits = 0;
+
+const fire = (): void => {
+  const env = globalThis.process.env;
+  const skip = Number(env.HOLDFAST_CRASH_SKIP ?? 0);
+  if (hits++ < skip) return;
   globalThis.process.kill(globalThis.process.pid, "SIGKILL");
 };
 
-/** A crash point that fires only for the call named by `HOLDFAST_CRASH_CALL` (a tool or model name). */
+export const crashPoint = (name: CrashPointName): void => {
+  const env = globalThis.process?.env;
+  if (!env || env.HOLDFAST_CRASH_AT !== name) return;
+  fire();
+};
+
+/** A crash point that fires only for the call named by `HOLDFAST_CRASH_CALL`, when set. */
 export const crashPointFor = (name: CrashPointName, callName: string): void => {
   const env = globalThis.process?.env;
   if (!env || env.HOLDFAST_CRASH_AT !== name) return;
   if (env.HOLDFAST_CRASH_CALL && env.HOLDFAST_CRASH_CALL !== callName) return;
-  globalThis.process.kill(globalThis.process.pid, "SIGKILL");
+  fire();
 };

@@ -40,3 +40,45 @@ export const runWorker = (env: Record<string, string>): Promise<ProcessResult> =
 
 export const lineOf = (result: ProcessResult, kind: string): Record<string, unknown> | undefined =>
   result.lines.find((l) => l.kind === kind);
+
+/** Start the worker and resolve when it has printed `count` lines of `kind`; the caller kills it. */
+export const startWorker = (env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let buffer = "";
+  const waiters: Array<() => void> = [];
+  child.stdout.on("data", (d) => {
+    buffer += d;
+    let nl = buffer.indexOf("\n");
+    while (nl >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      if (line.startsWith("{")) lines.push(JSON.parse(line) as Record<string, unknown>);
+      nl = buffer.indexOf("\n");
+    }
+    for (const w of waiters.splice(0)) w();
+  });
+  const exited = new Promise<void>((resolve) => child.on("close", () => resolve()));
+  return {
+    child,
+    lines,
+    waitFor: async (kind: string, count = 1): Promise<void> => {
+      const deadline = Date.now() + 30_000;
+      while (lines.filter((l) => l.kind === kind).length < count) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`worker never printed ${count} × ${kind}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 200);
+        });
+      }
+    },
+    kill: async () => {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+};

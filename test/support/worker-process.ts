@@ -6,11 +6,17 @@
  *   HF_VARIANT            "original" | "changed" (the agent's code version)
  *   HF_START_AT           epoch ms to wait for before submitting (two processes racing)
  *   HF_HOLD_MS            when set, the agent's first call is a model call that sleeps this long
+ *   HF_AGENT              the agent to submit: "steps" (default), "table", "gated"
+ *   HF_TOOLS_EDITED       "1": read_safe's source differs from the pinned one
+ *   HF_RECONCILER         "honest" | "throws" | "unknown"
+ *   HF_ALLOWLIST          "none": empty safe list (default: read_safe pinned at its original source)
+ *   HF_COUNT              with HF_ACTION "submit-many": how many gated runs to start
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL   crash points (SIGKILL)
  * Prints one JSON object per line on stdout.
  */
 import { defineAgent, openRuntime } from "../../src/index.js";
-import { makeRecordTool, makeStepsAgent } from "./witness.js";
+import { makeTableTools, tableAgent } from "./table-tools.js";
+import { makeStepsAgent } from "./witness.js";
 
 const env = process.env;
 const out = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -29,16 +35,41 @@ const slow = defineAgent({
   },
 });
 
+/** Does one call, then waits forever: killed between calls, it leaves a run with nothing in doubt. */
+const gated = defineAgent({
+  name: "gated",
+  version: "1",
+  run: async (turn, input: { prefix: string }) => {
+    await turn.tool("record", { label: `${input.prefix}-gate` });
+    out({ kind: "gated", prefix: input.prefix });
+    return new Promise(() => undefined);
+  },
+});
+
 const main = async () => {
+  const tools = makeTableTools(env.HF_WITNESS!, {
+    edited: env.HF_TOOLS_EDITED === "1",
+    reconciler: (env.HF_RECONCILER as "honest" | "throws" | "unknown" | undefined) ?? "honest",
+  });
+  const pinned = makeTableTools(env.HF_WITNESS!).readSafe.pin;
   const runtime = await openRuntime({
     store: env.HF_DB!,
-    agents: [makeStepsAgent(env.HF_VARIANT === "changed" ? "changed" : "original"), slow],
-    tools: [makeRecordTool(env.HF_WITNESS!)],
+    agents: [makeStepsAgent(env.HF_VARIANT === "changed" ? "changed" : "original"), slow, tableAgent, gated],
+    tools: tools.all,
+    allowlist: env.HF_ALLOWLIST === "none" ? {} : { read_safe: pinned },
     recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 2000) },
   });
+  out({ kind: "preflight", findings: runtime.preflight });
   const { done, ...report } = runtime.recovery as typeof runtime.recovery & { done?: Promise<unknown> };
   out({ kind: "recovery", report });
   if (done) out({ kind: "recovered", results: await done });
+  if (env.HF_ACTION === "submit-many") {
+    for (let i = 0; i < Number(env.HF_COUNT ?? 1); i++) {
+      const handle = await runtime.submit({ chatId: `chat-${i}`, inputId: "m", agent: "gated", content: { prefix: `g${i}` } });
+      out({ kind: "submitted", runId: handle.runId });
+    }
+    return new Promise(() => undefined);
+  }
   if (env.HF_ACTION === "submit") {
     if (env.HF_START_AT) {
       const wait = Number(env.HF_START_AT) - Date.now();
@@ -48,7 +79,7 @@ const main = async () => {
       const handle = await runtime.submit({
         chatId: env.HF_CHAT!,
         inputId: env.HF_INPUT!,
-        agent: holdMs > 0 ? "slow" : "steps",
+        agent: env.HF_AGENT ?? (holdMs > 0 ? "slow" : "steps"),
         content: { prefix: env.HF_PREFIX ?? "x" },
       });
       out({ kind: "submitted", runId: handle.runId, reused: handle.reused });
