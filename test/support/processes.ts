@@ -69,7 +69,8 @@ export const startWorker = (env: Record<string, string>) => {
     waitFor: async (kind: string, count = 1): Promise<void> => {
       const deadline = Date.now() + 30_000;
       while (lines.filter((l) => l.kind === kind).length < count) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`worker never printed ${count} × ${kind}`);
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`worker never printed ${count} × ${kind}`);
         await new Promise<void>((r) => {
           waiters.push(r);
           setTimeout(r, 200);

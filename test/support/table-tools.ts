@@ -1,7 +1,7 @@
 import { appendFileSync } from "node:fs";
 import { Schema } from "effect";
-import { defineAgent, defineTool } from "../../src/index.js";
 import type { Reconciler } from "../../src/index.js";
+import { defineAgent, defineTool } from "../../src/index.js";
 import { witnessLines } from "./witness.js";
 
 /**
@@ -41,7 +41,8 @@ export const makeTableTools = (
     probe: (_args, context) => ({ key: context.idempotencyKey }),
     check: async (probe) => {
       if (mode === "throws") throw new Error("the status service is unreachable");
-      if (mode === "unknown") return { outcome: "unknown", evidence: { reason: "status service says: maybe" } };
+      if (mode === "unknown")
+        return { outcome: "unknown", evidence: { reason: "status service says: maybe" } };
       const key = (probe as { key: string }).key;
       const line = witnessLines(witness).find((l) => l.endsWith(` ${key}`));
       return line

@@ -11,6 +11,7 @@
  *   HF_RECONCILER         "honest" | "throws" | "unknown"
  *   HF_ALLOWLIST          "none": empty safe list (default: read_safe pinned at its original source)
  *   HF_COUNT              with HF_ACTION "submit-many": how many gated runs to start
+ *   HF_RECOVER            "0": do not recover on open
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL   crash points (SIGKILL)
  * Prints one JSON object per line on stdout.
  */
@@ -57,7 +58,7 @@ const main = async () => {
     agents: [makeStepsAgent(env.HF_VARIANT === "changed" ? "changed" : "original"), slow, tableAgent, gated],
     tools: tools.all,
     allowlist: env.HF_ALLOWLIST === "none" ? {} : { read_safe: pinned },
-    recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 2000) },
+    recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 2000), onOpen: env.HF_RECOVER !== "0" },
   });
   out({ kind: "preflight", findings: runtime.preflight });
   const { done, ...report } = runtime.recovery as typeof runtime.recovery & { done?: Promise<unknown> };
@@ -65,7 +66,12 @@ const main = async () => {
   if (done) out({ kind: "recovered", results: await done });
   if (env.HF_ACTION === "submit-many") {
     for (let i = 0; i < Number(env.HF_COUNT ?? 1); i++) {
-      const handle = await runtime.submit({ chatId: `chat-${i}`, inputId: "m", agent: "gated", content: { prefix: `g${i}` } });
+      const handle = await runtime.submit({
+        chatId: `chat-${i}`,
+        inputId: "m",
+        agent: "gated",
+        content: { prefix: `g${i}` },
+      });
       out({ kind: "submitted", runId: handle.runId });
     }
     return new Promise(() => undefined);
