@@ -47,6 +47,20 @@ const gated = defineAgent({
   },
 });
 
+/** Parallel calls, then a child run. */
+const parent = defineAgent({
+  name: "parent",
+  version: "1",
+  run: async (turn, input: { prefix: string }) => {
+    const [x, y] = await turn.all([
+      () => turn.tool("read_safe", { label: `${input.prefix}-x` }),
+      () => turn.tool("read_safe", { label: `${input.prefix}-y` }),
+    ]);
+    const child = await turn.child("steps", { prefix: `${input.prefix}-child` });
+    return { x, y, child };
+  },
+});
+
 const main = async () => {
   const tools = makeTableTools(env.HF_WITNESS!, {
     edited: env.HF_TOOLS_EDITED === "1",
@@ -55,7 +69,13 @@ const main = async () => {
   const pinned = makeTableTools(env.HF_WITNESS!).readSafe.pin;
   const runtime = await openRuntime({
     store: env.HF_DB!,
-    agents: [makeStepsAgent(env.HF_VARIANT === "changed" ? "changed" : "original"), slow, tableAgent, gated],
+    agents: [
+      makeStepsAgent(env.HF_VARIANT === "changed" ? "changed" : "original"),
+      slow,
+      tableAgent,
+      gated,
+      parent,
+    ],
     tools: tools.all,
     allowlist: env.HF_ALLOWLIST === "none" ? {} : { read_safe: pinned },
     recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 2000), onOpen: env.HF_RECOVER !== "0" },
