@@ -47,9 +47,10 @@ class Capped {
 const signalNumber = (signal: NodeJS.Signals): number => constants.signals[signal] ?? 0;
 
 /**
- * `shell`: run `sh -c <command>` in `workDir`. A command that ran is a completed call whatever its
- * exit status. Only a failure to start the process is definite; a timeout is not (law 4: the
- * command may have done its work, or part of it, before it was killed).
+ * `shell`: run `sh -c <command>` in `workDir`, with the call's idempotency key in
+ * `$HOLDFAST_IDEMPOTENCY_KEY`. A command that ran is a completed call whatever its exit status.
+ * Only a failure to start the process is definite; a timeout is not (law 4: the command may have
+ * done its work, or part of it, before it was killed).
  *
  * Disposition `hold`: an arbitrary command is not safe to run twice without a person's decision.
  *
@@ -69,11 +70,13 @@ export const makeShellTool = (
     description: "Run a shell command (sh -c) in the work folder; returns its exit status and output.",
     args: ShellArgs,
     ...moduleSource(import.meta.url),
-    run: ({ command }) =>
+    run: ({ command }, { idempotencyKey }) =>
       new Promise<ShellResult>((resolvePromise, reject) => {
         // Its own process group, so a timeout kills everything the command started, not only `sh`.
         const child = spawn("sh", ["-c", command], {
           cwd,
+          // A command that calls a remote service passes this on, so the attempt can be recognised later.
+          env: { ...process.env, HOLDFAST_IDEMPOTENCY_KEY: idempotencyKey },
           stdio: ["ignore", "pipe", "pipe"],
           detached: process.platform !== "win32",
         });

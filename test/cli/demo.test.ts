@@ -1,0 +1,111 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseJsonLines, runCli, useTempDir } from "./cliProcess.js";
+
+const tempDir = useTempDir();
+const RAW_SECRET = "demo-secret-value-1234";
+
+describe("holdfast demo", () => {
+  it("completes, exits 0, labels the scripted planner and shows the API key only masked", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const result = await runCli(["demo", "--db", db]);
+
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("scripted planner — stands in for a language model");
+    expect(result.stdout).toMatch(/run \S+ started/);
+    expect(result.stdout).toContain("result completed");
+    expect(result.stdout).toContain("«secret:DEMO_API_KEY»");
+    expect(result.stdout).not.toContain(RAW_SECRET);
+    expect(result.stdout).toContain("what to try next");
+    for (const file of readdirSync(dir).filter((name) => name.startsWith("journal.db"))) {
+      expect(readFileSync(join(dir, file)).includes(RAW_SECRET)).toBe(false);
+    }
+  });
+
+  it("prints every journaled event of its run, intent before outcome", async () => {
+    const result = await runCli(["demo", "--db", join(tempDir(), "journal.db"), "--json"]);
+    expect(result.code).toBe(0);
+    const doc = JSON.parse(result.stdout) as {
+      runId: string;
+      result: { status: string };
+      events: Array<{ type: string; version: number; streamId: string }>;
+    };
+    expect(doc.result.status).toBe("completed");
+    const types = doc.events.map((e) => e.type);
+    expect(types[0]).toBe("run.admitted");
+    expect(types.at(-1)).toBe("run.completed");
+    expect(types.filter((t) => t === "call.intended")).toHaveLength(5);
+    expect(types.filter((t) => t === "call.completed")).toHaveLength(5);
+    expect(types.filter((t) => t === "checkpoint.saved")).toHaveLength(4);
+    expect(doc.events.map((e) => e.version)).toEqual(doc.events.map((_, i) => i + 1));
+    expect(new Set(doc.events.map((e) => e.streamId))).toEqual(new Set([`run-${doc.runId}`]));
+    expect(result.stdout).not.toContain(RAW_SECRET);
+  });
+
+  it("writes notes.md and a finished plan.json in the work folder, readable by the owner only", async () => {
+    const dir = tempDir();
+    const work = join(dir, "work");
+    const result = await runCli(["demo", "--db", join(dir, "journal.db"), "--work", work]);
+    expect(result.code).toBe(0);
+    expect(readFileSync(join(work, "notes.md"), "utf8")).toContain("# Notes: durable agent runs");
+    const plan = JSON.parse(readFileSync(join(work, "plan.json"), "utf8")) as {
+      items: Array<{ done: boolean }>;
+    };
+    expect(plan.items.length).toBeGreaterThan(0);
+    expect(plan.items.every((item) => item.done)).toBe(true);
+    for (const file of ["notes.md", "plan.json"]) {
+      expect(statSync(join(work, file)).mode & 0o777).toBe(0o600);
+    }
+  });
+
+  it("runs again on the same journal as a new run in a new chat", async () => {
+    const db = join(tempDir(), "journal.db");
+    expect((await runCli(["demo", "--db", db])).code).toBe(0);
+    expect((await runCli(["demo", "--db", db])).code).toBe(0);
+    const runs = JSON.parse((await runCli(["runs", "--db", db, "--json"])).stdout) as Array<{
+      chatId: string;
+      status: string;
+    }>;
+    expect(runs).toHaveLength(2);
+    expect(runs.every((run) => run.status === "completed")).toBe(true);
+    expect(new Set(runs.map((run) => run.chatId)).size).toBe(2);
+  });
+
+  it("after a crash right after a shell call's intent, the next demo holds that run instead of running the command again", async () => {
+    const db = join(tempDir(), "journal.db");
+    const crashed = await runCli(["demo", "--db", db], {
+      env: { HOLDFAST_CRASH_AT: "after-intent", HOLDFAST_CRASH_CALL: "shell" },
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+
+    const next = await runCli(["demo", "--db", db]);
+    expect(next.code).toBe(0);
+    expect(next.stdout).toContain("recovery found 1 interrupted run(s)");
+
+    const runs = JSON.parse((await runCli(["runs", "--db", db, "--json"])).stdout) as Array<{
+      runId: string;
+      status: string;
+    }>;
+    const held = runs.filter((run) => run.status === "held");
+    expect(held).toHaveLength(1);
+    const shown = JSON.parse((await runCli(["show", held[0]!.runId, "--db", db, "--json"])).stdout) as {
+      run: { heldReasons: Array<{ code: string; callId: string }> };
+      calls: Array<{ seq: number; name: string; status: string; outcomeCommitted: boolean }>;
+    };
+    const shellCalls = shown.calls.filter((call) => call.name === "shell");
+    expect(shellCalls).toEqual([
+      expect.objectContaining({ seq: 2, status: "in-doubt", outcomeCommitted: false }),
+    ]);
+    expect(shown.run.heldReasons).toEqual([
+      expect.objectContaining({ code: "in-doubt", callId: `${held[0]!.runId}/2` }),
+    ]);
+    const events = parseJsonLines((await runCli(["events", "--db", db, "--json"])).stdout);
+    const shellOutcomes = events.filter(
+      (e) => e.streamId === `run-${held[0]!.runId}` && e.type === "call.completed",
+    );
+    expect(shellOutcomes).toHaveLength(2);
+  });
+});

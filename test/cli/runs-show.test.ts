@@ -1,0 +1,118 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { expectTwoLineError, runCli, useSharedDemoJournal, useTempDir } from "./cliProcess.js";
+
+const tempDir = useTempDir();
+const journal = useSharedDemoJournal(1);
+
+interface RunJson {
+  runId: string;
+  chatId: string;
+  agent: string;
+  status: string;
+  calls: number;
+}
+
+const demoJournal = (): { db: string; runId: string } => {
+  const { db, runIds } = journal();
+  return { db, runId: runIds[0]! };
+};
+
+describe("holdfast runs", () => {
+  it("--json lists each run with its chat, agent, status and number of calls", async () => {
+    const { db, runId } = demoJournal();
+    const result = await runCli(["runs", "--db", db, "--json"]);
+    expect(result.code).toBe(0);
+    const runs = JSON.parse(result.stdout) as RunJson[];
+    expect(runs).toEqual([
+      expect.objectContaining({ runId, agent: "demo@1", status: "completed", calls: 5 }),
+    ]);
+  });
+
+  it("prints a table with one row per run", async () => {
+    const { db, runId } = demoJournal();
+    const result = await runCli(["runs", "--db", db]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/run\s+│\s+chat\s+│\s+agent\s+│\s+status\s+│\s+calls\s+│\s+updated/);
+    expect(result.stdout).toContain(runId);
+  });
+
+  it("--status keeps only runs with that status", async () => {
+    const { db } = demoJournal();
+    const completed = JSON.parse(
+      (await runCli(["runs", "--db", db, "--status", "completed", "--json"])).stdout,
+    );
+    const held = JSON.parse((await runCli(["runs", "--db", db, "--status", "held", "--json"])).stdout);
+    expect(completed).toHaveLength(1);
+    expect(held).toEqual([]);
+  });
+
+  it("an invalid --status is a usage error: exit 2, the allowed values, no stack trace", async () => {
+    const { db } = demoJournal();
+    const result = await runCli(["runs", "--db", db, "--status", "sleeping"]);
+    expect(result.code).toBe(2);
+    const { reason } = expectTwoLineError(result.stderr);
+    expect(reason).toContain("sleeping");
+    expect(reason).toContain("held");
+  });
+});
+
+describe("holdfast show", () => {
+  it("--json gives the run, its calls in order with committed outcomes, and its events", async () => {
+    const { db, runId } = demoJournal();
+    const result = await runCli(["show", runId, "--db", db, "--json"]);
+    expect(result.code).toBe(0);
+    const shown = JSON.parse(result.stdout) as {
+      run: RunJson;
+      calls: Array<{ seq: number; kind: string; name: string; status: string; outcomeCommitted: boolean }>;
+      events: Array<{ streamId: string; type: string }>;
+    };
+    expect(shown.run).toMatchObject({ runId, status: "completed" });
+    expect(shown.calls.map((call) => [call.seq, call.kind, call.name])).toEqual([
+      [0, "model", "scripted-planner"],
+      [1, "tool", "write_file"],
+      [2, "tool", "shell"],
+      [3, "tool", "shell"],
+      [4, "tool", "write_file"],
+    ]);
+    expect(shown.calls.every((call) => call.status === "completed" && call.outcomeCommitted)).toBe(true);
+    expect(shown.events.every((event) => event.streamId === `run-${runId}`)).toBe(true);
+    expect(shown.events.at(-1)?.type).toBe("run.completed");
+  });
+
+  it("prints the run, a table of its calls with whether each outcome is committed, and its events", async () => {
+    const { db, runId } = demoJournal();
+    const result = await runCli(["show", runId, "--db", db]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`run ${runId}  completed`);
+    expect(result.stdout).toMatch(/scripted-planner\s+│\s+1\s+│\s+completed\s+│\s+committed/);
+    expect(result.stdout).toContain("run.completed");
+  });
+
+  it("a run that is not in the journal exits 1 and says how to list runs", async () => {
+    const { db } = demoJournal();
+    const result = await runCli(["show", "no-such-run", "--db", db]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(expectTwoLineError(result.stderr)).toEqual({
+      reason: "run no-such-run is not in this journal",
+      hint: "list runs with `holdfast runs`",
+    });
+  });
+});
+
+describe("read-only commands", () => {
+  it("on a journal path that does not exist exit 1, say so, and create nothing", async () => {
+    const dir = tempDir();
+    const db = join(dir, "missing.db");
+    for (const args of [["runs"], ["show", "r1"], ["events"]]) {
+      const result = await runCli([...args, "--db", db]);
+      expect(result.code).toBe(1);
+      const { reason, hint } = expectTwoLineError(result.stderr);
+      expect(reason).toBe(`there is no journal at ${db}`);
+      expect(hint).toContain("holdfast demo");
+      expect(existsSync(db)).toBe(false);
+    }
+  });
+});
