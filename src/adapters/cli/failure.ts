@@ -1,4 +1,3 @@
-import { CommanderError } from "commander";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { CliError, ExitCode } from "./CliError.js";
 
@@ -38,13 +37,6 @@ export const describeFailure = (error: unknown): Failure => {
     return {
       exitCode: ExitCode.journalUnavailable,
       ...splitMessage(error.message, "upgrade holdfast"),
-    };
-  }
-  if (error instanceof CommanderError) {
-    return {
-      exitCode: ExitCode.usage,
-      reason: oneLine(error.message.replace(/^error:\s*/, "")),
-      hint: "see `holdfast --help`",
     };
   }
   if (hasTag(error)) {

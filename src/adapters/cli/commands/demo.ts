@@ -38,7 +38,7 @@ const recoveryLines = (report: RecoveryReport): string[] => {
   }
   if (report.ownedElsewhere.length > 0) {
     lines.push(
-      `  left alone, another live worker owns them: ${report.ownedElsewhere.join(", ")} (a worker on another host keeps its runs until its ${LEASE_MS / 1000} s lease runs out)`,
+      `  left alone, a live worker owns them: ${report.ownedElsewhere.join(", ")} (if that worker is on another host and dead, its ${LEASE_MS / 1000} s lease runs out and the next demo recovers them)`,
     );
   }
   for (const item of report.needsAttention) lines.push(`  needs attention: ${item.runId}: ${item.reason}`);
