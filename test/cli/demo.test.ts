@@ -81,31 +81,50 @@ describe("holdfast demo", () => {
     });
     expect(crashed.signal).toBe("SIGKILL");
 
-    const next = await runCli(["demo", "--db", db]);
+    const next = await runCli(["demo", "--db", db, "--json"]);
     expect(next.code).toBe(0);
-    expect(next.stdout).toContain("recovery found 1 interrupted run(s)");
-
-    const runs = JSON.parse((await runCli(["runs", "--db", db, "--json"])).stdout) as Array<{
-      runId: string;
-      status: string;
-    }>;
-    const held = runs.filter((run) => run.status === "held");
-    expect(held).toHaveLength(1);
-    const shown = JSON.parse((await runCli(["show", held[0]!.runId, "--db", db, "--json"])).stdout) as {
+    const doc = JSON.parse(next.stdout) as { recovery: { held: Array<{ runId: string }> } };
+    expect(doc.recovery.held).toHaveLength(1);
+    const runId = doc.recovery.held[0]!.runId;
+    const shown = JSON.parse((await runCli(["show", runId, "--db", db, "--json"])).stdout) as {
       run: { heldReasons: Array<{ code: string; callId: string }> };
       calls: Array<{ seq: number; name: string; status: string; outcomeCommitted: boolean }>;
+      events: Array<{ type: string; payload: { callId?: string } }>;
     };
     const shellCalls = shown.calls.filter((call) => call.name === "shell");
     expect(shellCalls).toEqual([
       expect.objectContaining({ seq: 2, status: "in-doubt", outcomeCommitted: false }),
     ]);
     expect(shown.run.heldReasons).toEqual([
-      expect.objectContaining({ code: "in-doubt", callId: `${held[0]!.runId}/2` }),
+      expect.objectContaining({ code: "in-doubt", callId: `${runId}/2` }),
     ]);
-    const events = parseJsonLines((await runCli(["events", "--db", db, "--json"])).stdout);
-    const shellOutcomes = events.filter(
-      (e) => e.streamId === `run-${held[0]!.runId}` && e.type === "call.completed",
+    const ofShellCall = shown.events.filter((e) => e.payload.callId === `${runId}/2`).map((e) => e.type);
+    expect(ofShellCall).toEqual(["call.intended"]);
+  });
+
+  it("after a crash right after a shell call's outcome, the next demo resumes that run and does not repeat finished calls", async () => {
+    const db = join(tempDir(), "journal.db");
+    const crashed = await runCli(["demo", "--db", db, "--json"], {
+      env: { HOLDFAST_CRASH_AT: "after-outcome", HOLDFAST_CRASH_CALL: "shell" },
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+
+    const next = await runCli(["demo", "--db", db, "--json"]);
+    expect(next.code).toBe(0);
+    const doc = JSON.parse(next.stdout) as {
+      recovery: { resumed: string[]; results: Array<{ runId: string; status: string }> };
+    };
+    expect(doc.recovery.resumed).toHaveLength(1);
+    const resumed = doc.recovery.resumed[0]!;
+    expect(doc.recovery.results).toEqual([expect.objectContaining({ runId: resumed, status: "completed" })]);
+
+    const events = parseJsonLines((await runCli(["events", "--db", db, "--json"])).stdout).filter(
+      (e) => e.streamId === `run-${resumed}`,
     );
-    expect(shellOutcomes).toHaveLength(2);
+    const intents = events
+      .filter((e) => e.type === "call.intended")
+      .map((e) => (e.payload as { seq: number }).seq);
+    expect(intents).toEqual([0, 1, 2, 3, 4]);
+    expect(events.map((e) => e.type)).toContain("run.resumed");
   });
 });

@@ -167,19 +167,21 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
       await out.line();
       await out.lines([
         "what to try next",
-        `  holdfast runs${db}`,
+        `  npx holdfast runs${db}`,
         "      every run in this journal and its status",
-        `  holdfast show ${handle.runId}${db}`,
+        `  npx holdfast show ${handle.runId}${db}`,
         "      this run's calls, whether each outcome is committed, and its events",
-        `  holdfast events --json${db}`,
+        `  npx holdfast events --json${db}`,
         "      the hash-chained log, one JSON object per line",
         "  the crash experiment:",
-        `      HOLDFAST_CRASH_AT=after-intent HOLDFAST_CRASH_CALL=shell holdfast demo${db}`,
+        `      HOLDFAST_CRASH_AT=after-intent HOLDFAST_CRASH_CALL=shell npx holdfast demo${db}`,
         "      kills the process (SIGKILL) right after a shell call's intent is committed, before the",
-        `      command runs. Run \`holdfast demo${db}\` again: recovery finds that call in doubt (an intent,`,
-        "      no outcome) and holds the run instead of running the command a second time; `holdfast show",
-        "      <runId>` says why. With HOLDFAST_CRASH_AT=after-outcome the outcome is committed, so recovery",
-        "      resumes the run and serves the finished calls from the journal instead of repeating them.",
+        "      command runs. Then run the demo again:",
+        `      npx holdfast demo${db}`,
+        "      recovery finds that call in doubt (an intent, no outcome) and holds the run instead of",
+        "      running the command a second time; `npx holdfast show <runId>` says why. With",
+        "      HOLDFAST_CRASH_AT=after-outcome the outcome is committed first, so recovery resumes the run",
+        "      and serves the finished calls from the journal instead of repeating them.",
       ]);
     }
     if (result.status !== "completed") {
