@@ -28,6 +28,17 @@ export const adminClient = async (schema?: string): Promise<pg.Client> => {
   return client;
 };
 
+let reachable: Promise<void> | undefined;
+
+/**
+ * Fail at once, with the URL and how to start PostgreSQL, when the test database is down: every
+ * PostgreSQL test then fails loudly instead of waiting through the journal's connection retries.
+ */
+export const requirePg = (): Promise<void> => {
+  reachable ??= adminClient().then((client) => client.end());
+  return reachable;
+};
+
 /**
  * Fresh schemas for one test file: every name shares a random prefix; `dropAll` (run it in
  * `afterAll`) drops every one of them, whatever the tests did.

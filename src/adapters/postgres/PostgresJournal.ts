@@ -1,0 +1,518 @@
+import { createHash, randomBytes } from "node:crypto";
+import pg from "pg";
+import { decodeRow, type RecordedEvent, type StoredRow } from "../../events/index.js";
+import { inlineProjections } from "../../projections/index.js";
+import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
+import type {
+  Admission,
+  AppendRequest,
+  AppendResult,
+  Claim,
+  Journal,
+  StreamHead,
+} from "../../runtime/Journal.js";
+import { appendProgram } from "../sql/append.js";
+import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
+import {
+  type AdmissionRow,
+  type ClaimRow,
+  type EventRow,
+  type HeadRow,
+  toAdmission,
+  toClaim,
+  toStored,
+} from "../sql/rows.js";
+import { numberPlaceholders, postgresDialect, statements } from "../sql/statements.js";
+import { type ConnectRetry, connectWithRetry } from "./connect.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
+import { maskUrl } from "./url.js";
+
+export interface PostgresJournalOptions {
+  /** The schema holding the journal's tables; else the URL's `?schema=`, else `holdfast`. */
+  readonly schema?: string;
+  /** Connections in the pool. Default 4: one committer, the rest for reads and claims. */
+  readonly poolSize?: number;
+  readonly retry?: ConnectRetry;
+  /** Called inside the group commit, between the batch's writes and COMMIT (tests). */
+  readonly onBeforeCommit?: () => void | Promise<void>;
+  /** How long `readAll` waits for this journal's own commits to be safely readable. Default 5000 ms. */
+  readonly readYourWritesMs?: number;
+  /**
+   * The server ends a session idle inside a transaction for this long (default 10 000 ms), so a
+   * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
+   */
+  readonly idleInTransactionMs?: number;
+}
+
+interface Pending {
+  readonly request: AppendRequest;
+  readonly resolve: (result: AppendResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+const SQL = statements(postgresDialect);
+const NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now";
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The shared journal on PostgreSQL, for several workers on several hosts. Same tables, events,
+ * chain and projections as libSQL, written by the same program (src/adapters/sql). Appends are
+ * group-committed; every append transaction takes one advisory lock per journal, so positions
+ * are handed out in commit order and a reader paging by position never skips a late commit.
+ */
+export class PostgresJournal implements Journal {
+  readonly engine = "postgres";
+  readonly location: string;
+  readonly fingerprintKey: Uint8Array;
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly options: PostgresJournalOptions;
+  private queue: Pending[] = [];
+  private draining = false;
+  private closed = false;
+  /** The newest transaction id this journal committed events in, and the oldest still-running one seen. */
+  private ownXid = 0n;
+  private horizon = 0n;
+
+  private constructor(
+    pool: pg.Pool,
+    location: string,
+    schema: string,
+    key: Uint8Array,
+    options: PostgresJournalOptions,
+  ) {
+    this.pool = pool;
+    this.location = location;
+    this.schema = schema;
+    this.fingerprintKey = key;
+    this.options = options;
+  }
+
+  /** Connect (retrying with back-off), apply migrations, read the fingerprint key. */
+  static async open(url: string, options: PostgresJournalOptions = {}): Promise<PostgresJournal> {
+    const location = maskUrl(url);
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new JournalUnavailable({
+        location,
+        reason: "the URL cannot be parsed",
+        hint: "Use postgres://user:password@host:5432/database[?schema=name].",
+      });
+    }
+    const schema = options.schema ?? parsed.searchParams.get("schema") ?? "holdfast";
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new JournalUnavailable({
+        location,
+        reason: `the schema name "${schema}" is not a plain lower-case identifier`,
+        hint: "Use letters a-z, digits and underscores, starting with a letter or underscore.",
+      });
+    }
+    parsed.searchParams.delete("schema");
+    const pool = new pg.Pool({
+      connectionString: parsed.toString(),
+      max: options.poolSize ?? 4,
+      connectionTimeoutMillis: 5000,
+      // Every connection resolves the shared, unqualified statements in the journal's schema.
+      options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${Math.max(1, Math.round(options.idleInTransactionMs ?? 10_000))}`,
+      application_name: "holdfast",
+    });
+    // An idle connection dropped by the server surfaces on the next query; it must not crash the process.
+    pool.on("error", () => {});
+    try {
+      await connectWithRetry(pool, location, options.retry);
+      const key = await migrate(pool, location, schema);
+      return new PostgresJournal(pool, location, schema, key, options);
+    } catch (error) {
+      await pool.end().catch(() => {});
+      throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------- append (group commit)
+
+  append(request: AppendRequest): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new JournalClosed({ location: this.location }));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ request, resolve, reject });
+      if (!this.draining) {
+        this.draining = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  /** While a batch commits, new appends queue; they go together into the next transaction. */
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) await this.commitBatch(this.queue.splice(0));
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /**
+   * One transaction for the batch, a savepoint per request so one refused request does not sink
+   * the others; each caller resolves only after the COMMIT that holds its events.
+   */
+  private async commitBatch(batch: Pending[]): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await checkout(this.pool);
+    } catch (error) {
+      const failure = this.unavailable(error, "nothing of this batch was written");
+      for (const p of batch) p.reject(failure);
+      return;
+    }
+    const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
+    let committing = false;
+    try {
+      await client.query("BEGIN");
+      await client.query("SET LOCAL synchronous_commit = on");
+      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.append.${this.schema}`]);
+      for (const pending of batch) {
+        await client.query("SAVEPOINT append_one");
+        try {
+          const program = appendProgram(SQL, pending.request, inlineProjections);
+          outcomes.push({ ok: await this.runProgram(client, program) });
+          await client.query("RELEASE SAVEPOINT append_one");
+        } catch (error) {
+          await client.query("ROLLBACK TO SAVEPOINT append_one");
+          await client.query("RELEASE SAVEPOINT append_one");
+          outcomes.push({ error });
+        }
+      }
+      const xid = await client.query<{ xid: string | null }>(
+        "SELECT pg_current_xact_id_if_assigned()::text AS xid",
+      );
+      await this.options.onBeforeCommit?.();
+      if (ended.has(client)) throw new Error("the server ended the session before COMMIT");
+      committing = true;
+      await client.query("COMMIT");
+      const committed = xid.rows[0]?.xid;
+      if (committed && BigInt(committed) > this.ownXid) this.ownXid = BigInt(committed);
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      giveBack(client, true);
+      const lost = !(error instanceof pg.DatabaseError);
+      const failure =
+        committing && lost
+          ? new JournalUnavailable({
+              location: this.location,
+              reason: `the connection failed during COMMIT (${describe(error)}); the batch may or may not have been written`,
+              hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
+            })
+          : lost
+            ? this.unavailable(error, "nothing of this batch was written")
+            : error;
+      for (const p of batch) p.reject(failure);
+      return;
+    }
+    giveBack(client);
+    batch.forEach((pending, i) => {
+      const outcome = outcomes[i]!;
+      if ("ok" in outcome) pending.resolve(outcome.ok);
+      else pending.reject(outcome.error);
+    });
+  }
+
+  private runProgram<T>(client: pg.ClientBase, program: Program<T>): Promise<T> {
+    return runAsync(program, (step) => execute(client, step));
+  }
+
+  private async transaction<T>(program: Program<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await checkout(this.pool);
+    } catch (error) {
+      throw this.unavailable(error, "nothing was changed");
+    }
+    try {
+      await client.query("BEGIN");
+      const result = await this.runProgram(client, program);
+      await client.query("COMMIT");
+      giveBack(client);
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      giveBack(client, true);
+      throw error instanceof pg.DatabaseError || isTagged(error)
+        ? error
+        : this.unavailable(error, "whether the change was made is unknown; read it back");
+    }
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
+    return (await this.rows<EventRow>(SQL.stream, [streamId])).map((row) => decodeRow(toStored(row)));
+  }
+
+  async readAll(options: {
+    readonly after: number;
+    readonly limit: number;
+  }): Promise<ReadonlyArray<RecordedEvent>> {
+    return (await this.readAllRows(options)).map(decodeRow);
+  }
+
+  /**
+   * Raw rows in position order, undecoded (for the audit). Only rows of transactions older than
+   * every transaction still running are returned, so a page never runs ahead of a commit that is
+   * still in flight; this journal's own commits are waited for, so a caller reads its own writes.
+   */
+  async readAllRows(options: { readonly after: number; readonly limit: number }): Promise<StoredRow[]> {
+    await this.ownCommitsReadable();
+    return (await this.rows<EventRow>(SQL.all, [options.after, options.limit])).map(toStored);
+  }
+
+  private async ownCommitsReadable(): Promise<void> {
+    if (this.ownXid < this.horizon) return;
+    const deadline = Date.now() + (this.options.readYourWritesMs ?? 5000);
+    for (;;) {
+      const row = await this.row<{ xmin: string }>(
+        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin",
+        [],
+      );
+      this.horizon = BigInt(row?.xmin ?? "0");
+      if (this.ownXid < this.horizon || Date.now() > deadline) return;
+      await sleep(2);
+    }
+  }
+
+  async streamHead(streamId: string): Promise<StreamHead | null> {
+    const head = await this.row<HeadRow>(SQL.head, [streamId]);
+    return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
+  }
+
+  async admission(chatId: string, inputId: string): Promise<Admission | null> {
+    const row = await this.row<AdmissionRow>(SQL.admission, [chatId, inputId]);
+    return row ? toAdmission(row) : null;
+  }
+
+  async activeRun(chatId: string): Promise<string | null> {
+    return (await this.row<{ run_id: string }>(SQL.activeRun, [chatId]))?.run_id ?? null;
+  }
+
+  async activeRuns(): Promise<ReadonlyArray<string>> {
+    return (await this.rows<{ run_id: string }>(SQL.activeRuns, [])).map((r) => r.run_id);
+  }
+
+  async projection<S>(name: string, key: string): Promise<S | null> {
+    const row = await this.row<{ value: string }>(SQL.projection, [name, key]);
+    return row ? (JSON.parse(row.value) as S) : null;
+  }
+
+  async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
+    return (await this.rows<{ value: string }>(SQL.projectionRows, [name])).map(
+      (r) => JSON.parse(r.value) as S,
+    );
+  }
+
+  // ---------------------------------------------------------------- ownership
+
+  /** Leases are measured on the database's clock, the one clock every worker shares. */
+  async claim(
+    runId: string,
+    workerId: string,
+    leaseMs: number,
+    options: { readonly takeOverFrom?: string } = {},
+  ): Promise<ClaimResult> {
+    this.assertOpen();
+    return this.transaction(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom));
+  }
+
+  async renewClaims(workerId: string, leaseMs: number): Promise<void> {
+    if (this.closed) return;
+    await this.transaction(renewProgram(SQL, workerId, leaseMs));
+  }
+
+  async releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void> {
+    if (this.closed) return;
+    await this.transaction(releaseProgram(SQL, workerId, runIds));
+  }
+
+  async currentClaim(runId: string): Promise<Claim | null> {
+    const row = await this.row<ClaimRow>(SQL.claim, [runId]);
+    return row ? toClaim(row) : null;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    // Let queued appends commit before closing: nothing accepted is lost.
+    while (this.queue.length > 0 || this.draining) await sleep(5);
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private async rows<R extends pg.QueryResultRow>(sql: string, params: ReadonlyArray<unknown>): Promise<R[]> {
+    this.assertOpen();
+    try {
+      return (await this.pool.query<R>(prepared(sql, params))).rows;
+    } catch (error) {
+      if (!(error instanceof pg.DatabaseError) && !isTagged(error))
+        throw this.unavailable(error, "nothing was read");
+      throw error;
+    }
+  }
+
+  private async row<R extends pg.QueryResultRow>(
+    sql: string,
+    params: ReadonlyArray<unknown>,
+  ): Promise<R | undefined> {
+    return (await this.rows<R>(sql, params))[0];
+  }
+
+  private unavailable(error: unknown, consequence: string): JournalUnavailable {
+    return new JournalUnavailable({
+      location: this.location,
+      reason: `the connection to PostgreSQL failed (${describe(error)}); ${consequence}`,
+      hint: "Check that PostgreSQL is running and reachable, then retry.",
+    });
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new JournalClosed({ location: this.location });
+  }
+}
+
+/** Connections the server ended while checked out, and their error listeners. */
+const ended = new WeakSet<pg.PoolClient>();
+const listeners = new WeakMap<pg.PoolClient, () => void>();
+
+/**
+ * A pooled connection for a transaction. While checked out nobody else listens for its errors, and
+ * a connection the server ends (idle-in-transaction timeout, restart) must fail our next query,
+ * not crash the process; it is remembered so a batch knows its COMMIT was never sent.
+ */
+const checkout = async (pool: pg.Pool): Promise<pg.PoolClient> => {
+  const client = await pool.connect();
+  const listener = () => ended.add(client);
+  listeners.set(client, listener);
+  client.on("error", listener);
+  return client;
+};
+
+const giveBack = (client: pg.PoolClient, broken = false): void => {
+  const listener = listeners.get(client);
+  if (listener) client.off("error", listener);
+  client.release(broken || ended.has(client) || undefined);
+};
+
+/** Typed holdfast errors (and unique violations) pass through unchanged. */
+const isTagged = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && ("_tag" in error || error instanceof UniqueViolation);
+
+/** A named prepared statement per distinct text: parsed once per connection. */
+const prepared = (sql: string, params: ReadonlyArray<unknown>): pg.QueryConfig => ({
+  name: `hf_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`,
+  text: numberPlaceholders(sql),
+  values: [...params],
+});
+
+const execute = async (client: pg.ClientBase, step: SqlStep): Promise<unknown> => {
+  if (step.kind === "now") {
+    const result = await client.query<{ now: string }>(NOW_MS);
+    return Number(result.rows[0]?.now);
+  }
+  try {
+    const result = await client.query(prepared(step.sql, step.params));
+    if (step.kind === "get") return result.rows[0];
+    if (step.kind === "all") return result.rows;
+    return undefined;
+  } catch (error) {
+    const key = uniqueKeyOf(error);
+    throw key ? new UniqueViolation(key, describe(error)) : error;
+  }
+};
+
+const UNIQUE_KEYS: Record<string, UniqueKey> = {
+  events_stream_version: "event-version",
+  admissions_chat_input: "admission",
+  one_active_run_per_chat: "active-run",
+};
+
+const uniqueKeyOf = (error: unknown): UniqueKey | null => {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  if (code !== "23505") return null;
+  return UNIQUE_KEYS[String(constraint)] ?? "other";
+};
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Apply the migrations not yet applied, in one transaction under an advisory lock, so workers
+ * starting together migrate once. Returns the fingerprint key, made with the journal.
+ */
+const migrate = async (pool: pg.Pool, location: string, schema: string): Promise<Uint8Array> => {
+  const client = await checkout(pool);
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.migrate.${schema}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    const tracked = await client.query<{ n: string }>(
+      "SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'holdfast_migrations'",
+      [schema],
+    );
+    if (Number(tracked.rows[0]?.n) === 0) {
+      const others = await client.query<{ n: string }>(
+        "SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1",
+        [schema],
+      );
+      if (Number(others.rows[0]?.n) > 0) {
+        throw new JournalUnavailable({
+          location,
+          reason: `the schema ${schema} holds tables but is not a holdfast journal`,
+          hint: "Choose another schema with ?schema=name in the URL, or an empty one.",
+        });
+      }
+      await client.query(
+        `CREATE TABLE ${schema}.holdfast_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+    }
+    const applied = await client.query<{ id: number | null }>(
+      `SELECT max(id) AS id FROM ${schema}.holdfast_migrations`,
+    );
+    const current = applied.rows[0]?.id ?? 0;
+    if (current > LATEST_SCHEMA_VERSION) {
+      throw new JournalTooNew({ location, found: current, supported: LATEST_SCHEMA_VERSION });
+    }
+    for (const migration of MIGRATIONS) {
+      if (migration.id <= current) continue;
+      await client.query(migration.sql(schema));
+      await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES ($1, $2)`, [
+        migration.id,
+        migration.name,
+      ]);
+      if (migration.id === 1) {
+        await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('fingerprint_key', $1)`, [
+          randomBytes(32).toString("hex"),
+        ]);
+        await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('created_at', $1)`, [
+          new Date().toISOString(),
+        ]);
+      }
+    }
+    const key = await client.query<{ value: string }>(SQL.fingerprintKey);
+    await client.query("COMMIT");
+    const value = key.rows[0]?.value;
+    if (!value) {
+      throw new JournalUnavailable({
+        location,
+        reason: "the fingerprint key is missing",
+        hint: "The journal was changed outside holdfast; restore a backup.",
+      });
+    }
+    return Uint8Array.from(Buffer.from(value, "hex"));
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    giveBack(client);
+  }
+};

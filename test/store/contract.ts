@@ -1,0 +1,626 @@
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import {
+  type AnyEvent,
+  canonicalJson,
+  chainHash,
+  encodePayload,
+  GENESIS_HASH,
+  type RecordedEvent,
+  rowHash,
+  type StoredRow,
+} from "../../src/events/index.js";
+import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
+import { foldProjection, inlineProjections } from "../../src/projections/index.js";
+import {
+  ActiveRunExists,
+  DuplicateAdmission,
+  EventDecodeError,
+  FencedOut,
+  WrongExpectedVersion,
+} from "../../src/runtime/errors.js";
+import type { Journal } from "../../src/runtime/Journal.js";
+
+/** One empty store of an engine, and the few things a test needs to do behind the journal's back. */
+export interface ContractStore {
+  /** A journal on this store; each call is a separate connection (another worker, in effect). */
+  open(options?: { readonly onBeforeCommit?: () => void }): Promise<Journal>;
+  /** Every stored event row, as the database holds it, in position order. */
+  rawRows(): Promise<StoredRow[]>;
+  /** Run SQL directly on the database; rejects when the database refuses it. */
+  exec(sql: string): Promise<void>;
+  /** Overwrite one event's stored payload, bypassing the immutability guard (corruption tests). */
+  corrupt(streamId: string, version: number, data: string): Promise<void>;
+}
+
+const D = "d".repeat(64);
+
+/** The store port's rules, run against one engine. Each test gets a fresh, empty store. */
+export const journalContract = (
+  name: string,
+  freshStore: () => Promise<ContractStore>,
+  cleanup: () => Promise<void>,
+): void => {
+  describe(`journal contract: ${name}`, () => {
+    const journals: Journal[] = [];
+    afterEach(async () => {
+      for (const journal of journals.splice(0)) await journal.close();
+    });
+    afterAll(cleanup);
+
+    /** Given a fresh store, a journal on it. */
+    const given = async (options?: { readonly onBeforeCommit?: () => void }) => {
+      const store = await freshStore();
+      const open = async (o?: { readonly onBeforeCommit?: () => void }) => {
+        const journal = await store.open(o);
+        journals.push(journal);
+        return journal;
+      };
+      return { store, open, journal: await open(options) };
+    };
+
+    describe("expected versions", () => {
+      it("an append at a stale version number is refused with WrongExpectedVersion and writes nothing", async () => {
+        const { journal } = await given();
+        await journal.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1(), opened1()] });
+        await expect(
+          journal.append({ streamId: "s", expectedVersion: 1, events: [opened1()] }),
+        ).rejects.toMatchObject({ _tag: "WrongExpectedVersion", streamId: "s", actual: 2 });
+        expect(await journal.readStream("s")).toHaveLength(2);
+        const next = await journal.append({ streamId: "s", expectedVersion: 2, events: [opened1()] });
+        expect(next.nextVersion).toBe(3);
+      });
+
+      it('"no-stream" is refused once the stream exists, and nothing is written', async () => {
+        const { journal } = await given();
+        await journal.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1()] });
+        await expect(
+          journal.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1(), opened1()] }),
+        ).rejects.toBeInstanceOf(WrongExpectedVersion);
+        expect(await journal.readStream("s")).toHaveLength(1);
+      });
+
+      it('"stream-exists" is refused on a missing stream, and nothing is written', async () => {
+        const { journal } = await given();
+        await expect(
+          journal.append({ streamId: "s", expectedVersion: "stream-exists", events: [opened1()] }),
+        ).rejects.toMatchObject({ _tag: "WrongExpectedVersion", expected: "stream-exists", actual: 0 });
+        expect(await journal.streamHead("s")).toBeNull();
+        expect(await journal.readAll({ after: 0, limit: 10 })).toEqual([]);
+        await journal.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1()] });
+        const r = await journal.append({
+          streamId: "s",
+          expectedVersion: "stream-exists",
+          events: [opened1()],
+        });
+        expect(r.nextVersion).toBe(2);
+      });
+
+      it('"any" appends whether or not the stream exists', async () => {
+        const { journal } = await given();
+        await journal.append({ streamId: "s", expectedVersion: "any", events: [opened1()] });
+        const r = await journal.append({ streamId: "s", expectedVersion: "any", events: [opened1()] });
+        expect(r.nextVersion).toBe(2);
+        expect(await journal.streamHead("s")).toMatchObject({
+          streamId: "s",
+          version: 2,
+          hash: r.recorded[0]!.hash,
+        });
+      });
+
+      it("two journals appending to one stream at the same expected version: exactly one wins", async () => {
+        const { journal, open } = await given();
+        const other = await open();
+        await journal.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1()] });
+        const results = await Promise.allSettled([
+          journal.append({ streamId: "s", expectedVersion: 1, events: [opened1()] }),
+          other.append({ streamId: "s", expectedVersion: 1, events: [opened1()] }),
+        ]);
+        expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+        const refused = results.find((r) => r.status === "rejected");
+        expect(refused?.reason).toBeInstanceOf(WrongExpectedVersion);
+        expect(await journal.readStream("s")).toHaveLength(2);
+      });
+    });
+
+    describe("hash chain", () => {
+      it("every event is chained to the one before it in its stream, and each stored row rehashes to its hash", async () => {
+        const { journal, store } = await given();
+        for (let i = 0; i < 3; i++) {
+          await journal.append({ streamId: "a", expectedVersion: "any", events: [opened1()] });
+          await journal.append({
+            streamId: "run-r",
+            expectedVersion: "any",
+            events: i === 0 ? [admitted("r", "c", "i"), awkward(i)] : [awkward(i)],
+          });
+        }
+        for (const stream of ["a", "run-r"]) {
+          const events = await journal.readStream(stream);
+          expect(events.map((e) => e.version)).toEqual(events.map((_, i) => i + 1));
+          events.forEach((e, i) => {
+            expect(e.prevHash).toBe(i === 0 ? GENESIS_HASH : events[i - 1]!.hash);
+            expect(chainHash({ ...e, data: encodePayload(e.event) })).toBe(e.hash);
+          });
+        }
+        const rows = await store.rawRows();
+        expect(rows).toHaveLength(7);
+        for (const row of rows) {
+          expect(rowHash(row)).toBe(row.hash);
+          // The stored bytes are the canonical encoding that was hashed, on every engine.
+          expect(row.data).toBe(canonicalJson(JSON.parse(row.data)));
+        }
+        const tampered = { ...rows[0]!, data: rows[0]!.data.replace('"engine":"test"', '"engine":"tesT"') };
+        expect(tampered.data).not.toBe(rows[0]!.data);
+        expect(rowHash(tampered)).not.toBe(rows[0]!.hash);
+      });
+
+      it("awkward payloads (unicode, NUL, big and fractional numbers, unordered keys) read back equal", async () => {
+        const { journal } = await given();
+        const events = [admitted("r", "c", "i"), awkward(0), awkward(1)];
+        await journal.append({ streamId: "run-r", expectedVersion: "no-stream", events });
+        expect((await journal.readStream("run-r")).map((e) => e.event)).toEqual(events);
+      });
+    });
+
+    describe("global order", () => {
+      it("readAll returns events in strictly increasing positions, and paging by after/limit reads each once", async () => {
+        const { journal } = await given();
+        const appended: RecordedEvent[] = [];
+        for (let i = 0; i < 7; i++) {
+          const r = await journal.append({
+            streamId: `s-${i % 3}`,
+            expectedVersion: "any",
+            events: i % 2 === 0 ? [opened1()] : [opened1(), opened1()],
+          });
+          appended.push(...r.recorded);
+        }
+        const all = await journal.readAll({ after: 0, limit: 100 });
+        expect(all.map((e) => e.position)).toEqual(appended.map((e) => e.position));
+        for (let i = 1; i < all.length; i++) expect(all[i]!.position).toBeGreaterThan(all[i - 1]!.position);
+        expect(all.map((e) => e.eventId)).toEqual(appended.map((e) => e.eventId));
+
+        const paged: RecordedEvent[] = [];
+        let after = 0;
+        for (;;) {
+          const page = await journal.readAll({ after, limit: 3 });
+          if (page.length === 0) break;
+          expect(page.length).toBeLessThanOrEqual(3);
+          paged.push(...page);
+          after = page[page.length - 1]!.position;
+        }
+        expect(paged).toEqual(all);
+      });
+    });
+
+    describe("admission and the active-run guard", () => {
+      it("a (chat, input) pair is admitted once: a second admission is refused with DuplicateAdmission and writes nothing", async () => {
+        const { journal } = await given();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i")],
+        });
+        await journal.append({ streamId: "run-r1", expectedVersion: 1, events: [completed("r1")] });
+        await expect(
+          journal.append({
+            streamId: "run-r2",
+            expectedVersion: "no-stream",
+            events: [admitted("r2", "c", "i")],
+          }),
+        ).rejects.toBeInstanceOf(DuplicateAdmission);
+        expect(await journal.streamHead("run-r2")).toBeNull();
+        expect(await journal.admission("c", "i")).toEqual({
+          chatId: "c",
+          inputId: "i",
+          digest: D,
+          runId: "r1",
+        });
+        expect(await journal.admission("c", "other")).toBeNull();
+      });
+
+      it("a chat has at most one active run: a second is refused with ActiveRunExists naming the active run", async () => {
+        const { journal } = await given();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i1")],
+        });
+        await journal.append({
+          streamId: "run-rx",
+          expectedVersion: "no-stream",
+          events: [admitted("rx", "x", "i1")],
+        });
+        const refused = journal.append({
+          streamId: "run-r2",
+          expectedVersion: "no-stream",
+          events: [admitted("r2", "c", "i2")],
+        });
+        await expect(refused).rejects.toBeInstanceOf(ActiveRunExists);
+        await expect(refused).rejects.toMatchObject({ chatId: "c", runId: "r1" });
+        expect(await journal.streamHead("run-r2")).toBeNull();
+        expect(await journal.admission("c", "i2")).toBeNull();
+        expect(await journal.activeRun("c")).toBe("r1");
+        expect(await journal.activeRuns()).toEqual(["r1", "rx"]);
+      });
+
+      const endings: ReadonlyArray<[string, (runId: string) => AnyEvent[]]> = [
+        ["run.completed", (r) => [completed(r)]],
+        ["run.failed", (r) => [{ type: "run.failed", runId: r, error: { name: "E", message: "no" } }]],
+        ["run.stopped", (r) => [{ type: "run.stopped", runId: r, reason: "operator" }]],
+        ["decision.recorded{stop}", (r) => heldThenStopped(r)],
+      ];
+      it.each(endings)("%s releases the chat for its next run", async (_ending, end) => {
+        const { journal } = await given();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i1")],
+        });
+        await journal.append({ streamId: "run-r1", expectedVersion: 1, events: end("r1") });
+        expect(await journal.activeRun("c")).toBeNull();
+        expect(await journal.activeRuns()).toEqual([]);
+        await journal.append({
+          streamId: "run-r2",
+          expectedVersion: "no-stream",
+          events: [admitted("r2", "c", "i2")],
+        });
+        expect(await journal.activeRun("c")).toBe("r2");
+      });
+    });
+
+    describe("inline projections", () => {
+      it("inline projections are updated in the append transaction and equal a fold over readAll", async () => {
+        const { journal } = await given();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: runStream("r1", "c1"),
+        });
+        await journal.append({
+          streamId: "run-r2",
+          expectedVersion: "no-stream",
+          events: [admitted("r2", "c2", "i")],
+        });
+        await journal.append({ streamId: "run-r2", expectedVersion: 1, events: [intended("r2", 0)] });
+        await journal.append({ streamId: "run-r2", expectedVersion: 2, events: [done("r2", 0)] });
+        await journal.append({
+          streamId: "chat-c2",
+          expectedVersion: "no-stream",
+          events: [
+            {
+              type: "document.replaced",
+              chatId: "c2",
+              document: "plan",
+              revision: 1,
+              value: { title: "t", items: [] },
+              digest: D,
+              by: { runId: "r2" },
+            },
+          ],
+        });
+        // A refused append leaves every projection as it was.
+        await expect(
+          journal.append({ streamId: "run-r2", expectedVersion: 1, events: [intended("r2", 1)] }),
+        ).rejects.toBeInstanceOf(WrongExpectedVersion);
+
+        const events = await journal.readAll({ after: 0, limit: 1000 });
+        for (const projection of inlineProjections) {
+          const folded = foldProjection(projection, events);
+          const stored = await journal.projectionRows(projection.name);
+          expect(stored, projection.name).toHaveLength(folded.size);
+          for (const [key, value] of folded)
+            expect(await journal.projection(projection.name, key)).toEqual(value);
+        }
+        expect(await journal.projection("runs", "r1")).toMatchObject({ status: "completed" });
+        expect(await journal.projection("calls", "r2/0")).toMatchObject({ outcomeCommitted: true });
+        expect(await journal.projection("runs", "nope")).toBeNull();
+      });
+    });
+
+    describe("claims", () => {
+      it("the first claim has epoch 1; the holder renews it at the same epoch", async () => {
+        const { journal } = await given();
+        const first = await journal.claim("r1", "w1", 60_000);
+        expect(first).toMatchObject({ runId: "r1", workerId: "w1", epoch: 1, previous: null });
+        const renewed = await journal.claim("r1", "w1", 120_000);
+        expect(renewed).toMatchObject({ workerId: "w1", epoch: 1 });
+        expect(renewed!.leaseUntil).toBeGreaterThan(first!.leaseUntil);
+        expect(await journal.currentClaim("r1")).toMatchObject({ workerId: "w1", epoch: 1 });
+      });
+
+      it("a claim is refused while another worker's lease is live", async () => {
+        const { journal } = await given();
+        await journal.claim("r1", "w1", 60_000);
+        expect(await journal.claim("r1", "w2", 60_000)).toBeNull();
+        expect(await journal.currentClaim("r1")).toMatchObject({ workerId: "w1", epoch: 1 });
+      });
+
+      it("after the lease expires another worker takes over at the next epoch", async () => {
+        const { journal, open } = await given();
+        const other = await open();
+        await journal.claim("r1", "w1", 40);
+        await sleep(80);
+        const taken = await other.claim("r1", "w2", 60_000);
+        expect(taken).toMatchObject({ workerId: "w2", epoch: 2, previous: { workerId: "w1", epoch: 1 } });
+        expect(await journal.currentClaim("r1")).toMatchObject({ workerId: "w2", epoch: 2 });
+      });
+
+      it("takeOverFrom takes a live lease from a worker known to be dead, at the next epoch", async () => {
+        const { journal } = await given();
+        await journal.claim("r1", "dead", 60_000);
+        expect(await journal.claim("r1", "w2", 60_000, { takeOverFrom: "someone-else" })).toBeNull();
+        expect(await journal.claim("r1", "w2", 60_000, { takeOverFrom: "dead" })).toMatchObject({
+          workerId: "w2",
+          epoch: 2,
+        });
+      });
+
+      it("renewClaims extends every lease of the worker; releaseClaims gives them up", async () => {
+        const { journal } = await given();
+        await journal.claim("r1", "w1", 40);
+        await journal.claim("r2", "w1", 40);
+        await journal.claim("r3", "w2", 40);
+        await journal.renewClaims("w1", 60_000);
+        await sleep(80);
+        expect(await journal.claim("r1", "w2", 1000)).toBeNull();
+        expect(await journal.claim("r3", "w1", 1000)).toMatchObject({ epoch: 2 });
+        await journal.releaseClaims("w1", ["r1"]);
+        expect(await journal.currentClaim("r1")).toBeNull();
+        expect(await journal.currentClaim("r2")).toMatchObject({ workerId: "w1" });
+        await journal.releaseClaims("w1");
+        expect(await journal.currentClaim("r2")).toBeNull();
+        expect(await journal.currentClaim("r3")).toBeNull();
+      });
+    });
+
+    describe("fencing", () => {
+      it("an append fenced with a superseded epoch is refused with FencedOut and writes nothing", async () => {
+        const { journal, open } = await given();
+        const other = await open();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i")],
+        });
+        const mine = await journal.claim("r1", "w1", 40);
+        const fence = { runId: "r1", workerId: "w1", epoch: mine!.epoch };
+        await journal.append({ streamId: "run-r1", expectedVersion: 1, events: [intended("r1", 0)], fence });
+        await sleep(80);
+        await other.claim("r1", "w2", 60_000);
+        const stale = journal.append({
+          streamId: "run-r1",
+          expectedVersion: 2,
+          events: [done("r1", 0)],
+          fence,
+        });
+        await expect(stale).rejects.toBeInstanceOf(FencedOut);
+        await expect(stale).rejects.toMatchObject({
+          runId: "r1",
+          workerId: "w1",
+          epoch: 1,
+          currentWorkerId: "w2",
+          currentEpoch: 2,
+        });
+        expect(await journal.readStream("run-r1")).toHaveLength(2);
+        expect(await journal.projection("calls", "r1/0")).toMatchObject({ outcomeCommitted: false });
+        const fresh = { runId: "r1", workerId: "w2", epoch: 2 };
+        await other.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence: fresh });
+        expect(await journal.readStream("run-r1")).toHaveLength(3);
+      });
+
+      it("an append fenced on a run nobody has claimed is refused with FencedOut", async () => {
+        const { journal } = await given();
+        await expect(
+          journal.append({
+            streamId: "run-r1",
+            expectedVersion: "no-stream",
+            events: [admitted("r1", "c", "i")],
+            fence: { runId: "r1", workerId: "w1", epoch: 1 },
+          }),
+        ).rejects.toMatchObject({ _tag: "FencedOut", currentWorkerId: null, currentEpoch: null });
+        expect(await journal.streamHead("run-r1")).toBeNull();
+        expect(await journal.activeRun("c")).toBeNull();
+      });
+    });
+
+    describe("group commit", () => {
+      it("concurrent appends share one commit, a refused one fails alone, and each resolves only after the commit", async () => {
+        let commits = 0;
+        let resolvedAtCommit = -1;
+        let resolved = 0;
+        const { journal, open } = await given({
+          onBeforeCommit: () => {
+            commits++;
+            if (resolvedAtCommit < 0) resolvedAtCommit = resolved;
+          },
+        });
+        const appends = Array.from({ length: 20 }, (_, i) =>
+          journal
+            .append({ streamId: `run-${i}`, expectedVersion: "no-stream", events: [opened1()] })
+            .then((r) => {
+              resolved++;
+              return r;
+            }),
+        );
+        const stale = journal.append({ streamId: "run-0", expectedVersion: 5, events: [opened1()] });
+        const results = await Promise.all(appends);
+        await expect(stale).rejects.toBeInstanceOf(WrongExpectedVersion);
+        expect(commits).toBe(1);
+        expect(resolvedAtCommit).toBe(0);
+        expect(results.map((r) => r.nextVersion)).toEqual(Array(20).fill(1));
+        const positions = results.map((r) => r.recorded[0]!.position);
+        expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+        // Resolved means committed: another connection already sees every event.
+        const reader = await open();
+        for (let i = 0; i < 20; i++) expect(await reader.readStream(`run-${i}`)).toHaveLength(1);
+      });
+
+      it("appends made while a commit is in flight go together into the next commit", async () => {
+        let commits = 0;
+        const later: Array<Promise<unknown>> = [];
+        let journalRef: Journal | undefined;
+        const { journal } = await given({
+          onBeforeCommit: () => {
+            commits++;
+            if (commits === 1) {
+              for (let i = 0; i < 10; i++)
+                later.push(
+                  journalRef!.append({
+                    streamId: `later-${i}`,
+                    expectedVersion: "no-stream",
+                    events: [opened1()],
+                  }),
+                );
+            }
+          },
+        });
+        journalRef = journal;
+        await journal.append({ streamId: "first", expectedVersion: "no-stream", events: [opened1()] });
+        await Promise.all(later);
+        expect(later).toHaveLength(10);
+        expect(commits).toBe(2);
+        expect(await journal.readAll({ after: 0, limit: 100 })).toHaveLength(11);
+      });
+    });
+
+    describe("immutability and integrity", () => {
+      it("the database itself refuses to update or delete an event", async () => {
+        const { journal, store } = await given();
+        await journal.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1(), opened1()] });
+        const before = await store.rawRows();
+        await expect(store.exec("UPDATE events SET data = '{}' WHERE version = 1")).rejects.toThrow(
+          /immutable/,
+        );
+        await expect(store.exec("DELETE FROM events WHERE version = 2")).rejects.toThrow(/never deleted/);
+        expect(await store.rawRows()).toEqual(before);
+      });
+
+      it("the fingerprint key is made once and is the same after reopening", async () => {
+        const { journal, open } = await given();
+        expect(journal.fingerprintKey).toHaveLength(32);
+        const key = Buffer.from(journal.fingerprintKey).toString("hex");
+        await journal.close();
+        const again = await open();
+        expect(Buffer.from(again.fingerprintKey).toString("hex")).toBe(key);
+      });
+
+      it("a corrupted row is an EventDecodeError naming stream, version and cause, never skipped", async () => {
+        const { journal, store } = await given();
+        await journal.append({
+          streamId: "s",
+          expectedVersion: "no-stream",
+          events: [opened1(), opened1(), opened1()],
+        });
+        await store.corrupt("s", 2, '{"type":"journal.opened","schemaVersion":"one","engine":"x"}');
+        await expect(journal.readStream("s")).rejects.toBeInstanceOf(EventDecodeError);
+        await expect(journal.readStream("s")).rejects.toMatchObject({ streamId: "s", version: 2 });
+        await expect(journal.readStream("s")).rejects.toThrow(/schemaVersion/);
+        await expect(journal.readAll({ after: 0, limit: 10 })).rejects.toMatchObject({
+          _tag: "EventDecodeError",
+          version: 2,
+        });
+        await store.corrupt("s", 3, "not json");
+        await expect(journal.readAll({ after: 2, limit: 10 })).rejects.toThrow(/not JSON/);
+      });
+    });
+  });
+};
+
+// ------------------------------------------------------------------ valid events
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const opened1 = (): AnyEvent => ({ type: "journal.opened", schemaVersion: 1, engine: "test" });
+
+/** A payload that trips up lossy encodings: JSONB, NUL-hostile TEXT, key order, float formatting. */
+const awkward = (i: number): AnyEvent => ({
+  type: "call.intended",
+  runId: "r",
+  callId: `r/${i}`,
+  seq: i,
+  attempt: 1,
+  kind: "tool",
+  name: "t",
+  args: { z: 1, a: [1.5, 1e21, 0.1 + 0.2, -7], s: 'é 😀 \u0000 \u2028 "q" \\', nested: { b: null, a: true } },
+  fingerprint: D,
+  disposition: "hold",
+  pin: null,
+  reconciler: null,
+  idempotencyKey: `r/${i}#1`,
+});
+
+const admitted = (runId: string, chatId: string, inputId: string): AnyEvent => ({
+  type: "run.admitted",
+  runId,
+  chatId,
+  inputId,
+  inputDigest: D,
+  agent: { name: "a", version: "1" },
+  machine: RUN_MACHINE_VERSION,
+  input: { text: "hello" },
+});
+
+const intended = (runId: string, seq: number): AnyEvent => ({
+  type: "call.intended",
+  runId,
+  callId: `${runId}/${seq}`,
+  seq,
+  attempt: 1,
+  kind: "tool",
+  name: "t",
+  args: { seq },
+  fingerprint: D,
+  disposition: "hold",
+  pin: null,
+  reconciler: null,
+  idempotencyKey: `${runId}/${seq}#1`,
+});
+
+const done = (runId: string, seq: number): AnyEvent => ({
+  type: "call.completed",
+  runId,
+  callId: `${runId}/${seq}`,
+  attempt: 1,
+  result: { ok: seq },
+  resultDigest: D,
+});
+
+const completed = (runId: string): AnyEvent => ({
+  type: "run.completed",
+  runId,
+  output: "ok",
+  outputDigest: D,
+});
+
+/** After run.admitted (version 1): an in-doubt call, held, then stopped by a person. */
+const heldThenStopped = (runId: string): AnyEvent[] => [
+  intended(runId, 0),
+  { type: "run.held", runId, reasons: [{ code: "in-doubt", callId: `${runId}/0`, detail: "no outcome" }] },
+  {
+    type: "decision.recorded",
+    runId,
+    decision: "stop",
+    basedOnVersion: 3,
+    decidedBy: "ops",
+    note: "checked the remote side",
+    callIds: [`${runId}/0`],
+  },
+];
+
+/** A whole valid run: calls, a checkpoint, a conflict, completion. */
+const runStream = (runId: string, chatId: string): AnyEvent[] => [
+  admitted(runId, chatId, "i"),
+  intended(runId, 0),
+  done(runId, 0),
+  { type: "checkpoint.saved", runId, chatId, afterSeq: 0, state: { step: 1 }, digest: D },
+  intended(runId, 1),
+  {
+    type: "call.failed",
+    runId,
+    callId: `${runId}/1`,
+    attempt: 1,
+    definite: true,
+    error: { name: "E", message: "refused" },
+  },
+  { type: "conflict.recorded", runId, kind: "outcome", detail: "x", recorded: 1, attempted: 2 },
+  completed(runId),
+];

@@ -1,0 +1,304 @@
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { PostgresJournal, type PostgresJournalOptions } from "../../src/adapters/postgres/PostgresJournal.js";
+import { openStore } from "../../src/adapters/store.js";
+import type { AnyEvent } from "../../src/events/index.js";
+import { JournalTooNew, JournalUnavailable } from "../../src/runtime/errors.js";
+import type { Journal } from "../../src/runtime/Journal.js";
+import { adminClient, pgUrl, requirePg, TEST_PG_URL, usePgSchemas } from "../support/pg.js";
+import { useTempDir } from "../support/tmp.js";
+
+const schemas = usePgSchemas();
+afterAll(schemas.dropAll);
+const tempDir = useTempDir();
+
+const journals: Journal[] = [];
+afterEach(async () => {
+  for (const journal of journals.splice(0)) await journal.close();
+});
+
+const open = async (schema: string, options: PostgresJournalOptions = {}): Promise<PostgresJournal> => {
+  await requirePg();
+  const journal = await PostgresJournal.open(pgUrl(schema), options);
+  journals.push(journal);
+  return journal;
+};
+
+const event: AnyEvent = { type: "journal.opened", schemaVersion: 1, engine: "postgres" };
+
+/** A promise and the function that settles it. */
+const gate = () => {
+  let open!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { closed, open };
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Settles within `ms`? */
+const settlesWithin = (promise: Promise<unknown>, ms: number): Promise<boolean> =>
+  Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    sleep(ms).then(() => false),
+  ]);
+
+/** The test URL with a user, a password and a port nothing listens on. */
+const unreachable = (): string => {
+  const url = new URL(TEST_PG_URL);
+  url.username = "holdfast";
+  url.password = "s3cret-pw";
+  url.hostname = "127.0.0.1";
+  url.port = "1";
+  return url.toString();
+};
+
+describe("PostgreSQL journal: connecting", () => {
+  it("an unreachable PostgreSQL fails with JournalUnavailable naming the masked URL, after retries with back-off", async () => {
+    const started = Date.now();
+    const attempt = PostgresJournal.open(unreachable(), { retry: { attempts: 3, initialDelayMs: 40 } });
+    const error = await attempt.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(JournalUnavailable);
+    const message = (error as JournalUnavailable).message;
+    expect(message).toMatch(/^journal postgres:\/\/holdfast:\*\*\*\*@127\.0\.0\.1:1\//);
+    expect(message).toContain("after 3 attempts");
+    expect(message).toMatch(/ECONNREFUSED/);
+    expect(message).toMatch(/Start PostgreSQL/);
+    expect(message).not.toContain("s3cret-pw");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(40 + 80);
+  });
+
+  it("a database that does not exist is refused at once, without retrying", async () => {
+    await requirePg();
+    const url = new URL(TEST_PG_URL);
+    url.pathname = "/holdfast_no_such_database";
+    const started = Date.now();
+    await expect(
+      PostgresJournal.open(url.toString(), { retry: { attempts: 5, initialDelayMs: 2000 } }),
+    ).rejects.toThrow(/refused the connection: .*holdfast_no_such_database/);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("openStore opens PostgreSQL for postgres:// and postgresql:// URLs (also from HOLDFAST_STORE) and libSQL for paths", async () => {
+    await requirePg();
+    const schema = schemas.fresh();
+    const withPassword = new URL(pgUrl(schema));
+    withPassword.password = "not-checked-by-trust-auth";
+    const pgJournal = await openStore(withPassword.toString());
+    journals.push(pgJournal);
+    expect(pgJournal.engine).toBe("postgres");
+    expect(pgJournal.location).toContain(":****@");
+    expect(pgJournal.location).not.toContain("not-checked-by-trust-auth");
+
+    const alias = await openStore(pgUrl(schema).replace(/^postgres:/, "postgresql:"));
+    journals.push(alias);
+    expect(alias.engine).toBe("postgres");
+    expect(Buffer.from(alias.fingerprintKey)).toEqual(Buffer.from(pgJournal.fingerprintKey));
+
+    const saved = process.env.HOLDFAST_STORE;
+    process.env.HOLDFAST_STORE = pgUrl(schema);
+    try {
+      const fromEnv = await openStore();
+      journals.push(fromEnv);
+      expect(fromEnv.engine).toBe("postgres");
+    } finally {
+      if (saved === undefined) delete process.env.HOLDFAST_STORE;
+      else process.env.HOLDFAST_STORE = saved;
+    }
+
+    const file = await openStore(`${tempDir()}/journal.db`);
+    journals.push(file);
+    expect(file.engine).toBe("libsql");
+  });
+});
+
+describe("PostgreSQL journal: schema and migrations", () => {
+  it("every table lives in the journal's schema, made by numbered migrations recorded in holdfast_migrations", async () => {
+    const schema = schemas.fresh();
+    await open(schema);
+    const client = await adminClient();
+    try {
+      const tables = await client.query<{ table_name: string }>(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+        [schema],
+      );
+      expect(tables.rows.map((r) => r.table_name)).toEqual([
+        "admissions",
+        "blobs",
+        "claims",
+        "events",
+        "holdfast_migrations",
+        "meta",
+        "projections",
+        "run_guard",
+      ]);
+      const migrations = await client.query(`SELECT id, name FROM ${schema}.holdfast_migrations ORDER BY id`);
+      expect(migrations.rows).toEqual([{ id: 1, name: "journal" }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("workers opening a new schema together migrate it once and share one fingerprint key", async () => {
+    const schema = schemas.fresh();
+    const opened = await Promise.all([open(schema), open(schema), open(schema)]);
+    const keys = new Set(opened.map((j) => Buffer.from(j.fingerprintKey).toString("hex")));
+    expect(keys.size).toBe(1);
+  });
+
+  it("a schema that holds other tables is refused and left unchanged", async () => {
+    const schema = schemas.fresh();
+    const client = await adminClient();
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(`CREATE TABLE ${schema}.orders (id int)`);
+      await expect(open(schema)).rejects.toThrow(/holds tables but is not a holdfast journal/);
+      const tables = await client.query(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
+        [schema],
+      );
+      expect(tables.rows).toEqual([{ table_name: "orders" }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("a journal migrated by a newer holdfast is refused with JournalTooNew", async () => {
+    const schema = schemas.fresh();
+    await (await open(schema)).close();
+    const client = await adminClient();
+    try {
+      await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES (99, 'future')`);
+    } finally {
+      await client.end();
+    }
+    await expect(open(schema)).rejects.toBeInstanceOf(JournalTooNew);
+  });
+
+  it("a schema name that is not a plain identifier is refused before anything is created", async () => {
+    await expect(PostgresJournal.open(TEST_PG_URL, { schema: 'x"; DROP TABLE y; --' })).rejects.toThrow(
+      /not a plain lower-case identifier/,
+    );
+  });
+});
+
+describe("PostgreSQL journal: global order and concurrency", () => {
+  it("readAll never returns an event beyond a commit still in flight, so paging by position skips nothing", async () => {
+    const schema = schemas.fresh();
+    const held = gate();
+    const entered = gate();
+    let first = true;
+    const a = await open(schema, {
+      onBeforeCommit: async () => {
+        if (!first) return;
+        first = false;
+        entered.open();
+        await held.closed;
+      },
+    });
+    const b = await open(schema);
+    const reader = await open(schema);
+
+    const fromA = a.append({ streamId: "a", expectedVersion: "no-stream", events: [event] });
+    await entered.closed;
+    const fromB = b.append({ streamId: "b", expectedVersion: "no-stream", events: [event] });
+    try {
+      // B waits for A's commit: positions are handed out in commit order.
+      expect(await settlesWithin(fromB, 150)).toBe(false);
+      expect(await reader.readAll({ after: 0, limit: 10 })).toEqual([]);
+    } finally {
+      held.open();
+    }
+    const [ra, rb] = await Promise.all([fromA, fromB]);
+    expect(ra.recorded[0]!.position).toBeLessThan(rb.recorded[0]!.position);
+    const all = await reader.readAll({ after: 0, limit: 10 });
+    expect(all.map((e) => e.streamId)).toEqual(["a", "b"]);
+  });
+
+  it("an older transaction still running hides newer commits from readAll until it ends, and a writer still reads its own commits", async () => {
+    const schema = schemas.fresh();
+    const writer = await open(schema);
+    const reader = await open(schema);
+    const older = await adminClient();
+    try {
+      await older.query("BEGIN");
+      await older.query("SELECT pg_current_xact_id()");
+      await writer.append({ streamId: "s", expectedVersion: "no-stream", events: [event] });
+      expect(await writer.readStream("s")).toHaveLength(1);
+      expect(await reader.readAll({ after: 0, limit: 10 })).toEqual([]);
+      const own = writer.readAll({ after: 0, limit: 10 });
+      expect(await settlesWithin(own, 50)).toBe(false);
+      await older.query("COMMIT");
+      expect(await own).toHaveLength(1);
+      expect(await reader.readAll({ after: 0, limit: 10 })).toHaveLength(1);
+    } finally {
+      await older.end();
+    }
+  });
+
+  it("a take-over waits for the previous owner's append in flight, so the new owner sees it and fences the next", async () => {
+    const schema = schemas.fresh();
+    const held = gate();
+    const entered = gate();
+    let holding = false;
+    const oldOwner = await open(schema, {
+      onBeforeCommit: async () => {
+        if (!holding) return;
+        entered.open();
+        await held.closed;
+      },
+    });
+    const newOwner = await open(schema);
+    await oldOwner.claim("r1", "w1", 60_000);
+    const fence = { runId: "r1", workerId: "w1", epoch: 1 };
+    holding = true;
+    const inFlight = oldOwner.append({ streamId: "run-r1", expectedVersion: "any", events: [event], fence });
+    await entered.closed;
+    const takeOver = newOwner.claim("r1", "w2", 60_000, { takeOverFrom: "w1" });
+    try {
+      expect(await settlesWithin(takeOver, 150)).toBe(false);
+    } finally {
+      holding = false;
+      held.open();
+    }
+    await inFlight;
+    expect(await takeOver).toMatchObject({ workerId: "w2", epoch: 2 });
+    expect(await newOwner.readStream("run-r1")).toHaveLength(1);
+    await expect(
+      oldOwner.append({ streamId: "run-r1", expectedVersion: 1, events: [event], fence }),
+    ).rejects.toMatchObject({ _tag: "FencedOut", currentEpoch: 2 });
+  });
+
+  it("a writer stalled inside its commit loses the transaction after the idle timeout and cannot block other workers", async () => {
+    const schema = schemas.fresh();
+    let stall = true;
+    const stalled = await open(schema, {
+      idleInTransactionMs: 150,
+      onBeforeCommit: async () => {
+        if (stall) await sleep(600);
+      },
+    });
+    const other = await open(schema);
+    const started = Date.now();
+    const lost = stalled.append({ streamId: "stalled", expectedVersion: "no-stream", events: [event] });
+    await sleep(50);
+    await other.append({ streamId: "other", expectedVersion: "no-stream", events: [event] });
+    expect(Date.now() - started).toBeLessThan(550);
+    await expect(lost).rejects.toBeInstanceOf(JournalUnavailable);
+    await expect(lost).rejects.toThrow(/nothing of this batch was written/);
+    expect(await other.streamHead("stalled")).toBeNull();
+    stall = false;
+    const again = await stalled.append({
+      streamId: "stalled",
+      expectedVersion: "no-stream",
+      events: [event],
+    });
+    expect(again.nextVersion).toBe(1);
+  });
+});
