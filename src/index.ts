@@ -26,8 +26,10 @@ import { loadAllowlist } from "./adapters/allowlist.js";
 import { openJournal } from "./adapters/store.js";
 import type { RecordedEvent } from "./events/index.js";
 import type { RunRow } from "./projections/index.js";
+import type { DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./runtime/define.js";
 import {
+  type DecisionOutcome,
   Engine,
   type PreflightFinding,
   type RecoveryReport,
@@ -39,13 +41,30 @@ import type { Journal } from "./runtime/Journal.js";
 
 export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
-export type { AgentDef, CallContext, ToolDef, ToolSpec, Turn } from "./runtime/define.js";
+export type { DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
+export type {
+  AgentDef,
+  CallContext,
+  ReconcileContext,
+  Reconciler,
+  ReconcileVerdict,
+  ToolDef,
+  ToolSpec,
+  Turn,
+} from "./runtime/define.js";
 export { defineAgent, defineTool } from "./runtime/define.js";
-export type { PreflightFinding, RecoveryReport, RunHandle, RunResult, SubmitRequest } from "./runtime/engine.js";
-export type { ReconcileContext, ReconcileVerdict, Reconciler } from "./runtime/define.js";
+export type {
+  DecisionOutcome,
+  PreflightFinding,
+  RecoveryReport,
+  RunHandle,
+  RunResult,
+  SubmitRequest,
+} from "./runtime/engine.js";
 export {
   ActiveRunExists,
   CallFailed,
+  CallNotFound,
   DefiniteFailure,
   DeterminismViolation,
   EventDecodeError,
@@ -56,9 +75,14 @@ export {
   JournalClosed,
   JournalTooNew,
   JournalUnavailable,
+  NoteRequired,
   OutcomeUnknown,
+  RetryLimitExceeded,
+  RetryNotAllowed,
   RunHeld,
   RunNotFound,
+  RunNotHeld,
+  StaleDecision,
   TransitionRejected,
   UnknownAgent,
   UnknownTool,
@@ -80,6 +104,8 @@ export interface RuntimeOptions {
   readonly secrets?: Readonly<Record<string, string>>;
   /** This process's worker id (default `HOLDFAST_WORKER_ID`, else a random one). */
   readonly workerId?: string;
+  /** Retry grants: the most attempts one grant may give (default 3). */
+  readonly retry?: { readonly maxAttempts?: number };
   readonly recovery?: {
     /** Recover interrupted runs while opening (default true). */
     readonly onOpen?: boolean;
@@ -105,6 +131,17 @@ export interface Runtime {
   wait(runId: string): Promise<RunResult>;
   /** Recover interrupted runs now; `done` settles when every resumed run settles. */
   recover(): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }>;
+  /**
+   * Decide a held run: `resume`, `stop`, `new-attempt`, `confirmed-completed` (note, optional
+   * result) or `confirmed-not-completed` (note), made on the version you looked at.
+   * @example
+   * const { result } = await runtime.decide(runId, {
+   *   decision: "confirmed-completed", basedOnVersion: 7, decidedBy: "ada", note: "the email is in the sent folder",
+   * });
+   */
+  decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
+  /** Allow a definitely failed call of a held run to be tried again, at most `attempts` times. */
+  grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
   /** Status per run (the runs projection). */
   runs(): Promise<ReadonlyArray<RunRow>>;
   /** The events of one run, decoded. */
@@ -156,6 +193,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
       leaseMs: options.recovery?.leaseMs ?? 15_000,
       recoveryConcurrency: options.recovery?.concurrency ?? 2,
       newRunId,
+      maxRetryAttempts: options.retry?.maxAttempts ?? 3,
       allowlist: typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist),
     });
   } catch (error) {
@@ -172,6 +210,8 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),
+    decide: (runId, request) => engine.decide(runId, request),
+    grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     events: (runId) => journal.readStream(`run-${runId}`),
     close: () => engine.close(),
   };

@@ -55,7 +55,9 @@ export const runMachine = setup({
       if (event.runId !== context.runId || event.callId !== `${context.runId}/${event.seq}`) return false;
       const known = callOf(context, event.callId);
       if (!known) return event.seq === context.nextSeq && event.attempt === 1;
-      return known.status === "authorized" && event.attempt === known.attempt + 1 && known.seq === event.seq;
+      // A new attempt needs an authorization, or a retry grant with attempts left (never automatic).
+      const permitted = known.status === "authorized" || (known.status === "failed" && known.retriesLeft > 0);
+      return permitted && event.attempt === known.attempt + 1 && known.seq === event.seq;
     }),
     /** Outcomes close an open call of the same attempt, once (law 5). */
     outcomeAllowed: when(["call.completed", "call.failed"], (context, event) => {
@@ -114,7 +116,7 @@ export const runMachine = setup({
         status: "in-doubt",
         via: null,
         resultDigest: null,
-        retriesLeft: callOf(context, e.callId)?.retriesLeft ?? 0,
+        retriesLeft: Math.max(0, (callOf(context, e.callId)?.retriesLeft ?? 0) - (callOf(context, e.callId)?.status === "failed" ? 1 : 0)),
       };
       return { calls: setCall(context, call), nextSeq: Math.max(context.nextSeq, e.seq + 1) };
     }),
@@ -231,6 +233,8 @@ export const runMachine = setup({
         "retry.granted": { guard: "retryAllowed", actions: ["grantRetry", "bump"] },
         "run.claimed": { guard: "sameRun", actions: "bump" },
         "run.held": { guard: "sameRun", actions: ["hold", "bump"] },
+        // After a retry grant: nothing in doubt is left, the run continues.
+        "run.resumed": { guard: "nothingBlocking", target: "running", actions: ["clearHold", "bump"] },
         "run.stopped": { guard: "sameRun", target: "stopped", actions: "bump" },
       },
     },

@@ -53,6 +53,8 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly reconciler: Reconciler<A> | null;
   /** SHA-256 of the tool's source; recorded in every intent (the allowlist pins it). */
   readonly pin: string;
+  /** The Schema of the tool's result: checks a result a person supplies with `confirmed-completed`. */
+  readonly result: Schema.Schema.AnyNoContext | null;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
@@ -63,6 +65,7 @@ export interface ToolSpec<A, I, R> {
   readonly name: string;
   readonly description?: string;
   readonly args: Schema.Schema<A, I>;
+  readonly result?: Schema.Schema<R, unknown>;
   readonly disposition?: Disposition;
   readonly reconciler?: Reconciler<A>;
   /**
@@ -100,6 +103,7 @@ export const defineTool = <A, I, R>(spec: ToolSpec<A, I, R>): ToolDef<A, I, R> =
     disposition,
     reconciler: spec.reconciler ?? null,
     pin: sha256Hex(spec.source ?? spec.run.toString()),
+    result: spec.result ?? null,
     run: spec.run,
   };
 };

@@ -1,4 +1,5 @@
 import {
+  type AnyEvent,
   type ErrorInfo,
   type HoldReason,
   keyedDigestOf,
@@ -17,16 +18,27 @@ import {
 } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { crashPoint } from "./crash.js";
+import {
+  type DecisionRequest,
+  decisionEvent,
+  loadHeldRun,
+  type RetryGrantRequest,
+  retryEvent,
+} from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
 import {
+  CallFailed,
   DefiniteFailure,
   DuplicateAdmission,
   InputConflict,
   InvalidInput,
   RunHeld,
   RunNotFound,
+  RunNotHeld,
+  StaleDecision,
   UnknownAgent,
+  WrongExpectedVersion,
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
@@ -86,6 +98,8 @@ export interface EngineOptions {
    * instead of waiting for the lease; `false` when unknown, which means: wait for the lease.
    */
   readonly isWorkerDead: (workerId: string) => boolean;
+  /** The most attempts one retry grant may give (default 3). */
+  readonly maxRetryAttempts?: number;
   /** The safe list: tool name → pinned SHA-256 of its source (default: empty). */
   readonly allowlist?: Readonly<Record<string, string>>;
 }
@@ -95,6 +109,14 @@ export interface PreflightFinding {
   readonly tool: string;
   readonly problem: "not-allowlisted" | "pin-mismatch";
   readonly detail: string;
+}
+
+/** A recorded decision or grant, and how the run goes on from there. */
+export interface DecisionOutcome {
+  readonly runId: string;
+  /** The run's stream version after the decision. */
+  readonly version: number;
+  readonly result: Promise<RunResult>;
 }
 
 /** Chats of child runs: `child:<parent callId>`. */
@@ -274,6 +296,16 @@ export class Engine {
       if (status === "held") return { status: "held", runId, reasons: contextOf(writer.fold).heldReasons };
       if (status !== "running") return resultFromFold(runId, writer.fold);
       if (error instanceof RunHeld) return { status: "held", runId, reasons: error.reasons };
+      if (error instanceof CallFailed) {
+        // A definite failure the agent did not handle: a person may grant a retry or stop the run.
+        const reason = {
+          code: "decision-needed" as const,
+          callId: error.callId,
+          detail: `${error.name} failed definitely and the agent did not handle it: ${error.error.message}; grant a retry (holdfast retry ${runId} ${error.callId} --attempts 1) or stop the run`,
+        };
+        await writer.append([{ type: "run.held", runId, reasons: [reason] }]);
+        return { status: "held", runId, reasons: [reason] };
+      }
       const info = errorInfo(this.masker, error);
       await writer.append([{ type: "run.failed", runId, error: info }]);
       return { status: "failed", runId, error: info };
@@ -304,7 +336,12 @@ export class Engine {
 
   /** Admit (or re-admit, idempotently) a child run and wait for how it ends. */
   private async runChild(agent: string, input: unknown, callId: string): Promise<unknown> {
-    const handle = await this.submit({ chatId: `${CHILD_CHAT_PREFIX}${callId}`, inputId: callId, agent, content: input });
+    const handle = await this.submit({
+      chatId: `${CHILD_CHAT_PREFIX}${callId}`,
+      inputId: callId,
+      agent,
+      content: input,
+    });
     const deadline = Date.now() + this.options.leaseMs * 3;
     for (;;) {
       const result = await this.wait(handle.runId);
@@ -312,14 +349,17 @@ export class Engine {
         case "completed":
           return result.output;
         case "failed":
-          throw new DefiniteFailure(`child run ${handle.runId} failed: ${result.error.message}`, { runId: handle.runId });
+          throw new DefiniteFailure(`child run ${handle.runId} failed: ${result.error.message}`, {
+            runId: handle.runId,
+          });
         case "stopped":
           throw new DefiniteFailure(`child run ${handle.runId} was stopped`, { runId: handle.runId });
         case "held":
           // Indefinite: the parent is held too, until a person decides the child.
           throw new Error(`child run ${handle.runId} is held; decide it first`);
         case "elsewhere":
-          if (Date.now() > deadline) throw new Error(`child run ${handle.runId} did not settle (${result.state})`);
+          if (Date.now() > deadline)
+            throw new Error(`child run ${handle.runId} did not settle (${result.state})`);
           await new Promise((r) => setTimeout(r, 100));
       }
     }
@@ -400,8 +440,15 @@ export class Engine {
       for (const call of blockingCalls(contextOf(writer.fold))) {
         const intent = intents.get(call.callId);
         const decided: Classification = intent
-          ? await classifyInDoubt(call, intent, { tools: this.tools, allowlist: this.allowlist, masker: this.masker })
-          : { kind: "hold", reason: { code: "corrupt", callId: call.callId, detail: "the call has no intent event" } };
+          ? await classifyInDoubt(call, intent, {
+              tools: this.tools,
+              allowlist: this.allowlist,
+              masker: this.masker,
+            })
+          : {
+              kind: "hold",
+              reason: { code: "corrupt", callId: call.callId, detail: "the call has no intent event" },
+            };
         if (decided.kind === "hold") {
           holds.push(decided.reason);
           continue;
@@ -442,7 +489,11 @@ export class Engine {
   }
 
   /** Record that a run cannot be trusted (once), without the machine: it cannot fold the stream. */
-  private async markCorrupt(runId: string, reason: string, fence: { runId: string; workerId: string; epoch: number }) {
+  private async markCorrupt(
+    runId: string,
+    reason: string,
+    fence: { runId: string; workerId: string; epoch: number },
+  ) {
     const row = await this.journal.projection<RunRow>("runs", runId);
     if (row?.needsAttention) return;
     const head = await this.journal.streamHead(runStreamId(runId));
@@ -457,6 +508,64 @@ export class Engine {
     } catch {
       // Not writable (or the projection cannot follow a broken stream): the report still names it.
     }
+  }
+
+  /**
+   * Record a person's decision on a held run (law 9) and, unless it is `stop`, continue the run
+   * here. Refusals (not held, stale version, missing note, bad result) write nothing. Of two
+   * decisions made on the same version exactly one is recorded: the append expects that version.
+   */
+  async decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome> {
+    if (this.live.has(runId)) throw new RunNotHeld({ runId, status: "running" });
+    const fold = await loadHeldRun(this.journal, runId);
+    const event = decisionEvent(runId, fold, request, { tools: this.tools, masker: this.masker });
+    return this.continueAfter(runId, fold, [event], request.basedOnVersion);
+  }
+
+  /** Grant bounded retries to a definitely failed call of a held run, and continue it. */
+  async grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome> {
+    if (this.live.has(runId)) throw new RunNotHeld({ runId, status: "running" });
+    const fold = await loadHeldRun(this.journal, runId);
+    const event = retryEvent(runId, fold, callId, request, this.options.maxRetryAttempts ?? 3);
+    return this.continueAfter(
+      runId,
+      fold,
+      [event, { type: "run.resumed", runId, by: request.grantedBy }],
+      contextOf(fold).version,
+    );
+  }
+
+  private async continueAfter(
+    runId: string,
+    fold: RunFold,
+    events: ReadonlyArray<AnyEvent>,
+    basedOn: number,
+  ): Promise<DecisionOutcome> {
+    const writer = new RunWriter(this.journal, runId, fold, contextOf(fold).machine);
+    try {
+      await writer.append(events);
+    } catch (error) {
+      if (error instanceof WrongExpectedVersion)
+        throw new StaleDecision({ runId, basedOn, current: error.actual });
+      throw error;
+    }
+    const version = contextOf(writer.fold).version;
+    if (statusOf(writer.fold) !== "running") return { runId, version, result: this.wait(runId) };
+    const context = contextOf(writer.fold);
+    const agent = this.agents.get(context.agent.name);
+    const claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
+    if (!agent || !claim) {
+      // Recorded; whoever owns the run (or the next recovery with the agent registered) continues it.
+      return { runId, version, result: this.wait(runId) };
+    }
+    writer.setFence({ runId, workerId: this.workerId, epoch: claim.epoch });
+    const history = await this.journal.readStream(runStreamId(runId));
+    const admitted = history[0]?.event;
+    const input = admitted?.type === "run.admitted" ? admitted.input : null;
+    const result = this.track(runId, () =>
+      this.execute(agent, writer, context.chatId, context.inputId, input, history),
+    );
+    return { runId, version, result };
   }
 
   async runs(): Promise<ReadonlyArray<RunRow>> {

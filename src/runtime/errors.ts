@@ -202,3 +202,65 @@ export class DuplicateAdmission extends Data.TaggedError("DuplicateAdmission")<{
     return `input ${this.inputId} of chat ${this.chatId} is already admitted`;
   }
 }
+
+/** A decision named a stream version the run has moved past (law 9). Refresh and decide again. */
+export class StaleDecision extends Data.TaggedError("StaleDecision")<{
+  readonly runId: string;
+  readonly basedOn: number;
+  readonly current: number;
+}> {
+  override get message(): string {
+    return `run ${this.runId} is at version ${this.current}, the decision was made on version ${this.basedOn}; look at it again (\`holdfast show ${this.runId}\`) and decide with --based-on ${this.current}`;
+  }
+}
+
+/** Decisions and retry grants apply to held runs only. */
+export class RunNotHeld extends Data.TaggedError("RunNotHeld")<{
+  readonly runId: string;
+  readonly status: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} is ${this.status}, not held; only a held run takes a decision or a retry grant`;
+  }
+}
+
+/** Confirmations must say why the person is sure. */
+export class NoteRequired extends Data.TaggedError("NoteRequired")<{
+  readonly runId: string;
+  readonly decision: string;
+}> {
+  override get message(): string {
+    return `decision ${this.decision} on run ${this.runId} needs a note saying how you know (--note "…")`;
+  }
+}
+
+/** A retry grant on a call whose outcome is not a definite failure. */
+export class RetryNotAllowed extends Data.TaggedError("RetryNotAllowed")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly status: string;
+}> {
+  override get message(): string {
+    return `call ${this.callId} of run ${this.runId} is ${this.status}; only a definitely failed call can be retried (an in-doubt call needs a decision instead)`;
+  }
+}
+
+export class RetryLimitExceeded extends Data.TaggedError("RetryLimitExceeded")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly attempts: number;
+  readonly max: number;
+}> {
+  override get message(): string {
+    return `a grant of ${this.attempts} attempts for call ${this.callId} exceeds the maximum of ${this.max}; grant at most ${this.max}`;
+  }
+}
+
+export class CallNotFound extends Data.TaggedError("CallNotFound")<{
+  readonly runId: string;
+  readonly callId: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} has no call ${this.callId}; list its calls with \`holdfast show ${this.runId}\``;
+  }
+}

@@ -1,19 +1,23 @@
 import {
   type AnyEvent,
+  digestOf,
   type EventOf,
   type HoldReason,
   type Masker,
   type RecordedEvent,
-  digestOf,
   verifyStreamChain,
 } from "../events/index.js";
-import { type CallState, type RunFold, foldRun } from "../machines/index.js";
+import { type CallState, foldRun, type RunFold } from "../machines/index.js";
 import type { AnyToolDef, ReconcileVerdict } from "./define.js";
 import { storedCopy, storedDigest } from "./json.js";
 
 /** What recovery decided for one in-doubt call: events to record, or why the run must be held. */
 export type Classification =
-  | { readonly kind: "record"; readonly events: ReadonlyArray<AnyEvent>; readonly note: "replayed" | "reconciled" }
+  | {
+      readonly kind: "record";
+      readonly events: ReadonlyArray<AnyEvent>;
+      readonly note: "replayed" | "reconciled";
+    }
   | { readonly kind: "hold"; readonly reason: HoldReason };
 
 export interface ClassifyDeps {
@@ -67,9 +71,13 @@ export const classifyInDoubt = async (
   if (call.disposition === "replay") {
     const tool = deps.tools.get(call.name);
     const listed = deps.allowlist[call.name];
-    if (!listed) return hold("pin-mismatch", `tool "${call.name}" is not on the safe list; it may not be replayed`);
+    if (!listed)
+      return hold("pin-mismatch", `tool "${call.name}" is not on the safe list; it may not be replayed`);
     if (call.pin !== listed) {
-      return hold("pin-mismatch", `the intent's pin ${short(call.pin)} differs from the safe list's ${short(listed)}`);
+      return hold(
+        "pin-mismatch",
+        `the intent's pin ${short(call.pin)} differs from the safe list's ${short(listed)}`,
+      );
     }
     if (!tool || tool.pin !== call.pin) {
       return hold(
@@ -90,7 +98,10 @@ export const classifyInDoubt = async (
     const tool = deps.tools.get(call.name);
     const reconciler = tool?.reconciler;
     if (!reconciler || reconciler.name !== call.reconciler) {
-      return hold("reconcile-unknown", `no reconciler "${call.reconciler}" is registered for tool "${call.name}"`);
+      return hold(
+        "reconcile-unknown",
+        `no reconciler "${call.reconciler}" is registered for tool "${call.name}"`,
+      );
     }
     let verdict: ReconcileVerdict;
     try {
@@ -107,7 +118,10 @@ export const classifyInDoubt = async (
       );
     } catch (error) {
       const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
-      return hold("reconcile-unknown", `reconciler "${reconciler.name}" failed, so nothing is proven: ${message}`);
+      return hold(
+        "reconcile-unknown",
+        `reconciler "${reconciler.name}" failed, so nothing is proven: ${message}`,
+      );
     }
     const evidence = deps.masker.mask(storedCopy(verdict.evidence ?? null, "reconciler evidence"));
     if (verdict.outcome === "completed") {
@@ -151,7 +165,9 @@ export const classifyInDoubt = async (
 const short = (pin: string | null): string => (pin ? pin.slice(0, 12) : "(none)");
 
 /** The latest intent of each call, from a run's events. */
-export const latestIntents = (events: ReadonlyArray<RecordedEvent>): Map<string, EventOf<"call.intended">> => {
+export const latestIntents = (
+  events: ReadonlyArray<RecordedEvent>,
+): Map<string, EventOf<"call.intended">> => {
   const intents = new Map<string, EventOf<"call.intended">>();
   for (const { event } of events) if (event.type === "call.intended") intents.set(event.callId, event);
   return intents;

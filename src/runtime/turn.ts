@@ -25,6 +25,21 @@ import {
 } from "./errors.js";
 import { storedCopy, storedDigest } from "./json.js";
 
+/** What a journaled call needs: its identity, what is stored, and the effect. */
+interface CallSpec<R> {
+  kind: CallKind;
+  name: string;
+  /** The encoded, JSON-clean arguments: fingerprinted, masked and stored. */
+  args: unknown;
+  /** What the effect receives (decoded by the tool's Schema). */
+  runArgs: unknown;
+  disposition: Disposition;
+  pin: string | null;
+  reconciler: string | null;
+  probe?: (args: unknown, context: CallContext) => unknown;
+  run: (args: unknown, context: CallContext) => Promise<R>;
+}
+
 /** What the journal recorded for a call: served on re-execution instead of running the effect. */
 type Recorded =
   | { readonly kind: "result"; readonly value: unknown }
@@ -153,7 +168,8 @@ export class TurnImpl implements Turn {
     const encoded = storedCopy(Schema.encodeSync(def.args)(decoded.right), `arguments of tool "${name}"`);
     // A tool asking for replay gets it only while it is on the safe list with its current pin;
     // the intent records what was true when the call was made.
-    const disposition = def.disposition === "replay" && !this.deps.replayAllowed(def) ? "hold" : def.disposition;
+    const disposition =
+      def.disposition === "replay" && !this.deps.replayAllowed(def) ? "hold" : def.disposition;
     const reconciler = def.reconciler;
     return this.call<R>({
       kind: "tool",
@@ -163,7 +179,9 @@ export class TurnImpl implements Turn {
       disposition,
       pin: def.pin,
       reconciler: reconciler?.name ?? null,
-      ...(reconciler?.probe ? { probe: (args: unknown, ctx: CallContext) => reconciler.probe?.(args, ctx) } : {}),
+      ...(reconciler?.probe
+        ? { probe: (args: unknown, ctx: CallContext) => reconciler.probe?.(args, ctx) }
+        : {}),
       run: def.run as (args: unknown, context: CallContext) => Promise<R>,
     });
   }
@@ -191,19 +209,7 @@ export class TurnImpl implements Turn {
     return Promise.all(started) as Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }>;
   }
 
-  private async call<R>(spec: {
-    kind: CallKind;
-    name: string;
-    /** The encoded, JSON-clean arguments: fingerprinted, masked and stored. */
-    args: unknown;
-    /** What the effect receives (decoded by the tool's Schema). */
-    runArgs: unknown;
-    disposition: Disposition;
-    pin: string | null;
-    reconciler: string | null;
-    probe?: (args: unknown, context: CallContext) => unknown;
-    run: (args: unknown, context: CallContext) => Promise<R>;
-  }): Promise<R> {
+  private async call<R>(spec: CallSpec<R>): Promise<R> {
     this.assertRunning();
     const seq = this.nextSeq++;
     const callId = callIdOf(this.runId, seq);
@@ -244,6 +250,10 @@ export class TurnImpl implements Turn {
           return (rec?.kind === "result" ? rec.value : null) as R;
         }
         case "failed": {
+          if (known.retriesLeft > 0) {
+            attempt = known.attempt + 1;
+            break;
+          }
           const rec = this.recorded.get(callId);
           throw new CallFailed({
             runId: this.runId,
@@ -268,6 +278,17 @@ export class TurnImpl implements Turn {
       }
     }
 
+    return this.attempt(spec, seq, callId, fingerprint, attempt);
+  }
+
+  /** One live attempt: intent committed first (law 1), then the effect, then its outcome. */
+  private async attempt<R>(
+    spec: CallSpec<R>,
+    seq: number,
+    callId: string,
+    fingerprint: string,
+    attempt: number,
+  ): Promise<R> {
     const context: CallContext = {
       runId: this.runId,
       chatId: this.chatId,
@@ -276,7 +297,9 @@ export class TurnImpl implements Turn {
       idempotencyKey: `${callId}#${attempt}`,
     };
     const probe = spec.probe
-      ? this.deps.masker.mask(storedCopy(spec.probe(spec.runArgs, context), `reconciler probe of "${spec.name}"`))
+      ? this.deps.masker.mask(
+          storedCopy(spec.probe(spec.runArgs, context), `reconciler probe of "${spec.name}"`),
+        )
       : undefined;
     crashPointFor("before-intent", spec.name);
     // Law 1: the effect starts only after this commit.
@@ -310,6 +333,10 @@ export class TurnImpl implements Turn {
           { type: "call.failed", runId: this.runId, callId, attempt, definite: true, error: info },
         ]);
         this.recorded.set(callId, { kind: "error", error: info });
+        // A person granted retries for this call: use them, one recorded attempt each.
+        if ((contextOf(this.deps.writer.fold).calls[callId]?.retriesLeft ?? 0) > 0) {
+          return this.attempt(spec, seq, callId, fingerprint, attempt + 1);
+        }
         throw new CallFailed({ runId: this.runId, callId, name: spec.name, error: info });
       }
       // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself.

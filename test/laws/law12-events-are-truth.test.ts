@@ -71,7 +71,8 @@ describe("law 12 — events are the source of truth", () => {
       );
     }
     const runs = await journal.projectionRows<{ runId: string; status: string }>("runs");
-    expect(runs.map((r) => r.status).sort()).toEqual(["completed", "completed", "failed", "held"]);
+    // The unhandled definite failure holds its run for a person (a retry grant or stop).
+    expect(runs.map((r) => r.status).sort()).toEqual(["completed", "completed", "held", "held"]);
     for (const row of runs) {
       const fold = foldRun(events.filter((e) => e.streamId === `run-${row.runId}`).map((e) => e.event));
       expect(statusOf(fold)).toBe(row.status);
