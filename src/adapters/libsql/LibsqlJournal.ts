@@ -4,6 +4,7 @@ import { dirname, resolve } from "node:path";
 import Database from "libsql";
 import { decodeRow, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
+import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
@@ -296,6 +297,7 @@ export class LibsqlJournal implements Journal {
         }
       }
       this.onBeforeCommit?.();
+      crashPoint("mid-group-commit");
       this.db.exec("COMMIT");
     } catch (error) {
       if (this.db.inTransaction) this.db.exec("ROLLBACK");
