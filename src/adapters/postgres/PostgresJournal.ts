@@ -118,7 +118,8 @@ export class PostgresJournal implements Journal {
       max: options.poolSize ?? 4,
       connectionTimeoutMillis: 5000,
       // Every connection resolves the shared, unqualified statements in the journal's schema.
-      options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${Math.max(1, Math.round(options.idleInTransactionMs ?? 10_000))}`,
+      // Law 1 needs durable commits whatever the server's default.
+      options: `-c search_path=${schema} -c synchronous_commit=on -c idle_in_transaction_session_timeout=${Math.max(1, Math.round(options.idleInTransactionMs ?? 10_000))}`,
       application_name: "holdfast",
     });
     // An idle connection dropped by the server surfaces on the next query; it must not crash the process.
@@ -157,7 +158,8 @@ export class PostgresJournal implements Journal {
 
   /**
    * One transaction for the batch, a savepoint per request so one refused request does not sink
-   * the others; each caller resolves only after the COMMIT that holds its events.
+   * the others (a batch of one needs none); each caller resolves only after the COMMIT that holds
+   * its events.
    */
   private async commitBatch(batch: Pending[]): Promise<void> {
     let client: pg.PoolClient;
@@ -169,32 +171,37 @@ export class PostgresJournal implements Journal {
       return;
     }
     const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
+    const savepoints = batch.length > 1;
     let committing = false;
     try {
-      await client.query("BEGIN");
-      await client.query("SET LOCAL synchronous_commit = on");
-      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.append.${this.schema}`]);
+      // One round trip: the lock first, then the transaction id, so ids follow the lock order.
+      const begun = (await client.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); SELECT pg_current_xact_id()::text AS xid`,
+      )) as unknown as Array<pg.QueryResult<{ xid: string }>>;
+      const xid = BigInt(begun[2]?.rows[0]?.xid ?? "0");
       for (const pending of batch) {
-        await client.query("SAVEPOINT append_one");
+        if (savepoints) await client.query("SAVEPOINT append_one");
         try {
           const program = appendProgram(SQL, pending.request, inlineProjections);
           outcomes.push({ ok: await this.runProgram(client, program) });
-          await client.query("RELEASE SAVEPOINT append_one");
+          if (savepoints) await client.query("RELEASE SAVEPOINT append_one");
         } catch (error) {
-          await client.query("ROLLBACK TO SAVEPOINT append_one");
-          await client.query("RELEASE SAVEPOINT append_one");
+          if (savepoints) {
+            await client.query("ROLLBACK TO SAVEPOINT append_one");
+            await client.query("RELEASE SAVEPOINT append_one");
+          }
           outcomes.push({ error });
         }
       }
-      const xid = await client.query<{ xid: string | null }>(
-        "SELECT pg_current_xact_id_if_assigned()::text AS xid",
-      );
-      await this.options.onBeforeCommit?.();
-      if (ended.has(client)) throw new Error("the server ended the session before COMMIT");
-      committing = true;
-      await client.query("COMMIT");
-      const committed = xid.rows[0]?.xid;
-      if (committed && BigInt(committed) > this.ownXid) this.ownXid = BigInt(committed);
+      if (outcomes.some((o) => "ok" in o)) {
+        await this.options.onBeforeCommit?.();
+        if (ended.has(client)) throw new Error("the server ended the session before COMMIT");
+        committing = true;
+        await client.query("COMMIT");
+        if (xid > this.ownXid) this.ownXid = xid;
+      } else {
+        await client.query("ROLLBACK");
+      }
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       giveBack(client, true);
