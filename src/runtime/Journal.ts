@@ -65,6 +65,8 @@ export interface Journal {
    * `WrongExpectedVersion`, `ActiveRunExists`, an admission conflict, or `FencedOut`, writing nothing.
    */
   append(request: AppendRequest): Promise<AppendResult>;
+  /** Append to several streams in one transaction: all requests are written, or none. */
+  appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]>;
   readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
   /** Events with position > `after`, in position order, at most `limit`. */
   readAll(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<RecordedEvent>>;

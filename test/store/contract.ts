@@ -58,6 +58,27 @@ export const journalContract = (
       return { store, open, journal: await open(options) };
     };
 
+    describe("appendAll", () => {
+      it("appendAll writes to several streams in one transaction: all requests, or none", async () => {
+        const { journal } = await given();
+        await journal.append({ streamId: "b", expectedVersion: "no-stream", events: [opened1()] });
+        const refused = journal.appendAll([
+          { streamId: "a", expectedVersion: "no-stream", events: [opened1()] },
+          { streamId: "b", expectedVersion: "no-stream", events: [opened1()] },
+        ]);
+        await expect(refused).rejects.toMatchObject({ _tag: "WrongExpectedVersion", streamId: "b" });
+        expect(await journal.readStream("a")).toHaveLength(0);
+        const written = await journal.appendAll([
+          { streamId: "a", expectedVersion: "no-stream", events: [opened1()] },
+          { streamId: "b", expectedVersion: 1, events: [opened1()] },
+        ]);
+        expect(written.map((r) => [r.streamId, r.nextVersion])).toEqual([
+          ["a", 1],
+          ["b", 2],
+        ]);
+      });
+    });
+
     describe("expected versions", () => {
       it("an append at a stale version number is refused with WrongExpectedVersion and writes nothing", async () => {
         const { journal } = await given();

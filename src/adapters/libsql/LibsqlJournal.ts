@@ -14,7 +14,7 @@ import type {
   Journal,
   StreamHead,
 } from "../../runtime/Journal.js";
-import { appendProgram } from "../sql/append.js";
+import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
 import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
@@ -48,8 +48,8 @@ export interface LibsqlJournalOptions {
 }
 
 interface Pending {
-  readonly request: AppendRequest;
-  readonly resolve: (result: AppendResult) => void;
+  readonly requests: ReadonlyArray<AppendRequest>;
+  readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -242,9 +242,13 @@ export class LibsqlJournal implements Journal {
   // ---------------------------------------------------------------- append (group commit)
 
   append(request: AppendRequest): Promise<AppendResult> {
+    return this.appendAll([request]).then((results) => results[0]!);
+  }
+
+  appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new JournalClosed({ location: this.location }));
     return new Promise((resolvePromise, reject) => {
-      this.queue.push({ request, resolve: resolvePromise, reject });
+      this.queue.push({ requests, resolve: resolvePromise, reject });
       this.schedule(0);
     });
   }
@@ -283,12 +287,12 @@ export class LibsqlJournal implements Journal {
       return;
     }
     const batch = this.queue.splice(0);
-    const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
+    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     try {
       for (const pending of batch) {
         this.db.exec("SAVEPOINT append_one");
         try {
-          outcomes.push({ ok: this.applyOne(pending.request) });
+          outcomes.push({ ok: this.applyAll(pending.requests) });
           this.db.exec("RELEASE append_one");
         } catch (error) {
           this.db.exec("ROLLBACK TO append_one");
@@ -311,8 +315,8 @@ export class LibsqlJournal implements Journal {
     });
   }
 
-  private applyOne(request: AppendRequest): AppendResult {
-    return this.runProgram(appendProgram(SQL, request, inlineProjections));
+  private applyAll(requests: ReadonlyArray<AppendRequest>): AppendResult[] {
+    return this.runProgram(appendAllProgram(SQL, requests, inlineProjections));
   }
 
   /** Run a shared write program on this connection (the caller holds the write transaction). */

@@ -11,7 +11,7 @@ import type {
   Journal,
   StreamHead,
 } from "../../runtime/Journal.js";
-import { appendProgram } from "../sql/append.js";
+import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
 import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
@@ -46,8 +46,8 @@ export interface PostgresJournalOptions {
 }
 
 interface Pending {
-  readonly request: AppendRequest;
-  readonly resolve: (result: AppendResult) => void;
+  readonly requests: ReadonlyArray<AppendRequest>;
+  readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -137,9 +137,13 @@ export class PostgresJournal implements Journal {
   // ---------------------------------------------------------------- append (group commit)
 
   append(request: AppendRequest): Promise<AppendResult> {
+    return this.appendAll([request]).then((results) => results[0]!);
+  }
+
+  appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new JournalClosed({ location: this.location }));
     return new Promise((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
+      this.queue.push({ requests, resolve, reject });
       if (!this.draining) {
         this.draining = true;
         setImmediate(() => void this.drain());
@@ -170,7 +174,7 @@ export class PostgresJournal implements Journal {
       for (const p of batch) p.reject(failure);
       return;
     }
-    const outcomes: Array<{ ok: AppendResult } | { error: unknown }> = [];
+    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     const savepoints = batch.length > 1;
     let committing = false;
     try {
@@ -182,7 +186,7 @@ export class PostgresJournal implements Journal {
       for (const pending of batch) {
         if (savepoints) await client.query("SAVEPOINT append_one");
         try {
-          const program = appendProgram(SQL, pending.request, inlineProjections);
+          const program = appendAllProgram(SQL, pending.requests, inlineProjections);
           outcomes.push({ ok: await this.runProgram(client, program) });
           if (savepoints) await client.query("RELEASE SAVEPOINT append_one");
         } catch (error) {

@@ -149,3 +149,14 @@ function* applyProjections(
   for (const { name, key, state, position } of states.values())
     yield* run(sql.upsertProjection, [name, key, JSON.stringify(state), position]);
 }
+
+/** Several requests, all or none (their savepoint is the caller's): a document change and its call's outcome. */
+export function* appendAllProgram(
+  sql: Statements,
+  requests: ReadonlyArray<AppendRequest>,
+  projections: ReadonlyArray<AnyProjection>,
+): Program<AppendResult[]> {
+  const results: AppendResult[] = [];
+  for (const request of requests) results.push(yield* appendProgram(sql, request, projections));
+  return results;
+}
