@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { JournalUnavailable } from "../../runtime/errors.js";
 import type { Journal } from "../../runtime/Journal.js";
-import { openJournal, resolveStore } from "../store.js";
+import { isPostgresUrl, openStore, resolveStore } from "../store.js";
 import { CliError, ExitCode } from "./CliError.js";
 
 const FIRST_RUN_HINT = "run `holdfast demo` first, or pass --db with the path of a journal";
@@ -10,10 +10,11 @@ const FIRST_RUN_HINT = "run `holdfast demo` first, or pass --db with the path of
 /**
  * Open a journal that must already exist. Opening creates a missing file (and, at the default
  * location, its folder); a command that only reads must not leave an empty journal behind a typo.
+ * A PostgreSQL URL is opened as it is: its schema is the journal.
  */
-export const openExistingJournal = (db: string | undefined): Journal => {
+export const openExistingJournal = async (db: string | undefined): Promise<Journal> => {
   const { store } = resolveStore(db);
-  if (!/^postgres(ql)?:\/\//.test(store)) {
+  if (!isPostgresUrl(store)) {
     const location = resolve(store.replace(/^(libsql|file):(\/\/)?/, ""));
     if (!existsSync(location)) {
       const folder = dirname(location);
@@ -27,7 +28,7 @@ export const openExistingJournal = (db: string | undefined): Journal => {
       throw new CliError(ExitCode.failed, `there is no journal at ${location}`, FIRST_RUN_HINT);
     }
   }
-  return openJournal(db);
+  return openStore(db);
 };
 
 /** Run `fn` with an existing journal, closing it however `fn` ends. */
@@ -35,7 +36,7 @@ export const withExistingJournal = async <T>(
   db: string | undefined,
   fn: (journal: Journal) => Promise<T>,
 ): Promise<T> => {
-  const journal = openExistingJournal(db);
+  const journal = await openExistingJournal(db);
   try {
     return await fn(journal);
   } finally {

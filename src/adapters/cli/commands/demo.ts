@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { runStreamId } from "../../../events/index.js";
 import { Engine, type RecoveryReport, type RunResult } from "../../../runtime/engine.js";
-import { openJournal, resolveStore } from "../../store.js";
+import { isPostgresUrl, maskUrl, openStore, resolveStore } from "../../store.js";
 import { makeShellTool, makeWriteFileTool } from "../../tools/index.js";
 import { CliError, ExitCode } from "../CliError.js";
 import { makeDemoAgent, SCRIPTED_PLANNER_LABEL } from "../demoAgent.js";
@@ -65,9 +65,10 @@ const resultLine = (result: RunResult): string => {
  * stand-in for a model), then real file and shell tools in a work folder.
  */
 export const demoCommand = async (options: DemoOptions, io: Io): Promise<number> => {
-  const { isDefault } = resolveStore(options.db);
-  const journal = openJournal(options.db);
-  const workDir = resolve(options.work ?? join(dirname(journal.location), "demo-work"));
+  const { store } = resolveStore(options.db);
+  const journal = await openStore(options.db);
+  const besideJournal = isPostgresUrl(store) ? ".holdfast" : dirname(journal.location);
+  const workDir = resolve(options.work ?? join(besideJournal, "demo-work"));
   const writeFile = makeWriteFileTool(workDir);
   const shell = makeShellTool(workDir);
   let engine: Engine;
@@ -163,7 +164,8 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
       }
       for (const earlier of recovered)
         await out.line(`recovered run ${earlier.runId}: ${resultLine(earlier)}`);
-      const db = isDefault ? "" : ` --db ${shellQuote(options.db ?? journal.location)}`;
+      // Without --db the same environment picks the same journal again; a URL's password stays hidden.
+      const db = options.db === undefined ? "" : ` --db ${shellQuote(maskUrl(options.db))}`;
       await out.line();
       await out.lines([
         "what to try next",
