@@ -28,6 +28,7 @@ import type { RecordedEvent } from "./events/index.js";
 import type { RunRow } from "./projections/index.js";
 import type { DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./runtime/define.js";
+import { type Documents, makeDocuments } from "./runtime/documents.js";
 import {
   type DecisionOutcome,
   Engine,
@@ -53,6 +54,7 @@ export type {
   Turn,
 } from "./runtime/define.js";
 export { defineAgent, defineTool } from "./runtime/define.js";
+export { type Documents, DURABLE_PLAN_DESCRIPTION, type PlanValue } from "./runtime/documents.js";
 export type {
   DecisionOutcome,
   PreflightFinding,
@@ -67,6 +69,7 @@ export {
   CallNotFound,
   DefiniteFailure,
   DeterminismViolation,
+  DocumentConflict,
   EventDecodeError,
   FencedOut,
   InputConflict,
@@ -142,6 +145,8 @@ export interface Runtime {
   decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
   /** Allow a definitely failed call of a held run to be tried again, at most `attempts` times. */
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
+  /** Per-chat documents (the plan), with the same expected-revision rule as the agent's `turn.plan`. */
+  readonly documents: Documents;
   /** Status per run (the runs projection). */
   runs(): Promise<ReadonlyArray<RunRow>>;
   /** The events of one run, decoded. */
@@ -210,6 +215,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),
+    documents: makeDocuments(journal, engine.masker),
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     events: (runId) => journal.readStream(`run-${runId}`),

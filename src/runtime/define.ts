@@ -1,5 +1,6 @@
 import type { Schema } from "effect";
 import { type Disposition, sha256Hex } from "../events/index.js";
+import type { PlanValue } from "./documents.js";
 
 /** What a tool or model function receives besides its arguments. */
 export interface CallContext {
@@ -141,6 +142,15 @@ export interface Turn {
   tool<A, I, R>(tool: ToolDef<A, I, R> | string, args: I): Promise<R>;
   /** Save a masked checkpoint of the chat after the last call. */
   checkpoint(state: unknown): Promise<void>;
+  /**
+   * The chat's durable plan (the built-in `durable_plan` tool). Its changes commit in the same
+   * transaction as the call's outcome, so a plan call is never in doubt. A replace on a stale
+   * revision fails with `DocumentConflict` and changes nothing.
+   */
+  readonly plan: {
+    read(): Promise<{ readonly value: PlanValue | null; readonly revision: number }>;
+    replace(expectedRevision: number, value: PlanValue): Promise<{ readonly revision: number }>;
+  };
   /**
    * Run another agent as a child run, admitted with `inputId = <this call's id>`: re-executing the
    * call after a crash re-admits the same child (idempotent), it never starts a second one.

@@ -1,6 +1,6 @@
 import { type AnyEvent, type RecordedEvent, runStreamId } from "../events/index.js";
 import { contextOf, emptyFold, type RunFold, step } from "../machines/index.js";
-import type { Fence, Journal } from "./Journal.js";
+import type { AppendRequest, Fence, Journal } from "./Journal.js";
 
 /**
  * The one write path for a run (live, recovery and decisions alike):
@@ -41,17 +41,32 @@ export class RunWriter {
    * commit; rejects (writing nothing) if the machine refuses or the store does.
    */
   append(events: ReadonlyArray<AnyEvent>): Promise<ReadonlyArray<RecordedEvent>> {
+    return this.appendWith(events, []);
+  }
+
+  /**
+   * The same, together with appends to other streams in one transaction (a document change and
+   * the outcome of the call that made it): all are written, or none.
+   */
+  appendWith(
+    events: ReadonlyArray<AnyEvent>,
+    others: ReadonlyArray<AppendRequest>,
+  ): Promise<ReadonlyArray<RecordedEvent>> {
     const next = this.tail.then(async () => {
       let fold = this.current;
       for (const event of events) fold = step(fold, event);
-      const result = await this.journal.append({
+      const own: AppendRequest = {
         streamId: this.streamId,
         expectedVersion: contextOf(this.current).version,
         events,
         ...(this.fence ? { fence: this.fence } : {}),
-      });
+      };
+      const [result] =
+        others.length === 0
+          ? [await this.journal.append(own)]
+          : await this.journal.appendAll([own, ...others]);
       this.current = fold;
-      return result.recorded;
+      return result!.recorded;
     });
     this.tail = next.catch(() => undefined);
     return next;

@@ -285,6 +285,7 @@ export class Engine {
       masker: this.masker,
       tools: this.tools,
       history,
+      documents: { journal: this.journal, masker: this.masker },
       replayAllowed: (tool) => this.allowlist[tool.name] === tool.pin,
       runChild: (childAgent, childInput, context) => this.runChild(childAgent, childInput, context.callId),
     });

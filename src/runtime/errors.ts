@@ -264,3 +264,15 @@ export class CallNotFound extends Data.TaggedError("CallNotFound")<{
     return `run ${this.runId} has no call ${this.callId}; list its calls with \`holdfast show ${this.runId}\``;
   }
 }
+
+/** A document replace made on a stale revision: recorded as `document.conflicted`, never a silent overwrite. */
+export class DocumentConflict extends Data.TaggedError("DocumentConflict")<{
+  readonly chatId: string;
+  readonly document: string;
+  readonly expected: number;
+  readonly actual: number;
+}> {
+  override get message(): string {
+    return `the ${this.document} of chat ${this.chatId} is at revision ${this.actual}, not ${this.expected}; read it again and apply your change to the current revision — do not repeat any external action to repair the plan`;
+  }
+}

@@ -5,6 +5,7 @@ import {
   callIdOf,
   type Disposition,
   type ErrorInfo,
+  type EventOf,
   fingerprintOf,
   type HoldReason,
   type Masker,
@@ -15,14 +16,24 @@ import { crashPointFor } from "./crash.js";
 import type { AnyToolDef, CallContext, ToolDef, Turn } from "./define.js";
 import type { RunWriter } from "./dispatch.js";
 import {
+  checkPlan,
+  PLAN,
+  type PlanValue,
+  prepareReplace,
+  readDocument,
+  withDocumentRetry,
+} from "./documents.js";
+import {
   CallFailed,
   DefiniteFailure,
   DeterminismViolation,
+  DocumentConflict,
   InvalidToolArgs,
   OutcomeUnknown,
   RunHeld,
   UnknownTool,
 } from "./errors.js";
+import type { AppendRequest, Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
 
 /** What a journaled call needs: its identity, what is stored, and the effect. */
@@ -38,6 +49,17 @@ interface CallSpec<R> {
   reconciler: string | null;
   probe?: (args: unknown, context: CallContext) => unknown;
   run: (args: unknown, context: CallContext) => Promise<R>;
+  /**
+   * An internal effect (a document change): instead of running between intent and outcome, it is
+   * prepared and committed together with both, so the call is never in doubt.
+   */
+  atomic?: (context: CallContext) => Promise<AtomicEffect>;
+}
+
+/** What an internal effect commits with its call: the outcome and the appends to other streams. */
+export interface AtomicEffect {
+  readonly outcome: { readonly ok: unknown } | { readonly error: ErrorInfo };
+  readonly others: ReadonlyArray<AppendRequest>;
 }
 
 /** What the journal recorded for a call: served on re-execution instead of running the effect. */
@@ -56,6 +78,8 @@ export interface TurnDeps {
   readonly history: ReadonlyArray<RecordedEvent>;
   /** Whether a tool may be recorded with disposition `replay`: on the safe list with its current pin. */
   readonly replayAllowed: (tool: AnyToolDef) => boolean;
+  /** Where documents live (the plan). */
+  readonly documents: { readonly journal: Journal; readonly masker: Masker };
   /** Admit (or re-admit) a child run and wait for its end. */
   readonly runChild: (agent: string, input: unknown, context: CallContext) => Promise<unknown>;
 }
@@ -301,26 +325,27 @@ export class TurnImpl implements Turn {
           storedCopy(spec.probe(spec.runArgs, context), `reconciler probe of "${spec.name}"`),
         )
       : undefined;
+    const intent = {
+      type: "call.intended" as const,
+      runId: this.runId,
+      callId,
+      seq,
+      attempt,
+      kind: spec.kind,
+      name: spec.name,
+      args: this.deps.masker.mask(spec.args),
+      fingerprint,
+      disposition: spec.disposition,
+      pin: spec.pin,
+      reconciler: spec.reconciler,
+      ...(probe === undefined ? {} : { probe }),
+      idempotencyKey: context.idempotencyKey,
+    };
+    const atomic = spec.atomic;
+    if (atomic) return this.commitAtomic<R>(spec, intent, atomic, context);
     crashPointFor("before-intent", spec.name);
     // Law 1: the effect starts only after this commit.
-    await this.deps.writer.append([
-      {
-        type: "call.intended",
-        runId: this.runId,
-        callId,
-        seq,
-        attempt,
-        kind: spec.kind,
-        name: spec.name,
-        args: this.deps.masker.mask(spec.args),
-        fingerprint,
-        disposition: spec.disposition,
-        pin: spec.pin,
-        reconciler: spec.reconciler,
-        ...(probe === undefined ? {} : { probe }),
-        idempotencyKey: context.idempotencyKey,
-      },
-    ]);
+    await this.deps.writer.append([intent]);
     crashPointFor("after-intent", spec.name);
 
     let result: unknown;
@@ -364,6 +389,112 @@ export class TurnImpl implements Turn {
     crashPointFor("after-outcome", spec.name);
     this.recorded.set(callId, { kind: "result", value });
     return value as R;
+  }
+
+  /** Intent, outcome and the effect's own appends in one transaction; re-prepared if another writer got there first. */
+  private commitAtomic<R>(
+    spec: CallSpec<R>,
+    intent: EventOf<"call.intended">,
+    atomic: (context: CallContext) => Promise<AtomicEffect>,
+    context: CallContext,
+  ): Promise<R> {
+    const { callId, attempt } = context;
+    return withDocumentRetry(async () => {
+      const { outcome, others } = await atomic(context);
+      const result: AnyEvent =
+        "ok" in outcome
+          ? {
+              type: "call.completed",
+              runId: this.runId,
+              callId,
+              attempt,
+              result: outcome.ok,
+              resultDigest: storedDigest(outcome.ok),
+            }
+          : { type: "call.failed", runId: this.runId, callId, attempt, definite: true, error: outcome.error };
+      crashPointFor("before-intent", spec.name);
+      await this.deps.writer.appendWith([intent, result], others);
+      crashPointFor("after-outcome", spec.name);
+      if ("ok" in outcome) {
+        this.recorded.set(callId, { kind: "result", value: outcome.ok });
+        return outcome.ok as R;
+      }
+      this.recorded.set(callId, { kind: "error", error: outcome.error });
+      throw new CallFailed({ runId: this.runId, callId, name: spec.name, error: outcome.error });
+    });
+  }
+
+  /** The durable plan, as a journaled `document` call. */
+  readonly plan = {
+    read: (): Promise<{ readonly value: PlanValue | null; readonly revision: number }> =>
+      this.documentCall({ op: "read" }),
+    replace: async (expectedRevision: number, value: PlanValue): Promise<{ readonly revision: number }> => {
+      // Checked before anything is journaled: a bad plan writes nothing.
+      const plan = checkPlan(value);
+      return this.documentCall({ op: "replace", expectedRevision, value: plan });
+    },
+  };
+
+  private async documentCall<R>(
+    args:
+      | { readonly op: "read" }
+      | { readonly op: "replace"; readonly expectedRevision: number; readonly value: PlanValue },
+  ): Promise<R> {
+    const stored = storedCopy(args, "durable_plan arguments");
+    const { journal, masker } = this.deps.documents;
+    try {
+      return await this.call<R>({
+        kind: "document",
+        name: "durable_plan",
+        args: stored,
+        runArgs: stored,
+        disposition: "hold",
+        pin: null,
+        reconciler: null,
+        run: () => Promise.reject(new Error("documents commit atomically")),
+        atomic: async (context) => {
+          if (args.op === "read") {
+            const current = await readDocument(journal, this.chatId, PLAN);
+            return { outcome: { ok: { value: current.value, revision: current.revision } }, others: [] };
+          }
+          const prepared = await prepareReplace(
+            journal,
+            masker,
+            this.chatId,
+            PLAN,
+            args.expectedRevision,
+            args.value,
+            {
+              runId: this.runId,
+              callId: context.callId,
+            },
+          );
+          return {
+            outcome: prepared.conflict
+              ? {
+                  error: {
+                    name: "DocumentConflict",
+                    message: prepared.conflict.message,
+                    details: { expected: prepared.conflict.expected, actual: prepared.conflict.actual },
+                  },
+                }
+              : { ok: { revision: prepared.revision } },
+            others: [prepared.request],
+          };
+        },
+      });
+    } catch (error) {
+      if (error instanceof CallFailed && error.error.name === "DocumentConflict") {
+        const details = (error.error.details ?? {}) as { expected?: number; actual?: number };
+        throw new DocumentConflict({
+          chatId: this.chatId,
+          document: PLAN,
+          expected: details.expected ?? -1,
+          actual: details.actual ?? -1,
+        });
+      }
+      throw error;
+    }
   }
 
   async checkpoint(state: unknown): Promise<void> {
