@@ -30,7 +30,10 @@ export const loadAllowlist = (path: string = ALLOWLIST_FILE): Record<string, str
 };
 
 /** Write the safe list, keys sorted so diffs stay readable in review. */
-export const saveAllowlist = (entries: Readonly<Record<string, string>>, path: string = ALLOWLIST_FILE): void => {
+export const saveAllowlist = (
+  entries: Readonly<Record<string, string>>,
+  path: string = ALLOWLIST_FILE,
+): void => {
   const sorted = Object.fromEntries(Object.entries(entries).sort(([a], [b]) => a.localeCompare(b)));
   writeFileSync(resolve(path), `${JSON.stringify(sorted, null, 2)}\n`);
 };

@@ -1,4 +1,4 @@
-import { GENESIS_HASH, type RecordedEvent, chainHash, encodePayload } from "./envelope.js";
+import { chainHash, encodePayload, GENESIS_HASH, type RecordedEvent } from "./envelope.js";
 
 /** Where a stream's hash chain breaks, if it does. */
 export interface ChainBreak {
@@ -15,10 +15,18 @@ export const verifyStreamChain = (events: ReadonlyArray<RecordedEvent>): ChainBr
   let prev = GENESIS_HASH;
   for (const [i, e] of events.entries()) {
     if (e.version !== i + 1) {
-      return { streamId: e.streamId, version: e.version, reason: `expected version ${i + 1}, found ${e.version}` };
+      return {
+        streamId: e.streamId,
+        version: e.version,
+        reason: `expected version ${i + 1}, found ${e.version}`,
+      };
     }
     if (e.prevHash !== prev) {
-      return { streamId: e.streamId, version: e.version, reason: "prevHash does not match the previous event's hash" };
+      return {
+        streamId: e.streamId,
+        version: e.version,
+        reason: "prevHash does not match the previous event's hash",
+      };
     }
     const recomputed = chainHash({ ...e, data: encodePayload(e.event) });
     if (recomputed !== e.hash) {

@@ -1,5 +1,6 @@
 export * from "./call.js";
 export * from "./canonical.js";
+export * from "./chain.js";
 export * from "./decision.js";
 export * from "./document.js";
 export * from "./envelope.js";
@@ -10,4 +11,3 @@ export * from "./shared.js";
 export * from "./system.js";
 export * from "./union.js";
 export * from "./worker.js";
-export * from "./chain.js";

@@ -116,7 +116,11 @@ export const runMachine = setup({
         status: "in-doubt",
         via: null,
         resultDigest: null,
-        retriesLeft: Math.max(0, (callOf(context, e.callId)?.retriesLeft ?? 0) - (callOf(context, e.callId)?.status === "failed" ? 1 : 0)),
+        retriesLeft: Math.max(
+          0,
+          (callOf(context, e.callId)?.retriesLeft ?? 0) -
+            (callOf(context, e.callId)?.status === "failed" ? 1 : 0),
+        ),
       };
       return { calls: setCall(context, call), nextSeq: Math.max(context.nextSeq, e.seq + 1) };
     }),

@@ -1,14 +1,14 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { runStreamId } from "../../../events/index.js";
-import { Engine, type RecoveryReport, type RunResult } from "../../../runtime/engine.js";
-import { isPostgresUrl, maskUrl, openStore, resolveStore } from "../../store.js";
+import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
+import { openRuntime } from "../../openRuntime.js";
+import { isPostgresUrl, maskUrl, resolveStore } from "../../store.js";
 import { makeShellTool, makeWriteFileTool } from "../../tools/index.js";
 import { CliError, ExitCode } from "../CliError.js";
 import { makeDemoAgent, SCRIPTED_PLANNER_LABEL } from "../demoAgent.js";
 import { brief, eventLine, summarizeEvent } from "../eventFormat.js";
-import { isWorkerDead, localWorkerId } from "../localWorker.js";
 import type { Io } from "../Output.js";
 
 export interface DemoOptions {
@@ -23,7 +23,6 @@ export const DEMO_SECRET = { name: "DEMO_API_KEY", value: "demo-secret-value-123
 const LEASE_MS = 15_000;
 
 /** Same shape as the library's run ids: time first, so they sort by start. */
-const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
 
 const shellQuote = (text: string): string =>
   /^[\w./:@-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
@@ -66,28 +65,21 @@ const resultLine = (result: RunResult): string => {
  */
 export const demoCommand = async (options: DemoOptions, io: Io): Promise<number> => {
   const { store } = resolveStore(options.db);
-  const journal = await openStore(options.db);
-  const besideJournal = isPostgresUrl(store) ? ".holdfast" : dirname(journal.location);
+  const besideJournal = isPostgresUrl(store)
+    ? ".holdfast"
+    : dirname(resolve(store.replace(/^(libsql|file):(\/\/)?/, "")));
   const workDir = resolve(options.work ?? join(besideJournal, "demo-work"));
   const writeFile = makeWriteFileTool(workDir);
   const shell = makeShellTool(workDir);
-  let engine: Engine;
-  try {
-    engine = new Engine({
-      journal,
-      agents: [makeDemoAgent({ writeFile, shell }, DEMO_SECRET)],
-      tools: [writeFile, shell],
-      secrets: { [DEMO_SECRET.name]: DEMO_SECRET.value },
-      workerId: process.env.HOLDFAST_WORKER_ID ?? localWorkerId(),
-      isWorkerDead,
-      leaseMs: LEASE_MS,
-      recoveryConcurrency: 2,
-      newRunId,
-    });
-  } catch (error) {
-    await journal.close();
-    throw error;
-  }
+  // Like any runtime, the demo first recovers runs a crashed process left behind (the crash experiment).
+  const runtime = await openRuntime({
+    ...(options.db === undefined ? {} : { store: options.db }),
+    agents: [makeDemoAgent({ writeFile, shell }, DEMO_SECRET)],
+    tools: [writeFile, shell],
+    secrets: { [DEMO_SECRET.name]: DEMO_SECRET.value },
+    recovery: { leaseMs: LEASE_MS },
+  });
+  const journal = { location: runtime.location };
 
   const { out } = io;
   const human = !options.json;
@@ -99,8 +91,9 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
       await out.line(`  planner      ${SCRIPTED_PLANNER_LABEL}; every tool call is real`);
       await out.line();
     }
-    // Like any runtime, the demo first recovers runs a crashed process left behind (the crash experiment).
-    const recovery = await engine.recover();
+    const recovery = runtime.recovery as RecoveryReport & {
+      readonly done: Promise<ReadonlyArray<RunResult>>;
+    };
     const recoveryText = recoveryLines(recovery);
     if (human && recoveryText.length > 0) {
       await out.line(`recovery found ${recovery.interrupted.length} interrupted run(s)`);
@@ -112,7 +105,7 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
     const stamp = Date.now().toString(36);
     const chatId = `demo-${stamp}`;
     const inputId = `input-${randomUUID()}`;
-    const handle = await engine.submit({
+    const handle = await runtime.submit({
       chatId,
       inputId,
       agent: "demo",
@@ -121,7 +114,7 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
     if (human) await out.line(`run ${handle.runId} started (chat ${chatId})`);
     const result = await handle.result;
     const recovered = await recovery.done;
-    const events = await journal.readStream(runStreamId(handle.runId));
+    const events = await runtime.events(handle.runId);
 
     if (options.json) {
       await out.json({
@@ -195,6 +188,6 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
     }
     return ExitCode.ok;
   } finally {
-    await engine.close();
+    await runtime.close();
   }
 };

@@ -2,9 +2,8 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 
 /*
- * The same worker-id format and liveness test as `openRuntime` (src/index.ts), which the layer rule
- * keeps out of reach of adapters. Both sides must agree: a library process must see a crashed CLI
- * process as dead, and the other way round, to take its runs over at once instead of waiting out
+ * Worker ids and the liveness test, shared by every process on this host (library and CLI alike):
+ * a process must see a crashed one as dead to take its runs over at once instead of waiting out
  * the lease.
  */
 

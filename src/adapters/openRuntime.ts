@@ -1,0 +1,135 @@
+import { randomBytes } from "node:crypto";
+import type { RecordedEvent } from "../events/index.js";
+import type { RunRow } from "../projections/index.js";
+import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
+import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
+import { type Documents, makeDocuments } from "../runtime/documents.js";
+import {
+  type DecisionOutcome,
+  Engine,
+  type PreflightFinding,
+  type RecoveryReport,
+  type RunHandle,
+  type RunResult,
+  type SubmitRequest,
+} from "../runtime/engine.js";
+import type { Journal } from "../runtime/Journal.js";
+import { loadAllowlist } from "./allowlist.js";
+import { isWorkerDead, localWorkerId } from "./localWorker.js";
+import { openStore } from "./store.js";
+
+export interface RuntimeOptions {
+  /** A journal file path (default `.holdfast/journal.db`, or `HOLDFAST_STORE`). */
+  readonly store?: string;
+  readonly agents?: ReadonlyArray<AnyAgentDef>;
+  readonly tools?: ReadonlyArray<AnyToolDef>;
+  /**
+   * The safe list: tool name → SHA-256 pin of its audited source, or the path of a JSON file with
+   * that map. Default: `holdfast.allowlist.json` in the working folder, when present. Only tools on
+   * it, with an unchanged pin, are replayed after a crash.
+   */
+  readonly allowlist?: string | Readonly<Record<string, string>>;
+  /** Secret values by name; masked as `«secret:NAME»` before anything is written. */
+  readonly secrets?: Readonly<Record<string, string>>;
+  /** This process's worker id (default `HOLDFAST_WORKER_ID`, else a random one). */
+  readonly workerId?: string;
+  /** Retry grants: the most attempts one grant may give (default 3). */
+  readonly retry?: { readonly maxAttempts?: number };
+  readonly recovery?: {
+    /** Recover interrupted runs while opening (default true). */
+    readonly onOpen?: boolean;
+    /** Re-executions at once (default 2). */
+    readonly concurrency?: number;
+    /** Ownership lease of a run, renewed by heartbeat (default 15 s). */
+    readonly leaseMs?: number;
+  };
+}
+
+/** A running holdfast instance over one journal. */
+export interface Runtime {
+  readonly workerId: string;
+  /** Where the journal is (printable). */
+  readonly location: string;
+  /** What recovery did while opening (empty when `recovery.onOpen` is false). */
+  readonly recovery: RecoveryReport;
+  /** Registered tools that ask for replay but are not on the safe list with their current pin. */
+  readonly preflight: ReadonlyArray<PreflightFinding>;
+  /** Admit an input and start its run; same ids and content return the same run (`reused: true`). */
+  submit(request: SubmitRequest): Promise<RunHandle>;
+  /** The result of a run: live here, or as the journal records it. */
+  wait(runId: string): Promise<RunResult>;
+  /** Recover interrupted runs now; `done` settles when every resumed run settles. */
+  recover(): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }>;
+  /**
+   * Decide a held run: `resume`, `stop`, `new-attempt`, `confirmed-completed` (note, optional
+   * result) or `confirmed-not-completed` (note), made on the version you looked at.
+   * @example
+   * const { result } = await runtime.decide(runId, {
+   *   decision: "confirmed-completed", basedOnVersion: 7, decidedBy: "ada", note: "the email is in the sent folder",
+   * });
+   */
+  decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
+  /** Allow a definitely failed call of a held run to be tried again, at most `attempts` times. */
+  grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
+  /** Per-chat documents (the plan), with the same expected-revision rule as the agent's `turn.plan`. */
+  readonly documents: Documents;
+  /** Status per run (the runs projection). */
+  runs(): Promise<ReadonlyArray<RunRow>>;
+  /** The events of one run, decoded. */
+  events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /** Let live runs settle, release ownership, close the journal. */
+  close(): Promise<void>;
+}
+
+const emptyReport: RecoveryReport = {
+  interrupted: [],
+  resumed: [],
+  held: [],
+  ownedElsewhere: [],
+  needsAttention: [],
+  replayed: [],
+  reconciled: [],
+};
+
+/** A sortable, readable run id: time, then randomness. */
+const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
+
+/** Open a runtime on a journal; recovers interrupted runs unless told not to. */
+export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
+  const journal: Journal = await openStore(options.store);
+  let engine: Engine;
+  try {
+    engine = new Engine({
+      journal,
+      agents: options.agents ?? [],
+      tools: options.tools ?? [],
+      secrets: options.secrets ?? {},
+      workerId: options.workerId ?? process.env.HOLDFAST_WORKER_ID ?? localWorkerId(),
+      isWorkerDead,
+      leaseMs: options.recovery?.leaseMs ?? 15_000,
+      recoveryConcurrency: options.recovery?.concurrency ?? 2,
+      newRunId,
+      maxRetryAttempts: options.retry?.maxAttempts ?? 3,
+      allowlist: typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist),
+    });
+  } catch (error) {
+    await journal.close();
+    throw error;
+  }
+  const recovery: RecoveryReport = options.recovery?.onOpen === false ? emptyReport : await engine.recover();
+  return {
+    workerId: engine.workerId,
+    location: journal.location,
+    recovery,
+    preflight: engine.preflight,
+    submit: (request) => engine.submit(request),
+    wait: (runId) => engine.wait(runId),
+    recover: () => engine.recover(),
+    runs: () => engine.runs(),
+    documents: makeDocuments(journal, engine.masker),
+    decide: (runId, request) => engine.decide(runId, request),
+    grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
+    events: (runId) => journal.readStream(`run-${runId}`),
+    close: () => engine.close(),
+  };
+};
