@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { constants } from "node:os";
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { Schema } from "effect";
-import { defineTool, type ToolDef } from "../../runtime/define.js";
+import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { moduleSource } from "./moduleSource.js";
 
@@ -17,42 +18,96 @@ export interface ShellResult {
 }
 
 export interface ShellToolOptions {
+  /** Where start and exit receipts are kept; default `<workDir>.receipts`. */
+  readonly receiptsDir?: string;
   /** Default 60 s. */
   readonly timeoutMs?: number;
   /** Bytes kept of each of stdout and stderr; default 64 KiB. */
   readonly maxOutputBytes?: number;
 }
 
-/** Keeps the first `limit` bytes of a stream and counts the rest, so a chatty command cannot fill memory. */
-class Capped {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  private dropped = 0;
-  constructor(private readonly limit: number) {}
-  push(chunk: Buffer): void {
-    const room = this.limit - this.kept;
-    if (room > 0) {
-      const part = chunk.subarray(0, room);
-      this.chunks.push(part);
-      this.kept += part.byteLength;
-    }
-    this.dropped += Math.max(0, chunk.byteLength - Math.max(0, room));
-  }
-  text(): string {
-    const text = Buffer.concat(this.chunks).toString("utf8");
-    return this.dropped > 0 ? `${text}\n… [${this.dropped} more bytes not kept]` : text;
-  }
-}
-
 const signalNumber = (signal: NodeJS.Signals): number => constants.signals[signal] ?? 0;
 
+/** A file name for an idempotency key (`run/3#1` → `run_3_1`). */
+const receiptName = (key: string): string => key.replace(/[^A-Za-z0-9_.-]/g, "_");
+
+/** Write a file and make it durable (file and folder entry) before going on. */
+const writeDurably = (path: string, text: string): void => {
+  const fd = openSync(path, "w", 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  const dir = openSync(dirname(path), "r");
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+};
+
+const readCapped = (path: string, limit: number): string => {
+  if (!existsSync(path)) return "";
+  const data = readFileSync(path);
+  const text = data.subarray(0, limit).toString("utf8");
+  return data.byteLength > limit ? `${text}\n… [${data.byteLength - limit} more bytes not kept]` : text;
+};
+
 /**
- * `shell`: run `sh -c <command>` in `workDir`, with the call's idempotency key in
- * `$HOLDFAST_IDEMPOTENCY_KEY`. A command that ran is a completed call whatever its exit status.
- * Only a failure to start the process is definite; a timeout is not (law 4: the command may have
- * done its work, or part of it, before it was killed).
- *
- * Disposition `hold`: an arbitrary command is not safe to run twice without a person's decision.
+ * The wrapper the command runs under: output goes to files in the receipt folder (so nothing is
+ * lost if holdfast dies first), and the exit receipt is written by the shell itself after the
+ * command ends, even when holdfast is gone by then.
+ */
+const WRAPPER = [
+  'R="$1"',
+  '(eval "$HOLDFAST_COMMAND") >"$R/stdout" 2>"$R/stderr" </dev/null',
+  "code=$?",
+  'printf %s "$code" >"$R/exit.tmp"',
+  'sync "$R/exit.tmp" 2>/dev/null',
+  'mv "$R/exit.tmp" "$R/exit"',
+  'sync "$R" 2>/dev/null',
+  'exit "$code"',
+].join("\n");
+
+/**
+ * The shell reconciler: a start receipt is written durably before the command is started, an exit
+ * receipt after it ends. No start receipt ⇒ proven not started; an exit receipt ⇒ completed with
+ * its output; a start receipt without an exit receipt ⇒ unknown (it may be running still, or have
+ * been killed halfway), so the run is held.
+ */
+const shellReconciler = (receiptsDir: string, maxOutputBytes: number): Reconciler<ShellArgs> => ({
+  name: "shell-receipts",
+  probe: (_args, { idempotencyKey }) => ({ receipt: join(receiptsDir, receiptName(idempotencyKey)) }),
+  check: async (probe) => {
+    const receipt = (probe as { receipt: string }).receipt;
+    const exit = join(receipt, "exit");
+    if (existsSync(exit)) {
+      const exitCode = Number(readFileSync(exit, "utf8"));
+      return {
+        outcome: "completed",
+        result: {
+          exitCode,
+          stdout: readCapped(join(receipt, "stdout"), maxOutputBytes),
+          stderr: readCapped(join(receipt, "stderr"), maxOutputBytes),
+        },
+        evidence: { receipt, exitReceipt: true },
+      };
+    }
+    if (!existsSync(join(receipt, "start"))) {
+      return { outcome: "not-completed", evidence: { receipt, startReceipt: false } };
+    }
+    return { outcome: "unknown", evidence: { receipt, startReceipt: true, exitReceipt: false } };
+  },
+});
+
+/**
+ * `shell`: run `sh -c <command>` in `workDir`, under a wrapper that leaves receipts, so that after a
+ * crash the call is reconciled (disposition `reconcile`) instead of guessed. A command that ran is a
+ * completed call whatever its exit status. Only a failure to start the process is definite; a
+ * timeout is not (law 4: the command may have done its work, or part of it, before it was killed).
+ * The command sees the call's idempotency key in `$HOLDFAST_IDEMPOTENCY_KEY`.
  *
  * @example
  * const shell = makeShellTool(".holdfast/demo-work");
@@ -63,27 +118,40 @@ export const makeShellTool = (
   options: ShellToolOptions = {},
 ): ToolDef<ShellArgs, ShellArgs, ShellResult> => {
   const cwd = resolve(workDir);
+  const receiptsDir = resolve(options.receiptsDir ?? `${cwd}.receipts`);
   const timeoutMs = options.timeoutMs ?? 60_000;
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   return defineTool({
     name: "shell",
     description: "Run a shell command (sh -c) in the work folder; returns its exit status and output.",
     args: ShellArgs,
+    reconciler: shellReconciler(receiptsDir, maxOutputBytes),
     ...moduleSource(import.meta.url),
     run: ({ command }, { idempotencyKey }) =>
       new Promise<ShellResult>((resolvePromise, reject) => {
+        const receipt = join(receiptsDir, receiptName(idempotencyKey));
+        try {
+          mkdirSync(receipt, { recursive: true, mode: 0o700 });
+          // Durable before exec: without it, the reconciler may say "not started".
+          writeDurably(
+            join(receipt, "start"),
+            JSON.stringify({ command, startedAt: new Date().toISOString() }),
+          );
+        } catch (error) {
+          reject(
+            new DefiniteFailure(
+              `the start receipt could not be written in ${receipt}: ${(error as Error).message}`,
+            ),
+          );
+          return;
+        }
         // Its own process group, so a timeout kills everything the command started, not only `sh`.
-        const child = spawn("sh", ["-c", command], {
+        const child = spawn("sh", ["-c", WRAPPER, "holdfast-shell", receipt], {
           cwd,
-          // A command that calls a remote service passes this on, so the attempt can be recognised later.
-          env: { ...process.env, HOLDFAST_IDEMPOTENCY_KEY: idempotencyKey },
-          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, HOLDFAST_COMMAND: command, HOLDFAST_IDEMPOTENCY_KEY: idempotencyKey },
+          stdio: ["ignore", "ignore", "ignore"],
           detached: process.platform !== "win32",
         });
-        const stdout = new Capped(maxOutputBytes);
-        const stderr = new Capped(maxOutputBytes);
-        child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-        child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
         let timedOut = false;
         const timer = setTimeout(() => {
           timedOut = true;
@@ -95,11 +163,12 @@ export const makeShellTool = (
         }, timeoutMs);
         child.on("error", (error: NodeJS.ErrnoException) => {
           clearTimeout(timer);
-          if (child.pid === undefined) {
-            reject(new DefiniteFailure(`the shell could not be started in ${cwd}: ${error.message}`));
-          } else {
-            reject(error);
-          }
+          // The start receipt exists, so only "never spawned" is proof the command did not run.
+          reject(
+            child.pid === undefined
+              ? new DefiniteFailure(`the shell could not be started in ${cwd}: ${error.message}`)
+              : error,
+          );
         });
         child.on("close", (code, signal) => {
           clearTimeout(timer);
@@ -113,8 +182,8 @@ export const makeShellTool = (
           }
           resolvePromise({
             exitCode: code ?? (signal ? 128 + signalNumber(signal) : 128),
-            stdout: stdout.text(),
-            stderr: stderr.text(),
+            stdout: readCapped(join(receipt, "stdout"), maxOutputBytes),
+            stderr: readCapped(join(receipt, "stderr"), maxOutputBytes),
           });
         });
       }),

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, readFileSync, statSync } from "node:fs";
 import { chmod, type FileHandle, mkdir, open, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { Schema } from "effect";
-import { defineTool, type ToolDef } from "../../runtime/define.js";
+import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { moduleSource } from "./moduleSource.js";
 
@@ -67,13 +67,56 @@ const prepare = async (root: string, path: string): Promise<string> => {
   return target;
 };
 
+const sha256Of = (data: Buffer): string => createHash("sha256").update(data).digest("hex");
+
+/** The digest of a file's content, or null when there is no such file. */
+const digestOfFile = (path: string): string | null => {
+  try {
+    return sha256Of(readFileSync(path));
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * The file-write reconciler. Before the write, the probe records the target, the digest of the
+ * intended content and the digest of what is there now. After a crash: the target holds the
+ * intended content ⇒ completed; it is absent or unchanged ⇒ not completed; anything else (a torn
+ * or foreign write) ⇒ unknown, and the run is held.
+ */
+const writeFileReconciler = (root: string): Reconciler<WriteFileArgs> => ({
+  name: "file-digest",
+  probe: ({ path, content }) => {
+    const target = resolve(root, path);
+    return { target, intended: sha256Of(Buffer.from(content, "utf8")), previous: digestOfFile(target) };
+  },
+  check: async (probe) => {
+    const { target, intended, previous } = probe as {
+      target: string;
+      intended: string;
+      previous: string | null;
+    };
+    const now = digestOfFile(target);
+    if (now === intended) {
+      const bytes = statSync(target).size;
+      return {
+        outcome: "completed",
+        result: { path: relative(root, target).split(sep).join("/"), bytes, sha256: now },
+        evidence: { target, digest: now },
+      };
+    }
+    if (now === previous) return { outcome: "not-completed", evidence: { target, digest: now, previous } };
+    return { outcome: "unknown", evidence: { target, digest: now, intended, previous } };
+  },
+});
+
 /**
  * `write_file`: write a UTF-8 file inside `workDir` (created when missing), mode 0600.
  * Refusals (a path leaving the folder, a symlink in the way, a file that cannot be opened) are
  * definite failures: nothing was written. A failure after the file was opened is not, because
  * the file may already be truncated or half written.
  *
- * Disposition `replay`: writing the same content to the same path again leaves the same file.
+ * Disposition `reconcile`: after a crash, the target's digest says whether the write happened.
  *
  * @example
  * const writeFile = makeWriteFileTool(".holdfast/demo-work");
@@ -87,7 +130,7 @@ export const makeWriteFileTool = (
     name: "write_file",
     description: "Write a UTF-8 text file inside the work folder (parent folders are created).",
     args: WriteFileArgs,
-    disposition: "replay",
+    reconciler: writeFileReconciler(root),
     ...moduleSource(import.meta.url),
     run: async ({ path, content }) => {
       const target = await prepare(root, path);
@@ -113,7 +156,7 @@ export const makeWriteFileTool = (
       return {
         path: relative(root, target).split(sep).join("/"),
         bytes: data.byteLength,
-        sha256: createHash("sha256").update(data).digest("hex"),
+        sha256: sha256Of(data),
       };
     },
   });
