@@ -1,0 +1,169 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
+import { type RecordedEvent, verifyStreamChain } from "../src/events/index.js";
+import { foldRun, statusOf } from "../src/machines/index.js";
+
+/** Committed outcomes: callId → digest of what was recorded. */
+export type Outcomes = Map<string, string>;
+
+export const readLog = async (db: string): Promise<RecordedEvent[]> => {
+  const journal = LibsqlJournal.open(db);
+  try {
+    const all: RecordedEvent[] = [];
+    for (;;) {
+      const page = await journal.readAll({ after: all.at(-1)?.position ?? 0, limit: 1000 });
+      if (page.length === 0) return all;
+      all.push(...page);
+    }
+  } finally {
+    await journal.close();
+  }
+};
+
+export const outcomesOf = (events: ReadonlyArray<RecordedEvent>): Outcomes => {
+  const out: Outcomes = new Map();
+  for (const { event } of events) {
+    if (event.type === "call.completed") out.set(event.callId, `completed:${event.resultDigest}`);
+    if (event.type === "call.failed") out.set(event.callId, `failed:${event.error.message}`);
+    if (event.type === "call.reconciled" && event.outcome === "completed") {
+      out.set(event.callId, `completed:${event.resultDigest ?? ""}`);
+    }
+  }
+  return out;
+};
+
+const lines = (path: string): string[] =>
+  existsSync(path)
+    ? readFileSync(path, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+    : [];
+
+export interface TrialCheck {
+  readonly duplicates: number;
+  readonly duplicateDetail: string[];
+  readonly lost: number;
+  readonly lostDetail: string[];
+  readonly held: number;
+  readonly completed: number;
+  readonly unsettled: string[];
+  readonly reconciled: number;
+  readonly replayed: number;
+  readonly logOk: boolean;
+  readonly logProblems: string[];
+  /** Effects per call for the non-allowlisted tools, from the witnesses. */
+  readonly effects: Record<string, number>;
+}
+
+/**
+ * Check one trial's final state against the laws, using the journal and the outside witnesses.
+ * A duplicate: an effect of a non-allowlisted call executed more than once for one attempt, or
+ * in more attempts than the journal authorized.
+ */
+export const checkTrial = (
+  events: ReadonlyArray<RecordedEvent>,
+  dir: string,
+  httpCounts: ReadonlyMap<string, number>,
+  earlier: ReadonlyArray<Outcomes>,
+  /** Tools on the safe list: the only ones an "allowlisted" replay may name. */
+  allowlisted: ReadonlySet<string>,
+): TrialCheck => {
+  const logProblems: string[] = [];
+  const streams = new Map<string, RecordedEvent[]>();
+  for (const e of events) streams.set(e.streamId, [...(streams.get(e.streamId) ?? []), e]);
+  let held = 0;
+  let completed = 0;
+  const unsettled: string[] = [];
+  for (const [streamId, stream] of streams) {
+    const broken = verifyStreamChain(stream);
+    if (broken) logProblems.push(`${streamId}@${broken.version}: ${broken.reason}`);
+    if (!streamId.startsWith("run-")) continue;
+    try {
+      const status = statusOf(foldRun(stream.map((e) => e.event)));
+      if (status === "held") held++;
+      else if (status === "completed") completed++;
+      else unsettled.push(`${streamId}: ${status}`);
+    } catch (error) {
+      logProblems.push(`${streamId}: ${(error as Error).message}`);
+    }
+  }
+
+  // Attempts the journal authorized per call: the first, plus one per legitimate authorization.
+  // An "allowlisted" replay of a tool that is not on the safe list authorizes nothing: it is a breach.
+  const authorized = new Map<string, number>();
+  const names = new Map<string, { kind: string; name: string }>();
+  for (const { event } of events) if (event.type === "call.intended") names.set(event.callId, event);
+  const legitimate = (event: RecordedEvent["event"]): boolean => {
+    if (event.type !== "call.replay-authorized") return true;
+    const call = names.get(event.callId);
+    if (event.reason === "allowlisted") return call !== undefined && allowlisted.has(call.name);
+    if (event.reason === "idempotent-child") return call?.kind === "child";
+    return true;
+  };
+  let reconciled = 0;
+  let replayed = 0;
+  for (const { event } of events) {
+    if (event.type === "call.intended" && event.attempt === 1) authorized.set(event.callId, 1);
+    if (event.type === "call.reconciled") reconciled++;
+    if (event.type === "call.replay-authorized") replayed++;
+    if (
+      ((event.type === "call.reconciled" && event.outcome === "not-completed") ||
+        event.type === "call.replay-authorized" ||
+        event.type === "retry.granted") &&
+      legitimate(event)
+    ) {
+      authorized.set(event.callId, (authorized.get(event.callId) ?? 1) + 1);
+    }
+  }
+
+  const perKey = new Map<string, number>();
+  const add = (key: string, n = 1) => perKey.set(key, (perKey.get(key) ?? 0) + n);
+  for (const line of [
+    ...lines(join(dir, "witness", "send.txt")),
+    ...lines(join(dir, "witness", "shell.txt")),
+  ]) {
+    add(line.split(" ").at(-1)!);
+  }
+  for (const [key, n] of httpCounts) add(key, n);
+
+  const duplicateDetail: string[] = [];
+  const attemptsPerCall = new Map<string, number>();
+  for (const [key, n] of perKey) {
+    if (n > 1) duplicateDetail.push(`${key} ran ${n} times`);
+    const callId = key.split("#")[0]!;
+    attemptsPerCall.set(callId, (attemptsPerCall.get(callId) ?? 0) + 1);
+  }
+  for (const [callId, attempts] of attemptsPerCall) {
+    if (attempts > (authorized.get(callId) ?? 0)) {
+      duplicateDetail.push(
+        `${callId} ran in ${attempts} attempts, ${authorized.get(callId) ?? 0} authorized`,
+      );
+    }
+  }
+
+  const final = outcomesOf(events);
+  const lostDetail: string[] = [];
+  for (const snapshot of earlier) {
+    for (const [callId, digest] of snapshot) {
+      if (final.get(callId) !== digest)
+        lostDetail.push(`${callId}: ${digest} became ${final.get(callId) ?? "missing"}`);
+    }
+  }
+  const effects: Record<string, number> = {};
+  for (const [key, n] of perKey) effects[key] = n;
+  return {
+    duplicates: duplicateDetail.length,
+    duplicateDetail,
+    lost: lostDetail.length,
+    lostDetail,
+    held,
+    completed,
+    unsettled,
+    reconciled,
+    replayed,
+    logOk: logProblems.length === 0,
+    logProblems,
+    effects,
+  };
+};
