@@ -105,7 +105,8 @@ export const makeHttpTool = (
         });
       } catch (error) {
         const code = errorCode(error);
-        if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ERR_INVALID_URL") {
+        const refusedLocally = (error as { cause?: { message?: string } })?.cause?.message === "bad port";
+        if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ERR_INVALID_URL" || refusedLocally) {
           throw new DefiniteFailure(`the request to ${url} never left: ${code}`);
         }
         throw error;

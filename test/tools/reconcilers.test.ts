@@ -1,0 +1,106 @@
+import { rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { makeHttpTool } from "../../src/adapters/tools/httpTool.js";
+import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+import type { CallContext } from "../../src/index.js";
+import { startWitnessServer } from "../../torture/witness-server.js";
+import { useTempDir } from "../support/tmp.js";
+
+const tempDir = useTempDir();
+
+const ctx = (key: string): CallContext => ({
+  runId: "r",
+  chatId: "c",
+  callId: "r/0",
+  attempt: 1,
+  idempotencyKey: key,
+});
+const check = (tool: { reconciler: unknown }, probe: unknown) =>
+  (
+    tool.reconciler as { check: (p: unknown, c: unknown) => Promise<{ outcome: string; result?: unknown }> }
+  ).check(probe, {
+    runId: "r",
+    callId: "r/0",
+    attempt: 1,
+    idempotencyKey: "k",
+    args: {},
+  });
+const probeOf = (tool: { reconciler: unknown }, args: unknown, context: CallContext) =>
+  (tool.reconciler as { probe: (a: unknown, c: CallContext) => unknown }).probe(args, context);
+
+describe("built-in reconcilers", () => {
+  it("shell: an exit receipt proves completion with the output; no start receipt proves it never started; start without exit is unknown", async () => {
+    const work = tempDir();
+    const shell = makeShellTool(work);
+    expect(shell.disposition).toBe("reconcile");
+    const done = ctx("r/0#1");
+    await shell.run({ command: "echo hello" }, done);
+    expect(await check(shell, probeOf(shell, {}, done))).toMatchObject({
+      outcome: "completed",
+      result: { exitCode: 0, stdout: "hello\n" },
+    });
+    expect((await check(shell, probeOf(shell, {}, ctx("r/9#1")))).outcome).toBe("not-completed");
+    // As if holdfast died while the command ran: the start receipt stands alone.
+    const probe = probeOf(shell, {}, done) as { receipt: string };
+    rmSync(join(probe.receipt, "exit"));
+    expect((await check(shell, probe)).outcome).toBe("unknown");
+  });
+
+  it("shell: the exit receipt is written by the wrapper even when nobody waits for the command", async () => {
+    const work = tempDir();
+    const shell = makeShellTool(work, { timeoutMs: 60_000 });
+    const context = ctx("r/1#1");
+    await shell.run({ command: "exit 3" }, context);
+    expect(await check(shell, probeOf(shell, {}, context))).toMatchObject({
+      outcome: "completed",
+      result: { exitCode: 3 },
+    });
+  });
+
+  it("file write: the target's digest says completed, not completed, or unknown", async () => {
+    const work = tempDir();
+    const write = makeWriteFileTool(work);
+    expect(write.disposition).toBe("reconcile");
+    const args = { path: "a/notes.md", content: "intended\n" };
+    const probe = probeOf(write, args, ctx("r/0#1"));
+    expect((await check(write, probe)).outcome).toBe("not-completed");
+    await write.run(args, ctx("r/0#1"));
+    expect(await check(write, probe)).toMatchObject({
+      outcome: "completed",
+      result: { path: "a/notes.md", bytes: 9 },
+    });
+    writeFileSync(join(work, "a/notes.md"), "someone else\n");
+    expect((await check(write, probe)).outcome).toBe("unknown");
+  });
+
+  it("http: the idempotency key is sent, and the status lookup decides completed or not completed", async () => {
+    const server = await startWitnessServer();
+    try {
+      const http = makeHttpTool({
+        lookup: async (key) => {
+          const res = await fetch(`${server.url}/status/${encodeURIComponent(key)}`);
+          return res.status === 404 ? { found: false } : { found: true, result: await res.json() };
+        },
+      });
+      const sent = ctx("r/0#1");
+      await http.run({ url: `${server.url}/effects`, method: "POST", headers: {}, body: { a: 1 } }, sent);
+      expect(server.counts.get("r/0#1")).toBe(1);
+      const args = { url: `${server.url}/effects`, method: "POST" as const, headers: {} };
+      expect((await check(http, probeOf(http, args, sent))).outcome).toBe("completed");
+      expect((await check(http, probeOf(http, args, ctx("r/0#2")))).outcome).toBe("not-completed");
+      // A refused connection never left: a definite failure.
+      const closed = createServer();
+      await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+      const { port } = closed.address() as AddressInfo;
+      await new Promise((r) => closed.close(r));
+      await expect(
+        http.run({ url: `http://127.0.0.1:${port}/effects`, method: "POST", headers: {} }, ctx("r/2#1")),
+      ).rejects.toMatchObject({ name: "DefiniteFailure" });
+    } finally {
+      await server.close();
+    }
+  });
+});
