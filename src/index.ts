@@ -73,3 +73,4 @@ export {
   UnknownTool,
   WrongExpectedVersion,
 } from "./runtime/errors.js";
+export type { SubscribeOptions, SubscriptionFilter } from "./runtime/subscribe.js";

@@ -14,6 +14,7 @@ import {
   type SubmitRequest,
 } from "../runtime/engine.js";
 import type { Journal } from "../runtime/Journal.js";
+import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { loadAllowlist } from "./allowlist.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
 import { openStore } from "./store.js";
@@ -73,6 +74,15 @@ export interface Runtime {
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
   /** Per-chat documents (the plan), with the same expected-revision rule as the agent's `turn.plan`. */
   readonly documents: Documents;
+  /**
+   * Every event after `after` (a global position), then live ones as they commit: no gap, no
+   * duplicate; `break` out of the loop to stop.
+   * @example
+   * for await (const e of runtime.subscribe({ after: savedPosition, filter: { types: ["run.held"] } })) {
+   *   notify(e.event); savedPosition = e.position;
+   * }
+   */
+  subscribe(options?: SubscribeOptions): AsyncIterableIterator<RecordedEvent>;
   /** Status per run (the runs projection). */
   runs(): Promise<ReadonlyArray<RunRow>>;
   /** The events of one run, decoded. */
@@ -126,6 +136,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),
+    subscribe: (subscription) => subscribe(journal, subscription),
     documents: makeDocuments(journal, engine.masker),
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),

@@ -68,6 +68,11 @@ export interface Journal {
   /** Append to several streams in one transaction: all requests are written, or none. */
   appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]>;
   readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /**
+   * Be told after each commit of this journal object that wrote events, so readers wake at once;
+   * writes by other processes are found by polling. Returns the unsubscribe function.
+   */
+  onCommitted(listener: () => void): () => void;
   /** Events with position > `after`, in position order, at most `limit`. */
   readAll(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<RecordedEvent>>;
   streamHead(streamId: string): Promise<StreamHead | null>;

@@ -79,6 +79,7 @@ export class LibsqlJournal implements Journal {
   private queue: Pending[] = [];
   private scheduled = false;
   private closed = false;
+  private readonly committedListeners = new Set<() => void>();
   private readonly onBeforeCommit: (() => void) | undefined;
   private readonly prepared = new Map<string, Stmt>();
 
@@ -308,6 +309,7 @@ export class LibsqlJournal implements Journal {
       for (const p of batch) p.reject(error);
       return;
     }
+    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       if ("ok" in outcome) pending.resolve(outcome.ok);
@@ -348,6 +350,12 @@ export class LibsqlJournal implements Journal {
   }
 
   // ---------------------------------------------------------------- reads
+
+  /** Called after every commit that wrote events (this process only; others are seen by polling). */
+  onCommitted(listener: () => void): () => void {
+    this.committedListeners.add(listener);
+    return () => this.committedListeners.delete(listener);
+  }
 
   async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
     this.assertOpen();

@@ -73,6 +73,7 @@ export class PostgresJournal implements Journal {
   private queue: Pending[] = [];
   private draining = false;
   private closed = false;
+  private readonly committedListeners = new Set<() => void>();
   /** The newest transaction id this journal committed events in, and the oldest still-running one seen. */
   private ownXid = 0n;
   private horizon = 0n;
@@ -224,6 +225,7 @@ export class PostgresJournal implements Journal {
       return;
     }
     giveBack(client);
+    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       if ("ok" in outcome) pending.resolve(outcome.ok);
@@ -258,6 +260,12 @@ export class PostgresJournal implements Journal {
   }
 
   // ---------------------------------------------------------------- reads
+
+  /** Called after every commit that wrote events (this process only; others are seen by polling). */
+  onCommitted(listener: () => void): () => void {
+    this.committedListeners.add(listener);
+    return () => this.committedListeners.delete(listener);
+  }
 
   async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
     return (await this.rows<EventRow>(SQL.stream, [streamId])).map((row) => decodeRow(toStored(row)));

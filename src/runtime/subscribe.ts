@@ -1,0 +1,120 @@
+import type { EventType, RecordedEvent } from "../events/index.js";
+import type { RunRow } from "../projections/index.js";
+import type { Journal } from "./Journal.js";
+
+export interface SubscriptionFilter {
+  /** Only these streams (`run-…`, `chat-…`, `system`). */
+  readonly streamIds?: ReadonlyArray<string>;
+  /** Only events of these runs. */
+  readonly runIds?: ReadonlyArray<string>;
+  /** Only events of these chats: their chat stream and the events of their runs. */
+  readonly chatIds?: ReadonlyArray<string>;
+  readonly types?: ReadonlyArray<EventType>;
+}
+
+export interface SubscribeOptions {
+  /** Start after this global position (0 = from the beginning). Save `event.position` to resume. */
+  readonly after?: number;
+  readonly filter?: SubscriptionFilter;
+  /**
+   * The most events read ahead of the consumer (default 256). A slow consumer never makes memory
+   * grow beyond it: the next page is read only when the consumer has taken the previous one.
+   */
+  readonly bufferSize?: number;
+  /** How often to look for events written by other processes (default 200 ms). */
+  readonly pollMs?: number;
+}
+
+/**
+ * Every event after a position, then live events as they are committed: one cursor over the global
+ * order, so the switch from catch-up to live has no gap and no duplicate. Ends when `return()` is
+ * called (a `for await` loop that breaks), which releases the listener and the timer.
+ */
+export const subscribe = (
+  journal: Journal,
+  options: SubscribeOptions = {},
+): AsyncIterableIterator<RecordedEvent> => {
+  const bufferSize = Math.max(1, options.bufferSize ?? 256);
+  const pollMs = Math.max(10, options.pollMs ?? 200);
+  const filter = options.filter ?? {};
+  let cursor = options.after ?? 0;
+  let buffer: RecordedEvent[] = [];
+  let closed = false;
+  let dirty = false;
+  let wake: (() => void) | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const unlisten = journal.onCommitted(() => {
+    dirty = true;
+    wake?.();
+  });
+  const chatOfRun = new Map<string, string | null>();
+
+  const runOf = (e: RecordedEvent): string | null =>
+    "runId" in e.event && typeof e.event.runId === "string" ? e.event.runId : null;
+
+  const matches = async (e: RecordedEvent): Promise<boolean> => {
+    if (filter.types && !filter.types.includes(e.event.type)) return false;
+    if (filter.streamIds && !filter.streamIds.includes(e.streamId)) return false;
+    const runId = runOf(e);
+    if (filter.runIds && (runId === null || !filter.runIds.includes(runId))) return false;
+    if (filter.chatIds) {
+      let chatId: string | null =
+        "chatId" in e.event && typeof e.event.chatId === "string" ? e.event.chatId : null;
+      if (chatId === null && runId !== null) {
+        if (!chatOfRun.has(runId))
+          chatOfRun.set(runId, (await journal.projection<RunRow>("runs", runId))?.chatId ?? null);
+        chatId = chatOfRun.get(runId) ?? null;
+      }
+      if (e.event.type === "run.admitted") chatOfRun.set(e.event.runId, e.event.chatId);
+      if (chatId === null || !filter.chatIds.includes(chatId)) return false;
+    }
+    return true;
+  };
+
+  const release = () => {
+    closed = true;
+    unlisten();
+    if (timer) clearTimeout(timer);
+    wake?.();
+    buffer = [];
+  };
+
+  const next = async (): Promise<IteratorResult<RecordedEvent>> => {
+    for (;;) {
+      if (closed) return { done: true, value: undefined };
+      const ready = buffer.shift();
+      if (ready) return { done: false, value: ready };
+      dirty = false;
+      const page = await journal.readAll({ after: cursor, limit: bufferSize });
+      for (const e of page) {
+        cursor = e.position;
+        if (await matches(e)) buffer.push(e);
+      }
+      if (buffer.length > 0 || page.length === bufferSize) continue;
+      if (closed) return { done: true, value: undefined };
+      if (!dirty) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, pollMs);
+        });
+        if (timer) clearTimeout(timer);
+        wake = null;
+      }
+    }
+  };
+
+  return {
+    next,
+    return: async () => {
+      release();
+      return { done: true, value: undefined };
+    },
+    throw: async (error?: unknown) => {
+      release();
+      throw error;
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+};
