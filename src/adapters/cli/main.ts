@@ -82,6 +82,7 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .description("list the journal's events in position order")
     .option("--after <n>", "only events after this position", nonNegativeInt("--after"), 0)
     .option("--limit <n>", "at most this many events", nonNegativeInt("--limit"))
+    .option("--follow", "keep printing new events as they are committed (Ctrl-C stops)")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON object per line")
     .action(async (options) => setCode(await eventsCommand(options, io)));

@@ -1,3 +1,4 @@
+import { subscribe } from "../../../runtime/subscribe.js";
 import { eventLine, shortHash } from "../eventFormat.js";
 import { withExistingJournal } from "../journalAccess.js";
 import type { Io } from "../Output.js";
@@ -7,6 +8,8 @@ export interface EventsOptions {
   readonly after: number;
   readonly limit?: number;
   readonly json?: boolean;
+  /** Keep going: print new events as they are committed, until interrupted. */
+  readonly follow?: boolean;
 }
 
 /** Events are read this many at a time, so a long journal streams through bounded memory. */
@@ -39,8 +42,32 @@ export const eventsCommand = async (options: EventsOptions, io: Io): Promise<num
       printed += batch.length;
       remaining -= batch.length;
       const last = batch.at(-1);
+      if (last) after = last.position;
       if (!last || batch.length < limit) break;
-      after = last.position;
+    }
+    if (options.follow) {
+      // The same cursor continues live: no gap and no duplicate between what was printed and what follows.
+      const live = subscribe(journal, { after, bufferSize: EVENTS_BATCH });
+      const stop = () => void live.return?.();
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      try {
+        for await (const recorded of live) {
+          if (options.json) await io.out.line(JSON.stringify(eventLine(recorded)));
+          else {
+            const where = `${recorded.streamId}@${recorded.version}`;
+            await io.out.line(
+              `${String(recorded.position).padStart(8)}  ${where.padEnd(34)} ${recorded.event.type.padEnd(22)} ${shortHash(recorded.hash)}`,
+            );
+          }
+          if (--remaining <= 0) break;
+        }
+      } finally {
+        process.off("SIGINT", stop);
+        process.off("SIGTERM", stop);
+        await live.return?.();
+      }
+      return 0;
     }
     if (!options.json && printed === 0) await io.out.line(`no events after position ${options.after}`);
     return 0;
