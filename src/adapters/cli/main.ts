@@ -2,8 +2,12 @@ import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode } from "./CliError.js";
+import { allowlistAddCommand, allowlistCheckCommand } from "./commands/allowlist.js";
+import { DECISIONS, decideCommand } from "./commands/decide.js";
 import { demoCommand } from "./commands/demo.js";
 import { eventsCommand } from "./commands/events.js";
+import { planCommand } from "./commands/plan.js";
+import { retryCommand } from "./commands/retry.js";
 import { RUN_STATUSES, runsCommand } from "./commands/runs.js";
 import { showCommand } from "./commands/show.js";
 import { describeFailure, failureLines } from "./failure.js";
@@ -86,6 +90,74 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON object per line")
     .action(async (options) => setCode(await eventsCommand(options, io)));
+
+  command("decide <runId> <decision>")
+    .description(`record a person's decision on a held run: ${DECISIONS.join(" | ")}`)
+    .requiredOption(
+      "--based-on <version>",
+      "the run's stream version you decided on (`holdfast show` prints it)",
+      nonNegativeInt("--based-on"),
+    )
+    .option("--note <text>", "why; required for confirmed-completed and confirmed-not-completed")
+    .option("--result <json>", "with confirmed-completed: the result the call produced, as JSON")
+    .option("--by <name>", "who decides (default: your OS user name)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (runId: string, decision: string, options) =>
+      setCode(await decideCommand(runId, decision, options, io)),
+    );
+
+  command("retry <runId> <callId>")
+    .description("allow a definitely failed call of a held run to be tried again, at most N times")
+    .requiredOption(
+      "--attempts <n>",
+      "how many more attempts (at most 3 by default)",
+      nonNegativeInt("--attempts"),
+    )
+    .option("--by <name>", "who grants (default: your OS user name)")
+    .option("--note <text>", "why")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (runId: string, callId: string, options) =>
+      setCode(await retryCommand(runId, callId, options, io)),
+    );
+
+  command("plan <chatId> [action]")
+    .description("show a chat's plan and its revision; `replace` replaces it if it is still at that revision")
+    .option(
+      "--expected-revision <r>",
+      "with replace: the revision you edited",
+      nonNegativeInt("--expected-revision"),
+    )
+    .option("--file <path>", "with replace: the new plan, JSON { title, items: [{ id, text, done }] }")
+    .option("--by <name>", "with replace: who edits (default: your OS user name)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (chatId: string, action: string | undefined, options) =>
+      setCode(await planCommand(chatId, action, options, io)),
+    );
+
+  const allowlist = command("allowlist").description(
+    "the safe list (holdfast.allowlist.json): tools whose in-doubt calls may be replayed, pinned to their source",
+  );
+  allowlist
+    .command("add <tool>")
+    .description("pin a tool's current source in the safe list (you audited that running it twice is safe)")
+    .exitOverride()
+    .configureOutput(usageOutput("holdfast allowlist add", stderr))
+    .requiredOption("--module <path>", "the ES module that exports the tool definition")
+    .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
+    .option("--json", "print one JSON document instead of text")
+    .action(async (tool: string, options) => setCode(await allowlistAddCommand(tool, options, io)));
+  allowlist
+    .command("check")
+    .description("compare every listed tool's pin with its current source; exit 1 on any difference")
+    .exitOverride()
+    .configureOutput(usageOutput("holdfast allowlist check", stderr))
+    .requiredOption("--module <path>", "the ES module that exports the tool definitions")
+    .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
+    .option("--json", "print one JSON document instead of text")
+    .action(async (options) => setCode(await allowlistCheckCommand(options, io)));
 
   return program;
 };

@@ -39,5 +39,11 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
         rows.map((run) => [run.runId, run.chatId, run.agent, statusText(run), run.calls, run.updatedAt]),
       ),
     );
+    const held = rows.filter((run) => run.status === "held").length;
+    if (held > 0) {
+      await io.out.line(
+        `${held} held run${held === 1 ? " waits" : "s wait"} for a person: \`holdfast show <runId>\` lists the decisions that apply`,
+      );
+    }
     return 0;
   });

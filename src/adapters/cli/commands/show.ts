@@ -1,17 +1,37 @@
-import { runStreamId } from "../../../events/index.js";
+import { type RecordedEvent, runStreamId } from "../../../events/index.js";
+import { contextOf, foldRun } from "../../../machines/index.js";
 import type { CallRow, RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
 import { eventLine, shortHash, summarizeEvent } from "../eventFormat.js";
 import { withExistingJournal } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 import { table } from "../table.js";
+import { type HeldCommand, heldCommands } from "./decide.js";
 
 export interface ShowOptions {
   readonly db?: string;
   readonly json?: boolean;
 }
 
-/** `holdfast show <runId>`: the run, each call and whether its outcome is committed, its events. */
+/** The decide / retry commands for a held run, made on its current version; none otherwise. */
+const commandsFor = (
+  run: RunRow,
+  events: ReadonlyArray<RecordedEvent>,
+  db: string | undefined,
+): HeldCommand[] => {
+  if (run.status !== "held") return [];
+  try {
+    return heldCommands(run.runId, contextOf(foldRun(events.map((e) => e.event))), run.heldReasons, db);
+  } catch {
+    // A stream the machine cannot fold is corrupt: nothing to decide, `holdfast audit` says why.
+    return [];
+  }
+};
+
+/**
+ * `holdfast show <runId>`: the run, each call and whether its outcome is committed, its events;
+ * for a held run, the stream version and the exact commands that resolve it.
+ */
 export const showCommand = async (runId: string, options: ShowOptions, io: Io): Promise<number> =>
   withExistingJournal(options.db, async (journal) => {
     const run = await journal.projection<RunRow>("runs", runId);
@@ -20,9 +40,11 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       .filter((call) => call.runId === runId)
       .toSorted((a, b) => a.seq - b.seq);
     const events = await journal.readStream(runStreamId(runId));
+    const version = events.at(-1)?.version ?? 0;
+    const commands = commandsFor(run, events, options.db);
 
     if (options.json) {
-      await io.out.json({ run, calls, events: events.map(eventLine) });
+      await io.out.json({ run, version, calls, commands, events: events.map(eventLine) });
       return 0;
     }
     const { out } = io;
@@ -35,12 +57,29 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       `  updated    ${run.updatedAt}`,
       `  calls      ${run.calls}`,
       `  conflicts  ${run.conflicts}`,
+      `  version    ${version}`,
     ]);
     if (run.heldReasons.length > 0) {
       await out.line();
       await out.line("held because");
       for (const reason of run.heldReasons) {
         await out.line(`  - ${reason.callId ? `${reason.callId} ` : ""}${reason.code}: ${reason.detail}`);
+      }
+    }
+    if (run.status === "held") {
+      await out.line();
+      if (commands.length === 0) {
+        await out.line(
+          "no decision applies: the run needs attention (its journal entries cannot be trusted); nothing is repaired — run `holdfast audit`",
+        );
+      } else {
+        await out.line(
+          `what you can do (made on version ${version}; if the run moves first, the command is refused — show it again)`,
+        );
+        for (const command of commands) {
+          await out.line(`  ${command.command}`);
+          await out.line(`      ${command.meaning}`);
+        }
       }
     }
     await out.line();
