@@ -1,5 +1,5 @@
 import { Context } from "effect";
-import type { AnyEvent, RecordedEvent } from "../events/index.js";
+import type { AnyEvent, RecordedEvent, StoredRow } from "../events/index.js";
 
 /**
  * Expected stream version for an append (Emmett's sentinels): an exact version,
@@ -49,6 +49,55 @@ export interface StreamHead {
   readonly hash: string;
 }
 
+/** A stored projection row as the database holds it (the value undecoded: the audit compares it). */
+export interface StoredProjectionRow {
+  readonly key: string;
+  /** The row's JSON text. */
+  readonly value: string;
+  /** The position of the last event that changed the row. */
+  readonly position: number;
+}
+
+/** What `rebuildProjections` did to one projection. */
+export interface ProjectionRebuild {
+  readonly name: string;
+  /** Rows written from the events. */
+  readonly rows: number;
+  /** Whether the stored rows differed from the rebuilt ones (any row added, removed or changed). */
+  readonly changed: boolean;
+}
+
+/** Which finished runs retention keeps: the newest `keepRuns`, and every run finished within `keepDays`. */
+export interface RetentionPolicy {
+  readonly keepRuns: number;
+  readonly keepDays: number;
+}
+
+/** One run removed (or, on a dry run, to be removed) by retention, with the head its stream had. */
+export interface PrunedRun {
+  readonly runId: string;
+  readonly chatId: string;
+  readonly status: string;
+  readonly streamId: string;
+  readonly version: number;
+  readonly hash: string;
+  /** The position of the stream's last event. */
+  readonly position: number;
+  /** When the run's last event was recorded. */
+  readonly finishedAt: string;
+}
+
+export interface PruneReport {
+  readonly dryRun: boolean;
+  readonly pruned: ReadonlyArray<PrunedRun>;
+  /** Finished runs kept by the policy (newest, recent, or a child whose parent is kept). */
+  readonly kept: number;
+  /** Runs the policy selected but retention left alone, and why (their events disagree with the caches). */
+  readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+  /** The `retention.pruned` event written to the `system` stream; null on a dry run or when nothing went. */
+  readonly recorded: { readonly streamId: string; readonly version: number } | null;
+}
+
 /**
  * The store port. Small on purpose: append with expected version (group-committed), read a stream,
  * read all after a position, plus the few indexed look-ups the runtime needs. Every engine enforces
@@ -84,6 +133,28 @@ export interface Journal {
   projection<S>(name: string, key: string): Promise<S | null>;
   projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
   /**
+   * Stored rows as the database holds them, undecoded, in position order: for the audit, which must
+   * see a row that does not decode as a finding rather than fail on it.
+   */
+  readAllRows(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<StoredRow>>;
+  /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */
+  projectionPage(
+    name: string,
+    options: { readonly after: string | null; readonly limit: number },
+  ): Promise<ReadonlyArray<StoredProjectionRow>>;
+  /**
+   * Recompute every inline projection from position 0 and replace the stored rows, in one write
+   * transaction (appends wait for it). Nothing changes when an event does not decode.
+   */
+  rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>>;
+  /**
+   * Remove finished runs the policy does not keep, in one write transaction: `retention.pruned`
+   * (each removed stream's id and head) is appended to the `system` stream first, then the runs'
+   * events, admissions, guard rows and claims go and the projections are rebuilt. Active, held and
+   * needs-attention runs are never removed. `dryRun` writes nothing and reports what would go.
+   */
+  prune(policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number }): Promise<PruneReport>;
+  /**
    * Take or renew ownership of a run. Succeeds when the run is unclaimed, the lease expired, or
    * `workerId` already holds it; a take-over increments the epoch. Returns null when another
    * worker's lease is live — unless that worker is `takeOverFrom`, known to be dead.
@@ -94,8 +165,8 @@ export interface Journal {
     leaseMs: number,
     options?: { readonly takeOverFrom?: string },
   ): Promise<(Claim & { readonly previous: Claim | null }) | null>;
-  /** Extend every lease this worker holds. */
-  renewClaims(workerId: string, leaseMs: number): Promise<void>;
+  /** Extend every lease this worker still holds; returns the runs renewed (not those taken over). */
+  renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>>;
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
   currentClaim(runId: string): Promise<Claim | null>;
   close(): Promise<void>;

@@ -31,8 +31,10 @@ import {
   CallFailed,
   DefiniteFailure,
   DuplicateAdmission,
+  FencedOut,
   InputConflict,
   InvalidInput,
+  LeaseLost,
   RunHeld,
   RunNotFound,
   RunNotHeld,
@@ -172,12 +174,37 @@ export class Engine {
     });
     this.heartbeat = setInterval(
       () => {
-        if (this.live.size > 0)
-          void this.journal.renewClaims(this.workerId, options.leaseMs).catch(() => undefined);
+        if (this.live.size > 0) void this.renewLeases();
       },
       Math.max(50, Math.floor(options.leaseMs / 3)),
     );
     this.heartbeat.unref?.();
+  }
+
+  /** Local deadlines of this worker's leases, measured from before each claim or renewal. */
+  private readonly leaseDeadlines = new Map<string, number>();
+
+  private async renewLeases(): Promise<void> {
+    const started = Date.now();
+    try {
+      const renewed = new Set(await this.journal.renewClaims(this.workerId, this.options.leaseMs));
+      for (const runId of this.live.keys()) {
+        // A run missing from the renewal was taken over: this worker must not start its effects.
+        this.leaseDeadlines.set(runId, renewed.has(runId) ? started + this.options.leaseMs : 0);
+      }
+    } catch {
+      // A failed renewal extends nothing; the deadlines run out on their own.
+    }
+  }
+
+  private noteClaim(runId: string, startedAt: number): void {
+    this.leaseDeadlines.set(runId, startedAt + this.options.leaseMs);
+  }
+
+  /** Law 10: an effect starts only while this worker's lease on the run is still good. */
+  private leaseHeld(runId: string): boolean {
+    const deadline = this.leaseDeadlines.get(runId);
+    return deadline === undefined || Date.now() < deadline;
   }
 
   get agentNames(): string[] {
@@ -232,8 +259,12 @@ export class Engine {
       }
       throw error;
     }
+    const claimedAt = Date.now();
     const claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
-    if (claim) writer.setFence({ runId, workerId: this.workerId, epoch: claim.epoch });
+    if (claim) {
+      writer.setFence({ runId, workerId: this.workerId, epoch: claim.epoch });
+      this.noteClaim(runId, claimedAt);
+    }
     const result = this.track(runId, () => this.execute(agent, writer, chatId, inputId, maskedInput, []));
     return { runId, reused: false, result };
   }
@@ -252,6 +283,7 @@ export class Engine {
   private track(runId: string, fn: () => Promise<RunResult>): Promise<RunResult> {
     const promise = fn().finally(() => {
       this.live.delete(runId);
+      this.leaseDeadlines.delete(runId);
       void this.journal.releaseClaims(this.workerId, [runId]).catch(() => undefined);
     });
     this.live.set(runId, promise);
@@ -286,6 +318,7 @@ export class Engine {
       tools: this.tools,
       history,
       documents: { journal: this.journal, masker: this.masker },
+      leaseHeld: () => this.leaseHeld(runId),
       replayAllowed: (tool) => this.allowlist[tool.name] === tool.pin,
       runChild: (childAgent, childInput, context) => this.runChild(childAgent, childInput, context.callId),
     });
@@ -297,6 +330,10 @@ export class Engine {
       if (status === "held") return { status: "held", runId, reasons: contextOf(writer.fold).heldReasons };
       if (status !== "running") return resultFromFold(runId, writer.fold);
       if (error instanceof RunHeld) return { status: "held", runId, reasons: error.reasons };
+      // Not this worker's run any more: write nothing; the owner (or the next recovery) goes on.
+      if (error instanceof LeaseLost || error instanceof FencedOut) {
+        return { status: "elsewhere", runId, state: error.message };
+      }
       if (error instanceof CallFailed) {
         // A definite failure the agent did not handle: a person may grant a retry or stop the run.
         const reason = {
@@ -385,6 +422,7 @@ export class Engine {
     const started: Promise<RunResult>[] = [];
     for (const runId of await this.journal.activeRuns()) {
       if (this.live.has(runId)) continue;
+      const claimedAt = Date.now();
       let claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
       if (!claim) {
         const owner = await this.journal.currentClaim(runId);
@@ -398,6 +436,7 @@ export class Engine {
         report.ownedElsewhere.push(runId);
         continue;
       }
+      this.noteClaim(runId, claimedAt);
       const release = () => this.journal.releaseClaims(this.workerId, [runId]);
       const fence = { runId, workerId: this.workerId, epoch: claim.epoch };
 
@@ -423,7 +462,20 @@ export class Engine {
         await release();
         continue;
       }
-      if (statusOf(fold) === "running") {
+      const previous = claim.previous;
+      if (previous && previous.workerId !== this.workerId) {
+        // A take-over: recorded, and from here on the previous owner's appends are fenced out.
+        await writer.append([
+          {
+            type: "run.claimed",
+            runId,
+            workerId: this.workerId,
+            epoch: claim.epoch,
+            previousWorkerId: previous.workerId,
+          },
+        ]);
+      }
+      if (statusOf(writer.fold) === "running") {
         await writer.append([
           {
             type: "run.interrupted",
@@ -554,7 +606,9 @@ export class Engine {
     if (statusOf(writer.fold) !== "running") return { runId, version, result: this.wait(runId) };
     const context = contextOf(writer.fold);
     const agent = this.agents.get(context.agent.name);
+    const claimedAt = Date.now();
     const claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
+    if (claim) this.noteClaim(runId, claimedAt);
     if (!agent || !claim) {
       // Recorded; whoever owns the run (or the next recovery with the agent registered) continues it.
       return { runId, version, result: this.wait(runId) };

@@ -276,3 +276,13 @@ export class DocumentConflict extends Data.TaggedError("DocumentConflict")<{
     return `the ${this.document} of chat ${this.chatId} is at revision ${this.actual}, not ${this.expected}; read it again and apply your change to the current revision — do not repeat any external action to repair the plan`;
   }
 }
+
+/** This worker's lease on the run ran out (paused, partitioned): it must not start the effect. */
+export class LeaseLost extends Data.TaggedError("LeaseLost")<{
+  readonly runId: string;
+  readonly callId: string;
+}> {
+  override get message(): string {
+    return `the lease on run ${this.runId} ran out before call ${this.callId} could start; another worker may own the run now, so this worker does not start the effect`;
+  }
+}

@@ -29,6 +29,7 @@ import {
   DeterminismViolation,
   DocumentConflict,
   InvalidToolArgs,
+  LeaseLost,
   OutcomeUnknown,
   RunHeld,
   UnknownTool,
@@ -78,6 +79,8 @@ export interface TurnDeps {
   readonly history: ReadonlyArray<RecordedEvent>;
   /** Whether a tool may be recorded with disposition `replay`: on the safe list with its current pin. */
   readonly replayAllowed: (tool: AnyToolDef) => boolean;
+  /** False once this worker's lease on the run may have passed to another worker (law 10). */
+  readonly leaseHeld: () => boolean;
   /** Where documents live (the plan). */
   readonly documents: { readonly journal: Journal; readonly masker: Masker };
   /** Admit (or re-admit) a child run and wait for its end. */
@@ -348,6 +351,11 @@ export class TurnImpl implements Turn {
     await this.deps.writer.append([intent]);
     crashPointFor("after-intent", spec.name);
 
+    if (!this.deps.leaseHeld()) {
+      // Paused or cut off past the lease: another worker may own the run now. The intent stays in
+      // doubt for the new owner to classify; this worker does not start the effect.
+      throw new LeaseLost({ runId: this.runId, callId });
+    }
     let result: unknown;
     try {
       result = await spec.run(spec.runArgs, context);

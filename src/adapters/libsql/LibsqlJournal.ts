@@ -12,10 +12,15 @@ import type {
   AppendResult,
   Claim,
   Journal,
+  ProjectionRebuild,
+  PruneReport,
+  RetentionPolicy,
+  StoredProjectionRow,
   StreamHead,
 } from "../../runtime/Journal.js";
 import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import { projectionPageProgram, pruneProgram, rebuildProgram } from "../sql/maintenance.js";
 import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
   type AdmissionRow,
@@ -366,13 +371,46 @@ export class LibsqlJournal implements Journal {
     readonly after: number;
     readonly limit: number;
   }): Promise<ReadonlyArray<RecordedEvent>> {
-    return this.readAllRows(options).map(decodeRow);
+    return this.rawRows(options).map(decodeRow);
   }
 
   /** Raw rows, undecoded: for the audit, which must see what is stored even when it does not decode. */
-  readAllRows(options: { readonly after: number; readonly limit: number }): StoredRow[] {
+  async readAllRows(options: { readonly after: number; readonly limit: number }): Promise<StoredRow[]> {
+    return this.rawRows(options);
+  }
+
+  private rawRows(options: { readonly after: number; readonly limit: number }): StoredRow[] {
     this.assertOpen();
     return this.rows<EventRow>(SQL.all, options.after, options.limit).map(toStored);
+  }
+
+  async projectionPage(
+    name: string,
+    options: { readonly after: string | null; readonly limit: number },
+  ): Promise<ReadonlyArray<StoredProjectionRow>> {
+    this.assertOpen();
+    return this.runProgram(projectionPageProgram(name, options.after, options.limit));
+  }
+
+  // ---------------------------------------------------------------- maintenance
+
+  async rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>> {
+    this.assertOpen();
+    return this.writeTransaction(() => this.runProgram(rebuildProgram(SQL, inlineProjections, null)));
+  }
+
+  async prune(
+    policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number },
+  ): Promise<PruneReport> {
+    this.assertOpen();
+    const program = pruneProgram(SQL, inlineProjections, null, {
+      ...policy,
+      dryRun: policy.dryRun ?? false,
+      now: policy.now ?? Date.now(),
+    });
+    // A dry run reads one consistent snapshot and takes no write lock.
+    if (policy.dryRun) return this.readTransaction(() => this.runProgram(program));
+    return this.writeTransaction(() => this.runProgram(program));
   }
 
   async streamHead(streamId: string): Promise<StreamHead | null> {
@@ -422,9 +460,9 @@ export class LibsqlJournal implements Journal {
     );
   }
 
-  async renewClaims(workerId: string, leaseMs: number): Promise<void> {
-    if (this.closed) return;
-    this.writeTransaction(() => this.runProgram(renewProgram(SQL, workerId, leaseMs)));
+  async renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>> {
+    if (this.closed) return [];
+    return this.writeTransaction(() => this.runProgram(renewProgram(SQL, workerId, leaseMs)));
   }
 
   async releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void> {
@@ -480,6 +518,15 @@ export class LibsqlJournal implements Journal {
     } catch (error) {
       if (this.db.inTransaction) this.db.exec("ROLLBACK");
       throw error;
+    }
+  }
+
+  private readTransaction<T>(fn: () => T): T {
+    this.db.exec("BEGIN");
+    try {
+      return fn();
+    } finally {
+      this.db.exec("ROLLBACK");
     }
   }
 

@@ -9,10 +9,15 @@ import type {
   AppendResult,
   Claim,
   Journal,
+  ProjectionRebuild,
+  PruneReport,
+  RetentionPolicy,
+  StoredProjectionRow,
   StreamHead,
 } from "../../runtime/Journal.js";
 import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import { projectionPageProgram, pruneProgram, rebuildProgram } from "../sql/maintenance.js";
 import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
   type AdmissionRow,
@@ -288,6 +293,44 @@ export class PostgresJournal implements Journal {
     return (await this.rows<EventRow>(SQL.all, [options.after, options.limit])).map(toStored);
   }
 
+  async projectionPage(
+    name: string,
+    options: { readonly after: string | null; readonly limit: number },
+  ): Promise<ReadonlyArray<StoredProjectionRow>> {
+    this.assertOpen();
+    const program = projectionPageProgram(name, options.after, options.limit);
+    return runAsync(program, async (step) => {
+      if (step.kind === "now") return Date.now();
+      const rows = await this.rows(step.sql, step.params);
+      return step.kind === "get" ? rows[0] : rows;
+    });
+  }
+
+  // ---------------------------------------------------------------- maintenance
+
+  /** Appends take this lock first thing; maintenance takes it too, so they wait for each other. */
+  private get lockAppends(): string {
+    return `SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}'))`;
+  }
+
+  async rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>> {
+    this.assertOpen();
+    return this.transaction(rebuildProgram(SQL, inlineProjections, this.lockAppends));
+  }
+
+  async prune(
+    policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number },
+  ): Promise<PruneReport> {
+    this.assertOpen();
+    return this.transaction(
+      pruneProgram(SQL, inlineProjections, this.lockAppends, {
+        ...policy,
+        dryRun: policy.dryRun ?? false,
+        now: policy.now ?? Date.now(),
+      }),
+    );
+  }
+
   private async ownCommitsReadable(): Promise<void> {
     if (this.ownXid < this.horizon) return;
     const deadline = Date.now() + (this.options.readYourWritesMs ?? 5000);
@@ -344,9 +387,9 @@ export class PostgresJournal implements Journal {
     return this.transaction(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom));
   }
 
-  async renewClaims(workerId: string, leaseMs: number): Promise<void> {
-    if (this.closed) return;
-    await this.transaction(renewProgram(SQL, workerId, leaseMs));
+  async renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>> {
+    if (this.closed) return [];
+    return this.transaction(renewProgram(SQL, workerId, leaseMs));
   }
 
   async releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void> {

@@ -35,8 +35,9 @@ export function* appendProgram(
   const current = head ? Number(head.version) : 0;
   const wrongVersion = () =>
     new WrongExpectedVersion({ streamId, expected: describeExpected(expectedVersion), actual: current });
-  if (!expectedVersionMatches(expectedVersion, current)) throw wrongVersion();
+  // The fence first: a superseded worker must learn that it lost the run, not that it is behind.
   if (fence) checkFence(fence, yield* get<ClaimRow>(sql.fenceClaim, [fence.runId]));
+  if (!expectedVersionMatches(expectedVersion, current)) throw wrongVersion();
 
   let prevHash = head?.hash ?? GENESIS_HASH;
   let version = current;
@@ -124,7 +125,7 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
  * Evolve every inline projection the events touch, reading each row once and writing its final
  * state once, with the position of the last event that changed it.
  */
-function* applyProjections(
+export function* applyProjections(
   sql: Statements,
   recorded: ReadonlyArray<RecordedEvent>,
   projections: ReadonlyArray<AnyProjection>,

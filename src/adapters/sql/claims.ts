@@ -1,5 +1,5 @@
 import type { Claim } from "../../runtime/Journal.js";
-import { get, now, type Program, run } from "./program.js";
+import { all, get, now, type Program, run } from "./program.js";
 import { type ClaimRow, toClaim } from "./rows.js";
 import type { Statements } from "./statements.js";
 
@@ -39,9 +39,11 @@ export function* claimProgram(
   return null;
 }
 
-export function* renewProgram(sql: Statements, workerId: string, leaseMs: number): Program<void> {
+/** Extend every lease the worker still holds; the runs renewed (a run taken over is not among them). */
+export function* renewProgram(sql: Statements, workerId: string, leaseMs: number): Program<string[]> {
   const at = yield* now();
-  yield* run(sql.renew, [at + leaseMs, workerId]);
+  const rows = yield* all<{ run_id: string }>(sql.renew, [at + leaseMs, workerId]);
+  return rows.map((r) => r.run_id);
 }
 
 export function* releaseProgram(

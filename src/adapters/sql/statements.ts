@@ -57,7 +57,7 @@ export const statements = (dialect: Dialect) =>
     insertClaim:
       "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
     updateClaim: "UPDATE claims SET worker_id = ?, epoch = ?, lease_until = ? WHERE run_id = ?",
-    renew: "UPDATE claims SET lease_until = ? WHERE worker_id = ?",
+    renew: "UPDATE claims SET lease_until = ? WHERE worker_id = ? RETURNING run_id",
     release: "DELETE FROM claims WHERE worker_id = ?",
     releaseRun: "DELETE FROM claims WHERE worker_id = ? AND run_id = ?",
     fingerprintKey: "SELECT value FROM meta WHERE key = 'fingerprint_key'",

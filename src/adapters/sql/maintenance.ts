@@ -1,0 +1,214 @@
+import { createHash } from "node:crypto";
+import { type AnyEvent, decodeRow, runStreamId, SYSTEM_STREAM } from "../../events/index.js";
+import type { AnyProjection } from "../../projections/index.js";
+import type {
+  ProjectionRebuild,
+  PrunedRun,
+  PruneReport,
+  RetentionPolicy,
+  StoredProjectionRow,
+} from "../../runtime/Journal.js";
+import { checkPrunable, type RetentionCandidate, selectForPruning } from "../../runtime/retention.js";
+import { appendAllProgram, applyProjections } from "./append.js";
+import { all, get, type Program, run } from "./program.js";
+import { type EventRow, toStored } from "./rows.js";
+import type { Statements } from "./statements.js";
+
+const EVENT_COLUMNS =
+  "position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data";
+
+/**
+ * The SQL of the maintenance programs (rebuild, retention), the same text on both engines. Reads
+ * here run inside a transaction that holds the append lock, so every committed event is final and
+ * no visibility horizon is needed (unlike `readAll`).
+ */
+export const MAINTENANCE = {
+  eventsPage: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`,
+  streamRows: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY version`,
+  projectionFirst: "SELECT key, value, position FROM projections WHERE name = ? ORDER BY key LIMIT ?",
+  projectionAfter:
+    "SELECT key, value, position FROM projections WHERE name = ? AND key > ? ORDER BY key LIMIT ?",
+  deleteProjection: "DELETE FROM projections WHERE name = ?",
+  /** Every run with its guard row and its stream's head. */
+  candidates:
+    "SELECT g.run_id, g.chat_id, g.active, e.version, e.hash, e.position, e.recorded_at FROM run_guard g JOIN events e ON e.stream_id = 'run-' || g.run_id AND e.version = (SELECT max(x.version) FROM events x WHERE x.stream_id = e.stream_id)",
+  markRetention: "INSERT INTO meta (key, value) VALUES ('retention_in_progress', ?)",
+  unmarkRetention: "DELETE FROM meta WHERE key = 'retention_in_progress'",
+  deleteEvents: "DELETE FROM events WHERE stream_id = ?",
+  deleteAdmission: "DELETE FROM admissions WHERE run_id = ?",
+  deleteGuard: "DELETE FROM run_guard WHERE run_id = ?",
+  deleteClaim: "DELETE FROM claims WHERE run_id = ?",
+} as const;
+
+/** Events are read this many at a time: a rebuild streams the log through bounded memory. */
+const PAGE = 500;
+
+interface ProjectionRowSql {
+  readonly key: string;
+  readonly value: string;
+  readonly position: number | string;
+}
+
+const toProjectionRow = (row: ProjectionRowSql): StoredProjectionRow => ({
+  key: row.key,
+  value: row.value,
+  position: Number(row.position),
+});
+
+/** One page of a projection's stored rows, in key order. */
+export function* projectionPageProgram(
+  name: string,
+  after: string | null,
+  limit: number,
+): Program<StoredProjectionRow[]> {
+  const rows =
+    after === null
+      ? yield* all<ProjectionRowSql>(MAINTENANCE.projectionFirst, [name, limit])
+      : yield* all<ProjectionRowSql>(MAINTENANCE.projectionAfter, [name, after, limit]);
+  return rows.map(toProjectionRow);
+}
+
+/** A digest and count of a projection's stored rows, read page by page. */
+function* storedDigest(name: string): Program<{ digest: string; rows: number }> {
+  const hash = createHash("sha256");
+  let rows = 0;
+  let after: string | null = null;
+  for (;;) {
+    const page: StoredProjectionRow[] = yield* projectionPageProgram(name, after, PAGE);
+    for (const row of page) hash.update(`${row.key}\u0000${row.value}\u0000${row.position}\n`);
+    rows += page.length;
+    const last = page.at(-1);
+    if (!last || page.length < PAGE) break;
+    after = last.key;
+  }
+  return { digest: hash.digest("hex"), rows };
+}
+
+/**
+ * Replace every inline projection with a fold of the events from position 0, using the write
+ * path's own projection step, so a rebuilt row is what the inline update would have written.
+ * The caller holds the write transaction; an event that does not decode throws and undoes it all.
+ */
+function* rebuildBody(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+): Program<ProjectionRebuild[]> {
+  const before = new Map<string, string>();
+  for (const projection of projections)
+    before.set(projection.name, (yield* storedDigest(projection.name)).digest);
+  for (const projection of projections) yield* run(MAINTENANCE.deleteProjection, [projection.name]);
+  let after = 0;
+  for (;;) {
+    const rows = yield* all<EventRow>(MAINTENANCE.eventsPage, [after, PAGE]);
+    const recorded = rows.map((row) => decodeRow(toStored(row)));
+    if (recorded.length > 0) yield* applyProjections(sql, recorded, projections);
+    const last = recorded.at(-1);
+    if (!last || rows.length < PAGE) break;
+    after = last.position;
+  }
+  const report: ProjectionRebuild[] = [];
+  for (const projection of projections) {
+    const now = yield* storedDigest(projection.name);
+    report.push({
+      name: projection.name,
+      rows: now.rows,
+      changed: now.digest !== before.get(projection.name),
+    });
+  }
+  return report;
+}
+
+/**
+ * `lockAppends`: the statement that makes concurrent appends wait (PostgreSQL's advisory append
+ * lock); null where the transaction itself is exclusive (libSQL's `BEGIN IMMEDIATE`).
+ */
+export function* rebuildProgram(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+): Program<ProjectionRebuild[]> {
+  if (lockAppends) yield* get(lockAppends, []);
+  return yield* rebuildBody(sql, projections);
+}
+
+interface CandidateRow {
+  readonly run_id: string;
+  readonly chat_id: string;
+  readonly active: number | string;
+  readonly version: number | string;
+  readonly hash: string;
+  readonly position: number | string;
+  readonly recorded_at: string;
+}
+
+/**
+ * Retention (DESIGN §9), one transaction: choose the finished runs the policy does not keep, check
+ * each against its own events, record `retention.pruned` with their heads in the `system` stream,
+ * then delete their events, admission, guard row and claim, and rebuild the projections from what
+ * remains. A dry run stops after the checks and writes nothing.
+ */
+export function* pruneProgram(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+  policy: RetentionPolicy & { readonly dryRun: boolean; readonly now: number },
+): Program<PruneReport> {
+  if (lockAppends && !policy.dryRun) yield* get(lockAppends, []);
+  const candidates: RetentionCandidate[] = (yield* all<CandidateRow>(MAINTENANCE.candidates, [])).map(
+    (row) => ({
+      runId: row.run_id,
+      chatId: row.chat_id,
+      active: Number(row.active) === 1,
+      version: Number(row.version),
+      hash: row.hash,
+      position: Number(row.position),
+      recordedAt: row.recorded_at,
+    }),
+  );
+  const selection = selectForPruning(candidates, policy, policy.now);
+  const pruned: PrunedRun[] = [];
+  const skipped: Array<{ runId: string; reason: string }> = [];
+  for (const candidate of selection.prune) {
+    const streamId = runStreamId(candidate.runId);
+    const rows = (yield* all<EventRow>(MAINTENANCE.streamRows, [streamId])).map(toStored);
+    const checked = checkPrunable(rows, candidate);
+    if ("problem" in checked) {
+      skipped.push({ runId: candidate.runId, reason: checked.problem });
+      continue;
+    }
+    pruned.push({
+      runId: candidate.runId,
+      chatId: candidate.chatId,
+      status: checked.status,
+      streamId,
+      version: candidate.version,
+      hash: candidate.hash,
+      position: candidate.position,
+      finishedAt: candidate.recordedAt,
+    });
+  }
+  const report = { dryRun: policy.dryRun, pruned, kept: selection.kept, skipped };
+  if (policy.dryRun || pruned.length === 0) return { ...report, recorded: null };
+
+  // Said first, in the same transaction: the triggers let events go only while this row exists.
+  yield* run(MAINTENANCE.markRetention, [new Date(policy.now).toISOString()]);
+  const sealed: AnyEvent = {
+    type: "retention.pruned",
+    streams: pruned.map(({ streamId, version, hash, position }) => ({ streamId, version, hash, position })),
+  };
+  const [appended] = yield* appendAllProgram(
+    sql,
+    [{ streamId: SYSTEM_STREAM, expectedVersion: "any", events: [sealed] }],
+    projections,
+  );
+  for (const { runId, streamId } of pruned) {
+    yield* run(MAINTENANCE.deleteEvents, [streamId]);
+    yield* run(MAINTENANCE.deleteAdmission, [runId]);
+    yield* run(MAINTENANCE.deleteGuard, [runId]);
+    yield* run(MAINTENANCE.deleteClaim, [runId]);
+  }
+  yield* run(MAINTENANCE.unmarkRetention, []);
+  // A chat's row carries the checkpoint of its latest run, which may be one just removed.
+  yield* rebuildBody(sql, projections);
+  return { ...report, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
+}
