@@ -177,42 +177,39 @@ export const allowlistCheckCommand = async (options: AllowlistOptions, io: Io): 
       tools: rows,
       unlistedReplayTools: unlisted,
     });
-    if (problems.length > 0) return ExitCode.failed;
-    return ExitCode.ok;
-  }
-  await io.out.line(`safe list ${file}, module ${resolve(options.module)}`);
-  if (rows.length === 0) await io.out.line("  the safe list is empty: no tool is replayed after a crash");
-  else
-    await io.out.line(
-      table(
-        ["tool", "status", "listed pin", "current pin"],
-        rows.map((row) => [
-          row.tool,
-          row.status === "missing" ? "not in module" : row.status === "mismatch" ? "CHANGED" : "ok",
-          short(row.listed),
-          row.current === null ? "-" : short(row.current),
-        ]),
-      ),
-    );
-  if (unlisted.length > 0) {
-    await io.out.line(
-      `not listed (they ask for replay, so their calls are recorded as hold): ${unlisted.join(", ")}`,
-    );
+  } else {
+    await io.out.line(`safe list ${file}, module ${resolve(options.module)}`);
+    if (rows.length === 0) await io.out.line("  the safe list is empty: no tool is replayed after a crash");
+    else
+      await io.out.line(
+        table(
+          ["tool", "status", "listed pin", "current pin"],
+          rows.map((row) => [
+            row.tool,
+            row.status === "missing" ? "not in module" : row.status === "mismatch" ? "CHANGED" : "ok",
+            short(row.listed),
+            row.current === null ? "-" : short(row.current),
+          ]),
+        ),
+      );
+    if (unlisted.length > 0) {
+      await io.out.line(
+        `not listed (they ask for replay, so their calls are recorded as hold): ${unlisted.join(", ")}`,
+      );
+    }
   }
   if (problems.length > 0) {
-    const changed = problems.filter((row) => row.status === "mismatch").map((row) => row.tool);
-    const missing = problems.filter((row) => row.status === "missing").map((row) => row.tool);
+    const what = problems.map((row) =>
+      row.status === "mismatch"
+        ? `${row.tool} changed since it was pinned (listed ${short(row.listed)}, now ${short(row.current ?? "")})`
+        : `${row.tool} is listed but the module does not export it`,
+    );
     throw new CliError(
       ExitCode.failed,
-      [
-        changed.length > 0 ? `changed since they were pinned: ${changed.join(", ")}` : "",
-        missing.length > 0 ? `listed but not exported by the module: ${missing.join(", ")}` : "",
-      ]
-        .filter((part) => part !== "")
-        .join("; also "),
+      `${problems.length} safe-list entr${problems.length === 1 ? "y does" : "ies do"} not match ${resolve(options.module)}: ${what.join("; ")}`,
       "a changed tool is not replayed until you audit it again and re-add it (`holdfast allowlist add <tool> --module …`)",
     );
   }
-  await io.out.line(`every listed tool matches its current source (${rows.length})`);
+  if (!options.json) await io.out.line(`every listed tool matches its current source (${rows.length})`);
   return ExitCode.ok;
 };
