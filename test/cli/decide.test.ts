@@ -1,0 +1,172 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { lineOf, runWorker } from "../support/processes.js";
+import { countOf } from "../support/witness.js";
+import { expectTwoLineError, parseJsonLines, runCli } from "./cliProcess.js";
+
+/**
+ * One held run for the whole file, made as in test/decisions: a worker is SIGKILLed right after the
+ * non-allowlisted `record` tool took effect and before its outcome was committed; the next process
+ * to open the journal holds the run (the call is in doubt). The tests then run in order on it.
+ */
+let dir = "";
+let db = "";
+let witness = "";
+let runId = "";
+let version = 0;
+
+const workerEnv = () => ({ HF_DB: db, HF_WITNESS: witness, HF_CHAT: "c", HF_INPUT: "i", HF_PREFIX: "p" });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "holdfast-cli-decide-"));
+  db = join(dir, "journal.db");
+  witness = join(dir, "witness.txt");
+  const crashed = await runWorker({
+    ...workerEnv(),
+    HF_ACTION: "submit",
+    HOLDFAST_CRASH_AT: "after-effect-before-outcome",
+    HOLDFAST_CRASH_CALL: "record",
+  });
+  expect(crashed.signal).toBe("SIGKILL");
+  const recovered = await runWorker({ ...workerEnv(), HF_ACTION: "recover" });
+  const report = lineOf(recovered, "recovery")?.report as { held: Array<{ runId: string }> };
+  expect(report.held).toHaveLength(1);
+  runId = report.held[0]!.runId;
+  expect(countOf(witness, "p-a")).toBe(1);
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+interface ShownJson {
+  run: { status: string };
+  version: number;
+  events: unknown[];
+  commands: Array<{ action: string; decision?: string; command: string; meaning: string }>;
+}
+
+describe("holdfast show and decide on a held run (in order, one held run)", () => {
+  it("show --json gives the stream version and the five decide commands made on it", async () => {
+    const result = await runCli(["show", runId, "--db", db, "--json"]);
+    expect(result.code).toBe(0);
+    const shown = JSON.parse(result.stdout) as ShownJson;
+    expect(shown.run.status).toBe("held");
+    expect(shown.version).toBe(shown.events.length);
+    version = shown.version;
+    const at = `--based-on ${version} --db ${db}`;
+    expect(shown.commands.map((c) => c.command)).toEqual([
+      `holdfast decide ${runId} resume ${at}`,
+      `holdfast decide ${runId} stop ${at}`,
+      `holdfast decide ${runId} new-attempt ${at}`,
+      `holdfast decide ${runId} confirmed-completed --based-on ${version} --note "…" --db ${db}`,
+      `holdfast decide ${runId} confirmed-not-completed --based-on ${version} --note "…" --db ${db}`,
+    ]);
+  });
+
+  it("show prints the held reason, the version and the exact decide command lines", async () => {
+    const result = await runCli(["show", runId, "--db", db]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`version    ${version}`);
+    expect(result.stdout).toContain(`${runId}/0 in-doubt`);
+    expect(result.stdout).toContain(`what you can do (made on version ${version};`);
+    expect(result.stdout).toContain(
+      `  holdfast decide ${runId} confirmed-completed --based-on ${version} --note "…" --db ${db}`,
+    );
+  });
+
+  it("an unknown decision is a usage error: exit 2, naming the five decisions", async () => {
+    const result = await runCli(["decide", runId, "maybe", "--based-on", String(version), "--db", db]);
+    expect(result.code).toBe(2);
+    const { reason } = expectTwoLineError(result.stderr);
+    expect(reason).toBe(
+      `"maybe" is not a decision; use one of resume, stop, new-attempt, confirmed-completed, confirmed-not-completed`,
+    );
+  });
+
+  it("a decision on a stale --based-on exits 1 naming the current version", async () => {
+    const result = await runCli(["decide", runId, "stop", "--based-on", String(version - 1), "--db", db]);
+    expect(result.code).toBe(1);
+    const { reason, hint } = expectTwoLineError(result.stderr);
+    expect(reason).toBe(
+      `run ${runId} is at version ${version}, the decision was made on version ${version - 1}; nothing was written`,
+    );
+    expect(hint).toContain(`--based-on ${version}`);
+  });
+
+  it("a confirmation without --note exits 1 and asks how you know", async () => {
+    const result = await runCli([
+      "decide",
+      runId,
+      "confirmed-completed",
+      "--based-on",
+      String(version),
+      "--db",
+      db,
+    ]);
+    expect(result.code).toBe(1);
+    expect(expectTwoLineError(result.stderr).reason).toContain("needs a note saying how you know");
+  });
+
+  it("a good decision exits 0 on the same version (so the refusals wrote nothing) and says who continues the run", async () => {
+    const result = await runCli([
+      "decide",
+      runId,
+      "confirmed-completed",
+      "--based-on",
+      String(version),
+      "--note",
+      "the line p-a is in the witness file",
+      "--result",
+      '{"label":"p-a","recorded":true}',
+      "--by",
+      "ada",
+      "--db",
+      db,
+    ]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      `recorded confirmed-completed on run ${runId} by ada (version ${version} → ${version + 1})`,
+    );
+    expect(result.stdout).toContain(
+      `recorded; the run continues when a runtime with agent "steps@1" opens this journal`,
+    );
+  });
+
+  it("the decision is in `holdfast events --json`, once, with who, why and the version it was made on", async () => {
+    const result = await runCli(["events", "--db", db, "--json"]);
+    expect(result.code).toBe(0);
+    const decisions = parseJsonLines(result.stdout).filter((line) => line.type === "decision.recorded");
+    expect(decisions).toHaveLength(1);
+    expect(decisions[0]).toMatchObject({
+      streamId: `run-${runId}`,
+      version: version + 1,
+      payload: {
+        decision: "confirmed-completed",
+        basedOnVersion: version,
+        decidedBy: "ada",
+        note: "the line p-a is in the witness file",
+        callIds: [`${runId}/0`],
+        result: { label: "p-a", recorded: true },
+      },
+    });
+  });
+
+  it("the next process with the agent registered continues the decided run; the confirmed effect is not repeated", async () => {
+    const resumed = await runWorker({ ...workerEnv(), HF_ACTION: "recover" });
+    const results = lineOf(resumed, "recovered")?.results as Array<{ runId: string; status: string }>;
+    expect(results).toEqual([
+      expect.objectContaining({
+        runId,
+        status: "completed",
+        output: expect.objectContaining({ a: { label: "p-a", recorded: true } }),
+      }),
+    ]);
+    expect(countOf(witness, "p-a")).toBe(1);
+    expect(countOf(witness, "p-b")).toBe(1);
+    expect(countOf(witness, "p-c")).toBe(1);
+  });
+});
