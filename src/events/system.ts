@@ -7,10 +7,15 @@ export const JournalOpened = Schema.Struct({
   engine: Schema.String,
 });
 
-/** Retention removed finished runs; their heads stay here so what remains still verifies. */
+/**
+ * Retention removed finished runs; their heads stay here so what remains still verifies. `position`
+ * is the global position of each removed head, so an anchored head digest (`D@P`) stays checkable.
+ */
 export const RetentionPruned = Schema.Struct({
   type: Schema.tag("retention.pruned"),
-  streams: Schema.Array(Schema.Struct({ streamId: Schema.String, version: Schema.Int, hash: Digest })),
+  streams: Schema.Array(
+    Schema.Struct({ streamId: Schema.String, version: Schema.Int, hash: Digest, position: Schema.Int }),
+  ),
 });
 
 export const BackupWritten = Schema.Struct({

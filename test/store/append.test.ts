@@ -43,7 +43,7 @@ describe("append", () => {
         expect(e.prevHash).toBe(i === 0 ? GENESIS_HASH : events[i - 1]!.hash);
       });
     }
-    const rows = journal.readAllRows({ after: 0, limit: 100 });
+    const rows = await journal.readAllRows({ after: 0, limit: 100 });
     for (const row of rows) expect(rowHash(row)).toBe(row.hash);
     // A flipped byte in the payload no longer recomputes.
     const tampered = { ...rows[0]!, data: rows[0]!.data.replace("libsql", "libsqL") };

@@ -11,6 +11,7 @@ import {
 } from "../../src/events/index.js";
 import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
 import { foldProjection, inlineProjections } from "../../src/projections/index.js";
+import { auditJournal } from "../../src/runtime/audit.js";
 import {
   ActiveRunExists,
   DuplicateAdmission,
@@ -543,6 +544,126 @@ export const journalContract = (
         await expect(journal.readAll({ after: 2, limit: 10 })).rejects.toThrow(/not JSON/);
       });
     });
+
+    describe("maintenance: raw reads, audit, rebuild, retention", () => {
+      /** Finished, stopped, held and running runs, one chat each. */
+      const givenRuns = async () => {
+        const ctx = await given();
+        const { journal } = ctx;
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: finishedRun("r1", "c1"),
+        });
+        await journal.append({
+          streamId: "run-r2",
+          expectedVersion: "no-stream",
+          events: [admitted("r2", "c2", "i"), ...heldThenStopped("r2")],
+        });
+        await journal.append({
+          streamId: "run-r3",
+          expectedVersion: "no-stream",
+          events: [admitted("r3", "c3", "i"), ...heldThenStopped("r3").slice(0, 2)],
+        });
+        await journal.append({
+          streamId: "run-r4",
+          expectedVersion: "no-stream",
+          events: [admitted("r4", "c4", "i"), intended("r4", 0)],
+        });
+        return ctx;
+      };
+
+      it("readAllRows returns the stored rows undecoded, and projectionPage pages a projection in key order", async () => {
+        const { journal, store } = await givenRuns();
+        await store.corrupt("run-r4", 2, "not json");
+        const rows = await journal.readAllRows({ after: 0, limit: 100 });
+        expect(rows.map((r) => `${r.streamId}@${r.version}`)).toEqual(
+          (await store.rawRows()).map((r) => `${r.streamId}@${r.version}`),
+        );
+        expect(rows.at(-1)?.data).toBe("not json");
+        const first = await journal.projectionPage("runs", { after: null, limit: 3 });
+        const rest = await journal.projectionPage("runs", { after: first.at(-1)!.key, limit: 3 });
+        expect([...first, ...rest].map((r) => r.key)).toEqual(["r1", "r2", "r3", "r4"]);
+        expect(JSON.parse(first[0]!.value)).toMatchObject({ runId: "r1", status: "completed" });
+        expect(first[0]!.position).toBe(
+          rows.find((r) => r.streamId === "run-r1" && r.version === 4)!.position,
+        );
+      });
+
+      it("the audit of a journal written through the port is clean; a payload changed behind its back is a hash-mismatch finding", async () => {
+        const { journal, store } = await givenRuns();
+        const clean = await auditJournal(journal, { pageSize: 3 });
+        expect(clean.findings).toEqual([]);
+        expect(clean).toMatchObject({ clean: true, events: 13, streams: 4, runs: 4 });
+        await store.corrupt("run-r1", 3, JSON.stringify({ ...(done("r1", 0) as object), result: { ok: 1 } }));
+        const after = await auditJournal(journal, { pageSize: 3 });
+        expect(after.findings).toEqual([
+          expect.objectContaining({ kind: "hash-mismatch", streamId: "run-r1", version: 3 }),
+        ]);
+      });
+
+      it("rebuildProjections restores a projection row changed behind the journal's back, and says what changed", async () => {
+        const { journal, store } = await givenRuns();
+        expect((await journal.rebuildProjections()).filter((p) => p.changed)).toEqual([]);
+        await store.exec(
+          `UPDATE projections SET value = '{"runId":"r1","status":"running"}' WHERE name = 'runs' AND key = 'r1'`,
+        );
+        await store.exec("DELETE FROM projections WHERE name = 'calls' AND key = 'r4/0'");
+        const report = await journal.rebuildProjections();
+        expect(report.filter((p) => p.changed).map((p) => p.name)).toEqual(["runs", "calls"]);
+        expect(report.find((p) => p.name === "runs")).toEqual({ name: "runs", rows: 4, changed: true });
+        expect(await journal.projection("runs", "r1")).toMatchObject({ status: "completed" });
+        expect(await journal.projection("calls", "r4/0")).toMatchObject({ status: "in-doubt" });
+        expect((await auditJournal(journal)).findings).toEqual([]);
+      });
+
+      it("prune removes only finished runs, records retention.pruned with their heads first, and the audit still passes", async () => {
+        const { journal, store } = await givenRuns();
+        const heads = { r1: await journal.streamHead("run-r1"), r2: await journal.streamHead("run-r2") };
+        const before = await store.rawRows();
+        const dry = await journal.prune({ keepRuns: 0, keepDays: 0, dryRun: true });
+        expect(dry.pruned.map((r) => r.runId).sort()).toEqual(["r1", "r2"]);
+        expect(dry.recorded).toBeNull();
+        expect(await store.rawRows()).toEqual(before);
+
+        const report = await journal.prune({ keepRuns: 0, keepDays: 0 });
+        expect(report.pruned.map((r) => [r.runId, r.status]).sort()).toEqual([
+          ["r1", "completed"],
+          ["r2", "stopped"],
+        ]);
+        expect(report.recorded).toEqual({ streamId: "system", version: 1 });
+        expect(await journal.readStream("run-r1")).toEqual([]);
+        expect(await journal.readStream("run-r2")).toEqual([]);
+        expect(await journal.admission("c1", "i")).toBeNull();
+        expect(await journal.projection("runs", "r1")).toBeNull();
+        expect(await journal.projection("calls", "r1/0")).toBeNull();
+        expect([...(await journal.activeRuns())].sort()).toEqual(["r3", "r4"]);
+        expect((await journal.readStream("run-r3")).length).toBe(3);
+        const [sealed] = await journal.readStream("system");
+        expect(sealed?.event).toMatchObject({
+          type: "retention.pruned",
+          streams: expect.arrayContaining([
+            expect.objectContaining({ streamId: "run-r1", version: 4, hash: heads.r1?.hash }),
+            expect.objectContaining({ streamId: "run-r2", version: 4, hash: heads.r2?.hash }),
+          ]),
+        });
+        const audit = await auditJournal(journal);
+        expect(audit.findings).toEqual([]);
+        expect(audit.prunedStreams).toBe(2);
+        // The database still refuses deletes outside retention.
+        await expect(store.exec("DELETE FROM events WHERE stream_id = 'run-r3'")).rejects.toThrow();
+        // Nothing left to prune.
+        expect((await journal.prune({ keepRuns: 0, keepDays: 0 })).recorded).toBeNull();
+      });
+
+      it("prune keeps the newest finished runs and those finished within the window", async () => {
+        const { journal } = await givenRuns();
+        expect(
+          (await journal.prune({ keepRuns: 1, keepDays: 0, dryRun: true })).pruned.map((r) => r.runId),
+        ).toEqual(["r1"]);
+        expect((await journal.prune({ keepRuns: 0, keepDays: 1 })).pruned).toEqual([]);
+      });
+    });
   });
 };
 
@@ -611,6 +732,14 @@ const completed = (runId: string): AnyEvent => ({
   output: "ok",
   outputDigest: D,
 });
+
+/** A whole run that completed: one call, its outcome, completion. */
+const finishedRun = (runId: string, chatId: string): AnyEvent[] => [
+  admitted(runId, chatId, "i"),
+  intended(runId, 0),
+  done(runId, 0),
+  completed(runId),
+];
 
 /** After run.admitted (version 1): an in-doubt call, held, then stopped by a person. */
 const heldThenStopped = (runId: string): AnyEvent[] => [

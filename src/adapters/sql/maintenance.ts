@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type AnyEvent, decodeRow, runStreamId, SYSTEM_STREAM } from "../../events/index.js";
+import { type AnyEvent, canonicalJson, decodeRow, runStreamId, SYSTEM_STREAM } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
 import type {
   ProjectionRebuild,
@@ -55,6 +55,14 @@ const toProjectionRow = (row: ProjectionRowSql): StoredProjectionRow => ({
   position: Number(row.position),
 });
 
+const canonicalValue = (text: string): string => {
+  try {
+    return canonicalJson(JSON.parse(text));
+  } catch {
+    return text;
+  }
+};
+
 /** One page of a projection's stored rows, in key order. */
 export function* projectionPageProgram(
   name: string,
@@ -68,14 +76,19 @@ export function* projectionPageProgram(
   return rows.map(toProjectionRow);
 }
 
-/** A digest and count of a projection's stored rows, read page by page. */
+/**
+ * A digest and count of a projection's stored rows, read page by page. Values are compared as
+ * canonical JSON: an inline row keeps the key order of the live event, a rebuilt one that of the
+ * stored (canonical) payload, and that difference is not a change.
+ */
 function* storedDigest(name: string): Program<{ digest: string; rows: number }> {
   const hash = createHash("sha256");
   let rows = 0;
   let after: string | null = null;
   for (;;) {
     const page: StoredProjectionRow[] = yield* projectionPageProgram(name, after, PAGE);
-    for (const row of page) hash.update(`${row.key}\u0000${row.value}\u0000${row.position}\n`);
+    for (const row of page)
+      hash.update(`${row.key}\u0000${canonicalValue(row.value)}\u0000${row.position}\n`);
     rows += page.length;
     const last = page.at(-1);
     if (!last || page.length < PAGE) break;
