@@ -1,0 +1,98 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectTwoLineError, ROOT, runCli } from "./cliProcess.js";
+
+/**
+ * A module of tools as an application writes it: `read_page` asks for replay and pins its whole
+ * module (moduleSource), so any edit to the file voids its pin; `send_email` is a plain tool.
+ */
+const moduleText = (version: string): string => `
+import { Schema } from ${JSON.stringify(import.meta.resolve("effect"))};
+import { defineTool } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "index.ts")).href)};
+import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "tools", "moduleSource.ts")).href)};
+
+// ${version}
+export const readPage = defineTool({
+  name: "read_page",
+  args: Schema.Struct({ url: Schema.String }),
+  disposition: "replay",
+  ...moduleSource(import.meta.url),
+  run: async ({ url }) => ({ url, length: url.length }),
+});
+
+export const sendEmail = defineTool({
+  name: "send_email",
+  args: Schema.Struct({ to: Schema.String }),
+  run: async ({ to }) => ({ to, sent: true }),
+});
+`;
+
+let dir = "";
+let tools = "";
+let list = "";
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "holdfast-cli-allowlist-"));
+  tools = join(dir, "tools.mjs");
+  list = join(dir, "holdfast.allowlist.json");
+  writeFileSync(tools, moduleText("version 1"));
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("holdfast allowlist (in order, one module)", () => {
+  it("add writes the tool's current pin and says what adding means", async () => {
+    const result = await runCli(["allowlist", "add", "read_page", "--module", tools, "--file", list]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const entries = JSON.parse(readFileSync(list, "utf8")) as Record<string, string>;
+    expect(Object.keys(entries)).toEqual(["read_page"]);
+    expect(entries.read_page).toMatch(/^[0-9a-f]{64}$/);
+    expect(result.stdout).toContain(`pin ${entries.read_page}`);
+    expect(result.stdout).toContain("adding a tool means you have audited that running it twice is safe");
+  });
+
+  it("check passes while the module is unchanged", async () => {
+    const result = await runCli(["allowlist", "check", "--module", tools, "--file", list]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("every listed tool matches its current source (1)");
+  });
+
+  it("check exits 1 after the module file changes, listing tool, listed pin and current pin, and listed tools not found", async () => {
+    const listed = (JSON.parse(readFileSync(list, "utf8")) as Record<string, string>).read_page!;
+    const gone = "0".repeat(64);
+    writeFileSync(list, JSON.stringify({ gone_tool: gone, read_page: listed }));
+    writeFileSync(tools, moduleText("version 2: edited after the audit"));
+    const result = await runCli(["allowlist", "check", "--module", tools, "--file", list, "--json"]);
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout) as {
+      ok: boolean;
+      tools: Array<{ tool: string; status: string; listed: string; current: string | null }>;
+    };
+    expect(report.ok).toBe(false);
+    expect(report.tools).toEqual([
+      { tool: "gone_tool", status: "missing", listed: gone, current: null },
+      { tool: "read_page", status: "mismatch", listed, current: expect.stringMatching(/^[0-9a-f]{64}$/) },
+    ]);
+    expect(report.tools[1]!.current).not.toBe(listed);
+    const { reason } = expectTwoLineError(result.stderr);
+    expect(reason).toContain("gone_tool is listed but the module does not export it");
+    expect(reason).toContain(`read_page changed since it was pinned (listed ${listed.slice(0, 12)}`);
+  });
+
+  it("add of a tool the module does not export exits 1 naming the tools found; the list is unchanged", async () => {
+    const before = readFileSync(list, "utf8");
+    const result = await runCli(["allowlist", "add", "send_mail", "--module", tools, "--file", list]);
+    expect(result.code).toBe(1);
+    expect(expectTwoLineError(result.stderr).reason).toContain(
+      'exports no tool named "send_mail"; tools found: read_page, send_email',
+    );
+    expect(readFileSync(list, "utf8")).toBe(before);
+  });
+});
