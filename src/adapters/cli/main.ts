@@ -3,13 +3,18 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode } from "./CliError.js";
 import { allowlistAddCommand, allowlistCheckCommand } from "./commands/allowlist.js";
+import { auditCommand, parseExpectHead } from "./commands/audit.js";
+import { backupCommand } from "./commands/backup.js";
 import { DECISIONS, decideCommand } from "./commands/decide.js";
 import { demoCommand } from "./commands/demo.js";
 import { eventsCommand } from "./commands/events.js";
 import { planCommand } from "./commands/plan.js";
+import { DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, parseKeepDays, pruneCommand } from "./commands/prune.js";
+import { rebuildCommand } from "./commands/rebuild.js";
 import { retryCommand } from "./commands/retry.js";
 import { RUN_STATUSES, runsCommand } from "./commands/runs.js";
 import { showCommand } from "./commands/show.js";
+import { DEFAULT_LEASE_MS, parseConcurrency, parseLeaseMs, workerCommand } from "./commands/worker.js";
 import { describeFailure, failureLines } from "./failure.js";
 import { type Io, Output } from "./Output.js";
 
@@ -91,6 +96,50 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .option("--json", "print one JSON object per line")
     .action(async (options) => setCode(await eventsCommand(options, io)));
 
+  command("audit")
+    .description(
+      "verify the whole log: chains, run folds, laws, admissions, projections; prints the head digest",
+    )
+    .option(
+      "--expect-head <digest>",
+      "report a finding unless the head digest is this (DIGEST or DIGEST@POSITION)",
+      parseExpectHead,
+    )
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (options) => setCode(await auditCommand(options, io, stderr)));
+
+  command("rebuild")
+    .description("recompute every projection from the events and replace the stored rows, in one transaction")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (options) => setCode(await rebuildCommand(options, io)));
+
+  command("prune")
+    .description("remove finished runs beyond the newest N and older than D days (never active or held runs)")
+    .option(
+      "--keep-runs <n>",
+      "keep the newest N finished runs",
+      nonNegativeInt("--keep-runs"),
+      DEFAULT_KEEP_RUNS,
+    )
+    .option(
+      "--keep-days <days>",
+      "keep runs finished within this many days",
+      parseKeepDays,
+      DEFAULT_KEEP_DAYS,
+    )
+    .option("--dry-run", "list what would be removed, write nothing")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (options) => setCode(await pruneCommand(options, io)));
+
+  command("backup <path>")
+    .description("write a verified copy of a libSQL journal (VACUUM INTO, mode 0600, never over a file)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (path: string, options) => setCode(await backupCommand(path, options, io, stderr)));
+
   command("decide <runId> <decision>")
     .description(`record a person's decision on a held run: ${DECISIONS.join(" | ")}`)
     .requiredOption(
@@ -158,6 +207,26 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
     .option("--json", "print one JSON document instead of text")
     .action(async (options) => setCode(await allowlistCheckCommand(options, io)));
+
+  command("worker")
+    .description(
+      "run as a long-lived worker: recover runs whose owner died, keep looking every half lease, until SIGINT/SIGTERM",
+    )
+    .option(
+      "--store <url>",
+      "journal file or postgres:// URL (default: $HOLDFAST_STORE, else .holdfast/journal.db)",
+    )
+    .option("--worker-id <id>", "this worker's id (default: $HOLDFAST_WORKER_ID, else <host>:<pid>:<random>)")
+    .option("--lease-ms <n>", "ownership lease, renewed every third of it", parseLeaseMs, DEFAULT_LEASE_MS)
+    .option("--module <path>", "the ES module that exports the `agents` and `tools` arrays this worker runs")
+    .option("--allowlist <file>", "the safe list (default: ./holdfast.allowlist.json when present)")
+    .option("--concurrency <n>", "recovered runs executed at once", parseConcurrency, 2)
+    .option(
+      "--stdin",
+      "also admit inputs from standard input, one JSON object per line: {chatId, inputId, agent, content}",
+    )
+    .option("--json", "print one JSON object per line")
+    .action(async (options) => setCode(await workerCommand(options, io)));
 
   return program;
 };

@@ -1,0 +1,349 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { InvalidArgumentError } from "commander";
+import type { HoldReason } from "../../../events/index.js";
+import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
+import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
+import { localWorkerId } from "../../localWorker.js";
+import { openRuntime, type Runtime } from "../../openRuntime.js";
+import { resolveStore } from "../../store.js";
+import { CliError, ExitCode, usageError } from "../CliError.js";
+import { describeFailure } from "../failure.js";
+import type { Io } from "../Output.js";
+
+export interface WorkerOptions {
+  /** The journal (default: `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
+  readonly store?: string;
+  /** Default: `HOLDFAST_WORKER_ID`, else `<host>:<pid>:<random>`. */
+  readonly workerId?: string;
+  readonly leaseMs: number;
+  /** An ES module exporting `agents` and `tools` arrays. */
+  readonly module?: string;
+  /** The safe list file (default: ./holdfast.allowlist.json when present). */
+  readonly allowlist?: string;
+  readonly concurrency: number;
+  /** Also admit inputs given as JSON lines on standard input. */
+  readonly stdin?: boolean;
+  readonly json?: boolean;
+}
+
+export const DEFAULT_LEASE_MS = 15_000;
+
+/** `--lease-ms`: whole milliseconds, at least 100. */
+export const parseLeaseMs = (value: string): number => {
+  if (!/^\d+$/.test(value) || Number(value) < 100)
+    throw new InvalidArgumentError(`--lease-ms takes a whole number of milliseconds ≥ 100, got "${value}"`);
+  return Number(value);
+};
+
+/** `--concurrency`: a whole number, at least 1. */
+export const parseConcurrency = (value: string): number => {
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new InvalidArgumentError(`--concurrency takes a whole number ≥ 1, got "${value}"`);
+  return Number(value);
+};
+
+/** What a worker reports, one line each (`--json`: one object per line, with `kind` and `at`). */
+type Report =
+  | { kind: "started"; workerId: string; store: string; pid: number; leaseMs: number; everyMs: number }
+  | { kind: "preflight"; tool: string; problem: string; detail: string }
+  | { kind: "took-over"; runId: string; from: string | null; epoch: number }
+  | { kind: "recovered"; runId: string }
+  | { kind: "resumed"; runId: string; replayed: string[]; reconciled: string[] }
+  | { kind: "held"; runId: string; reasons: ReadonlyArray<HoldReason>; found: boolean }
+  | { kind: "needs-attention"; runId: string; reason: string }
+  | { kind: "admitted"; runId: string; chatId: string; inputId: string; reused: boolean }
+  | { kind: "refused"; line: string; reason: string }
+  | { kind: "settled"; runId: string; status: RunResult["status"]; detail?: string }
+  | { kind: "pass-failed"; reason: string; hint: string }
+  | { kind: "stopping"; signal: string; live: number }
+  | { kind: "stopped"; workerId: string };
+
+const reasonsText = (reasons: ReadonlyArray<HoldReason>): string =>
+  reasons.map((r) => `${r.callId ?? ""} ${r.code}`.trim()).join(", ");
+
+const text = (r: Report): string => {
+  switch (r.kind) {
+    case "started":
+      return `worker ${r.workerId} (pid ${r.pid}) on ${r.store}: lease ${r.leaseMs} ms, looking for runs whose owner died every ${r.everyMs} ms; Ctrl-C stops`;
+    case "preflight":
+      return `warning: ${r.detail}`;
+    case "took-over":
+      return `took over run ${r.runId} from ${r.from ?? "an unknown worker"} (epoch ${r.epoch})`;
+    case "recovered":
+      return `recovered run ${r.runId} (it had no owner)`;
+    case "resumed": {
+      const notes = [
+        ...(r.replayed.length ? [`replayed ${r.replayed.join(", ")}`] : []),
+        ...(r.reconciled.length ? [`reconciled ${r.reconciled.join(", ")}`] : []),
+      ];
+      return `resumed run ${r.runId}${notes.length ? ` (${notes.join("; ")})` : ""}`;
+    }
+    case "held":
+      return r.found
+        ? `run ${r.runId} is held, waiting for a decision (${reasonsText(r.reasons)})`
+        : `held run ${r.runId} for a person: ${reasonsText(r.reasons)} (holdfast show ${r.runId})`;
+    case "needs-attention":
+      return `run ${r.runId} needs attention: ${r.reason}`;
+    case "admitted":
+      return `${r.reused ? "already admitted" : "admitted"} run ${r.runId} (chat ${r.chatId}, input ${r.inputId})`;
+    case "refused":
+      return `refused input ${r.line}: ${r.reason}`;
+    case "settled":
+      return `run ${r.runId} ${r.status}${r.detail ? `: ${r.detail}` : ""}`;
+    case "pass-failed":
+      return `recovery pass failed: ${r.reason} (${r.hint}); trying again`;
+    case "stopping":
+      return `${r.signal}: stopping; waiting for ${r.live} run(s) to settle (again to quit at once)`;
+    case "stopped":
+      return `stopped; claims of ${r.workerId} released`;
+  }
+};
+
+const isArrayOf = (value: unknown, fields: ReadonlyArray<string>): value is unknown[] =>
+  Array.isArray(value) &&
+  value.every(
+    (item) =>
+      typeof item === "object" &&
+      item !== null &&
+      fields.every((f) => (item as Record<string, unknown>)[f] !== undefined),
+  );
+
+/** Import the module that defines what this worker can run: `export const agents = [...]`, `tools = [...]`. */
+export const loadWorkerModule = async (
+  modulePath: string,
+): Promise<{ agents: AnyAgentDef[]; tools: AnyToolDef[] }> => {
+  const path = resolve(modulePath);
+  if (!existsSync(path)) {
+    throw new CliError(
+      ExitCode.failed,
+      `there is no module at ${path}`,
+      "pass --module with the ES module that exports your `agents` and `tools` arrays",
+    );
+  }
+  let exported: Record<string, unknown>;
+  try {
+    exported = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new CliError(
+      ExitCode.failed,
+      `cannot import ${path}: ${message}`,
+      /\.[cm]?tsx?$/.test(path)
+        ? "a TypeScript module needs tsx: run holdfast with NODE_OPTIONS='--import tsx', or point --module at the compiled .js"
+        : "the module must be an ES module that Node can import from here",
+    );
+  }
+  const agents = exported.agents ?? [];
+  const tools = exported.tools ?? [];
+  if (!isArrayOf(agents, ["name", "version", "run"])) {
+    throw new CliError(
+      ExitCode.failed,
+      `${path} exports \`agents\`, but not as an array of agent definitions`,
+      "export const agents = [defineAgent({ ... }), ...]",
+    );
+  }
+  if (!isArrayOf(tools, ["name", "pin", "run"])) {
+    throw new CliError(
+      ExitCode.failed,
+      `${path} exports \`tools\`, but not as an array of tool definitions`,
+      "export const tools = [defineTool({ ... }), ...]",
+    );
+  }
+  if (agents.length === 0) {
+    throw new CliError(
+      ExitCode.failed,
+      `${path} exports no agents`,
+      "export const agents = [...]: a worker can only resume runs of agents it has",
+    );
+  }
+  return { agents: agents as AnyAgentDef[], tools: tools as AnyToolDef[] };
+};
+
+const validWorkerId = (id: string): boolean => id.length > 0 && id.length <= 200 && !/\s/.test(id);
+
+/**
+ * `holdfast worker`: a long-running process that owns runs on a shared journal. It recovers every
+ * run whose owner died (at once for a dead process of this host, after the lease for any other),
+ * then looks again every half lease, until SIGINT or SIGTERM; then it lets its runs settle,
+ * releases its claims and closes. With `--stdin` it also admits inputs, one JSON line each.
+ */
+export const workerCommand = async (options: WorkerOptions, io: Io): Promise<number> => {
+  const workerId = options.workerId ?? (process.env.HOLDFAST_WORKER_ID || localWorkerId());
+  if (!validWorkerId(workerId)) {
+    throw usageError(
+      `the worker id "${workerId}" is not usable`,
+      "a worker id is 1 to 200 characters without spaces (--worker-id or HOLDFAST_WORKER_ID)",
+    );
+  }
+  if (!options.module) {
+    throw usageError(
+      "holdfast worker needs --module",
+      "pass --module with the ES module that exports your `agents` and `tools` arrays",
+    );
+  }
+  const { agents, tools } = await loadWorkerModule(options.module);
+  const emit = async (report: Report) => {
+    await io.out.line(
+      options.json ? JSON.stringify({ ...report, at: new Date().toISOString() }) : text(report),
+    );
+  };
+
+  const runtime: Runtime = await openRuntime({
+    store: resolveStore(options.store).store,
+    agents,
+    tools,
+    workerId,
+    ...(options.allowlist === undefined ? {} : { allowlist: options.allowlist }),
+    recovery: { onOpen: false, leaseMs: options.leaseMs, concurrency: options.concurrency },
+  });
+  const everyMs = Math.max(50, Math.floor(options.leaseMs / 2));
+  await emit({
+    kind: "started",
+    workerId,
+    store: runtime.location,
+    pid: process.pid,
+    leaseMs: options.leaseMs,
+    everyMs,
+  });
+  for (const finding of runtime.preflight) await emit({ kind: "preflight", ...finding });
+
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const live = new Set<string>();
+  const watch = (runId: string) => {
+    if (live.has(runId)) return;
+    live.add(runId);
+    runtime
+      .wait(runId)
+      .then(
+        (result) =>
+          emit({
+            kind: "settled",
+            runId,
+            status: result.status,
+            ...(result.status === "held" ? { detail: reasonsText(result.reasons) } : {}),
+            ...(result.status === "failed" ? { detail: result.error.message } : {}),
+            ...(result.status === "elsewhere" ? { detail: result.state } : {}),
+          }),
+        (error) => emit({ kind: "settled", runId, status: "failed", detail: describeFailure(error).reason }),
+      )
+      .finally(() => live.delete(runId));
+  };
+
+  const seenHeld = new Set<string>();
+  const reportPass = async (report: RecoveryReport) => {
+    const interrupted = new Set(report.interrupted);
+    for (const runId of report.interrupted) {
+      const events = await runtime.events(runId);
+      const claimed = events
+        .map((e) => e.event)
+        .filter((e) => e.type === "run.claimed" && e.workerId === workerId)
+        .at(-1);
+      if (claimed?.type === "run.claimed")
+        await emit({ kind: "took-over", runId, from: claimed.previousWorkerId, epoch: claimed.epoch });
+      else await emit({ kind: "recovered", runId });
+    }
+    for (const runId of report.resumed) {
+      const inRun = (callId: string) => callId.startsWith(`${runId}/`);
+      await emit({
+        kind: "resumed",
+        runId,
+        replayed: report.replayed.filter(inRun),
+        reconciled: report.reconciled.filter(inRun),
+      });
+      watch(runId);
+    }
+    for (const { runId, reasons } of report.held) {
+      if (seenHeld.has(runId)) continue;
+      seenHeld.add(runId);
+      await emit({ kind: "held", runId, reasons, found: !interrupted.has(runId) });
+    }
+    for (const { runId, reason } of report.needsAttention)
+      await emit({ kind: "needs-attention", runId, reason });
+  };
+
+  const loop = (async () => {
+    while (!stopping) {
+      try {
+        const pass = await runtime.recover();
+        pass.done.catch(() => undefined);
+        await reportPass(pass);
+      } catch (error) {
+        const failure = describeFailure(error);
+        await emit({ kind: "pass-failed", reason: failure.reason, hint: failure.hint });
+      }
+      if (stopping) break;
+      await new Promise<void>((resolveWait) => {
+        const timer = setTimeout(resolveWait, everyMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolveWait();
+        };
+      });
+      wake = undefined;
+    }
+  })();
+
+  const lines = options.stdin
+    ? createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY })
+    : null;
+  const submissions = new Set<Promise<void>>();
+  lines?.on("line", (line) => {
+    if (stopping || line.trim() === "") return;
+    const submission = (async () => {
+      try {
+        const request = JSON.parse(line) as {
+          chatId: string;
+          inputId: string;
+          agent: string;
+          content: unknown;
+        };
+        const handle = await runtime.submit({
+          chatId: request.chatId,
+          inputId: request.inputId,
+          agent: request.agent,
+          content: request.content ?? null,
+        });
+        await emit({
+          kind: "admitted",
+          runId: handle.runId,
+          chatId: request.chatId,
+          inputId: request.inputId,
+          reused: handle.reused,
+        });
+        watch(handle.runId);
+      } catch (error) {
+        await emit({ kind: "refused", line: line.slice(0, 200), reason: describeFailure(error).reason });
+      }
+    })();
+    submissions.add(submission);
+    void submission.finally(() => submissions.delete(submission));
+  });
+
+  const signal = await new Promise<string>((resolveSignal) => {
+    const onSignal = (name: string) => () => resolveSignal(name);
+    process.once("SIGINT", onSignal("SIGINT"));
+    process.once("SIGTERM", onSignal("SIGTERM"));
+  });
+  stopping = true;
+  // A second signal quits at once: the claims then run out with their lease.
+  const quit = () => process.exit(130);
+  process.once("SIGINT", quit);
+  process.once("SIGTERM", quit);
+  if (lines) {
+    lines.close();
+    process.stdin.destroy();
+  }
+  await emit({ kind: "stopping", signal, live: live.size });
+  wake?.();
+  await loop;
+  await Promise.allSettled([...submissions]);
+  await runtime.close();
+  await emit({ kind: "stopped", workerId });
+  process.off("SIGINT", quit);
+  process.off("SIGTERM", quit);
+  return ExitCode.ok;
+};
