@@ -1,0 +1,136 @@
+import { chmodSync, closeSync, existsSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { Data } from "effect";
+import { SYSTEM_STREAM } from "../../events/index.js";
+import { type AuditReport, auditJournal } from "../../runtime/audit.js";
+import { LibsqlJournal } from "./LibsqlJournal.js";
+
+/** The target of a backup exists already: holdfast never overwrites one. */
+export class BackupTargetExists extends Data.TaggedError("BackupTargetExists")<{ readonly path: string }> {
+  override get message(): string {
+    return `${this.path} already exists, and a backup never overwrites a file; choose a new path (e.g. with the date in its name)`;
+  }
+}
+
+/** The folder of a backup cannot take the file. */
+export class BackupTargetUnusable extends Data.TaggedError("BackupTargetUnusable")<{
+  readonly path: string;
+  readonly reason: string;
+}> {
+  override get message(): string {
+    return `cannot write a backup to ${this.path}: ${this.reason}; choose a path in an existing, writable folder`;
+  }
+}
+
+/** The copy was written but did not verify; it was removed, nothing was recorded. */
+export class BackupNotVerified extends Data.TaggedError("BackupNotVerified")<{
+  readonly path: string;
+  readonly reason: string;
+}> {
+  override get message(): string {
+    return `the backup at ${this.path} did not verify (${this.reason}), so it was removed and no backup.written was recorded; run \`holdfast audit\` on the journal`;
+  }
+}
+
+export interface BackupReport {
+  readonly path: string;
+  readonly bytes: number;
+  readonly mode: string;
+  readonly integrity: "ok";
+  /** The copy's audit: clean, with its head digest and event count. */
+  readonly audit: AuditReport;
+  /** The `backup.written` event appended to the source's `system` stream. */
+  readonly recorded: { readonly streamId: string; readonly version: number };
+}
+
+/** Anything at the path, a dangling symlink included: writing through it would land elsewhere. */
+const occupied = (path: string): boolean => {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const removeCopy = (path: string): void => {
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+};
+
+/**
+ * Back up a libSQL journal (DESIGN §9): `VACUUM INTO` a new file made with mode 0600 (an existing
+ * path is refused), then open the copy as a journal, run SQLite's full integrity check and the
+ * holdfast audit on it; only a clean copy counts, and only then is `backup.written` (path, head
+ * digest, event count) appended to the source's `system` stream.
+ *
+ * @example
+ * const report = await backupJournal(journal, "/backups/journal-2025-06-01.db");
+ * console.log(report.audit.headDigest);
+ */
+export const backupJournal = async (
+  journal: LibsqlJournal,
+  target: string,
+  options: { readonly onProgress?: (events: number) => void } = {},
+): Promise<BackupReport> => {
+  const path = resolve(target);
+  if (occupied(path)) throw new BackupTargetExists({ path });
+  const folder = dirname(path);
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    throw new BackupTargetUnusable({ path, reason: `the folder ${folder} does not exist` });
+  try {
+    // Made here, exclusively and 0600, before SQLite writes into it: VACUUM INTO fills an empty file.
+    closeSync(openSync(path, "wx", 0o600));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") throw new BackupTargetExists({ path });
+    throw new BackupTargetUnusable({ path, reason: `the file cannot be created (${code ?? String(error)})` });
+  }
+  let audit: AuditReport;
+  try {
+    journal.unsafeDatabase().prepare("VACUUM INTO ?").run(path);
+    chmodSync(path, 0o600);
+    audit = await verifyCopy(path, options.onProgress);
+  } catch (error) {
+    removeCopy(path);
+    if (error instanceof BackupNotVerified) throw error;
+    throw new BackupNotVerified({ path, reason: error instanceof Error ? error.message : String(error) });
+  }
+  const appended = await journal.append({
+    streamId: SYSTEM_STREAM,
+    expectedVersion: "any",
+    events: [{ type: "backup.written", path, headDigest: audit.headDigest, events: audit.events }],
+  });
+  const stat = statSync(path);
+  return {
+    path,
+    bytes: stat.size,
+    mode: (stat.mode & 0o777).toString(8).padStart(4, "0"),
+    integrity: "ok",
+    audit,
+    recorded: { streamId: SYSTEM_STREAM, version: appended.nextVersion },
+  };
+};
+
+/** Open the copy as a journal, check every page, audit it; throws `BackupNotVerified` unless clean. */
+const verifyCopy = async (path: string, onProgress?: (events: number) => void): Promise<AuditReport> => {
+  const copy = LibsqlJournal.open(path);
+  try {
+    const rows = copy.unsafeDatabase().prepare("PRAGMA integrity_check").all() as Array<
+      Record<string, unknown>
+    >;
+    const problems = rows.map((row) => String(Object.values(row)[0])).filter((v) => v !== "ok");
+    if (problems.length > 0)
+      throw new BackupNotVerified({ path, reason: `integrity check: ${problems.slice(0, 3).join("; ")}` });
+    const audit = await auditJournal(copy, onProgress ? { onProgress } : {});
+    if (!audit.clean) {
+      const first = audit.findings[0];
+      throw new BackupNotVerified({
+        path,
+        reason: `the audit found ${audit.findings.length + audit.findingsOmitted} problem(s)${first ? `, first: ${first.kind} ${first.streamId ?? ""}@${first.version ?? ""} ${first.detail}` : ""}`,
+      });
+    }
+    return audit;
+  } finally {
+    await copy.close();
+  }
+};
