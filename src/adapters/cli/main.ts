@@ -2,8 +2,6 @@ import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode } from "./CliError.js";
-import { auditCommand, parseExpectHead } from "./commands/audit.js";
-import { backupCommand } from "./commands/backup.js";
 import { allowlistAddCommand, allowlistCheckCommand } from "./commands/allowlist.js";
 import { auditCommand, parseExpectHead } from "./commands/audit.js";
 import { backupCommand } from "./commands/backup.js";
@@ -11,8 +9,6 @@ import { DECISIONS, decideCommand } from "./commands/decide.js";
 import { demoCommand } from "./commands/demo.js";
 import { eventsCommand } from "./commands/events.js";
 import { planCommand } from "./commands/plan.js";
-import { DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, parseKeepDays, pruneCommand } from "./commands/prune.js";
-import { rebuildCommand } from "./commands/rebuild.js";
 import { DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, parseKeepDays, pruneCommand } from "./commands/prune.js";
 import { rebuildCommand } from "./commands/rebuild.js";
 import { retryCommand } from "./commands/retry.js";
@@ -99,50 +95,6 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON object per line")
     .action(async (options) => setCode(await eventsCommand(options, io)));
-
-  command("audit")
-    .description(
-      "verify the whole log: chains, run folds, laws, admissions, projections; prints the head digest",
-    )
-    .option(
-      "--expect-head <digest>",
-      "report a finding unless the head digest is this (DIGEST or DIGEST@POSITION)",
-      parseExpectHead,
-    )
-    .option("--db <path>", DB_HELP)
-    .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await auditCommand(options, io, stderr)));
-
-  command("rebuild")
-    .description("recompute every projection from the events and replace the stored rows, in one transaction")
-    .option("--db <path>", DB_HELP)
-    .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await rebuildCommand(options, io)));
-
-  command("prune")
-    .description("remove finished runs beyond the newest N and older than D days (never active or held runs)")
-    .option(
-      "--keep-runs <n>",
-      "keep the newest N finished runs",
-      nonNegativeInt("--keep-runs"),
-      DEFAULT_KEEP_RUNS,
-    )
-    .option(
-      "--keep-days <days>",
-      "keep runs finished within this many days",
-      parseKeepDays,
-      DEFAULT_KEEP_DAYS,
-    )
-    .option("--dry-run", "list what would be removed, write nothing")
-    .option("--db <path>", DB_HELP)
-    .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await pruneCommand(options, io)));
-
-  command("backup <path>")
-    .description("write a verified copy of a libSQL journal (VACUUM INTO, mode 0600, never over a file)")
-    .option("--db <path>", DB_HELP)
-    .option("--json", "print one JSON document instead of text")
-    .action(async (path: string, options) => setCode(await backupCommand(path, options, io, stderr)));
 
   command("audit")
     .description(
