@@ -184,7 +184,7 @@ export const continuationText = (agent: string, result: RunResult, db: string | 
         name === "demo"
           ? ` — for demo runs that is \`holdfast demo${dbFlag(db)}\`, which registers the demo agent`
           : "";
-      return `recorded; the run continues when a runtime with agent "${agent}" opens this journal (your application, on start-up recovery)${demo}`;
+      return `recorded; the run continues when a runtime with agent "${agent}" opens this journal (your application on start-up, or \`holdfast worker --module …\` with that agent)${demo}`;
     }
   }
 };
