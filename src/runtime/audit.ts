@@ -137,12 +137,9 @@ interface RunTrack {
 }
 
 interface StreamState {
-  /** The last row in position order: what the next row must chain to. */
+  /** The highest version seen and its hash: the stream's head, and what the next row must chain to. */
   version: number;
   hash: string;
-  /** The head: the highest version seen, and its hash and position. */
-  headVersion: number;
-  headHash: string;
   run: RunTrack | null;
 }
 
@@ -241,7 +238,7 @@ export class LogAuditor {
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
-      stream = { version: 0, hash: GENESIS_HASH, headVersion: 0, headHash: GENESIS_HASH, run: null };
+      stream = { version: 0, hash: GENESIS_HASH, run: null };
       this.streams.set(row.streamId, stream);
     }
     if (this.prunedIds.has(row.streamId))
@@ -281,11 +278,10 @@ export class LogAuditor {
     }
     if (rowHash(row) !== row.hash)
       this.add({ ...at, kind: "hash-mismatch", detail: "the stored row does not hash to its hash" });
-    stream.version = row.version;
-    stream.hash = row.hash;
-    if (row.version >= stream.headVersion) {
-      stream.headVersion = row.version;
-      stream.headHash = row.hash;
+    // A row out of order does not move the chain on: the rows after it still chain to the highest.
+    if (row.version > stream.version) {
+      stream.version = row.version;
+      stream.hash = row.hash;
     }
   }
 
@@ -617,7 +613,7 @@ export class LogAuditor {
   private currentHeads(): Head[] {
     const heads: Head[] = [];
     for (const [streamId, s] of this.streams)
-      heads.push({ streamId, version: s.headVersion, hash: s.headHash });
+      heads.push({ streamId, version: s.version, hash: s.hash });
     return heads;
   }
 
@@ -640,7 +636,7 @@ export class LogAuditor {
       found.push({
         runId: run.runId,
         streamId,
-        version: s.headVersion,
+        version: s.version,
         kind: "guard-mismatch",
         detail: finished
           ? `the run is ${status} but the active-run guard still marks it active (its chat refuses new input)`
