@@ -387,14 +387,21 @@ export class PostgresJournal implements Journal {
     return this.transaction(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom));
   }
 
+  /*
+   * Renewing and releasing change several claim rows at once, in the table's order, while an
+   * append batch share-locks the claim rows of its fenced requests in request order: two
+   * transactions each holding a row the other wants (a deadlock, and a failed batch). Both take
+   * the append lock first, so they wait for a batch as a whole instead of row by row.
+   */
   async renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>> {
     if (this.closed) return [];
-    return this.transaction(renewProgram(SQL, workerId, leaseMs));
+    return this.transaction(afterLock(this.lockAppends, renewProgram(SQL, workerId, leaseMs)));
   }
 
   async releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void> {
     if (this.closed) return;
-    await this.transaction(releaseProgram(SQL, workerId, runIds));
+    const release = releaseProgram(SQL, workerId, runIds);
+    await this.transaction(runIds?.length === 1 ? release : afterLock(this.lockAppends, release));
   }
 
   async currentClaim(runId: string): Promise<Claim | null> {
@@ -441,6 +448,12 @@ export class PostgresJournal implements Journal {
   private assertOpen(): void {
     if (this.closed) throw new JournalClosed({ location: this.location });
   }
+}
+
+/** Run `program` after taking `lock` in the same transaction. */
+function* afterLock<T>(lock: string, program: Program<T>): Program<T> {
+  yield { kind: "get", sql: lock, params: [] };
+  return yield* program;
 }
 
 /** Connections the server ended while checked out, and their error listeners. */
