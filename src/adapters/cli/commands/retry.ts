@@ -1,4 +1,4 @@
-import { ExitCode } from "../CliError.js";
+import { ExitCode, usageError } from "../CliError.js";
 import type { Io } from "../Output.js";
 import { continuationText, openOperatorRuntime, operatorName, refusal } from "./decide.js";
 
@@ -21,6 +21,9 @@ export const retryCommand = async (
   options: RetryOptions,
   io: Io,
 ): Promise<number> => {
+  if (options.attempts < 1) {
+    throw usageError("--attempts must be at least 1", `e.g. holdfast retry ${runId} ${callId} --attempts 1`);
+  }
   const grantedBy = operatorName(options.by);
   const runtime = await openOperatorRuntime(options.db);
   try {
