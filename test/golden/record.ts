@@ -1,0 +1,268 @@
+/**
+ * Records the golden logs: `npx tsx test/golden/record.ts [name…]`.
+ *
+ * Each scenario runs real runs (in this process, or in real worker processes killed with SIGKILL)
+ * on a fresh temp journal, audits it (it must be clean), and writes beside each other:
+ *   test/fixtures/logs/<name>.jsonl          one stored event envelope per line, position order
+ *   test/fixtures/logs/<name>.expected.json  each run's status and machine context as folded now,
+ *                                            and every projection row as the runtime stored it
+ * The replay test (test/golden/replay.test.ts) refolds each log through the machine version its runs
+ * recorded and rebuilds the projections; a behaviour change to a machine version fails it.
+ * Only re-record when adding a scenario or a machine version, never to make a failing replay pass.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { backupJournal } from "../../src/adapters/libsql/backup.js";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { digestOf, runStreamId, type StoredRow } from "../../src/events/index.js";
+import { contextOf, foldRun, statusOf } from "../../src/machines/index.js";
+import { inlineProjections } from "../../src/projections/index.js";
+import { auditJournal } from "../../src/runtime/audit.js";
+import { appendOutcome, RunWriter } from "../../src/runtime/dispatch.js";
+import { openTestRuntime } from "../audit/given.js";
+import { runWorker } from "../support/processes.js";
+
+export const LOGS = join(import.meta.dirname, "..", "fixtures", "logs");
+
+type Scenario = (dir: string) => Promise<string>;
+
+const decideEachWay: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openTestRuntime(db);
+  const decisions = [
+    "resume",
+    "stop",
+    "new-attempt",
+    "confirmed-completed",
+    "confirmed-not-completed",
+  ] as const;
+  for (const decision of decisions) {
+    const handle = await runtime.submit({
+      chatId: `chat-${decision}`,
+      inputId: "m1",
+      agent: "flaky",
+      content: { label: decision },
+    });
+    const held = await handle.result;
+    if (held.status !== "held") throw new Error(`expected held, got ${held.status}`);
+    const outcome = await runtime.decide(handle.runId, {
+      decision,
+      basedOnVersion: (await runtime.events(handle.runId)).length,
+      decidedBy: "ada",
+      note: "checked with the remote side",
+      ...(decision === "confirmed-completed" ? { result: { label: decision, sent: "confirmed" } } : {}),
+    });
+    await outcome.result;
+  }
+  await runtime.close();
+  return db;
+};
+
+const inProcess =
+  (agent: string, options: { readonly runs?: number } = {}): Scenario =>
+  async (dir) => {
+    const db = join(dir, "journal.db");
+    const runtime = await openTestRuntime(db);
+    for (let i = 1; i <= (options.runs ?? 1); i++) {
+      const handle = await runtime.submit({
+        chatId: `chat-${i}`,
+        inputId: "m1",
+        agent,
+        content: { label: `${agent}-${i}` },
+      });
+      await handle.result;
+    }
+    await runtime.close();
+    return db;
+  };
+
+const retried: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openTestRuntime(db);
+  const handle = await runtime.submit({
+    chatId: "chat-1",
+    inputId: "m1",
+    agent: "picky",
+    content: { label: "retry" },
+  });
+  await handle.result;
+  const failed = (await runtime.events(handle.runId)).find((e) => e.event.type === "call.failed")?.event;
+  if (failed?.type !== "call.failed") throw new Error("the picky call did not fail");
+  const granted = await runtime.grantRetry(handle.runId, failed.callId, {
+    attempts: 2,
+    grantedBy: "ada",
+    note: "the server is free again",
+  });
+  await granted.result;
+  await runtime.close();
+  return db;
+};
+
+const worker = async (env: Record<string, string>, expect: "killed" | "exited") => {
+  const result = await runWorker(env);
+  const ok = expect === "killed" ? result.signal === "SIGKILL" : result.code === 0;
+  if (!ok)
+    throw new Error(
+      `worker ${JSON.stringify(env)}: code ${result.code}, signal ${result.signal}\n${result.stderr}`,
+    );
+};
+
+/** Real processes killed at crash points, then recovered: replay, reconciliation either way. */
+const interruptedResumed: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const base = { HF_DB: db, HF_WITNESS: join(dir, "witness.txt"), HF_AGENT: "table" };
+  const crashes = [
+    ["read_safe", "after-intent"],
+    ["reconciled", "after-intent"],
+    ["reconciled", "after-effect-before-outcome"],
+  ] as const;
+  for (const [i, [call, point]] of crashes.entries()) {
+    const ids = { HF_CHAT: `chat-${i + 1}`, HF_INPUT: "m1", HF_PREFIX: `p${i + 1}` };
+    await worker(
+      { ...base, ...ids, HF_ACTION: "submit", HOLDFAST_CRASH_AT: point, HOLDFAST_CRASH_CALL: call },
+      "killed",
+    );
+    await worker({ ...base, ...ids, HF_ACTION: "recover" }, "exited");
+  }
+  return db;
+};
+
+/** A determinism conflict across real restarts (law 7), and a second, different outcome (law 5). */
+const conflicts: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const base = {
+    HF_DB: db,
+    HF_WITNESS: join(dir, "witness.txt"),
+    HF_CHAT: "chat-1",
+    HF_INPUT: "m1",
+    HF_PREFIX: "p",
+  };
+  const crash = { HOLDFAST_CRASH_AT: "after-outcome", HOLDFAST_CRASH_CALL: "record" };
+  await worker({ ...base, HF_ACTION: "submit", ...crash }, "killed");
+  await worker({ ...base, HF_ACTION: "recover", ...crash }, "killed");
+  await worker({ ...base, HF_ACTION: "recover", HF_VARIANT: "changed" }, "exited");
+
+  const runtime = await openTestRuntime(db);
+  const handle = await runtime.submit({
+    chatId: "chat-2",
+    inputId: "m1",
+    agent: "steps",
+    content: { label: "twice" },
+  });
+  await handle.result;
+  await runtime.close();
+  const journal = LibsqlJournal.open(db);
+  const events = await journal.readStream(runStreamId(handle.runId));
+  const fold = foldRun(events.map((e) => e.event));
+  const writer = new RunWriter(journal, handle.runId, fold, contextOf(fold).machine);
+  const other = { label: "twice-a", done: "differently" };
+  const verdict = await appendOutcome(writer, {
+    type: "call.completed",
+    runId: handle.runId,
+    callId: `${handle.runId}/0`,
+    attempt: 1,
+    result: other,
+    resultDigest: digestOf(other),
+  });
+  await journal.close();
+  if (verdict !== "conflict") throw new Error(`expected a conflict, got ${verdict}`);
+  return db;
+};
+
+/** Runs pruned by retention (retention.pruned) and a verified backup (backup.written). */
+const maintained: Scenario = async (dir) => {
+  const db = await inProcess("steps", { runs: 3 })(dir);
+  const journal = LibsqlJournal.open(db);
+  const report = await journal.prune({ keepRuns: 1, keepDays: 0 });
+  if (report.pruned.length !== 2) throw new Error(`expected 2 runs pruned, got ${report.pruned.length}`);
+  await backupJournal(journal, join(dir, "backup.db"));
+  await journal.close();
+  return db;
+};
+
+export const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  completed: inProcess("steps", { runs: 2 }),
+  failed: inProcess("failing"),
+  "held-decided": decideEachWay,
+  retried,
+  "interrupted-resumed": interruptedResumed,
+  child: inProcess("parent"),
+  conflicts,
+  documents: inProcess("planner", { runs: 2 }),
+  retention: maintained,
+};
+
+const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {
+  const rows: StoredRow[] = [];
+  for (;;) {
+    const page = await journal.readAllRows({ after: rows.at(-1)?.position ?? 0, limit: 1000 });
+    rows.push(...page);
+    if (page.length < 1000) return rows;
+  }
+};
+
+const record = async (name: string, scenario: Scenario): Promise<void> => {
+  const dir = mkdtempSync(join(tmpdir(), `holdfast-golden-${name}-`));
+  try {
+    const db = await scenario(dir);
+    const journal = LibsqlJournal.open(db);
+    try {
+      const audit = await auditJournal(journal);
+      if (!audit.clean)
+        throw new Error(
+          `${name}: the recorded journal does not audit clean: ${JSON.stringify(audit.findings)}`,
+        );
+      const rows = await allRows(journal);
+      const lines = rows.map((row) =>
+        JSON.stringify({
+          streamId: row.streamId,
+          version: row.version,
+          position: row.position,
+          eventId: row.eventId,
+          recordedAt: row.recordedAt,
+          prevHash: row.prevHash,
+          hash: row.hash,
+          schemaVersion: row.schemaVersion,
+          event: JSON.parse(row.data),
+        }),
+      );
+      const runs: Record<string, unknown> = {};
+      for (const streamId of [...new Set(rows.map((r) => r.streamId))].filter((s) => s.startsWith("run-"))) {
+        const fold = foldRun((await journal.readStream(streamId)).map((e) => e.event));
+        runs[streamId] = { status: statusOf(fold), context: contextOf(fold) };
+      }
+      const projections: Record<string, Record<string, { value: unknown; position: number }>> = {};
+      for (const projection of inlineProjections) {
+        const stored: Record<string, { value: unknown; position: number }> = {};
+        for (let after: string | null = null; ; ) {
+          const page = await journal.projectionPage(projection.name, { after, limit: 1000 });
+          for (const row of page) stored[row.key] = { value: JSON.parse(row.value), position: row.position };
+          if (page.length < 1000) break;
+          after = page.at(-1)!.key;
+        }
+        projections[projection.name] = stored;
+      }
+      const expected = { events: rows.length, headDigest: audit.headDigest, runs, projections };
+      writeFileSync(join(LOGS, `${name}.jsonl`), `${lines.join("\n")}\n`);
+      writeFileSync(join(LOGS, `${name}.expected.json`), `${JSON.stringify(expected, null, 2)}\n`);
+      console.log(`${name}: ${rows.length} events, ${Object.keys(runs).length} runs`);
+    } finally {
+      await journal.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
+
+const main = async () => {
+  mkdirSync(LOGS, { recursive: true });
+  const names = process.argv.slice(2);
+  for (const name of names.length > 0 ? names : Object.keys(SCENARIOS)) {
+    const scenario = SCENARIOS[name];
+    if (!scenario) throw new Error(`no scenario "${name}"; known: ${Object.keys(SCENARIOS).join(", ")}`);
+    await record(name, scenario);
+  }
+};
+
+await main();
