@@ -37,9 +37,9 @@ describe("holdfast demo", () => {
     const types = doc.events.map((e) => e.type);
     expect(types[0]).toBe("run.admitted");
     expect(types.at(-1)).toBe("run.completed");
-    expect(types.filter((t) => t === "call.intended")).toHaveLength(5);
-    expect(types.filter((t) => t === "call.completed")).toHaveLength(5);
-    expect(types.filter((t) => t === "checkpoint.saved")).toHaveLength(4);
+    expect(types.filter((t) => t === "call.intended")).toHaveLength(6);
+    expect(types.filter((t) => t === "call.completed")).toHaveLength(6);
+    expect(types.filter((t) => t === "checkpoint.saved")).toHaveLength(5);
     expect(doc.events.map((e) => e.version)).toEqual(doc.events.map((_, i) => i + 1));
     expect(new Set(doc.events.map((e) => e.streamId))).toEqual(new Set([`run-${doc.runId}`]));
     expect(result.stdout).not.toContain(RAW_SECRET);
@@ -74,10 +74,11 @@ describe("holdfast demo", () => {
     expect(new Set(runs.map((run) => run.chatId)).size).toBe(2);
   });
 
-  it("after a crash right after a shell call's intent, the next demo holds that run instead of running the command again", async () => {
-    const db = join(tempDir(), "journal.db");
+  it("after a crash between a message going out and its outcome, the next demo holds that run instead of sending again", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
     const crashed = await runCli(["demo", "--db", db], {
-      env: { HOLDFAST_CRASH_AT: "after-intent", HOLDFAST_CRASH_CALL: "shell" },
+      env: { HOLDFAST_CRASH_AT: "after-effect-before-outcome", HOLDFAST_CRASH_CALL: "notify" },
     });
     expect(crashed.signal).toBe("SIGKILL");
 
@@ -89,17 +90,40 @@ describe("holdfast demo", () => {
     const shown = JSON.parse((await runCli(["show", runId, "--db", db, "--json"])).stdout) as {
       run: { heldReasons: Array<{ code: string; callId: string }> };
       calls: Array<{ seq: number; name: string; status: string; outcomeCommitted: boolean }>;
-      events: Array<{ type: string; payload: { callId?: string } }>;
     };
-    const shellCalls = shown.calls.filter((call) => call.name === "shell");
-    expect(shellCalls).toEqual([
-      expect.objectContaining({ seq: 2, status: "in-doubt", outcomeCommitted: false }),
-    ]);
+    const notifyCall = shown.calls.find((call) => call.name === "notify")!;
+    expect(notifyCall).toMatchObject({ status: "in-doubt", outcomeCommitted: false });
     expect(shown.run.heldReasons).toEqual([
-      expect.objectContaining({ code: "in-doubt", callId: `${runId}/2` }),
+      expect.objectContaining({ code: "in-doubt", callId: `${runId}/${notifyCall.seq}` }),
     ]);
-    const ofShellCall = shown.events.filter((e) => e.payload.callId === `${runId}/2`).map((e) => e.type);
-    expect(ofShellCall).toEqual(["call.intended"]);
+    // The message went out once (the first demo) and was not sent again; the second demo sent its own.
+    const outbox = readFileSync(join(dir, "demo-work", "outbox.txt"), "utf8")
+      .trim()
+      .split("\n");
+    expect(outbox.filter((line) => line.endsWith(`${runId}/${notifyCall.seq}#1`))).toHaveLength(1);
+    expect(outbox).toHaveLength(2);
+  });
+
+  it("after a crash right after a shell call's intent, the receipts prove it never ran: recovery reconciles it and runs it once", async () => {
+    const db = join(tempDir(), "journal.db");
+    const crashed = await runCli(["demo", "--db", db], {
+      env: { HOLDFAST_CRASH_AT: "after-intent", HOLDFAST_CRASH_CALL: "shell" },
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+    const next = await runCli(["demo", "--db", db, "--json"]);
+    expect(next.code).toBe(0);
+    const doc = JSON.parse(next.stdout) as {
+      recovery: { resumed: string[]; results: Array<{ status: string }> };
+    };
+    expect(doc.recovery.resumed).toHaveLength(1);
+    expect(doc.recovery.results.map((r) => r.status)).toEqual(["completed"]);
+    const events = (await runCli(["events", "--db", db, "--json"])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; payload: { outcome?: string } });
+    expect(events.filter((e) => e.type === "call.reconciled").map((e) => e.payload.outcome)).toEqual([
+      "not-completed",
+    ]);
   });
 
   it("after a crash right after a shell call's outcome, the next demo resumes that run and does not repeat finished calls", async () => {
@@ -124,7 +148,7 @@ describe("holdfast demo", () => {
     const intents = events
       .filter((e) => e.type === "call.intended")
       .map((e) => (e.payload as { seq: number }).seq);
-    expect(intents).toEqual([0, 1, 2, 3, 4]);
+    expect(intents).toEqual([0, 1, 2, 3, 4, 5]);
     expect(events.map((e) => e.type)).toContain("run.resumed");
   });
 });

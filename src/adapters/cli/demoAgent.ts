@@ -24,6 +24,7 @@ export interface DemoOutput {
   readonly apiKeyLength: number;
   readonly plan: string;
   readonly stepsDone: number;
+  readonly notified: string;
 }
 
 /** The model call's name: says in every event that no language model is involved. */
@@ -39,6 +40,7 @@ export const scriptedPlan = (topic: string): DemoPlan => ({
     { id: "write-notes", title: "Write notes.md", done: false },
     { id: "measure-notes", title: "Count the bytes of notes.md with wc", done: false },
     { id: "check-key", title: "Check that the API key is set (its length only)", done: false },
+    { id: "notify", title: "Tell the team the notes are ready", done: false },
     { id: "save-plan", title: "Save the finished plan as plan.json", done: false },
   ],
 });
@@ -63,6 +65,13 @@ const markDone = (plan: DemoPlan, id: string): DemoPlan => ({
 export interface DemoTools {
   readonly writeFile: ToolDef<WriteFileArgs, WriteFileArgs, WriteFileResult>;
   readonly shell: ToolDef<ShellArgs, ShellArgs, ShellResult>;
+  /** Stands in for sending a message: no reconciler can prove it, so an in-doubt one is held. */
+  readonly notify: ToolDef<NotifyArgs, NotifyArgs, { readonly delivered: true }>;
+}
+
+export interface NotifyArgs {
+  readonly to: string;
+  readonly message: string;
 }
 
 /**
@@ -99,6 +108,10 @@ export const makeDemoAgent = (
       plan = markDone(plan, "check-key");
       await turn.checkpoint({ plan });
 
+      await turn.tool(tools.notify, { to: "team@example.com", message: `notes on ${input.topic} are ready` });
+      plan = markDone(plan, "notify");
+      await turn.checkpoint({ plan });
+
       plan = markDone(plan, "save-plan");
       const saved = await turn.tool(tools.writeFile, {
         path: "plan.json",
@@ -113,6 +126,7 @@ export const makeDemoAgent = (
         apiKeyLength: Number.parseInt(key.stdout.trim(), 10),
         plan: saved.path,
         stepsDone: plan.items.filter((item) => item.done).length,
+        notified: "team@example.com",
       };
     },
   });

@@ -9,6 +9,7 @@ import { makeShellTool, makeWriteFileTool } from "../../tools/index.js";
 import { CliError, ExitCode } from "../CliError.js";
 import { makeDemoAgent, SCRIPTED_PLANNER_LABEL } from "../demoAgent.js";
 import { brief, eventLine, summarizeEvent } from "../eventFormat.js";
+import { makeNotifyTool } from "../notifyTool.js";
 import type { Io } from "../Output.js";
 
 export interface DemoOptions {
@@ -71,11 +72,12 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
   const workDir = resolve(options.work ?? join(besideJournal, "demo-work"));
   const writeFile = makeWriteFileTool(workDir);
   const shell = makeShellTool(workDir);
+  const notify = makeNotifyTool(workDir);
   // Like any runtime, the demo first recovers runs a crashed process left behind (the crash experiment).
   const runtime = await openRuntime({
     ...(options.db === undefined ? {} : { store: options.db }),
-    agents: [makeDemoAgent({ writeFile, shell }, DEMO_SECRET)],
-    tools: [writeFile, shell],
+    agents: [makeDemoAgent({ writeFile, shell, notify }, DEMO_SECRET)],
+    tools: [writeFile, shell, notify],
     secrets: { [DEMO_SECRET.name]: DEMO_SECRET.value },
     recovery: { leaseMs: LEASE_MS },
   });
@@ -168,15 +170,16 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
         "      this run's calls, whether each outcome is committed, and its events",
         `  npx holdfast events --json${db}`,
         "      the hash-chained log, one JSON object per line",
-        "  the crash experiment:",
+        "  the crash experiments (each kills the process with SIGKILL, then run the demo again):",
+        `      HOLDFAST_CRASH_AT=after-effect-before-outcome HOLDFAST_CRASH_CALL=notify npx holdfast demo${db}`,
+        "      the message went out, its outcome never reached the journal. The next demo's recovery",
+        "      finds the call in doubt and nothing can prove what happened: it holds the run instead of",
+        "      sending again. `npx holdfast show <runId>` says why and prints the decide commands.",
         `      HOLDFAST_CRASH_AT=after-intent HOLDFAST_CRASH_CALL=shell npx holdfast demo${db}`,
-        "      kills the process (SIGKILL) right after a shell call's intent is committed, before the",
-        "      command runs. Then run the demo again:",
-        `      npx holdfast demo${db}`,
-        "      recovery finds that call in doubt (an intent, no outcome) and holds the run instead of",
-        "      running the command a second time; `npx holdfast show <runId>` says why. With",
-        "      HOLDFAST_CRASH_AT=after-outcome the outcome is committed first, so recovery resumes the run",
-        "      and serves the finished calls from the journal instead of repeating them.",
+        "      the shell runs under receipts: no start receipt proves the command never ran, so",
+        "      recovery reconciles the call and runs it once.",
+        `      HOLDFAST_CRASH_AT=after-outcome HOLDFAST_CRASH_CALL=shell npx holdfast demo${db}`,
+        "      the outcome is committed: recovery resumes the run and serves finished calls from the journal.",
       ]);
     }
     if (result.status !== "completed") {
