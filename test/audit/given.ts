@@ -132,9 +132,9 @@ const versionOf = async (runtime: Runtime, runId: string) => (await runtime.even
  */
 export const givenJournal = async (
   dir: string,
-  options: { readonly leaveHeld?: boolean } = {},
+  options: { readonly leaveHeld?: boolean; readonly store?: string } = {},
 ): Promise<Given> => {
-  const db = join(dir, "journal.db");
+  const db = options.store ?? join(dir, "journal.db");
   const runtime = await openTestRuntime(db);
   const runs: Record<string, string> = {};
   const submit = async (name: string, agent: string, label = name) => {
