@@ -89,6 +89,23 @@ export const checkTrial = (
     }
   }
 
+  // A plan call commits with its outcome: finding one in doubt would break that promise.
+  const documentCalls = new Set<string>();
+  for (const { event } of events)
+    if (event.type === "call.intended" && event.kind === "document") documentCalls.add(event.callId);
+  for (const e of events) {
+    const inDoubt =
+      e.event.type === "run.interrupted"
+        ? e.event.inDoubt
+        : e.event.type === "run.held"
+          ? e.event.reasons.flatMap((r) => (r.callId ? [r.callId] : []))
+          : [];
+    for (const callId of inDoubt) {
+      if (documentCalls.has(callId))
+        logProblems.push(`${e.streamId}@${e.version}: plan call ${callId} found in doubt`);
+    }
+  }
+
   // Attempts the journal authorized per call: the first, plus one per legitimate authorization.
   // An "allowlisted" replay of a tool that is not on the safe list authorizes nothing: it is a breach.
   const authorized = new Map<string, number>();
