@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { DocumentConflict, defineAgent, openRuntime, type PlanValue } from "../../src/index.js";
+import { lineOf, runWorker } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -117,5 +118,40 @@ describe("the durable plan", () => {
       rt.documents.replace("c", { expectedRevision: 0, value: plan(3), by: "bob" }),
     ).rejects.toBeInstanceOf(DocumentConflict);
     await rt.close();
+  });
+});
+
+describe("the durable plan across a crash", () => {
+  it("the plan survives a SIGKILL right after it was written, and re-execution does not write it again", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const witness = join(dir, "witness.txt");
+    const base = {
+      HF_DB: db,
+      HF_WITNESS: witness,
+      HF_CHAT: "c",
+      HF_INPUT: "i",
+      HF_PREFIX: "p",
+      HF_AGENT: "planning",
+    };
+    const first = await runWorker({
+      ...base,
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "after-outcome",
+      HOLDFAST_CRASH_CALL: "durable_plan",
+      HOLDFAST_CRASH_SKIP: "1",
+    });
+    expect(first.signal).toBe("SIGKILL");
+    const second = await runWorker({ ...base, HF_ACTION: "recover" });
+    expect(second.code, second.stderr).toBe(0);
+    const report = lineOf(second, "recovery")?.report as { resumed: string[]; held: unknown[] };
+    // Nothing was in doubt: the plan call's outcome committed with the plan itself.
+    expect(report.held).toEqual([]);
+    expect(lineOf(second, "recovered")?.results).toEqual([
+      expect.objectContaining({ status: "completed", output: { revision: 1 } }),
+    ]);
+    const chat = await chatEvents(db, "c");
+    expect(chat.map((e) => e.type)).toEqual(["document.replaced"]);
+    expect(chat[0]).toMatchObject({ revision: 1, value: { title: "plan p" } });
   });
 });

@@ -47,6 +47,21 @@ const gated = defineAgent({
   },
 });
 
+/** Writes the plan, then records a step. */
+const planning = defineAgent({
+  name: "planning",
+  version: "1",
+  run: async (turn, input: { prefix: string }) => {
+    const before = await turn.plan.read();
+    const { revision } = await turn.plan.replace(before.revision, {
+      title: `plan ${input.prefix}`,
+      items: [{ id: "a", text: "record a", done: false }],
+    });
+    await turn.tool("record", { label: `${input.prefix}-a` });
+    return { revision };
+  },
+});
+
 /** Parallel calls, then a child run. */
 const parent = defineAgent({
   name: "parent",
@@ -75,6 +90,7 @@ const main = async () => {
       tableAgent,
       gated,
       parent,
+      planning,
     ],
     tools: tools.all,
     allowlist: env.HF_ALLOWLIST === "none" ? {} : { read_safe: pinned },
