@@ -163,7 +163,6 @@ export interface AdmissionCheck {
 const FINISHED = new Set(["completed", "failed", "stopped"]);
 const SYSTEM_TYPES = new Set(["journal.opened", "retention.pruned", "backup.written"]);
 const DOCUMENT_TYPES = new Set(["document.replaced", "document.conflicted"]);
-const OUTCOME_TYPES = new Set(["call.completed", "call.failed", "call.reconciled"]);
 
 export interface LogAuditorOptions {
   readonly expectHead?: ExpectedHead | null;
@@ -612,8 +611,7 @@ export class LogAuditor {
 
   private currentHeads(): Head[] {
     const heads: Head[] = [];
-    for (const [streamId, s] of this.streams)
-      heads.push({ streamId, version: s.version, hash: s.hash });
+    for (const [streamId, s] of this.streams) heads.push({ streamId, version: s.version, hash: s.hash });
     return heads;
   }
 
