@@ -237,7 +237,11 @@ export class Engine {
     if (existing) return this.reuse(existing.runId, existing.digest, inputDigest, chatId, inputId);
 
     const runId = this.options.newRunId();
-    const writer = new RunWriter(this.journal, runId, undefined, CURRENT_RUN_MACHINE);
+    // Claimed before it is admitted: another worker's recovery never finds it active and unowned.
+    const claimedAt = Date.now();
+    const claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
+    const fence = claim ? { runId, workerId: this.workerId, epoch: claim.epoch } : undefined;
+    const writer = new RunWriter(this.journal, runId, undefined, CURRENT_RUN_MACHINE, fence);
     const maskedInput = this.masker.mask(input);
     try {
       await writer.append([
@@ -253,18 +257,14 @@ export class Engine {
         },
       ]);
     } catch (error) {
+      await this.journal.releaseClaims(this.workerId, [runId]).catch(() => undefined);
       if (error instanceof DuplicateAdmission) {
         const again = await this.journal.admission(chatId, inputId);
         if (again) return this.reuse(again.runId, again.digest, inputDigest, chatId, inputId);
       }
       throw error;
     }
-    const claimedAt = Date.now();
-    const claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
-    if (claim) {
-      writer.setFence({ runId, workerId: this.workerId, epoch: claim.epoch });
-      this.noteClaim(runId, claimedAt);
-    }
+    if (claim) this.noteClaim(runId, claimedAt);
     const result = this.track(runId, () => this.execute(agent, writer, chatId, inputId, maskedInput, []));
     return { runId, reused: false, result };
   }
@@ -459,6 +459,11 @@ export class Engine {
       const writer = new RunWriter(this.journal, runId, fold, contextOf(fold).machine, fence);
       if (statusOf(fold) === "held") {
         report.held.push({ runId, reasons: contextOf(fold).heldReasons });
+        await release();
+        continue;
+      }
+      if (["completed", "failed", "stopped"].includes(statusOf(fold))) {
+        // It finished after the active runs were listed (its worker let the claim go): nothing to recover.
         await release();
         continue;
       }
