@@ -69,9 +69,8 @@ describe("resuming interrupted runs", () => {
     expect(second.signal).toBe("SIGKILL");
     const third = await runWorker({ ...base, HF_ACTION: "recover" });
     expect(third.code, third.stderr).toBe(0);
-    expect((lineOf(third, "recovered")?.results as Array<{ status: string }>).map((r) => r.status)).toEqual([
-      "completed",
-    ]);
+    const recovered = (lineOf(third, "recovered")?.results ?? []) as Array<{ status: string }>;
+    expect(recovered.map((r) => r.status)).toEqual(["completed"]);
 
     const journal = LibsqlJournal.open(db);
     const types = (await journal.readAll({ after: 0, limit: 1000 })).map((e) => e.event.type);
