@@ -636,9 +636,11 @@ export class Engine {
   async close(options: { readonly waitForRuns?: boolean } = {}): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    // The heartbeat goes on while live runs settle: without it their leases run out and their
+    // next effect is refused (LeaseLost), leaving an intent in doubt.
+    if (options.waitForRuns !== false) await Promise.allSettled([...this.live.values()]);
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-    if (options.waitForRuns !== false) await Promise.allSettled([...this.live.values()]);
     await this.journal.releaseClaims(this.workerId).catch(() => undefined);
     await this.journal.close();
   }
