@@ -4,6 +4,9 @@
  * recovery — until every run is completed or held. An outside witness counts the effects.
  *
  *   npm run torture -- --trials 300 [--seed S] [--json]
+ *
+ * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
+ *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--lease-ms 2000] [--seed S] [--json] [--keep]
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -24,6 +27,12 @@ const { values } = parseArgs({
     point: { type: "string" },
     /** Only calls of this name at the intent/effect/outcome points. */
     call: { type: "string" },
+    /** Multi-worker torture (torture/workers.ts): a postgres:// URL, and how many workers share it. */
+    store: { type: "string" },
+    workers: { type: "string" },
+    runs: { type: "string", default: "200" },
+    kills: { type: "string", default: "30" },
+    "lease-ms": { type: "string", default: "2000" },
   },
 });
 const trials = Number(values.trials);
@@ -186,7 +195,43 @@ const runTrial = async (
   return { trial, point, fired: firedAt.has(point), restarts, kills, check, ...(error ? { error } : {}) };
 };
 
+/** `--workers N --store postgres://…`: several worker processes on one journal, killed at random. */
+const multiWorker = async () => {
+  const numbers = {
+    workers: Number(values.workers ?? "3"),
+    runs: Number(values.runs),
+    kills: Number(values.kills),
+    leaseMs: Number(values["lease-ms"]),
+  };
+  for (const [name, value] of Object.entries(numbers)) {
+    if (!Number.isInteger(value) || value < (name === "kills" ? 0 : 1)) {
+      process.stderr.write(
+        `torture: --${name === "leaseMs" ? "lease-ms" : name} takes a positive whole number\n`,
+      );
+      process.exit(2);
+    }
+  }
+  const store = values.store ?? process.env.HOLDFAST_STORE ?? "";
+  if (!/^postgres(ql)?:\/\//.test(store)) {
+    process.stderr.write(
+      "torture: the multi-worker torture needs --store postgres://… (a fresh schema is made in it)\n",
+    );
+    process.exit(2);
+  }
+  const { runWorkersTorture } = await import("./workers.js");
+  const { summary, failed } = await runWorkersTorture({
+    store,
+    seed,
+    keep: values.keep,
+    ...numbers,
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(`${JSON.stringify(summary, null, values.json ? undefined : 2)}\n`);
+  process.exit(failed ? 1 : 0);
+};
+
 const main = async () => {
+  if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
   const points: Array<CrashPointName | "random"> = [...CRASH_POINTS, "random"];
   const results: TrialResult[] = [];

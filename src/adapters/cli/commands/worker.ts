@@ -184,7 +184,32 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
       "pass --module with the ES module that exports your `agents` and `tools` arrays",
     );
   }
-  const { agents, tools } = await loadWorkerModule(options.module);
+  // Listen for the stop signals from the start: one that comes while the journal opens stops the
+  // worker as soon as it is open, cleanly.
+  let onStop: (signal: string) => void = () => {};
+  const stopSignal = new Promise<string>((resolveSignal) => {
+    onStop = resolveSignal;
+  });
+  const onSigint = () => onStop("SIGINT");
+  const onSigterm = () => onStop("SIGTERM");
+  process.once("SIGINT", onSigint);
+  process.once("SIGTERM", onSigterm);
+  try {
+    return await runWorker(options, workerId, options.module, stopSignal, io);
+  } finally {
+    process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigterm);
+  }
+};
+
+const runWorker = async (
+  options: WorkerOptions,
+  workerId: string,
+  modulePath: string,
+  stopSignal: Promise<string>,
+  io: Io,
+): Promise<number> => {
+  const { agents, tools } = await loadWorkerModule(modulePath);
   const emit = async (report: Report) => {
     await io.out.line(
       options.json ? JSON.stringify({ ...report, at: new Date().toISOString() }) : text(report),
@@ -213,6 +238,7 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
   let stopping = false;
   let wake: (() => void) | undefined;
   const live = new Set<string>();
+  /** Report how a run this worker executes ends. */
   const watch = (runId: string) => {
     if (live.has(runId)) return;
     live.add(runId);
@@ -256,6 +282,7 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
       });
       watch(runId);
     }
+    // Every pass lists every held run; each is reported once.
     for (const { runId, reasons } of report.held) {
       if (seenHeld.has(runId)) continue;
       seenHeld.add(runId);
@@ -265,6 +292,8 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
       await emit({ kind: "needs-attention", runId, reason });
   };
 
+  // Recover, wait half a lease, recover again: runs of a dead process of this host are taken at
+  // once, runs of a worker elsewhere once its lease has run out.
   const loop = (async () => {
     while (!stopping) {
       try {
@@ -323,27 +352,26 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
     void submission.finally(() => submissions.delete(submission));
   });
 
-  const signal = await new Promise<string>((resolveSignal) => {
-    const onSignal = (name: string) => () => resolveSignal(name);
-    process.once("SIGINT", onSignal("SIGINT"));
-    process.once("SIGTERM", onSignal("SIGTERM"));
-  });
+  const signal = await stopSignal;
   stopping = true;
   // A second signal quits at once: the claims then run out with their lease.
   const quit = () => process.exit(130);
   process.once("SIGINT", quit);
   process.once("SIGTERM", quit);
-  if (lines) {
-    lines.close();
-    process.stdin.destroy();
+  try {
+    if (lines) {
+      lines.close();
+      process.stdin.destroy();
+    }
+    await emit({ kind: "stopping", signal, live: live.size });
+    wake?.();
+    await loop;
+    await Promise.allSettled([...submissions]);
+    await runtime.close();
+    await emit({ kind: "stopped", workerId });
+    return ExitCode.ok;
+  } finally {
+    process.off("SIGINT", quit);
+    process.off("SIGTERM", quit);
   }
-  await emit({ kind: "stopping", signal, live: live.size });
-  wake?.();
-  await loop;
-  await Promise.allSettled([...submissions]);
-  await runtime.close();
-  await emit({ kind: "stopped", workerId });
-  process.off("SIGINT", quit);
-  process.off("SIGTERM", quit);
-  return ExitCode.ok;
 };

@@ -1,0 +1,454 @@
+/**
+ * Multi-worker torture: several `holdfast worker` processes share one PostgreSQL journal (a fresh
+ * schema per torture run) and run the torture agent's real effects. Inputs are fed to the workers
+ * on their standard input, spread across them; between waves of inputs a random worker is
+ * SIGKILLed and restarted (with a new worker id), until every run is completed or held. The
+ * outside witnesses count the effects; every take-over (`run.claimed` naming a killed worker) is
+ * timed from the victim's death and checked against lease + 2 s; the whole log is checked at the end.
+ *
+ *   npm run torture -- --store postgres://postgres@127.0.0.1:5432/test --workers 3 --runs 200 --kills 30 --json
+ *
+ * A killed worker's id is either this host's `<host>:<pid>:<random>` (a peer sees the pid is gone
+ * and takes its runs at once) or a made-up id of "another host" (a peer can only wait for the
+ * lease to run out); each restart picks one at random, and the take-overs are reported per kind.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { openStore } from "../src/adapters/store.js";
+import type { RecordedEvent } from "../src/events/index.js";
+import type { RunRow } from "../src/projections/index.js";
+import type { Journal } from "../src/runtime/Journal.js";
+import { checkTrial, type Outcomes, outcomesOf } from "./check.js";
+import { ALLOWLISTED, makeTortureDefinitions } from "./definitions.js";
+import { startWitnessServer } from "./witness-server.js";
+
+const ROOT = join(import.meta.dirname, "..");
+const CLI = join(ROOT, "src", "adapters", "cli", "main.ts");
+const MODULE = join(import.meta.dirname, "worker-module.ts");
+
+export interface WorkersTortureOptions {
+  /** A postgres:// URL; its `?schema=` is replaced by a fresh one. */
+  readonly store: string;
+  readonly workers: number;
+  readonly runs: number;
+  readonly kills: number;
+  readonly seed: number;
+  readonly leaseMs: number;
+  /** Keep the schema and the trial folder afterwards. */
+  readonly keep: boolean;
+  /** Give up waiting for the runs to settle after this long. */
+  readonly timeoutMs?: number;
+  /** Progress lines (stderr). */
+  readonly log?: (line: string) => void;
+}
+
+/** How a take-over was timed: the victim's death to the `run.claimed` event that names it. */
+export interface TakeOver {
+  readonly runId: string;
+  readonly victim: string;
+  /** `local`: a dead pid of this host (taken at once); `remote`: only the lease tells. */
+  readonly detection: "local" | "remote";
+  readonly by: string;
+  readonly epoch: number;
+  readonly ms: number;
+}
+
+type Identity = "local" | "remote";
+
+interface WorkerProcess {
+  readonly slot: number;
+  readonly generation: number;
+  readonly identity: Identity;
+  readonly child: ChildProcessWithoutNullStreams;
+  workerId: string | null;
+  started: boolean;
+  exited: boolean;
+  killedAt: number | null;
+  stderr: string;
+  /** Inputs written to its stdin and not yet reported admitted. */
+  readonly pending: Set<number>;
+  readonly exit: Promise<{ code: number | null; signal: string | null }>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const seeded = (seed: number) => {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+};
+
+/** Every event of the journal, in position order. */
+export const readEvents = async (journal: Journal): Promise<RecordedEvent[]> => {
+  const all: RecordedEvent[] = [];
+  for (;;) {
+    const page = await journal.readAll({ after: all.at(-1)?.position ?? 0, limit: 2000 });
+    if (page.length === 0) return all;
+    all.push(...page);
+  }
+};
+
+const percentile = (values: ReadonlyArray<number>, p: number): number | null => {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+
+export const runWorkersTorture = async (options: WorkersTortureOptions) => {
+  const log = options.log ?? (() => {});
+  const rng = seeded(options.seed);
+  const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
+  const started = Date.now();
+  const schema = `hf_torture_${options.seed}_${randomBytes(3).toString("hex")}`;
+  const url = new URL(options.store);
+  url.searchParams.set("schema", schema);
+  const store = url.toString();
+  const dir = mkdtempSync(join(tmpdir(), "holdfast-workers-"));
+  for (const sub of ["witness", "work", "receipts", "workers"]) mkdirSync(join(dir, sub));
+  const server = await startWitnessServer();
+  const { allowlist } = makeTortureDefinitions({ dir, server: server.url });
+  const allowlistFile = join(dir, "allowlist.json");
+  writeFileSync(allowlistFile, `${JSON.stringify(allowlist, null, 2)}\n`);
+  const errors: string[] = [];
+  const passFailures = new Map<string, number>();
+  const refusals: string[] = [];
+
+  // Opening the journal here first creates the schema, so the workers start on a migrated one.
+  const journal = await openStore(store);
+  const inputs = Array.from({ length: options.runs }, (_, i) => ({
+    chatId: `chat-${i}`,
+    inputId: `input-${i}`,
+    agent: "torture",
+    content: { label: `r${i}` },
+  }));
+  const admitted = new Map<number, string>();
+  const queue: number[] = [];
+  const processes: WorkerProcess[] = [];
+  const slots: Array<WorkerProcess | null> = Array.from({ length: options.workers }, () => null);
+  const generations = new Map<number, number>();
+  /** Every worker id ever killed, with when it died and how a peer can tell. */
+  const victims = new Map<string, { diedAt: number; identity: Identity }>();
+  let stopping = false;
+
+  const spawnWorker = (slot: number): WorkerProcess => {
+    const generation = (generations.get(slot) ?? 0) + 1;
+    generations.set(slot, generation);
+    // The first generation is local; restarts pick at random.
+    const identity: Identity = generation === 1 ? "local" : rng() < 0.5 ? "local" : "remote";
+    const workerId = identity === "remote" ? `torture-remote-w${slot}-g${generation}` : null;
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        CLI,
+        "worker",
+        "--store",
+        store,
+        "--module",
+        MODULE,
+        "--allowlist",
+        allowlistFile,
+        "--lease-ms",
+        String(options.leaseMs),
+        "--stdin",
+        "--json",
+        ...(workerId ? ["--worker-id", workerId] : []),
+      ],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          TORTURE_DIR: dir,
+          TORTURE_SERVER: server.url,
+          HOLDFAST_STORE: "",
+          HOLDFAST_WORKER_ID: "",
+          HOLDFAST_CRASH_AT: "",
+        },
+        stdio: ["pipe", "pipe", "pipe"],
+      },
+    );
+    const worker: WorkerProcess = {
+      slot,
+      generation,
+      identity,
+      child,
+      workerId,
+      started: false,
+      exited: false,
+      killedAt: null,
+      stderr: "",
+      pending: new Set(),
+      exit: new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal }))),
+    };
+    let buffer = "";
+    // Each worker's output, kept in the trial folder (--keep) for whoever chases a problem.
+    const logFile = join(dir, "workers", `w${slot}-g${generation}.log`);
+    child.stdout.on("data", (chunk) => {
+      appendFileSync(logFile, chunk);
+      buffer += chunk;
+      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (!line.startsWith("{")) continue;
+        const report = JSON.parse(line) as Record<string, unknown>;
+        switch (report.kind) {
+          case "started":
+            worker.workerId = String(report.workerId);
+            worker.started = true;
+            break;
+          case "admitted": {
+            const i = Number(String(report.inputId).slice("input-".length));
+            admitted.set(i, String(report.runId));
+            worker.pending.delete(i);
+            break;
+          }
+          case "refused": {
+            refusals.push(`${worker.workerId}: ${String(report.reason)}`);
+            const i = Number(/"inputId":"input-(\d+)"/.exec(String(report.line))?.[1]);
+            if (Number.isInteger(i) && worker.pending.delete(i)) queue.push(i);
+            break;
+          }
+          case "pass-failed": {
+            const reason = String(report.reason);
+            passFailures.set(reason, (passFailures.get(reason) ?? 0) + 1);
+            break;
+          }
+        }
+      }
+    });
+    child.stderr.on("data", (chunk) => {
+      appendFileSync(logFile, chunk);
+      worker.stderr = (worker.stderr + chunk).slice(-4000);
+    });
+    child.stdin.on("error", () => {});
+    void worker.exit.then(({ code, signal }) => {
+      worker.exited = true;
+      // Whatever it had not admitted goes to another worker (admission is idempotent anyway).
+      for (const i of worker.pending) if (!admitted.has(i)) queue.push(i);
+      worker.pending.clear();
+      if (worker.killedAt === null && !stopping) {
+        errors.push(
+          `worker ${worker.workerId ?? `slot ${slot}`} exited by itself (code ${code}, signal ${signal}): ${worker.stderr.trim().split("\n").slice(-3).join(" | ")}`,
+        );
+        if (slots[slot] === worker) slots[slot] = spawnWorker(slot);
+      }
+    });
+    processes.push(worker);
+    slots[slot] = worker;
+    return worker;
+  };
+
+  for (let slot = 0; slot < options.workers; slot++) spawnWorker(slot);
+
+  /** Runs (top-level and children) by status, from the runs projection. */
+  const statuses = async () => {
+    const rows = await journal.projectionRows<RunRow>("runs");
+    const top = rows.filter((r) => !r.chatId.startsWith("child:"));
+    const settled = (r: RunRow) => r.status !== "running" && r.status !== "interrupted";
+    return {
+      rows,
+      open: top.filter((r) => !settled(r)).length,
+      unsettledAll: rows.filter((r) => !settled(r)).length,
+    };
+  };
+
+  const send = (i: number) => {
+    const live = slots.filter((w): w is WorkerProcess => w !== null && !w.exited && w.killedAt === null);
+    const ready = live.filter((w) => w.started);
+    const to = pick(ready.length > 0 ? ready : live);
+    to.pending.add(i);
+    to.child.stdin.write(`${JSON.stringify(inputs[i])}\n`);
+  };
+
+  let nextInput = 0;
+  const cap = options.workers * 3;
+  /** Hand out inputs up to `target`, keeping at most `cap` runs open at once. */
+  const feed = async (target: number) => {
+    for (;;) {
+      while (queue.length > 0) send(queue.shift()!);
+      if (nextInput >= target) return;
+      const { open } = await statuses();
+      const inFlight = open + processes.reduce((n, w) => n + w.pending.size, 0);
+      for (let room = cap - inFlight; room > 0 && nextInput < target; room--) send(nextInput++);
+      if (nextInput < target) await sleep(100);
+    }
+  };
+
+  const snapshots: Outcomes[] = [];
+  let kills = 0;
+  for (let k = 0; k < options.kills; k++) {
+    await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
+    await sleep(200 + Math.floor(rng() * 1300));
+    // Never the last worker standing: a live peer must be there to take the victim's runs over
+    // (restarted workers take a few seconds to start).
+    const ready = () => slots.flatMap((w) => (w?.started && !w.exited ? [w] : []));
+    const waitUntil = Date.now() + 120_000;
+    while (ready().length < Math.min(2, options.workers) && Date.now() < waitUntil) await sleep(50);
+    if (ready().length === 0) {
+      errors.push("no worker started within 120 s");
+      break;
+    }
+    const victim = pick(ready());
+    victim.killedAt = Date.now();
+    victim.child.kill("SIGKILL");
+    kills++;
+    victims.set(victim.workerId!, { diedAt: victim.killedAt, identity: victim.identity });
+    await victim.exit;
+    spawnWorker(victim.slot);
+    log(
+      `kill ${kills}/${options.kills}: ${victim.workerId} (${victim.identity}); inputs handed out ${nextInput}/${options.runs}, admitted ${admitted.size}`,
+    );
+    snapshots.push(outcomesOf(await readEvents(journal)));
+  }
+  await feed(options.runs);
+
+  // Until every input is admitted and every run (children too) is completed or held.
+  const deadline = Date.now() + (options.timeoutMs ?? Math.max(120_000, options.runs * 3_000));
+  let last = await statuses();
+  while (Date.now() < deadline) {
+    while (queue.length > 0) send(queue.shift()!);
+    last = await statuses();
+    const top = last.rows.filter((r) => !r.chatId.startsWith("child:")).length;
+    if (top >= options.runs && last.unsettledAll === 0) break;
+    await sleep(250);
+  }
+  const timedOut = Date.now() >= deadline;
+  if (timedOut)
+    errors.push(`the runs did not all settle within ${Math.round((options.timeoutMs ?? 0) / 1000)} s`);
+  log(`settled: ${last.rows.length} runs; stopping the workers`);
+
+  // Each worker must stop cleanly on SIGTERM; one still starting up is given the time to start first.
+  const startBy = Date.now() + 60_000;
+  while (slots.some((w) => w && !w.exited && !w.started) && Date.now() < startBy) await sleep(50);
+  stopping = true;
+  const finals = slots.filter((w): w is WorkerProcess => w !== null && !w.exited);
+  for (const w of finals) w.child.kill("SIGTERM");
+  for (const w of finals) {
+    const ended = await Promise.race([w.exit, sleep(30_000).then(() => null)]);
+    if (ended === null) {
+      errors.push(`worker ${w.workerId} did not stop within 30 s of SIGTERM`);
+      w.child.kill("SIGKILL");
+      await w.exit;
+    } else if (ended.code !== 0) {
+      errors.push(
+        `worker ${w.workerId} stopped with code ${ended.code} (${ended.signal}): ${w.stderr.trim()}`,
+      );
+    }
+  }
+
+  const events = await readEvents(journal);
+  const rows = await journal.projectionRows<RunRow>("runs");
+  await journal.close();
+  await server.close();
+  const check = checkTrial(events, dir, server.counts, snapshots, ALLOWLISTED);
+
+  // Take-overs: each `run.claimed` naming a killed worker, timed from its death.
+  const bound = options.leaseMs + 2_000;
+  const takeOvers: TakeOver[] = [];
+  const ofLiveWorkers: string[] = [];
+  for (const e of events) {
+    if (e.event.type !== "run.claimed" || e.event.previousWorkerId === null) continue;
+    const victim = victims.get(e.event.previousWorkerId);
+    if (!victim) {
+      ofLiveWorkers.push(`${e.event.runId} from ${e.event.previousWorkerId} to ${e.event.workerId}`);
+      continue;
+    }
+    takeOvers.push({
+      runId: e.event.runId,
+      victim: e.event.previousWorkerId,
+      detection: victim.identity,
+      by: e.event.workerId,
+      epoch: e.event.epoch,
+      ms: Date.parse(e.recordedAt) - victim.diedAt,
+    });
+  }
+  const timing = (list: ReadonlyArray<TakeOver>) => ({
+    count: list.length,
+    medianMs: percentile(
+      list.map((t) => t.ms),
+      50,
+    ),
+    maxMs: list.length ? Math.max(...list.map((t) => t.ms)) : null,
+  });
+
+  let claimsLeft: number | null = null;
+  let orphanClaims: number | null = null;
+  const admin = new pg.Client({ connectionString: options.store, options: `-c search_path=${schema}` });
+  try {
+    await admin.connect();
+    // A claim left on a run (finished, held or active) is a leak; a claim whose run was never
+    // admitted is what a worker killed between claiming a new run and admitting it leaves behind.
+    const counts = await admin.query<{ runs: string; orphans: string }>(
+      "SELECT count(g.run_id) AS runs, count(*) - count(g.run_id) AS orphans FROM claims c LEFT JOIN run_guard g ON g.run_id = c.run_id",
+    );
+    claimsLeft = Number(counts.rows[0]?.runs);
+    orphanClaims = Number(counts.rows[0]?.orphans);
+    if (!options.keep) await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+  } catch (error) {
+    errors.push(`cleaning up the schema ${schema}: ${(error as Error).message}`);
+  } finally {
+    await admin.end().catch(() => {});
+  }
+  if (!options.keep) rmSync(dir, { recursive: true, force: true });
+
+  const topRows = rows.filter((r) => !r.chatId.startsWith("child:"));
+  const summary = {
+    seed: options.seed,
+    store: options.store.replace(/(\/\/[^:/@]+:)[^@]*@/, "$1****@"),
+    schema: options.keep ? schema : `${schema} (dropped)`,
+    ...(options.keep ? { folder: dir } : {}),
+    workers: options.workers,
+    leaseMs: options.leaseMs,
+    runs: topRows.length,
+    childRuns: rows.length - topRows.length,
+    inputsAdmitted: admitted.size,
+    kills,
+    restarts: processes.length - options.workers,
+    duplicates: check.duplicates,
+    lost: check.lost,
+    held: check.held,
+    completed: check.completed,
+    unsettled: check.unsettled,
+    reconciled: check.reconciled,
+    replayed: check.replayed,
+    logCheck: check.logOk ? "clean" : check.logProblems,
+    events: events.length,
+    takeOvers: {
+      boundMs: bound,
+      ...timing(takeOvers),
+      local: timing(takeOvers.filter((t) => t.detection === "local")),
+      remote: timing(takeOvers.filter((t) => t.detection === "remote")),
+      overBound: takeOvers.filter((t) => t.ms > bound),
+      /** Taken from a worker that was not killed: its lease ran out while it was alive (a slow heartbeat). */
+      ofLiveWorkers,
+    },
+    claimsLeft,
+    orphanClaims,
+    recoveryPassFailures: Object.fromEntries(passFailures),
+    refusals,
+    errors,
+    problems: { duplicates: check.duplicateDetail, lost: check.lostDetail },
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+  };
+  const failed =
+    summary.duplicates > 0 ||
+    summary.lost > 0 ||
+    summary.logCheck !== "clean" ||
+    summary.unsettled.length > 0 ||
+    summary.runs < options.runs ||
+    summary.kills < options.kills ||
+    summary.takeOvers.overBound.length > 0 ||
+    summary.claimsLeft !== 0 ||
+    errors.length > 0;
+  return { summary, failed };
+};
