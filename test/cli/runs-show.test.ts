@@ -26,7 +26,7 @@ describe("holdfast runs", () => {
     expect(result.code).toBe(0);
     const runs = JSON.parse(result.stdout) as RunJson[];
     expect(runs).toEqual([
-      expect.objectContaining({ runId, agent: "demo@1", status: "completed", calls: 5 }),
+      expect.objectContaining({ runId, agent: "demo@1", status: "completed", calls: 6 }),
     ]);
   });
 
@@ -74,7 +74,8 @@ describe("holdfast show", () => {
       [1, "tool", "write_file"],
       [2, "tool", "shell"],
       [3, "tool", "shell"],
-      [4, "tool", "write_file"],
+      [4, "tool", "notify"],
+      [5, "tool", "write_file"],
     ]);
     expect(shown.calls.every((call) => call.status === "completed" && call.outcomeCommitted)).toBe(true);
     expect(shown.events.every((event) => event.streamId === `run-${runId}`)).toBe(true);
