@@ -24,6 +24,7 @@
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
 export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
+export type { AuditOptions, AuditReport } from "./runtime/audit.js";
 export type { DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 export type {
   AgentDef,

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
+import { type AuditOptions, type AuditReport, auditJournal } from "../runtime/audit.js";
 import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
@@ -83,6 +84,11 @@ export interface Runtime {
    * }
    */
   subscribe(options?: SubscribeOptions): AsyncIterableIterator<RecordedEvent>;
+  /**
+   * Verify the whole log (chains, machine folds, laws across events, projections) in bounded
+   * memory; `findings` is empty for a clean journal. See docs/audit.md.
+   */
+  audit(options?: AuditOptions): Promise<AuditReport>;
   /** Status per run (the runs projection). */
   runs(): Promise<ReadonlyArray<RunRow>>;
   /** The events of one run, decoded. */
@@ -136,6 +142,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),
+    audit: (auditOptions) => auditJournal(journal, auditOptions),
     subscribe: (subscription) => subscribe(journal, subscription),
     documents: makeDocuments(journal, engine.masker),
     decide: (runId, request) => engine.decide(runId, request),

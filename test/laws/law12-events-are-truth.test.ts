@@ -81,3 +81,24 @@ describe("law 12 — events are the source of truth", () => {
     await journal.close();
   });
 });
+
+describe("runtime.audit", () => {
+  it("a journal written by real runs, including a held one, audits clean through the public API", async () => {
+    const dir = tempDir();
+    const flaky = defineTool({
+      name: "flaky",
+      args: Schema.Struct({}),
+      run: async () => {
+        throw new Error("connection reset");
+      },
+    });
+    const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(flaky, {}) });
+    const rt = await openRuntime({ store: join(dir, "j.db"), agents: [agent], tools: [flaky] });
+    expect(
+      (await (await rt.submit({ chatId: "c", inputId: "i", agent: "a", content: null })).result).status,
+    ).toBe("held");
+    const report = await rt.audit();
+    expect(report.findings).toEqual([]);
+    await rt.close();
+  });
+});
