@@ -2,15 +2,15 @@ import { skipped } from "../lib/metric.js";
 import type { Section } from "../lib/section.js";
 
 /*
- * Measurements whose subject does not exist yet. Each stays a visible "skipped" entry until its
- * issue lands; then it becomes one section like the others (same Section shape, same metric names).
+ * Measurements not written yet. Each stays a visible "skipped" entry until it becomes one section
+ * like the others (same Section shape, same metric names).
  */
 
 /** 5. Audit: events/s verified and peak RSS on a 1,000,000-event log. */
 export const auditSection: Section = {
   name: "audit",
   async run() {
-    const why = "the audit (issue 5) does not exist yet";
+    const why = "no audit section in the bench yet (runtime.audit(), issue 5, landed after it)";
     return {
       metrics: [
         skipped("audit.events_per_s", "events/s", "value >= 100000", why),
@@ -24,7 +24,7 @@ export const auditSection: Section = {
 export const subscriptionsSection: Section = {
   name: "subscriptions",
   async run() {
-    const why = "subscriptions (issue 5) do not exist yet";
+    const why = "no subscriptions section in the bench yet (runtime.subscribe(), issue 5, landed after it)";
     return {
       metrics: [
         skipped("subscriptions.delivery.p50", "ms", null, why),
@@ -39,7 +39,7 @@ export const postgresSection: Section = {
   name: "postgres",
   async run() {
     const why = process.env.HOLDFAST_TEST_PG_URL
-      ? "openRuntime cannot open PostgreSQL yet (src/index.ts opens stores with the synchronous openJournal)"
+      ? "no PostgreSQL section in the bench yet (openRuntime opens PostgreSQL since issue 6 landed)"
       : "HOLDFAST_TEST_PG_URL is not set";
     return { metrics: [skipped("postgres", "", null, why)] };
   },
