@@ -6,9 +6,10 @@ import { InvalidArgumentError } from "commander";
 import type { HoldReason } from "../../../events/index.js";
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
-import { localWorkerId } from "../../localWorker.js";
+import type { Claim, Journal } from "../../../runtime/Journal.js";
+import { isWorkerDead, localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
-import { resolveStore } from "../../store.js";
+import { openStore, resolveStore } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
 import { describeFailure } from "../failure.js";
 import type { Io } from "../Output.js";
@@ -30,6 +31,9 @@ export interface WorkerOptions {
 }
 
 export const DEFAULT_LEASE_MS = 15_000;
+
+/** How often, between passes, the owners of runs left alone are looked at. */
+const WATCH_MS = 100;
 
 /** `--lease-ms`: whole milliseconds, at least 100. */
 export const parseLeaseMs = (value: string): number => {
@@ -216,14 +220,23 @@ const runWorker = async (
     );
   };
 
+  const store = resolveStore(options.store).store;
   const runtime: Runtime = await openRuntime({
-    store: resolveStore(options.store).store,
+    store,
     agents,
     tools,
     workerId,
     ...(options.allowlist === undefined ? {} : { allowlist: options.allowlist }),
     recovery: { onOpen: false, leaseMs: options.leaseMs, concurrency: options.concurrency },
   });
+  // A second, small handle to read who owns the runs left alone, between passes.
+  let watcher: Journal;
+  try {
+    watcher = await openStore(store, { postgres: { poolSize: 1 } });
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   const everyMs = Math.max(50, Math.floor(options.leaseMs / 2));
   await emit({
     kind: "started",
@@ -292,27 +305,36 @@ const runWorker = async (
       await emit({ kind: "needs-attention", runId, reason });
   };
 
-  // Recover, wait half a lease, recover again: runs of a dead process of this host are taken at
-  // once, runs of a worker elsewhere once its lease has run out.
+  // Recover, wait half a lease, recover again. Between passes the owners of the runs left alone
+  // are watched: a pass starts at once when one of them is a dead process of this host, or when
+  // its lease has run out, instead of at the end of the wait.
+  const ownerGone = (claims: ReadonlyArray<Claim | null>): boolean =>
+    claims.some((c) => c !== null && (Date.now() >= c.leaseUntil + WATCH_MS || isWorkerDead(c.workerId)));
   const loop = (async () => {
     while (!stopping) {
+      const startedAt = Date.now();
+      let owners: ReadonlyArray<Claim | null> = [];
       try {
         const pass = await runtime.recover();
         pass.done.catch(() => undefined);
         await reportPass(pass);
+        owners = await Promise.all(pass.ownedElsewhere.map((runId) => watcher.currentClaim(runId)));
       } catch (error) {
         const failure = describeFailure(error);
         await emit({ kind: "pass-failed", reason: failure.reason, hint: failure.hint });
       }
-      if (stopping) break;
-      await new Promise<void>((resolveWait) => {
-        const timer = setTimeout(resolveWait, everyMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolveWait();
-        };
-      });
-      wake = undefined;
+      const until = startedAt + everyMs;
+      while (!stopping && Date.now() < until) {
+        if (Date.now() - startedAt >= WATCH_MS && ownerGone(owners)) break;
+        await new Promise<void>((resolveWait) => {
+          const timer = setTimeout(resolveWait, Math.min(WATCH_MS, Math.max(1, until - Date.now())));
+          wake = () => {
+            clearTimeout(timer);
+            resolveWait();
+          };
+        });
+        wake = undefined;
+      }
     }
   })();
 
@@ -367,6 +389,7 @@ const runWorker = async (
     wake?.();
     await loop;
     await Promise.allSettled([...submissions]);
+    await watcher.close();
     await runtime.close();
     await emit({ kind: "stopped", workerId });
     return ExitCode.ok;
