@@ -219,13 +219,17 @@ const multiWorker = async () => {
     process.exit(2);
   }
   const { runWorkersTorture } = await import("./workers.js");
-  const { summary, failed } = await runWorkersTorture({
+  const outcome = await runWorkersTorture({
     store,
     seed,
     keep: values.keep,
     ...numbers,
     log: (line) => process.stderr.write(`${line}\n`),
+  }).catch((error: unknown) => {
+    process.stderr.write(`torture: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
   });
+  const { summary, failed } = outcome;
   process.stdout.write(`${JSON.stringify(summary, null, values.json ? undefined : 2)}\n`);
   process.exit(failed ? 1 : 0);
 };

@@ -127,6 +127,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const url = new URL(options.store);
   url.searchParams.set("schema", schema);
   const store = url.toString();
+  // Opening the journal here first creates the schema, so the workers start on a migrated one.
+  const journal = await openStore(store);
+  const admin = new pg.Client({ connectionString: options.store, options: `-c search_path=${schema}` });
+  await admin.connect();
   const dir = mkdtempSync(join(tmpdir(), "holdfast-workers-"));
   for (const sub of ["witness", "work", "receipts", "workers"]) mkdirSync(join(dir, sub));
   const server = await startWitnessServer();
@@ -137,10 +141,6 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const passFailures = new Map<string, number>();
   const refusals: string[] = [];
 
-  // Opening the journal here first creates the schema, so the workers start on a migrated one.
-  const journal = await openStore(store);
-  const admin = new pg.Client({ connectionString: options.store, options: `-c search_path=${schema}` });
-  await admin.connect();
   /** Claims a worker still holds on active runs. */
   const claimsOf = async (workerId: string): Promise<number> =>
     Number(
@@ -274,6 +274,18 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     slots[slot] = worker;
     return worker;
   };
+
+  // However this process ends, no worker outlives it.
+  const killAll = () => {
+    for (const w of processes) if (!w.exited) w.child.kill("SIGKILL");
+  };
+  const interrupted = () => {
+    killAll();
+    process.exit(130);
+  };
+  process.on("exit", killAll);
+  process.once("SIGINT", interrupted);
+  process.once("SIGTERM", interrupted);
 
   for (let slot = 0; slot < options.workers; slot++) spawnWorker(slot);
 

@@ -1,0 +1,61 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { requirePg, TEST_PG_URL } from "../support/pg.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+interface TakeOver {
+  readonly runId: string;
+  readonly detection: "local" | "remote";
+  readonly ms: number;
+}
+
+describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
+  it("three holdfast workers on one database, a random one SIGKILLed six times: no duplicate effect, no lost outcome, every run completed or held, each take-over within lease + 2 s, a clean log", async () => {
+    // PostgreSQL down is a failure with the URL and how to start it, never a skip.
+    await requirePg();
+    const run = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(ROOT, "torture", "main.ts"),
+        "--store",
+        TEST_PG_URL,
+        "--workers",
+        "3",
+        "--runs",
+        "24",
+        "--kills",
+        "6",
+        "--lease-ms",
+        "2000",
+        "--seed",
+        "11",
+        "--json",
+      ],
+      { cwd: ROOT, encoding: "utf8", timeout: 110_000 },
+    );
+    const line = run.stdout.trim().split("\n").at(-1) ?? "";
+    expect(line.startsWith("{"), `${run.stderr}\n${run.stdout}`).toBe(true);
+    const summary = JSON.parse(line);
+    const context = JSON.stringify({ ...summary, stderr: run.stderr.slice(-2000) });
+    expect(summary.errors, context).toEqual([]);
+    expect(summary.duplicates, context).toBe(0);
+    expect(summary.lost, context).toBe(0);
+    expect(summary.logCheck, context).toBe("clean");
+    expect(summary.unsettled, context).toEqual([]);
+    expect(summary.runs).toBe(24);
+    expect(summary.held + summary.completed).toBe(summary.runs + summary.childRuns);
+    expect(summary.kills).toBe(6);
+    // The one timing the issue asks for: each take-over within the lease plus 2 s of the death.
+    expect(summary.takeOvers.boundMs).toBe(4000);
+    expect(summary.takeOvers.count, context).toBeGreaterThan(0);
+    expect(
+      (summary.takeOvers.overBound as TakeOver[]).map((t) => `${t.runId} (${t.detection}) ${t.ms} ms`),
+      context,
+    ).toEqual([]);
+    expect(run.status, context).toBe(0);
+  }, 120_000);
+});
