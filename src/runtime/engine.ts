@@ -136,6 +136,8 @@ export class Engine {
   private readonly tools: ReadonlyMap<string, AnyToolDef>;
   private readonly live = new Map<string, Promise<RunResult>>();
   readonly limiter: Limiter;
+  /** Runs inspected and classified at once by one recovery pass. */
+  private readonly recoveryLimiter = new Limiter(8);
   readonly preflight: ReadonlyArray<PreflightFinding>;
   private readonly allowlist: Readonly<Record<string, string>>;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -420,8 +422,18 @@ export class Engine {
       reconciled: [] as string[],
     };
     const started: Promise<RunResult>[] = [];
-    for (const runId of await this.journal.activeRuns()) {
-      if (this.live.has(runId)) continue;
+    type Part = { [K in keyof typeof report]: (typeof report)[K] };
+    const emptyPart = (): Part => ({
+      interrupted: [],
+      resumed: [],
+      held: [],
+      ownedElsewhere: [],
+      needsAttention: [],
+      replayed: [],
+      reconciled: [],
+    });
+    const recoverRun = async (runId: string, part: Part): Promise<void> => {
+      if (this.live.has(runId)) return;
       const claimedAt = Date.now();
       let claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
       if (!claim) {
@@ -433,8 +445,8 @@ export class Engine {
         }
       }
       if (!claim) {
-        report.ownedElsewhere.push(runId);
-        continue;
+        part.ownedElsewhere.push(runId);
+        return;
       }
       this.noteClaim(runId, claimedAt);
       const release = () => this.journal.releaseClaims(this.workerId, [runId]);
@@ -451,21 +463,21 @@ export class Engine {
       }
       if ("corrupt" in inspected) {
         await this.markCorrupt(runId, inspected.corrupt, fence);
-        report.needsAttention.push({ runId, reason: inspected.corrupt });
+        part.needsAttention.push({ runId, reason: inspected.corrupt });
         await release();
-        continue;
+        return;
       }
       const fold = inspected.fold;
       const writer = new RunWriter(this.journal, runId, fold, contextOf(fold).machine, fence);
       if (statusOf(fold) === "held") {
-        report.held.push({ runId, reasons: contextOf(fold).heldReasons });
+        part.held.push({ runId, reasons: contextOf(fold).heldReasons });
         await release();
-        continue;
+        return;
       }
       if (["completed", "failed", "stopped"].includes(statusOf(fold))) {
         // It finished after the active runs were listed (its worker let the claim go): nothing to recover.
         await release();
-        continue;
+        return;
       }
       const previous = claim.previous;
       if (previous && previous.workerId !== this.workerId) {
@@ -491,7 +503,7 @@ export class Engine {
         ]);
         crashPoint("after-interrupted");
       }
-      report.interrupted.push(runId);
+      part.interrupted.push(runId);
 
       const intents = latestIntents(events);
       const holds: HoldReason[] = [];
@@ -513,28 +525,28 @@ export class Engine {
         }
         await writer.append(decided.events);
         if (decided.note === "replayed") {
-          report.replayed.push(call.callId);
+          part.replayed.push(call.callId);
           crashPoint("after-replay-authorized");
-        } else report.reconciled.push(call.callId);
+        } else part.reconciled.push(call.callId);
       }
       if (holds.length > 0) {
         await writer.append([{ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }]);
-        report.held.push({ runId, reasons: holds });
+        part.held.push({ runId, reasons: holds });
         await release();
-        continue;
+        return;
       }
       const context = contextOf(writer.fold);
       const agent = this.agents.get(context.agent.name);
       if (!agent) {
-        report.needsAttention.push({
+        part.needsAttention.push({
           runId,
           reason: `agent "${context.agent.name}" is not registered in this runtime; register it and recover again`,
         });
         await release();
-        continue;
+        return;
       }
       await writer.append([{ type: "run.resumed", runId, by: this.workerId }]);
-      report.resumed.push(runId);
+      part.resumed.push(runId);
       const admitted = events[0]!.event;
       const input = admitted.type === "run.admitted" ? admitted.input : null;
       const history = await this.journal.readStream(runStreamId(runId));
@@ -542,6 +554,21 @@ export class Engine {
       // Children run outside the limit: a parent holding a slot may be waiting for them.
       const isChild = context.chatId.startsWith(CHILD_CHAT_PREFIX);
       started.push(this.track(runId, isChild ? execute : () => this.limiter.run(execute)));
+    };
+    // Several runs at a time: all the runs of a dead worker are taken over promptly, and a slow
+    // reconciler holds up only its own run. The report keeps the order of the active runs.
+    const runIds = await this.journal.activeRuns();
+    const parts = runIds.map(emptyPart);
+    const settled = await Promise.allSettled(
+      runIds.map((runId, i) => this.recoveryLimiter.run(() => recoverRun(runId, parts[i]!))),
+    );
+    // As before, a run that cannot be recovered fails the pass, but only once the others are done.
+    const failed = settled.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
+    for (const part of parts) {
+      for (const key of Object.keys(report) as Array<keyof Part>) {
+        (report[key] as unknown[]).push(...part[key]);
+      }
     }
     return { ...report, done: Promise.all(started) };
   }

@@ -156,3 +156,72 @@ describe("recovery by another worker while runs are being submitted", () => {
     }
   }, 60_000);
 });
+
+describe("taking over the runs of dead workers", () => {
+  it("a slow reconciler on one interrupted run does not hold up the take-over of the others", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const crash = (chat: string, call: string) =>
+      runWorker({
+        HF_DB: db,
+        HF_WITNESS: join(dir, "witness.txt"),
+        HF_ACTION: "submit",
+        HF_AGENT: "table",
+        HF_CHAT: chat,
+        HF_INPUT: "i",
+        HF_PREFIX: chat,
+        HOLDFAST_CRASH_AT: "after-intent",
+        HOLDFAST_CRASH_CALL: call,
+        // The second process must leave the first one's run alone.
+        HF_RECOVER: "0",
+      });
+    // First in line: a run whose in-doubt call needs its reconciler; then one that is simply held.
+    expect((await crash("first", "reconciled")).signal).toBe("SIGKILL");
+    expect((await crash("second", "record")).signal).toBe("SIGKILL");
+
+    const inReconciler = gate();
+    const answer = gate();
+    const reconciled = defineTool({
+      name: "reconciled",
+      args: Schema.Struct({ label: Schema.String }),
+      reconciler: {
+        name: "witness-file",
+        check: async () => {
+          inReconciler.open();
+          await answer.opened;
+          return { outcome: "unknown", evidence: { reason: "cannot tell" } };
+        },
+      },
+      run: async () => ({ sent: true }),
+    });
+    const runtime = await openRuntime({ store: db, tools: [reconciled], recovery: { onOpen: false } });
+    const reader = LibsqlJournal.open(db);
+    try {
+      const pass = runtime.recover();
+      await Promise.race([
+        inReconciler.opened,
+        pass.then(() => Promise.reject(new Error("the pass ended early"))),
+      ]);
+      const second = (await reader.admission("second", "i"))!.runId;
+      // While the first run's reconciler is still thinking, the second run is already taken over.
+      const deadline = Date.now() + 5_000;
+      let types: string[] = [];
+      while (!types.includes("run.held") && Date.now() < deadline) {
+        types = (await reader.readStream(`run-${second}`)).map((e) => e.event.type);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(types).toEqual(expect.arrayContaining(["run.claimed", "run.interrupted", "run.held"]));
+      answer.open();
+      const report = await pass;
+      expect(report.held.map((h) => h.runId).sort()).toEqual(
+        [(await reader.admission("first", "i"))!.runId, second].sort(),
+      );
+      // The report keeps the order of the active runs.
+      expect(report.interrupted[0]).toBe((await reader.admission("first", "i"))!.runId);
+    } finally {
+      answer.open();
+      await reader.close();
+      await runtime.close();
+    }
+  }, 60_000);
+});
