@@ -120,7 +120,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
       agents: options.agents ?? [],
       tools: options.tools ?? [],
       secrets: options.secrets ?? {},
-      workerId: options.workerId ?? process.env.HOLDFAST_WORKER_ID ?? localWorkerId(),
+      workerId: options.workerId ?? (process.env.HOLDFAST_WORKER_ID || localWorkerId()),
       isWorkerDead,
       leaseMs: options.recovery?.leaseMs ?? 15_000,
       recoveryConcurrency: options.recovery?.concurrency ?? 2,
