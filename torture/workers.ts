@@ -327,7 +327,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   let kills = 0;
   for (let k = 0; k < options.kills; k++) {
     await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
-    await sleep(200 + Math.floor(rng() * 1300));
+    await sleep(100 + Math.floor(rng() * 900));
     // Never the last worker standing: a live peer must be there to take the victim's runs over
     // (restarted workers take a few seconds to start).
     const ready = () => slots.flatMap((w) => (w?.started && !w.exited ? [w] : []));
@@ -337,7 +337,11 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       errors.push("no worker started within 120 s");
       break;
     }
-    const victim = pick(ready());
+    // A worker that owns runs right now, if there is one: killing an idle worker tests little.
+    const candidates = ready();
+    const busy: WorkerProcess[] = [];
+    for (const w of candidates) if ((await claimsOf(w.workerId!)) > 0) busy.push(w);
+    const victim = pick(busy.length > 0 ? busy : candidates);
     victim.killedAt = Date.now();
     victim.child.kill("SIGKILL");
     kills++;
