@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { ALLOWLIST_FILE, loadAllowlist, saveAllowlist } from "../../allowlist.js";
 import { CliError, ExitCode } from "../CliError.js";
 import type { Io } from "../Output.js";
 import { table } from "../table.js";
+import { importUserModule } from "../userModule.js";
 
 export interface AllowlistOptions {
   readonly module: string;
@@ -36,27 +36,7 @@ const short = (pin: string): string => pin.slice(0, 12);
  * exported array of them). Importing runs the module's top-level code, as the application does.
  */
 const toolsOf = async (modulePath: string): Promise<Map<string, FoundTool>> => {
-  const path = resolve(modulePath);
-  if (!existsSync(path)) {
-    throw new CliError(
-      ExitCode.failed,
-      `there is no module at ${path}`,
-      "pass --module with the ES module that exports your tool definitions",
-    );
-  }
-  let exported: Record<string, unknown>;
-  try {
-    exported = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new CliError(
-      ExitCode.failed,
-      `cannot import ${path}: ${message}`,
-      /\.[cm]?tsx?$/.test(path)
-        ? "a TypeScript module needs tsx: run holdfast with NODE_OPTIONS='--import tsx', or point --module at the compiled .js your application loads"
-        : "the module must be an ES module that Node can import from here",
-    );
-  }
+  const { path, exported } = await importUserModule(modulePath, "your tool definitions");
   const found = new Map<string, FoundTool>();
   const add = (value: unknown) => {
     if (!looksLikeTool(value)) return;

@@ -1,7 +1,4 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { pathToFileURL } from "node:url";
 import { InvalidArgumentError } from "commander";
 import type { HoldReason } from "../../../events/index.js";
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
@@ -13,6 +10,7 @@ import { openStore, resolveStore } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
 import { describeFailure } from "../failure.js";
 import type { Io } from "../Output.js";
+import { importUserModule } from "../userModule.js";
 
 export interface WorkerOptions {
   /** The journal (default: `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
@@ -119,27 +117,7 @@ const isArrayOf = (value: unknown, fields: ReadonlyArray<string>): value is unkn
 export const loadWorkerModule = async (
   modulePath: string,
 ): Promise<{ agents: AnyAgentDef[]; tools: AnyToolDef[] }> => {
-  const path = resolve(modulePath);
-  if (!existsSync(path)) {
-    throw new CliError(
-      ExitCode.failed,
-      `there is no module at ${path}`,
-      "pass --module with the ES module that exports your `agents` and `tools` arrays",
-    );
-  }
-  let exported: Record<string, unknown>;
-  try {
-    exported = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new CliError(
-      ExitCode.failed,
-      `cannot import ${path}: ${message}`,
-      /\.[cm]?tsx?$/.test(path)
-        ? "a TypeScript module needs tsx: run holdfast with NODE_OPTIONS='--import tsx', or point --module at the compiled .js"
-        : "the module must be an ES module that Node can import from here",
-    );
-  }
+  const { path, exported } = await importUserModule(modulePath, "your `agents` and `tools` arrays");
   const agents = exported.agents ?? [];
   const tools = exported.tools ?? [];
   if (!isArrayOf(agents, ["name", "version", "run"])) {
