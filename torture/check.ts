@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
 import { type RecordedEvent, verifyStreamChain } from "../src/events/index.js";
 import { foldRun, statusOf } from "../src/machines/index.js";
+import { auditJournal } from "../src/runtime/audit.js";
+import type { Journal } from "../src/runtime/Journal.js";
 
 /** Committed outcomes: callId → digest of what was recorded. */
 export type Outcomes = Map<string, string>;
@@ -16,6 +18,22 @@ export const readLog = async (db: string): Promise<RecordedEvent[]> => {
       if (page.length === 0) return all;
       all.push(...page);
     }
+  } finally {
+    await journal.close();
+  }
+};
+
+/** The audit's findings on a final journal, one line each ("kind stream@version: detail"); empty when clean. */
+export const auditFindings = async (journal: Journal): Promise<string[]> => {
+  const report = await auditJournal(journal);
+  return report.findings.map((f) => `${f.kind} ${f.streamId ?? "-"}@${f.version ?? "-"}: ${f.detail}`);
+};
+
+/** Audit a trial's libSQL journal file. */
+export const auditLog = async (db: string): Promise<string[]> => {
+  const journal = LibsqlJournal.open(db);
+  try {
+    return await auditFindings(journal);
   } finally {
     await journal.close();
   }

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
-import { checkTrial, type Outcomes, outcomesOf, readLog } from "./check.js";
+import { auditLog, checkTrial, type Outcomes, outcomesOf, readLog } from "./check.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const { values } = parseArgs({
@@ -120,6 +120,8 @@ interface TrialResult {
   readonly restarts: number;
   readonly kills: number;
   readonly check: ReturnType<typeof checkTrial>;
+  /** The audit's findings on the final journal (empty when it audits clean). */
+  readonly audit: string[];
   readonly error?: string;
 }
 
@@ -191,8 +193,18 @@ const runTrial = async (
   }
   const events = await readLog(db);
   const check = checkTrial(events, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]));
+  const audit = await auditLog(db);
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
-  return { trial, point, fired: firedAt.has(point), restarts, kills, check, ...(error ? { error } : {}) };
+  return {
+    trial,
+    point,
+    fired: firedAt.has(point),
+    restarts,
+    kills,
+    check,
+    audit,
+    ...(error ? { error } : {}),
+  };
 };
 
 /** `--workers N --store postgres://…`: several worker processes on one journal, killed at random. */
@@ -249,13 +261,14 @@ const main = async () => {
       result.check.lost +
       result.check.unsettled.length +
       (result.check.logOk ? 0 : 1) +
+      result.audit.length +
       (result.error ? 1 : 0);
     process.stderr.write(
       `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
     );
     if (bad)
       process.stderr.write(
-        `  ${JSON.stringify({ ...result.check, effects: undefined, error: result.error })}\n`,
+        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, error: result.error })}\n`,
       );
   }
   await server.close();
@@ -280,6 +293,9 @@ const main = async () => {
     reconciled: sum((r) => r.check.reconciled),
     replayed: sum((r) => r.check.replayed),
     logCheck: results.every((r) => r.check.logOk) ? "clean" : results.flatMap((r) => r.check.logProblems),
+    audit: results.every((r) => r.audit.length === 0)
+      ? "clean"
+      : results.flatMap((r) => r.audit.map((f) => `trial ${r.trial}: ${f}`)),
     errors: results.filter((r) => r.error).map((r) => `trial ${r.trial}: ${r.error}`),
     problems: results
       .filter((r) => r.check.duplicates || r.check.lost)
@@ -306,6 +322,7 @@ const main = async () => {
     summary.duplicates > 0 ||
     summary.lost > 0 ||
     summary.logCheck !== "clean" ||
+    summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
     summary.errors.length > 0;
   process.exit(failed ? 1 : 0);

@@ -22,7 +22,7 @@ import { openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import type { Journal } from "../src/runtime/Journal.js";
-import { checkTrial, type Outcomes, outcomesOf } from "./check.js";
+import { auditFindings, checkTrial, type Outcomes, outcomesOf } from "./check.js";
 import { ALLOWLISTED, makeTortureDefinitions } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
@@ -396,6 +396,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
 
   const events = await readEvents(journal);
   const rows = await journal.projectionRows<RunRow>("runs");
+  const audit = await auditFindings(journal);
   await journal.close();
   await server.close();
   const check = checkTrial(events, dir, server.counts, snapshots, ALLOWLISTED);
@@ -474,6 +475,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     reconciled: check.reconciled,
     replayed: check.replayed,
     logCheck: check.logOk ? "clean" : check.logProblems,
+    audit: audit.length === 0 ? "clean" : audit,
     events: events.length,
     takeOvers: {
       boundMs: bound,
@@ -495,6 +497,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.duplicates > 0 ||
     summary.lost > 0 ||
     summary.logCheck !== "clean" ||
+    summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
     summary.runs < options.runs ||
     summary.kills < options.kills ||

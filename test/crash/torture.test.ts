@@ -28,6 +28,7 @@ describe("crash torture (fixed seed, short)", () => {
     expect(summary.duplicates).toBe(0);
     expect(summary.lost).toBe(0);
     expect(summary.logCheck).toBe("clean");
+    expect(summary.audit).toBe("clean");
     expect(summary.unsettled).toEqual([]);
     for (const point of [...CRASH_POINTS, "random"])
       expect(summary.killedAtCrashPoint[point], point).toBeGreaterThanOrEqual(1);

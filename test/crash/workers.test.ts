@@ -45,6 +45,7 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.duplicates, context).toBe(0);
     expect(summary.lost, context).toBe(0);
     expect(summary.logCheck, context).toBe("clean");
+    expect(summary.audit, context).toBe("clean");
     expect(summary.unsettled, context).toEqual([]);
     expect(summary.runs).toBe(24);
     expect(summary.held + summary.completed).toBe(summary.runs + summary.childRuns);
