@@ -1,5 +1,5 @@
 import { Data } from "effect";
-import { initialTransition, type SnapshotFrom, transition } from "xstate";
+import { type AnyActorScope, createActor, initialTransition, type SnapshotFrom } from "xstate";
 import type { AnyEvent } from "../events/index.js";
 import type { RunContext, RunStatus } from "./context.js";
 import { runMachineFor } from "./registry.js";
@@ -29,21 +29,61 @@ export interface RunFold {
 export const statusOf = (fold: RunFold): RunStatus => fold.snapshot.value as RunStatus;
 export const contextOf = (fold: RunFold): RunContext => fold.snapshot.context;
 
+/**
+ * One inert actor scope per machine, reused for every event. XState's `transition()` builds a new
+ * one (an actor, and with it the machine's initial snapshot) on every call, which was most of the
+ * per-event cost; the run machines are pure (assign actions only, no spawn, no invoke, no delay),
+ * so a scope that nothing ever starts is all they need.
+ */
+const scopes = new WeakMap<RunMachine, AnyActorScope>();
+const scopeOf = (machine: RunMachine): AnyActorScope => {
+  let scope = scopes.get(machine);
+  if (!scope) {
+    const self = createActor(machine);
+    scope = {
+      self,
+      id: "",
+      sessionId: "",
+      logger: () => {},
+      defer: () => {},
+      emit: () => {},
+      system: self.system,
+      stopChild: () => {},
+      actionExecutor: () => {},
+    };
+    scopes.set(machine, scope);
+  }
+  return scope;
+};
+
+/** Folds are immutable values, so the empty fold of each machine version is built once. */
+const emptyFolds = new Map<string, RunFold>();
+
 /** The state before any event: only `run.admitted` is accepted. */
 export const emptyFold = (machineVersion: string): RunFold => {
+  const known = emptyFolds.get(machineVersion);
+  if (known) return known;
   const machine = runMachineFor(machineVersion);
   if (!machine) throw new RangeError(`unknown run machine version "${machineVersion}"`);
   const [snapshot] = initialTransition(machine);
-  return { snapshot, machine };
+  const fold = { snapshot, machine };
+  emptyFolds.set(machineVersion, fold);
+  return fold;
 };
 
 /**
  * Apply one event. Pure: returns the next fold, or throws `TransitionRejected` when the machine
  * does not accept the event (a guard encoding a law refused it).
+ *
+ * The guards run once: the event is applied and the result tells whether it was accepted. Every
+ * transition of a run machine bumps `version` (an accepted event is one stream version), so an
+ * accepted event is exactly one that advances it; an event no transition takes leaves the very
+ * same snapshot. This is what `snapshot.can(event)` answered, without evaluating the guards twice.
  */
 export const step = (fold: RunFold, event: AnyEvent): RunFold => {
   const { snapshot, machine } = fold;
-  if (!snapshot.can(event)) {
+  const next = machine.transition(snapshot, event, scopeOf(machine)) as RunSnapshot;
+  if (next === snapshot || next.context.version !== snapshot.context.version + 1) {
     throw new TransitionRejected({
       runId: snapshot.context.runId || ("runId" in event ? String(event.runId) : "?"),
       version: snapshot.context.version + 1,
@@ -52,7 +92,6 @@ export const step = (fold: RunFold, event: AnyEvent): RunFold => {
       reason: "the run machine's guards refuse it",
     });
   }
-  const [next] = transition(machine, snapshot, event);
   return { snapshot: next, machine };
 };
 

@@ -1,7 +1,16 @@
 import { FastCheck as fc } from "effect";
 import { describe, expect, it } from "vitest";
+import { transition } from "xstate";
 import type { AnyEvent } from "../../src/events/index.js";
-import { foldRun, RUN_MACHINE_VERSION, statusOf, TransitionRejected } from "../../src/machines/index.js";
+import {
+  emptyFold,
+  foldRun,
+  RUN_MACHINE_VERSION,
+  type RunFold,
+  statusOf,
+  step,
+  TransitionRejected,
+} from "../../src/machines/index.js";
 
 const D = "d".repeat(64);
 const runId = "r1";
@@ -201,5 +210,33 @@ describe("run machine fold", () => {
       callId: `${runId}/5`,
     };
     expect(() => foldRun([...events, skip])).toThrow(TransitionRejected);
+  });
+
+  it("step accepts exactly the events snapshot.can accepts, and reaches the state xstate's transition reaches", () => {
+    // Every event of a valid stream, offered in a shuffled order against the fold so far: most are
+    // refused somewhere, which exercises the refusals of every state.
+    fc.assert(
+      fc.property(arbitraryStream, fc.array(fc.nat(), { maxLength: 60 }), (events, picks) => {
+        let fold: RunFold = emptyFold(RUN_MACHINE_VERSION);
+        const offers = [...events, ...picks.map((p) => events[p % events.length]!)];
+        for (const event of offers) {
+          const can = fold.snapshot.can(event);
+          let next: RunFold | null = null;
+          try {
+            next = step(fold, event);
+          } catch (error) {
+            expect(error).toBeInstanceOf(TransitionRejected);
+          }
+          expect(next !== null).toBe(can);
+          if (next) {
+            const [reference] = transition(fold.machine, fold.snapshot, event);
+            expect(next.snapshot.value).toEqual(reference.value);
+            expect(next.snapshot.context).toEqual(reference.context);
+            fold = next;
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 });
