@@ -74,4 +74,5 @@ export {
   UnknownTool,
   WrongExpectedVersion,
 } from "./runtime/errors.js";
+export type { PrunedRun, PruneReport, RetentionPolicy } from "./runtime/Journal.js";
 export type { SubscribeOptions, SubscriptionFilter } from "./runtime/subscribe.js";

@@ -14,7 +14,8 @@ import {
   type RunResult,
   type SubmitRequest,
 } from "../runtime/engine.js";
-import type { Journal } from "../runtime/Journal.js";
+import type { Journal, PruneReport, RetentionPolicy } from "../runtime/Journal.js";
+import { applyRetention, resolveRetention } from "../runtime/retention.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { loadAllowlist } from "./allowlist.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
@@ -45,6 +46,15 @@ export interface RuntimeOptions {
     /** Ownership lease of a run, renewed by heartbeat (default 15 s). */
     readonly leaseMs?: number;
   };
+  /**
+   * Remove finished runs while opening, after recovery: keep the newest `keepRuns` (default 100)
+   * and every run finished within `keepDays` (default 30). Active, held and needs-attention runs
+   * are never removed. Off unless given (pruning deletes history); `holdfast prune` does the same
+   * on demand. See docs/decisions/0007-retention-on-open-is-opt-in.md.
+   * @example
+   * await openRuntime({ retention: { keepRuns: 500, keepDays: 90 } });
+   */
+  readonly retention?: Partial<RetentionPolicy> | false;
 }
 
 /** A running holdfast instance over one journal. */
@@ -56,6 +66,8 @@ export interface Runtime {
   readonly recovery: RecoveryReport;
   /** Registered tools that ask for replay but are not on the safe list with their current pin. */
   readonly preflight: ReadonlyArray<PreflightFinding>;
+  /** What retention removed while opening; null when `retention` was not configured. */
+  readonly retention: PruneReport | null;
   /** Admit an input and start its run; same ids and content return the same run (`reused: true`). */
   submit(request: SubmitRequest): Promise<RunHandle>;
   /** The result of a run: live here, or as the journal records it. */
@@ -112,6 +124,8 @@ const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toSt
 
 /** Open a runtime on a journal; recovers interrupted runs unless told not to. */
 export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
+  // A policy that cannot be applied is refused before anything is opened or recovered.
+  const retentionPolicy = options.retention ? resolveRetention(options.retention) : null;
   const journal: Journal = await openStore(options.store);
   let engine: Engine;
   try {
@@ -133,11 +147,21 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     throw error;
   }
   const recovery: RecoveryReport = options.recovery?.onOpen === false ? emptyReport : await engine.recover();
+  let retention: PruneReport | null = null;
+  if (retentionPolicy) {
+    try {
+      retention = await applyRetention(journal, retentionPolicy);
+    } catch (error) {
+      await engine.close();
+      throw error;
+    }
+  }
   return {
     workerId: engine.workerId,
     location: journal.location,
     recovery,
     preflight: engine.preflight,
+    retention,
     submit: (request) => engine.submit(request),
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),

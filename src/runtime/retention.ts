@@ -5,6 +5,22 @@ import type { Journal, PruneReport, RetentionPolicy } from "./Journal.js";
 /** DESIGN §9: keep the last 100 finished runs, or 30 days. */
 export const DEFAULT_RETENTION: RetentionPolicy = { keepRuns: 100, keepDays: 30 };
 
+/**
+ * A whole policy from a partial one (defaults for what it leaves out), checked: `keepRuns` a whole
+ * number ≥ 0, `keepDays` a number ≥ 0. Throws a `RangeError` naming the bad value.
+ *
+ * @example
+ * resolveRetention({ keepDays: 7 }) // { keepRuns: 100, keepDays: 7 }
+ */
+export const resolveRetention = (policy: Partial<RetentionPolicy>): RetentionPolicy => {
+  const resolved = { ...DEFAULT_RETENTION, ...policy };
+  if (!Number.isInteger(resolved.keepRuns) || resolved.keepRuns < 0)
+    throw new RangeError(`retention keepRuns must be a whole number ≥ 0, got ${resolved.keepRuns}`);
+  if (!Number.isFinite(resolved.keepDays) || resolved.keepDays < 0)
+    throw new RangeError(`retention keepDays must be a number ≥ 0, got ${resolved.keepDays}`);
+  return resolved;
+};
+
 /** Chats of child runs are `child:<parent callId>`, and a call id is `<runId>/<seq>`. */
 const CHILD_CHAT_PREFIX = "child:";
 
@@ -117,8 +133,8 @@ export const checkPrunable = (
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
- * Apply a retention policy to a journal: meant to run on open when configured (e.g.
- * `retention: { keepRuns: 100, keepDays: 30 }`), and by `holdfast prune`. `false` does nothing.
+ * Apply a retention policy to a journal: by `openRuntime` when `retention` is configured (after
+ * recovery), and by `holdfast prune`. `false` does nothing.
  *
  * @example
  * const report = await applyRetention(journal, { keepRuns: 100, keepDays: 30 });
@@ -130,5 +146,5 @@ export const applyRetention = async (
   options: { readonly dryRun?: boolean } = {},
 ): Promise<PruneReport | null> => {
   if (policy === false) return null;
-  return journal.prune({ ...DEFAULT_RETENTION, ...policy, dryRun: options.dryRun ?? false });
+  return journal.prune({ ...resolveRetention(policy), dryRun: options.dryRun ?? false });
 };
