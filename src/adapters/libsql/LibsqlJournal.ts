@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
+import { uptime } from "node:os";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
 import { decodeRow, type RecordedEvent, type StoredRow } from "../../events/index.js";
@@ -68,6 +69,38 @@ const sqliteCode = (error: unknown): string =>
   typeof error === "object" && error !== null && "code" in error
     ? String((error as { code: unknown }).code)
     : "";
+
+/** SQLite's page cache per connection, in KiB. */
+const CACHE_KIB = 32 * 1024;
+
+/**
+ * Whether the journal was open when this machine last went down: its WAL (kept by every writer,
+ * removed only by a checkpointing close) was last written before the machine started. A WAL from a
+ * process of this boot, dead or alive, proves nothing of the kind: the kernel kept its writes.
+ */
+const wentDownWithTheMachine = (location: string): boolean => {
+  let written: number;
+  try {
+    written = statSync(`${location}-wal`).mtimeMs;
+  } catch {
+    return false;
+  }
+  // Two seconds of slack for the coarse boot time: in doubt, check.
+  return written < Date.now() - uptime() * 1000 + 2000;
+};
+
+/** `PRAGMA quick_check`: every page and record of every B-tree, without matching indexes to rows. */
+const integrityProblems = (db: Db): string[] => {
+  try {
+    return (db.prepare("PRAGMA quick_check").all() as Array<Record<string, unknown>>)
+      .map((row) => String(Object.values(row)[0]))
+      .filter((v) => v !== "ok");
+  } catch (error) {
+    // Some damage stops the check itself.
+    if (sqliteCode(error).startsWith("SQLITE_CORRUPT")) return [String((error as Error).message)];
+    throw error;
+  }
+};
 
 /** Giving up on a lock after this long surfaces a clear error instead of SQLITE_BUSY. */
 const LOCK_GIVE_UP_MS = 60_000;
@@ -156,6 +189,8 @@ export class LibsqlJournal implements Journal {
 
   private static prepareFile(db: Db, location: string, options: LibsqlJournalOptions): Uint8Array {
     const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
+    // Before anything reads the file: whether its WAL was last written before this machine started.
+    const check = wentDownWithTheMachine(location);
     let userVersion: number;
     let applicationId: number;
     let tables: number;
@@ -200,9 +235,14 @@ export class LibsqlJournal implements Journal {
     db.pragma("synchronous = FULL");
     db.pragma("foreign_keys = ON");
     db.pragma("secure_delete = ON");
+    // The B-trees' upper levels stay cached as the log grows (the default is 2 MB).
+    db.pragma(`cache_size = -${CACHE_KIB}`);
 
-    const check = db.prepare("PRAGMA quick_check").all() as Array<Record<string, unknown>>;
-    const problems = check.map((row) => String(Object.values(row)[0])).filter((v) => v !== "ok");
+    // A crashed process cannot corrupt a WAL journal with synchronous=FULL; a machine that went down
+    // with the journal open might have, on storage that acknowledges writes it has not made. So the
+    // whole-file check runs then, not on every open: it reads the whole file, which made opening
+    // grow with the log (docs/decisions/0008-integrity-check-after-a-machine-crash.md).
+    const problems = check ? integrityProblems(db) : [];
     if (problems.length > 0) {
       throw unavailable(
         `integrity check failed: ${problems.slice(0, 3).join("; ")}`,
