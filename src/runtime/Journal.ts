@@ -119,7 +119,9 @@ export interface Journal {
   readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
   /**
    * Be told after each commit of this journal object that wrote events, so readers wake at once;
-   * writes by other processes are found by polling. Returns the unsubscribe function.
+   * on PostgreSQL also when another process's commit may have become readable (LISTEN/NOTIFY).
+   * A call carries nothing and may come more than once; readers re-read from their cursor, and
+   * still poll for what was not announced. Returns the unsubscribe function.
    */
   onCommitted(listener: () => void): () => void;
   /** Events with position > `after`, in position order, at most `limit`. */

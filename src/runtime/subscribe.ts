@@ -21,7 +21,11 @@ export interface SubscribeOptions {
    * grow beyond it: the next page is read only when the consumer has taken the previous one.
    */
   readonly bufferSize?: number;
-  /** How often to look for events written by other processes (default 200 ms). */
+  /**
+   * How often to look for events written by other processes (default 200 ms): on libSQL the only
+   * way to see them; on PostgreSQL they also wake the subscriber at once (LISTEN/NOTIFY) and
+   * polling is the safety net for a notification lost while the listener reconnects.
+   */
   readonly pollMs?: number;
 }
 

@@ -31,6 +31,7 @@ import {
 import { numberPlaceholders, postgresDialect, statements } from "../sql/statements.js";
 import { type ConnectRetry, connectWithRetry } from "./connect.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
+import { CommitListener, commitChannel } from "./notify.js";
 import { maskUrl } from "./url.js";
 
 export interface PostgresJournalOptions {
@@ -79,6 +80,8 @@ export class PostgresJournal implements Journal {
   private draining = false;
   private closed = false;
   private readonly committedListeners = new Set<() => void>();
+  /** Other processes' commits, heard on a LISTEN connection opened for the first listener. */
+  private commitListener: CommitListener | null = null;
   /** The newest transaction id this journal committed events in, and the oldest still-running one seen. */
   private ownXid = 0n;
   private horizon = 0n;
@@ -185,10 +188,11 @@ export class PostgresJournal implements Journal {
     let committing = false;
     try {
       // One round trip: the lock first, then the transaction id, so ids follow the lock order.
+      // The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other processes' readers.
       const begun = (await client.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); SELECT pg_current_xact_id()::text AS xid`,
+        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}; SELECT pg_current_xact_id()::text AS xid`,
       )) as unknown as Array<pg.QueryResult<{ xid: string }>>;
-      const xid = BigInt(begun[2]?.rows[0]?.xid ?? "0");
+      const xid = BigInt(begun.at(-1)?.rows[0]?.xid ?? "0");
       for (const pending of batch) {
         if (savepoints) await client.query("SAVEPOINT append_one");
         try {
@@ -266,9 +270,24 @@ export class PostgresJournal implements Journal {
 
   // ---------------------------------------------------------------- reads
 
-  /** Called after every commit that wrote events (this process only; others are seen by polling). */
+  /**
+   * Called after every commit of this journal that wrote events, and when another process's
+   * commit may have become readable (LISTEN/NOTIFY, src/adapters/postgres/notify.ts). The first
+   * listener opens the LISTEN connection; it stays open, reconnecting after a drop, until close().
+   * Notifications can be lost while it reconnects: readers keep polling too.
+   */
   onCommitted(listener: () => void): () => void {
     this.committedListeners.add(listener);
+    if (!this.closed && !this.commitListener) {
+      this.commitListener = new CommitListener({
+        connection: this.pool.options,
+        schema: this.schema,
+        wake: () => {
+          for (const wake of this.committedListeners) wake();
+        },
+      });
+      this.commitListener.start();
+    }
     return () => this.committedListeners.delete(listener);
   }
 
@@ -414,6 +433,7 @@ export class PostgresJournal implements Journal {
     // Let queued appends commit before closing: nothing accepted is lost.
     while (this.queue.length > 0 || this.draining) await sleep(5);
     this.closed = true;
+    await this.commitListener?.close();
     await this.pool.end();
   }
 
