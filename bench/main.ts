@@ -9,11 +9,13 @@ import type { BenchContext, Section, Series } from "./lib/section.js";
 import { TempRoot } from "./lib/temp.js";
 import { captionOf, renderChart } from "./report/chart.js";
 import { renderTable } from "./report/table.js";
+import { auditSection } from "./sections/audit.js";
 import { concurrencySection } from "./sections/concurrency.js";
 import { FloorProbe } from "./sections/floor.js";
-import { auditSection, postgresSection, subscriptionsSection } from "./sections/pending.js";
+import { postgresSection } from "./sections/postgres.js";
 import { recoverySection } from "./sections/recovery.js";
 import { sequentialSection } from "./sections/sequential.js";
+import { subscriptionsSection } from "./sections/subscriptions.js";
 
 /**
  * `npm run bench [-- --json] [--quick] [--only a,b]`: every figure of DESIGN §12 in one process
@@ -101,7 +103,7 @@ const main = async (): Promise<void> => {
   );
   const temp = new TempRoot();
   const floor = new FloorProbe(temp.folder("floor"));
-  const context: BenchContext = { options: { quick: args.quick }, temp, floor };
+  const context: BenchContext = { options: { quick: args.quick }, temp, floor, logs: new Map() };
   const metrics: Metric[] = [];
   const series: Series[] = [];
   try {

@@ -15,8 +15,16 @@ export interface Series {
   readonly reference?: boolean;
 }
 
+/** A journal one section wrote and another may reuse (writing a 1M-event log twice is minutes). */
+export interface SharedLog {
+  readonly path: string;
+  readonly events: number;
+}
+
 export interface BenchContext {
   readonly options: BenchOptions;
+  /** Logs kept for later sections, by name (the recovery section leaves its filler log here). */
+  readonly logs: Map<string, SharedLog>;
   readonly temp: TempRoot;
   /** The disk floor, sampled between the measurements it is compared with. */
   readonly floor: FloorProbe;

@@ -14,17 +14,17 @@ import { BATCH_ROWS } from "./floor.js";
  * Runs each parallel lane makes one after another in a sample, so every sample holds a few
  * thousand calls whatever the concurrency (one lane alone is too short to time well).
  */
-const RUNS_PER_LANE: Record<number, number> = { 1: 8, 8: 2, 64: 1 };
+export const RUNS_PER_LANE: Record<number, number> = { 1: 8, 8: 2, 64: 1 };
 export const CONCURRENCY = [1, 8, 64] as const;
 const FLOOR_PER_SAMPLE = 20;
 
-interface Sample {
+export interface Sample {
   readonly calls: number;
   readonly events: number;
   readonly seconds: number;
 }
 
-const sample = async (
+export const sample = async (
   runtime: Runtime,
   concurrency: number,
   callsPerRun: number,
