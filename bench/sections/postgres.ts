@@ -107,7 +107,7 @@ export const postgresSection: Section = {
       await runToCompletion(runtime, "warm-up", 20);
 
       // Sequential: runs of 100 calls alternating with floor commits.
-      const rounds = options.quick ? 2 : 6;
+      const rounds = options.quick ? 1 : 6;
       const calls: number[] = [];
       const floorSingle: number[] = [];
       for (let r = 0; r < rounds; r++) {
@@ -122,7 +122,7 @@ export const postgresSection: Section = {
 
       // Concurrency: 1, 8 and 64 runs in parallel, the batched floor sampled alongside.
       const samplesPerLevel = options.quick ? 1 : 2;
-      const callsPerRun = options.quick ? 25 : 50;
+      const callsPerRun = options.quick ? 10 : 50;
       const results = new Map<number, Sample[]>(CONCURRENCY.map((c) => [c, []]));
       const floorBatched: number[] = [];
       for (let s = 0; s < samplesPerLevel; s++) {

@@ -74,15 +74,20 @@ export const measureDelivery = async (
         version += events.length;
       }
     }
-    await Promise.race([
-      done,
-      new Promise((_, reject) =>
-        setTimeout(
-          () => reject(new Error(`${expected - delivered} of ${expected} events never delivered`)),
-          30_000,
-        ),
-      ),
-    ]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        done,
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`${expected - delivered} of ${expected} events never delivered`)),
+            30_000,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   } finally {
     unlisten();
     await subscription.return?.();
