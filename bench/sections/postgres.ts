@@ -144,7 +144,7 @@ export const postgresSection: Section = {
         delivery = await measureDelivery(
           journal,
           journal.fingerprintKey,
-          options.quick ? 2 : 5,
+          options.quick ? 1 : 5,
           50,
           "pg-sub",
         );

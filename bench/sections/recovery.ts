@@ -147,7 +147,7 @@ export const recoverySection: Section = {
     });
 
     let measurements = 0;
-    const repetitions = (count: number) => (count === small ? 3 : 1);
+    const repetitions = (count: number) => (count === small ? (options.quick ? 2 : 3) : 1);
     const timings = new Map<string, Timing[]>();
     for (const count of [small, large]) {
       for (let rep = 0; rep < repetitions(count); rep++) {

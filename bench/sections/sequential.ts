@@ -44,7 +44,7 @@ export const sequentialSection: Section = {
   async run({ options, temp, floor }) {
     const rounds = options.quick ? 5 : 16;
     // The long run shows how the cost of one call grows with the calls already in its run.
-    const longRunCalls = options.quick ? 400 : 1000;
+    const longRunCalls = options.quick ? 200 : 1000;
     const folder = temp.folder("sequential");
     const runtime = await openBenchRuntime(folder);
     const journalPath = join(folder, "journal-only.db");
