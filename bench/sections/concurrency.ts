@@ -22,6 +22,8 @@ export interface Sample {
   readonly calls: number;
   readonly events: number;
   readonly seconds: number;
+  /** User + system CPU time of the process while the sample ran. */
+  readonly cpuMicros: number;
 }
 
 export const sample = async (
@@ -32,6 +34,7 @@ export const sample = async (
 ): Promise<Sample> => {
   const runsPerLane = RUNS_PER_LANE[concurrency] ?? 1;
   const runIds: string[] = [];
+  const cpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, lane) => {
@@ -41,10 +44,11 @@ export const sample = async (
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const { user, system } = process.cpuUsage(cpu);
   // Counted from the journal, after the clock stopped: admissions and completions are journaled too.
   let events = 0;
   for (const runId of runIds) events += (await runtime.events(runId)).length;
-  return { calls: runIds.length * callsPerRun, events, seconds };
+  return { calls: runIds.length * callsPerRun, events, seconds, cpuMicros: user + system };
 };
 
 /**
@@ -153,6 +157,14 @@ export const concurrencySection: Section = {
       }),
     );
     const c64 = results.get(64)!;
+    metrics.push(
+      figure({
+        name: "concurrency.c64.cpu_per_event",
+        value: round(median(c64.map((x) => x.cpuMicros / x.events))),
+        unit: "µs CPU/event",
+        note: "user + system CPU time of the bench process per journaled event at 64 runs: the budget the target implies is 1e6 / (0.5 × batched floor rows/s) per event on one core",
+      }),
+    );
     const eventsPerCall = c64.reduce((a, x) => a + x.events, 0) / c64.reduce((a, x) => a + x.calls, 0);
     const targetCalls = (0.5 * batchedRowsPerS) / eventsPerCall;
     const series: Series[] = [

@@ -15,6 +15,13 @@ const CALLS_PER_RUN = 100;
 const FLOOR_PER_ROUND = 100;
 const WINDOW = 100;
 
+/** CPU time (user + system) of this process since `start`, in µs: what a busy neighbour changes least. */
+const cpuMicrosSince = (start: NodeJS.CpuUsage): number => {
+  const { user, system } = process.cpuUsage(start);
+  return user + system;
+};
+let journalCpuMicros = 0;
+
 /**
  * The same intent/outcome appends made straight to the journal, one at a time: what the store
  * costs per call, without the agent, the turn API or the run machine. Returns µs per call (the
@@ -22,6 +29,7 @@ const WINDOW = 100;
  */
 const journalOnlyCalls = async (journal: LibsqlJournal, runId: string, calls: number): Promise<number[]> => {
   const stream = benchStreams(journal.fingerprintKey, runId, calls);
+  const cpu = process.cpuUsage();
   const perAppend: number[] = [];
   let version = 0;
   for (const events of stream.appends) {
@@ -30,6 +38,7 @@ const journalOnlyCalls = async (journal: LibsqlJournal, runId: string, calls: nu
     perAppend.push(microsSince(started));
     version += events.length;
   }
+  journalCpuMicros += cpuMicrosSince(cpu);
   // Drop the admission and the completion; pair each intent with its outcome.
   const callAppends = perAppend.slice(1, -1);
   return Array.from(
@@ -52,14 +61,18 @@ export const sequentialSection: Section = {
     const calls: number[] = [];
     const storeCalls: number[] = [];
     const floorSamples: number[] = [];
+    let runtimeCpuMicros = 0;
     try {
       setCallSink(null);
       await runToCompletion(runtime, "warm-up", 20);
       await journalOnlyCalls(journal, "warm-up", 20);
+      journalCpuMicros = 0;
       for (let round = 0; round < rounds; round++) {
         floorSamples.push(...floor.single(FLOOR_PER_ROUND));
         setCallSink((us) => calls.push(us));
+        const cpu = process.cpuUsage();
         await runToCompletion(runtime, `sequential-${round}`, CALLS_PER_RUN);
+        runtimeCpuMicros += cpuMicrosSince(cpu);
         setCallSink(null);
         storeCalls.push(...(await journalOnlyCalls(journal, `sequential-${round}`, CALLS_PER_RUN)));
       }
@@ -68,6 +81,7 @@ export const sequentialSection: Section = {
       setCallSink((us) => long.push(us));
       await runToCompletion(runtime, "sequential-long", longRunCalls);
       setCallSink(null);
+      const journalCpu = journalCpuMicros / storeCalls.length;
       const floorPages = await floor.walPagesPerCommit();
       const journalPages = await walPagesPerCommit(
         journal.unsafeDatabase(),
@@ -112,6 +126,18 @@ export const sequentialSection: Section = {
           ratio: round(store.median / floorMedian),
           spread: range(store),
           note: `the intent's and the outcome's LibsqlJournal.append alone (no agent, turn API or run machine); WAL pages per commit: journal ${round(journalPages)}, floor ${round(floorPages)}`,
+        }),
+        figure({
+          name: "sequential.call.cpu",
+          value: round(runtimeCpuMicros / calls.length),
+          unit: "µs CPU/call",
+          note: "user + system CPU time of the bench process per call over the runs (admission and completion included), whatever the waits; the part of a call a busy neighbour changes least",
+        }),
+        figure({
+          name: "sequential.journal_only.call.cpu",
+          value: round(journalCpu),
+          unit: "µs CPU/call",
+          note: "the same for the two appends straight to the journal",
         }),
         figure({
           name: "sequential.call.late_in_long_run",
