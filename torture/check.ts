@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
-import { type RecordedEvent, verifyStreamChain } from "../src/events/index.js";
+import { decodeRow, type RecordedEvent, type StoredRow, verifyStreamChain } from "../src/events/index.js";
 import { foldRun, statusOf } from "../src/machines/index.js";
 import { auditJournal } from "../src/runtime/audit.js";
 import type { Journal } from "../src/runtime/Journal.js";
@@ -9,15 +9,27 @@ import type { Journal } from "../src/runtime/Journal.js";
 /** Committed outcomes: callId → digest of what was recorded. */
 export type Outcomes = Map<string, string>;
 
-export const readLog = async (db: string): Promise<RecordedEvent[]> => {
+/** A final log: its stored rows (for the chain, checked over what is stored) and their events. */
+export interface Log {
+  readonly rows: ReadonlyArray<StoredRow>;
+  readonly events: ReadonlyArray<RecordedEvent>;
+}
+
+/** Read a whole journal (opening sealed fields with the environment's keys, as the workers did). */
+export const readJournal = async (journal: Journal): Promise<Log> => {
+  const rows: StoredRow[] = [];
+  for (;;) {
+    const page = await journal.readAllRows({ after: rows.at(-1)?.position ?? 0, limit: 2000 });
+    if (page.length === 0) break;
+    rows.push(...page);
+  }
+  return { rows, events: rows.map((row) => decodeRow(row, journal.keyring)) };
+};
+
+export const readLog = async (db: string): Promise<Log> => {
   const journal = LibsqlJournal.open(db);
   try {
-    const all: RecordedEvent[] = [];
-    for (;;) {
-      const page = await journal.readAll({ after: all.at(-1)?.position ?? 0, limit: 1000 });
-      if (page.length === 0) return all;
-      all.push(...page);
-    }
+    return await readJournal(journal);
   } finally {
     await journal.close();
   }
@@ -80,7 +92,7 @@ export interface TrialCheck {
  * in more attempts than the journal authorized.
  */
 export const checkTrial = (
-  events: ReadonlyArray<RecordedEvent>,
+  { rows, events }: Log,
   dir: string,
   httpCounts: ReadonlyMap<string, number>,
   earlier: ReadonlyArray<Outcomes>,
@@ -90,12 +102,16 @@ export const checkTrial = (
   const logProblems: string[] = [];
   const streams = new Map<string, RecordedEvent[]>();
   for (const e of events) streams.set(e.streamId, [...(streams.get(e.streamId) ?? []), e]);
+  const streamRows = new Map<string, StoredRow[]>();
+  for (const r of rows) streamRows.set(r.streamId, [...(streamRows.get(r.streamId) ?? []), r]);
+  for (const [streamId, stored] of streamRows) {
+    const broken = verifyStreamChain(stored);
+    if (broken) logProblems.push(`${streamId}@${broken.version}: ${broken.reason}`);
+  }
   let held = 0;
   let completed = 0;
   const unsettled: string[] = [];
   for (const [streamId, stream] of streams) {
-    const broken = verifyStreamChain(stream);
-    if (broken) logProblems.push(`${streamId}@${broken.version}: ${broken.reason}`);
     if (!streamId.startsWith("run-")) continue;
     try {
       const status = statusOf(foldRun(stream.map((e) => e.event)));

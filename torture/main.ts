@@ -171,7 +171,7 @@ const runTrial = async (
       if (next?.at === point) firedAt.add(point);
     }
     try {
-      snapshots.push(outcomesOf(await readLog(db)));
+      snapshots.push(outcomesOf((await readLog(db)).events));
     } catch (e) {
       error = `log unreadable: ${(e as Error).message}`;
       break;
@@ -191,8 +191,8 @@ const runTrial = async (
           : null);
     pendingRecoveryKill = null;
   }
-  const events = await readLog(db);
-  const check = checkTrial(events, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]));
+  const log = await readLog(db);
+  const check = checkTrial(log, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]));
   const audit = await auditLog(db);
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   return {

@@ -22,7 +22,7 @@ import { openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import type { Journal } from "../src/runtime/Journal.js";
-import { auditFindings, checkTrial, type Outcomes, outcomesOf } from "./check.js";
+import { auditFindings, checkTrial, type Outcomes, outcomesOf, readJournal } from "./check.js";
 import { ALLOWLISTED, makeTortureDefinitions } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
@@ -103,14 +103,6 @@ const outcomesNow = async (journal: Journal): Promise<Outcomes> => {
 };
 
 /** Every event of the journal, in position order. */
-export const readEvents = async (journal: Journal): Promise<RecordedEvent[]> => {
-  const all: RecordedEvent[] = [];
-  for (;;) {
-    const page = await journal.readAll({ after: all.at(-1)?.position ?? 0, limit: 2000 });
-    if (page.length === 0) return all;
-    all.push(...page);
-  }
-};
 
 const percentile = (values: ReadonlyArray<number>, p: number): number | null => {
   if (values.length === 0) return null;
@@ -394,12 +386,13 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     }
   }
 
-  const events = await readEvents(journal);
+  const finalLog = await readJournal(journal);
+  const { events } = finalLog;
   const rows = await journal.projectionRows<RunRow>("runs");
   const audit = await auditFindings(journal);
   await journal.close();
   await server.close();
-  const check = checkTrial(events, dir, server.counts, snapshots, ALLOWLISTED);
+  const check = checkTrial(finalLog, dir, server.counts, snapshots, ALLOWLISTED);
 
   // Take-overs: each `run.claimed` naming a killed worker, timed from its death.
   const bound = options.leaseMs + 2_000;

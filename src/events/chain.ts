@@ -1,4 +1,4 @@
-import { chainHash, encodePayload, GENESIS_HASH, type RecordedEvent } from "./envelope.js";
+import { GENESIS_HASH, rowHash, type StoredRow } from "./envelope.js";
 
 /** Where a stream's hash chain breaks, if it does. */
 export interface ChainBreak {
@@ -8,31 +8,31 @@ export interface ChainBreak {
 }
 
 /**
- * Verify one stream's chain from decoded events: versions contiguous from 1, each `prevHash`
- * equal to the previous `hash`, each `hash` recomputed from the stored payload.
+ * Verify one stream's chain over its stored rows (what is stored is what is chained, so this needs
+ * no key when payloads are encrypted): versions contiguous from 1, each `prevHash` equal to the
+ * previous `hash`, each `hash` recomputed from the stored payload.
  */
-export const verifyStreamChain = (events: ReadonlyArray<RecordedEvent>): ChainBreak | null => {
+export const verifyStreamChain = (rows: ReadonlyArray<StoredRow>): ChainBreak | null => {
   let prev = GENESIS_HASH;
-  for (const [i, e] of events.entries()) {
-    if (e.version !== i + 1) {
+  for (const [i, row] of rows.entries()) {
+    if (row.version !== i + 1) {
       return {
-        streamId: e.streamId,
-        version: e.version,
-        reason: `expected version ${i + 1}, found ${e.version}`,
+        streamId: row.streamId,
+        version: row.version,
+        reason: `expected version ${i + 1}, found ${row.version}`,
       };
     }
-    if (e.prevHash !== prev) {
+    if (row.prevHash !== prev) {
       return {
-        streamId: e.streamId,
-        version: e.version,
+        streamId: row.streamId,
+        version: row.version,
         reason: "prevHash does not match the previous event's hash",
       };
     }
-    const recomputed = chainHash({ ...e, data: encodePayload(e.event) });
-    if (recomputed !== e.hash) {
-      return { streamId: e.streamId, version: e.version, reason: "hash does not match the stored event" };
+    if (rowHash(row) !== row.hash) {
+      return { streamId: row.streamId, version: row.version, reason: "hash does not match the stored event" };
     }
-    prev = e.hash;
+    prev = row.hash;
   }
   return null;
 };

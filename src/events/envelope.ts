@@ -1,5 +1,6 @@
 import { Data, Either, ParseResult, Schema } from "effect";
 import { canonicalJson, sha256Hex } from "./canonical.js";
+import { type Keyring, openPayload, SealError } from "./seal.js";
 import { AnyEvent } from "./union.js";
 
 /** The schema version new events are written with. Older versions are upcast on read. */
@@ -64,6 +65,23 @@ export class EventDecodeError extends Data.TaggedError("EventDecodeError")<{
   }
 }
 
+/**
+ * A stored row whose sealed fields cannot be opened: a missing or wrong key, a configuration
+ * problem rather than corruption (a run is never marked needs-attention for it).
+ */
+export class EventDecryptError extends Data.TaggedError("EventDecryptError")<{
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly reason: SealError["reason"];
+  readonly keyId: string | null;
+  readonly cause: string;
+}> {
+  override get message(): string {
+    return `event ${this.streamId}@${this.version} (position ${this.position}) cannot be decrypted: ${this.cause}. See docs/operations.md, "Keys: payload encryption".`;
+  }
+}
+
 /** A stored row, as every engine returns it. */
 export interface StoredRow {
   readonly streamId: string;
@@ -84,8 +102,11 @@ const encodeEvent = Schema.encodeSync(AnyEvent);
 /** Upcasters by schema version: `upcast[v]` turns a v payload into v+1. None yet. */
 const upcast: Record<number, (payload: unknown) => unknown> = {};
 
-/** Decode a stored row at the storage boundary; anything wrong is an `EventDecodeError`. */
-export const decodeRow = (row: StoredRow): RecordedEvent => {
+/**
+ * Decode a stored row at the storage boundary, opening sealed fields with `ring`: a key problem is
+ * an `EventDecryptError`, anything else wrong an `EventDecodeError`.
+ */
+export const decodeRow = (row: StoredRow, ring: Keyring | null = null): RecordedEvent => {
   const fail = (cause: string) =>
     new EventDecodeError({ streamId: row.streamId, version: row.version, position: row.position, cause });
   if (row.schemaVersion > EVENT_SCHEMA_VERSION) {
@@ -98,6 +119,20 @@ export const decodeRow = (row: StoredRow): RecordedEvent => {
     payload = JSON.parse(row.data);
   } catch (cause) {
     throw fail(`payload is not JSON (${String(cause)})`);
+  }
+  try {
+    payload = openPayload(ring, payload, row);
+  } catch (error) {
+    if (!(error instanceof SealError)) throw error;
+    if (error.reason === "malformed") throw fail(`a sealed field is malformed: ${error.detail}`);
+    throw new EventDecryptError({
+      streamId: row.streamId,
+      version: row.version,
+      position: row.position,
+      reason: error.reason,
+      keyId: error.keyId,
+      cause: error.detail,
+    });
   }
   for (let v = row.schemaVersion; v < EVENT_SCHEMA_VERSION; v++) {
     const step = upcast[v];

@@ -1,5 +1,5 @@
 import { Context } from "effect";
-import type { AnyEvent, RecordedEvent, StoredRow } from "../events/index.js";
+import type { AnyEvent, Keyring, RecordedEvent, StoredRow } from "../events/index.js";
 
 /**
  * Expected stream version for an append (Emmett's sentinels): an exact version,
@@ -110,6 +110,11 @@ export interface Journal {
   /** The key for call fingerprints, made when the journal was created. */
   readonly fingerprintKey: Uint8Array;
   /**
+   * The payload keys from the environment (`HOLDFAST_ENCRYPTION_KEY`, `HOLDFAST_ENCRYPTION_OLD_KEYS`),
+   * or null: new events are sealed with the current key; reads open sealed fields with any of them.
+   */
+  readonly keyring: Keyring | null;
+  /**
    * Append events to one stream. Resolves after the commit that holds them. Fails with
    * `WrongExpectedVersion`, `ActiveRunExists`, an admission conflict, or `FencedOut`, writing nothing.
    */
@@ -117,6 +122,8 @@ export interface Journal {
   /** Append to several streams in one transaction: all requests are written, or none. */
   appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]>;
   readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /** One stream's stored rows, undecoded, in version order (recovery verifies the chain over them). */
+  readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>>;
   /**
    * Be told after each commit of this journal object that wrote events, so readers wake at once;
    * on PostgreSQL also when another process's commit may have become readable (LISTEN/NOTIFY).

@@ -4,9 +4,12 @@ import {
   decodeRow,
   digestOf,
   EventDecodeError,
+  EventDecryptError,
   GENESIS_HASH,
+  type Keyring,
   type RecordedEvent,
   rowHash,
+  SealError,
   type StoredRow,
   sha256Hex,
 } from "../events/index.js";
@@ -35,6 +38,8 @@ export const FINDING_KINDS = [
   "duplicate-outcome",
   "decision-not-held",
   "checkpoint-mismatch",
+  "result-mismatch",
+  "undecryptable",
   "admission-mismatch",
   "guard-mismatch",
   "projection-rejected",
@@ -85,6 +90,11 @@ export interface AuditReport {
   readonly expectedHead: (ExpectedHead & { readonly actual: string; readonly matches: boolean }) | null;
   /** Events were appended while the audit ran: cache rows changed since were not compared. */
   readonly movedDuringAudit: boolean;
+  /**
+   * Events with encrypted fields that no key was given to open: their chains were verified, their
+   * contents (and the runs and projections built from them) were not. 0 with the key.
+   */
+  readonly sealedUnchecked: number;
 }
 
 /** Parse `D` or `D@P`; null when it is neither. */
@@ -141,6 +151,8 @@ interface StreamState {
   version: number;
   hash: string;
   run: RunTrack | null;
+  /** An event of this stream could not be opened without a key: the rest get chain checks only. */
+  sealed: boolean;
 }
 
 interface RebuiltRow {
@@ -169,6 +181,8 @@ export interface LogAuditorOptions {
   readonly projections?: ReadonlyArray<AnyProjection>;
   /** Findings kept in the report; more are counted. Default 1000. */
   readonly maxFindings?: number;
+  /** The keys that open encrypted fields (the journal's); null: such events get chain checks only. */
+  readonly keyring?: Keyring | null;
 }
 
 /**
@@ -195,8 +209,11 @@ export class LogAuditor {
   private last = 0;
   private tentative: AuditFinding[] = [];
   private rowHasFinding = false;
+  private readonly keyring: Keyring | null;
+  private sealedCount = 0;
 
   constructor(options: LogAuditorOptions = {}) {
+    this.keyring = options.keyring ?? null;
     this.projections = options.projections ?? inlineProjections;
     this.maxFindings = options.maxFindings ?? 1000;
     this.expectHead = options.expectHead ?? null;
@@ -212,6 +229,11 @@ export class LogAuditor {
 
   get lastPosition(): number {
     return this.last;
+  }
+
+  /** Events whose encrypted contents could not be checked (no key). */
+  get sealedUnchecked(): number {
+    return this.sealedCount;
   }
 
   private add(finding: AuditFinding): void {
@@ -237,17 +259,31 @@ export class LogAuditor {
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
-      stream = { version: 0, hash: GENESIS_HASH, run: null };
+      stream = { version: 0, hash: GENESIS_HASH, run: null, sealed: false };
       this.streams.set(row.streamId, stream);
     }
     if (this.prunedIds.has(row.streamId))
       this.add({ ...at, kind: "pruned-stream-present", detail: "retention recorded this stream as removed" });
     this.checkChain(row, stream);
+    if (stream.sealed) {
+      this.sealedCount += 1;
+      return;
+    }
 
     let recorded: RecordedEvent;
     try {
-      recorded = decodeRow(row);
+      recorded = decodeRow(row, this.keyring);
     } catch (error) {
+      if (error instanceof EventDecryptError && error.reason === "no-key") {
+        // Without the key the chain is all that can be verified (DESIGN §9): say so, do not guess.
+        stream.sealed = true;
+        this.sealedCount += 1;
+        return;
+      }
+      if (error instanceof EventDecryptError) {
+        this.add({ ...at, kind: "undecryptable", detail: error.cause });
+        return;
+      }
       const cause = error instanceof EventDecodeError ? error.cause : String(error);
       this.add({ ...at, kind: "undecodable", detail: cause });
       return;
@@ -364,6 +400,15 @@ export class LogAuditor {
     if (law) this.add({ ...at, ...law });
     if (event.type === "checkpoint.saved" && digestOf(event.state) !== event.digest)
       this.add({ ...at, kind: "checkpoint-mismatch", detail: "the checkpoint does not match its digest" });
+    const result =
+      event.type === "call.completed"
+        ? { value: event.result, digest: event.resultDigest }
+        : event.type === "call.reconciled" && event.resultDigest !== undefined
+          ? { value: event.result ?? null, digest: event.resultDigest }
+          : null;
+    // A changed row is already a hash-mismatch; the contents check speaks of rows that chain.
+    if (result && !this.rowHasFinding && digestOf(result.value) !== result.digest)
+      this.add({ ...at, kind: "result-mismatch", detail: "the recorded result does not match its digest" });
     if (law || !run.machineKnown) return;
     if (run.fold === null) {
       this.add({ ...at, kind: "transition-rejected", detail: "a run stream must start with run.admitted" });
@@ -623,8 +668,10 @@ export class LogAuditor {
     const found: Array<AuditFinding & { readonly runId: string }> = [];
     const known = new Set<string>();
     for (const [streamId, s] of this.streams) {
+      // A run read without its key: known, but its status is not.
+      if (s.sealed && streamId.startsWith("run-")) known.add(streamId.slice("run-".length));
       const run = s.run;
-      if (!run) continue;
+      if (!run || s.sealed) continue;
       known.add(run.runId);
       if (!run.fold) continue;
       const status = statusOf(run.fold);
@@ -707,6 +754,7 @@ export class LogAuditor {
       prunedStreams: this.prunedIds.size,
       expectedHead: expected,
       movedDuringAudit: moved,
+      sealedUnchecked: this.sealedCount,
     };
   }
 }
@@ -763,6 +811,7 @@ export const auditJournal = async (journal: Journal, options: AuditOptions = {})
   const every = options.progressEvery ?? 10_000;
   const auditor = new LogAuditor({
     expectHead: options.expectHead ?? null,
+    keyring: journal.keyring,
     ...(options.maxFindings === undefined ? {} : { maxFindings: options.maxFindings }),
   });
   let after = 0;
@@ -781,16 +830,35 @@ export const auditJournal = async (journal: Journal, options: AuditOptions = {})
     }
     if (page.length < pageSize) break;
   }
-  for (const projection of inlineProjections) {
+  // Without the key the rebuilt caches are incomplete and the stored ones sealed: not compared.
+  for (const projection of auditor.sealedUnchecked > 0 ? [] : inlineProjections) {
     let key: string | null = null;
+    let readable = true;
     for (;;) {
-      const page = await journal.projectionPage(projection.name, { after: key, limit: pageSize });
+      let page: ReadonlyArray<StoredProjectionRow>;
+      try {
+        page = await journal.projectionPage(projection.name, { after: key, limit: pageSize });
+      } catch (error) {
+        if (!(error instanceof SealError)) throw error;
+        // Stored sealed under a key this audit was not given: one finding, the projection is skipped.
+        auditor.confirm([
+          {
+            streamId: null,
+            version: null,
+            kind: "undecryptable",
+            detail: error.detail,
+            projection: projection.name,
+          },
+        ]);
+        readable = false;
+        break;
+      }
       auditor.compareStored(projection.name, page);
       const last = page.at(-1);
       if (!last || page.length < pageSize) break;
       key = last.key;
     }
-    auditor.endProjection(projection.name);
+    if (readable) auditor.endProjection(projection.name);
   }
   const guard = auditor.guardMismatches(new Set(await journal.activeRuns()));
   const confirmed: AuditFinding[] = [];

@@ -1,6 +1,7 @@
 import {
   type AnyEvent,
   type ErrorInfo,
+  EventDecryptError,
   type HoldReason,
   keyedDigestOf,
   type Masker,
@@ -453,12 +454,15 @@ export class Engine {
       const fence = { runId, workerId: this.workerId, epoch: claim.epoch };
 
       // Law 11: corruption is surfaced, not repaired; the run stays active and blocks its chat.
-      let events: ReadonlyArray<RecordedEvent> = [];
       let inspected: ReturnType<typeof inspectRun>;
       try {
-        events = await this.journal.readStream(runStreamId(runId));
-        inspected = inspectRun(events);
+        inspected = inspectRun(await this.journal.readStreamRows(runStreamId(runId)), this.journal.keyring);
       } catch (error) {
+        // A key that cannot open the run's events is this process's configuration, not the run's fault.
+        if (error instanceof EventDecryptError) {
+          await release();
+          throw error;
+        }
         inspected = { corrupt: error instanceof Error ? error.message : String(error) };
       }
       if ("corrupt" in inspected) {
@@ -467,7 +471,7 @@ export class Engine {
         await release();
         return;
       }
-      const fold = inspected.fold;
+      const { fold, events } = inspected;
       const writer = new RunWriter(this.journal, runId, fold, contextOf(fold).machine, fence);
       if (statusOf(fold) === "held") {
         part.held.push({ runId, reasons: contextOf(fold).heldReasons });

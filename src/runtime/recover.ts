@@ -1,10 +1,14 @@
 import {
   type AnyEvent,
+  decodeRow,
   digestOf,
+  EventDecryptError,
   type EventOf,
   type HoldReason,
+  type Keyring,
   type Masker,
   type RecordedEvent,
+  type StoredRow,
   verifyStreamChain,
 } from "../events/index.js";
 import { type CallState, foldRun, type RunFold } from "../machines/index.js";
@@ -174,14 +178,26 @@ export const latestIntents = (
 };
 
 /**
- * Law 11: read a run's events for recovery and say why it cannot be trusted, if it cannot:
- * a broken chain, a transition the machine refuses, or a checkpoint whose digest does not match.
+ * Law 11: read a run's stored rows for recovery and say why it cannot be trusted, if it cannot:
+ * a broken chain (checked over the stored bytes), an event that does not decode, a transition the
+ * machine refuses, or a checkpoint whose digest does not match. A key that cannot open an event is
+ * not corruption: the `EventDecryptError` is thrown.
  */
 export const inspectRun = (
-  events: ReadonlyArray<RecordedEvent>,
-): { readonly fold: RunFold } | { readonly corrupt: string } => {
-  const broken = verifyStreamChain(events);
+  rows: ReadonlyArray<StoredRow>,
+  ring: Keyring | null,
+):
+  | { readonly fold: RunFold; readonly events: ReadonlyArray<RecordedEvent> }
+  | { readonly corrupt: string } => {
+  const broken = verifyStreamChain(rows);
   if (broken) return { corrupt: `${broken.streamId}@${broken.version}: ${broken.reason}` };
+  let events: RecordedEvent[];
+  try {
+    events = rows.map((row) => decodeRow(row, ring));
+  } catch (error) {
+    if (error instanceof EventDecryptError) throw error;
+    return { corrupt: error instanceof Error ? error.message : String(error) };
+  }
   let fold: RunFold;
   try {
     fold = foldRun(events.map((e) => e.event));
@@ -193,5 +209,5 @@ export const inspectRun = (
       return { corrupt: `${e.streamId}@${e.version}: the checkpoint does not match its digest` };
     }
   }
-  return { fold };
+  return { fold, events };
 };

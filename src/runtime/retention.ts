@@ -1,4 +1,4 @@
-import { decodeRow, type StoredRow, verifyStreamChain } from "../events/index.js";
+import { decodeRow, type Keyring, type StoredRow, verifyStreamChain } from "../events/index.js";
 import { foldRun, statusOf } from "../machines/index.js";
 import type { Journal, PruneReport, RetentionPolicy } from "./Journal.js";
 
@@ -104,14 +104,15 @@ const FINISHED = new Set(["completed", "failed", "stopped"]);
 export const checkPrunable = (
   rows: ReadonlyArray<StoredRow>,
   candidate: Pick<RetentionCandidate, "version" | "hash">,
+  ring: Keyring | null = null,
 ): { readonly status: string } | { readonly problem: string } => {
   let events: ReturnType<typeof decodeRow>[];
   try {
-    events = rows.map(decodeRow);
+    events = rows.map((row) => decodeRow(row, ring));
   } catch (error) {
     return { problem: `an event does not decode (${errorText(error)}); run \`holdfast audit\`` };
   }
-  const broken = verifyStreamChain(events);
+  const broken = verifyStreamChain(rows);
   if (broken)
     return { problem: `its hash chain breaks at version ${broken.version}; run \`holdfast audit\`` };
   const head = events.at(-1);

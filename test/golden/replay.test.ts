@@ -45,7 +45,7 @@ describe("golden logs", () => {
     const machines = new Set(
       names.flatMap((name) =>
         rowsOf(name)
-          .map(decodeRow)
+          .map((row) => decodeRow(row))
           .flatMap((r) => (r.event.type === "run.admitted" ? [r.event.machine] : [])),
       ),
     );

@@ -1,3 +1,4 @@
+import { EventDecryptError } from "../../events/index.js";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { CliError, ExitCode } from "./CliError.js";
 
@@ -33,7 +34,7 @@ export const describeFailure = (error: unknown): Failure => {
       hint: oneLine(error.hint),
     };
   }
-  if (error instanceof JournalTooNew) {
+  if (error instanceof JournalTooNew || error instanceof EventDecryptError) {
     return {
       exitCode: ExitCode.journalUnavailable,
       ...splitMessage(error.message, "upgrade holdfast"),

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { JournalUnavailable } from "../../runtime/errors.js";
 import type { Journal } from "../../runtime/Journal.js";
-import { isPostgresUrl, openStore, resolveStore } from "../store.js";
+import { isPostgresUrl, type OpenStoreOptions, openStore, resolveStore } from "../store.js";
 import { CliError, ExitCode } from "./CliError.js";
 
 const FIRST_RUN_HINT = "run `holdfast demo` first, or pass --db with the path of a journal";
@@ -12,7 +12,10 @@ const FIRST_RUN_HINT = "run `holdfast demo` first, or pass --db with the path of
  * location, its folder); a command that only reads must not leave an empty journal behind a typo.
  * A PostgreSQL URL is opened as it is: its schema is the journal.
  */
-export const openExistingJournal = async (db: string | undefined): Promise<Journal> => {
+export const openExistingJournal = async (
+  db: string | undefined,
+  options: OpenStoreOptions = {},
+): Promise<Journal> => {
   const { store } = resolveStore(db);
   if (!isPostgresUrl(store)) {
     const location = resolve(store.replace(/^(libsql|file):(\/\/)?/, ""));
@@ -28,15 +31,16 @@ export const openExistingJournal = async (db: string | undefined): Promise<Journ
       throw new CliError(ExitCode.failed, `there is no journal at ${location}`, FIRST_RUN_HINT);
     }
   }
-  return openStore(db);
+  return openStore(db, options);
 };
 
 /** Run `fn` with an existing journal, closing it however `fn` ends. */
 export const withExistingJournal = async <T>(
   db: string | undefined,
   fn: (journal: Journal) => Promise<T>,
+  options: OpenStoreOptions = {},
 ): Promise<T> => {
-  const journal = await openExistingJournal(db);
+  const journal = await openExistingJournal(db, options);
   try {
     return await fn(journal);
   } finally {

@@ -3,7 +3,13 @@ import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, stat
 import { uptime } from "node:os";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
-import { decodeRow, type RecordedEvent, type StoredRow } from "../../events/index.js";
+import {
+  decodeRow,
+  type Keyring,
+  openProjectionValue,
+  type RecordedEvent,
+  type StoredRow,
+} from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
@@ -19,8 +25,10 @@ import type {
   StoredProjectionRow,
   StreamHead,
 } from "../../runtime/Journal.js";
+import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import { keyCheckProgram } from "../sql/keys.js";
 import { projectionPageProgram, pruneProgram, rebuildProgram } from "../sql/maintenance.js";
 import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
@@ -51,6 +59,13 @@ export interface LibsqlJournalOptions {
   readonly busyTimeoutMs?: number;
   /** Called inside the group commit, between the batch's writes and COMMIT (crash tests). */
   readonly onBeforeCommit?: () => void;
+  /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Check at open that the keys read this journal (default true). Only the audit opens without:
+   * it verifies the chains of sealed events without the key and reports their contents unchecked.
+   */
+  readonly keyCheck?: boolean;
 }
 
 interface Pending {
@@ -113,6 +128,7 @@ export class LibsqlJournal implements Journal {
   readonly engine = "libsql";
   readonly location: string;
   readonly fingerprintKey: Uint8Array;
+  readonly keyring: Keyring | null;
   private readonly db: Db;
   private queue: Pending[] = [];
   private scheduled = false;
@@ -121,10 +137,17 @@ export class LibsqlJournal implements Journal {
   private readonly onBeforeCommit: (() => void) | undefined;
   private readonly prepared = new Map<string, Stmt>();
 
-  private constructor(db: Db, location: string, key: Uint8Array, options: LibsqlJournalOptions) {
+  private constructor(
+    db: Db,
+    location: string,
+    key: Uint8Array,
+    keyring: Keyring | null,
+    options: LibsqlJournalOptions,
+  ) {
     this.db = db;
     this.location = location;
     this.fingerprintKey = key;
+    this.keyring = keyring;
     this.onBeforeCommit = options.onBeforeCommit;
   }
 
@@ -179,8 +202,11 @@ export class LibsqlJournal implements Journal {
       throw unavailable(`cannot be opened (${String(cause)})`, "Check the path and permissions.");
     }
     try {
+      const keyring = keyringFromEnv(options.env ?? process.env, location);
       const key = LibsqlJournal.prepareFile(db, location, options);
-      return new LibsqlJournal(db, location, key, options);
+      const journal = new LibsqlJournal(db, location, key, keyring, options);
+      if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      return journal;
     } catch (error) {
       db.close();
       throw error;
@@ -363,7 +389,7 @@ export class LibsqlJournal implements Journal {
   }
 
   private applyAll(requests: ReadonlyArray<AppendRequest>): AppendResult[] {
-    return this.runProgram(appendAllProgram(SQL, requests, inlineProjections));
+    return this.runProgram(appendAllProgram(SQL, requests, inlineProjections, this.keyring));
   }
 
   /** Run a shared write program on this connection (the caller holds the write transaction). */
@@ -404,14 +430,19 @@ export class LibsqlJournal implements Journal {
 
   async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
     this.assertOpen();
-    return this.rows<EventRow>(SQL.stream, streamId).map((row) => decodeRow(toStored(row)));
+    return this.rows<EventRow>(SQL.stream, streamId).map((row) => decodeRow(toStored(row), this.keyring));
+  }
+
+  async readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>> {
+    this.assertOpen();
+    return this.rows<EventRow>(SQL.stream, streamId).map(toStored);
   }
 
   async readAll(options: {
     readonly after: number;
     readonly limit: number;
   }): Promise<ReadonlyArray<RecordedEvent>> {
-    return this.rawRows(options).map(decodeRow);
+    return this.rawRows(options).map((row) => decodeRow(row, this.keyring));
   }
 
   /** Raw rows, undecoded: for the audit, which must see what is stored even when it does not decode. */
@@ -429,25 +460,29 @@ export class LibsqlJournal implements Journal {
     options: { readonly after: string | null; readonly limit: number },
   ): Promise<ReadonlyArray<StoredProjectionRow>> {
     this.assertOpen();
-    return this.runProgram(projectionPageProgram(name, options.after, options.limit));
+    return this.runProgram(projectionPageProgram(name, options.after, options.limit, this.keyring));
   }
 
   // ---------------------------------------------------------------- maintenance
 
   async rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>> {
     this.assertOpen();
-    return this.writeTransaction(() => this.runProgram(rebuildProgram(SQL, inlineProjections, null)));
+    return this.writeTransaction(() =>
+      this.runProgram(rebuildProgram(SQL, inlineProjections, null, this.keyring)),
+    );
   }
 
   async prune(
     policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number },
   ): Promise<PruneReport> {
     this.assertOpen();
-    const program = pruneProgram(SQL, inlineProjections, null, {
-      ...policy,
-      dryRun: policy.dryRun ?? false,
-      now: policy.now ?? Date.now(),
-    });
+    const program = pruneProgram(
+      SQL,
+      inlineProjections,
+      null,
+      { ...policy, dryRun: policy.dryRun ?? false, now: policy.now ?? Date.now() },
+      this.keyring,
+    );
     // A dry run reads one consistent snapshot and takes no write lock.
     if (policy.dryRun) return this.readTransaction(() => this.runProgram(program));
     return this.writeTransaction(() => this.runProgram(program));
@@ -478,12 +513,14 @@ export class LibsqlJournal implements Journal {
   async projection<S>(name: string, key: string): Promise<S | null> {
     this.assertOpen();
     const row = this.row<{ value: string }>(SQL.projection, name, key);
-    return row ? (JSON.parse(row.value) as S) : null;
+    return row ? (JSON.parse(openProjectionValue(this.keyring, name, key, row.value)) as S) : null;
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
     this.assertOpen();
-    return this.rows<{ value: string }>(SQL.projectionRows, name).map((r) => JSON.parse(r.value) as S);
+    return this.rows<{ key: string; value: string }>(SQL.projectionRows, name).map(
+      (r) => JSON.parse(openProjectionValue(this.keyring, name, r.key, r.value)) as S,
+    );
   }
 
   // ---------------------------------------------------------------- ownership

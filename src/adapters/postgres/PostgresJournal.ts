@@ -1,6 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
-import { decodeRow, type RecordedEvent, type StoredRow } from "../../events/index.js";
+import {
+  decodeRow,
+  type Keyring,
+  openProjectionValue,
+  type RecordedEvent,
+  type StoredRow,
+} from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
@@ -15,8 +21,10 @@ import type {
   StoredProjectionRow,
   StreamHead,
 } from "../../runtime/Journal.js";
+import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import { keyCheckProgram } from "../sql/keys.js";
 import { projectionPageProgram, pruneProgram, rebuildProgram } from "../sql/maintenance.js";
 import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
@@ -49,6 +57,10 @@ export interface PostgresJournalOptions {
    * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
    */
   readonly idleInTransactionMs?: number;
+  /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Check at open that the keys read this journal (default true; the audit opens without). */
+  readonly keyCheck?: boolean;
 }
 
 interface Pending {
@@ -73,6 +85,7 @@ export class PostgresJournal implements Journal {
   readonly engine = "postgres";
   readonly location: string;
   readonly fingerprintKey: Uint8Array;
+  readonly keyring: Keyring | null;
   readonly schema: string;
   private readonly pool: pg.Pool;
   private readonly options: PostgresJournalOptions;
@@ -91,12 +104,14 @@ export class PostgresJournal implements Journal {
     location: string,
     schema: string,
     key: Uint8Array,
+    keyring: Keyring | null,
     options: PostgresJournalOptions,
   ) {
     this.pool = pool;
     this.location = location;
     this.schema = schema;
     this.fingerprintKey = key;
+    this.keyring = keyring;
     this.options = options;
   }
 
@@ -122,6 +137,7 @@ export class PostgresJournal implements Journal {
       });
     }
     parsed.searchParams.delete("schema");
+    const keyring = keyringFromEnv(options.env ?? process.env, location);
     const pool = new pg.Pool({
       connectionString: parsed.toString(),
       max: options.poolSize ?? 4,
@@ -136,7 +152,9 @@ export class PostgresJournal implements Journal {
     try {
       await connectWithRetry(pool, location, options.retry);
       const key = await migrate(pool, location, schema);
-      return new PostgresJournal(pool, location, schema, key, options);
+      const journal = new PostgresJournal(pool, location, schema, key, keyring, options);
+      if (options.keyCheck !== false) await journal.read(keyCheckProgram(SQL, keyring));
+      return journal;
     } catch (error) {
       await pool.end().catch(() => {});
       throw error;
@@ -196,7 +214,7 @@ export class PostgresJournal implements Journal {
       for (const pending of batch) {
         if (savepoints) await client.query("SAVEPOINT append_one");
         try {
-          const program = appendAllProgram(SQL, pending.requests, inlineProjections);
+          const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
           outcomes.push({ ok: await this.runProgram(client, program) });
           if (savepoints) await client.query("RELEASE SAVEPOINT append_one");
         } catch (error) {
@@ -292,14 +310,20 @@ export class PostgresJournal implements Journal {
   }
 
   async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
-    return (await this.rows<EventRow>(SQL.stream, [streamId])).map((row) => decodeRow(toStored(row)));
+    return (await this.rows<EventRow>(SQL.stream, [streamId])).map((row) =>
+      decodeRow(toStored(row), this.keyring),
+    );
+  }
+
+  async readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>> {
+    return (await this.rows<EventRow>(SQL.stream, [streamId])).map(toStored);
   }
 
   async readAll(options: {
     readonly after: number;
     readonly limit: number;
   }): Promise<ReadonlyArray<RecordedEvent>> {
-    return (await this.readAllRows(options)).map(decodeRow);
+    return (await this.readAllRows(options)).map((row) => decodeRow(row, this.keyring));
   }
 
   /**
@@ -317,7 +341,11 @@ export class PostgresJournal implements Journal {
     options: { readonly after: string | null; readonly limit: number },
   ): Promise<ReadonlyArray<StoredProjectionRow>> {
     this.assertOpen();
-    const program = projectionPageProgram(name, options.after, options.limit);
+    return this.read(projectionPageProgram(name, options.after, options.limit, this.keyring));
+  }
+
+  /** Run a shared read-only program on the pool, one statement at a time. */
+  private read<T>(program: Program<T>): Promise<T> {
     return runAsync(program, async (step) => {
       if (step.kind === "now") return Date.now();
       const rows = await this.rows(step.sql, step.params);
@@ -334,7 +362,7 @@ export class PostgresJournal implements Journal {
 
   async rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>> {
     this.assertOpen();
-    return this.transaction(rebuildProgram(SQL, inlineProjections, this.lockAppends));
+    return this.transaction(rebuildProgram(SQL, inlineProjections, this.lockAppends, this.keyring));
   }
 
   async prune(
@@ -342,11 +370,13 @@ export class PostgresJournal implements Journal {
   ): Promise<PruneReport> {
     this.assertOpen();
     return this.transaction(
-      pruneProgram(SQL, inlineProjections, this.lockAppends, {
-        ...policy,
-        dryRun: policy.dryRun ?? false,
-        now: policy.now ?? Date.now(),
-      }),
+      pruneProgram(
+        SQL,
+        inlineProjections,
+        this.lockAppends,
+        { ...policy, dryRun: policy.dryRun ?? false, now: policy.now ?? Date.now() },
+        this.keyring,
+      ),
     );
   }
 
@@ -384,12 +414,12 @@ export class PostgresJournal implements Journal {
 
   async projection<S>(name: string, key: string): Promise<S | null> {
     const row = await this.row<{ value: string }>(SQL.projection, [name, key]);
-    return row ? (JSON.parse(row.value) as S) : null;
+    return row ? (JSON.parse(openProjectionValue(this.keyring, name, key, row.value)) as S) : null;
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
-    return (await this.rows<{ value: string }>(SQL.projectionRows, [name])).map(
-      (r) => JSON.parse(r.value) as S,
+    return (await this.rows<{ key: string; value: string }>(SQL.projectionRows, [name])).map(
+      (r) => JSON.parse(openProjectionValue(this.keyring, name, r.key, r.value)) as S,
     );
   }
 

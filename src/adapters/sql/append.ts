@@ -5,7 +5,11 @@ import {
   EVENT_SCHEMA_VERSION,
   encodePayload,
   GENESIS_HASH,
+  type Keyring,
+  openProjectionValue,
   type RecordedEvent,
+  sealPayload,
+  sealProjectionValue,
 } from "../../events/index.js";
 import { type AnyProjection, handles } from "../../projections/index.js";
 import {
@@ -29,6 +33,7 @@ export function* appendProgram(
   sql: Statements,
   request: AppendRequest,
   projections: ReadonlyArray<AnyProjection>,
+  ring: Keyring | null,
 ): Program<AppendResult> {
   const { streamId, expectedVersion, events, fence } = request;
   const head = yield* get<HeadRow>(sql.head, [streamId]);
@@ -44,7 +49,8 @@ export function* appendProgram(
   const recorded: RecordedEvent[] = [];
   for (const event of events) {
     version += 1;
-    const data = encodePayload(event);
+    // With a key, the payload fields are sealed; the chain covers what is stored (DESIGN §9).
+    const data = ring ? sealPayload(ring, encodePayload(event), { streamId, version }) : encodePayload(event);
     const eventId = randomUUID();
     const recordedAt = new Date().toISOString();
     const schemaVersion = EVENT_SCHEMA_VERSION;
@@ -68,6 +74,7 @@ export function* appendProgram(
       throw error;
     }
     if (!inserted) throw new Error(`the insert of ${streamId}@${version} returned no position`);
+    if (ring && recorded.length === 0) yield* run(sql.markSealed, [String(inserted.position)]);
     recorded.push({
       streamId,
       version,
@@ -82,7 +89,7 @@ export function* appendProgram(
     for (const write of guardWritesFor(event)) yield* applyGuard(sql, write);
     prevHash = hash;
   }
-  yield* applyProjections(sql, recorded, projections);
+  yield* applyProjections(sql, recorded, projections, ring);
   return { streamId, nextVersion: version, recorded };
 }
 
@@ -123,12 +130,13 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
 
 /**
  * Evolve every inline projection the events touch, reading each row once and writing its final
- * state once, with the position of the last event that changed it.
+ * state once, with the position of the last event that changed it. With a key, rows are stored sealed.
  */
 export function* applyProjections(
   sql: Statements,
   recorded: ReadonlyArray<RecordedEvent>,
   projections: ReadonlyArray<AnyProjection>,
+  ring: Keyring | null,
 ): Program<void> {
   const states = new Map<string, { name: string; key: string; state: unknown; position: number }>();
   for (const entry of recorded) {
@@ -139,7 +147,10 @@ export function* applyProjections(
         let known = states.get(id);
         if (!known) {
           const row = yield* get<{ value: string }>(sql.projection, [projection.name, key]);
-          known = { name: projection.name, key, state: row ? JSON.parse(row.value) : undefined, position: 0 };
+          const state = row
+            ? JSON.parse(openProjectionValue(ring, projection.name, key, row.value))
+            : undefined;
+          known = { name: projection.name, key, state, position: 0 };
           states.set(id, known);
         }
         known.state = projection.evolve(known.state, entry, key);
@@ -148,7 +159,12 @@ export function* applyProjections(
     }
   }
   for (const { name, key, state, position } of states.values())
-    yield* run(sql.upsertProjection, [name, key, JSON.stringify(state), position]);
+    yield* run(sql.upsertProjection, [
+      name,
+      key,
+      sealProjectionValue(ring, name, key, JSON.stringify(state)),
+      position,
+    ]);
 }
 
 /** Several requests, all or none (their savepoint is the caller's): a document change and its call's outcome. */
@@ -156,8 +172,9 @@ export function* appendAllProgram(
   sql: Statements,
   requests: ReadonlyArray<AppendRequest>,
   projections: ReadonlyArray<AnyProjection>,
+  ring: Keyring | null,
 ): Program<AppendResult[]> {
   const results: AppendResult[] = [];
-  for (const request of requests) results.push(yield* appendProgram(sql, request, projections));
+  for (const request of requests) results.push(yield* appendProgram(sql, request, projections, ring));
   return results;
 }

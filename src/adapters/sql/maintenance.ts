@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { type AnyEvent, canonicalJson, decodeRow, runStreamId, SYSTEM_STREAM } from "../../events/index.js";
+import {
+  type AnyEvent,
+  canonicalJson,
+  decodeRow,
+  type Keyring,
+  openProjectionValue,
+  runStreamId,
+  SYSTEM_STREAM,
+} from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
 import type {
   ProjectionRebuild,
@@ -49,9 +57,10 @@ interface ProjectionRowSql {
   readonly position: number | string;
 }
 
-const toProjectionRow = (row: ProjectionRowSql): StoredProjectionRow => ({
+/** A stored projection row, its value opened when sealed. */
+const toProjectionRow = (name: string, row: ProjectionRowSql, ring: Keyring | null): StoredProjectionRow => ({
   key: row.key,
-  value: row.value,
+  value: openProjectionValue(ring, name, row.key, row.value),
   position: Number(row.position),
 });
 
@@ -68,12 +77,13 @@ export function* projectionPageProgram(
   name: string,
   after: string | null,
   limit: number,
+  ring: Keyring | null,
 ): Program<StoredProjectionRow[]> {
   const rows =
     after === null
       ? yield* all<ProjectionRowSql>(MAINTENANCE.projectionFirst, [name, limit])
       : yield* all<ProjectionRowSql>(MAINTENANCE.projectionAfter, [name, after, limit]);
-  return rows.map(toProjectionRow);
+  return rows.map((row) => toProjectionRow(name, row, ring));
 }
 
 /**
@@ -81,12 +91,12 @@ export function* projectionPageProgram(
  * canonical JSON: an inline row keeps the key order of the live event, a rebuilt one that of the
  * stored (canonical) payload, and that difference is not a change.
  */
-function* storedDigest(name: string): Program<{ digest: string; rows: number }> {
+function* storedDigest(name: string, ring: Keyring | null): Program<{ digest: string; rows: number }> {
   const hash = createHash("sha256");
   let rows = 0;
   let after: string | null = null;
   for (;;) {
-    const page: StoredProjectionRow[] = yield* projectionPageProgram(name, after, PAGE);
+    const page: StoredProjectionRow[] = yield* projectionPageProgram(name, after, PAGE, ring);
     for (const row of page)
       hash.update(`${row.key}\u0000${canonicalValue(row.value)}\u0000${row.position}\n`);
     rows += page.length;
@@ -105,23 +115,24 @@ function* storedDigest(name: string): Program<{ digest: string; rows: number }> 
 function* rebuildBody(
   sql: Statements,
   projections: ReadonlyArray<AnyProjection>,
+  ring: Keyring | null,
 ): Program<ProjectionRebuild[]> {
   const before = new Map<string, string>();
   for (const projection of projections)
-    before.set(projection.name, (yield* storedDigest(projection.name)).digest);
+    before.set(projection.name, (yield* storedDigest(projection.name, ring)).digest);
   for (const projection of projections) yield* run(MAINTENANCE.deleteProjection, [projection.name]);
   let after = 0;
   for (;;) {
     const rows = yield* all<EventRow>(MAINTENANCE.eventsPage, [after, PAGE]);
-    const recorded = rows.map((row) => decodeRow(toStored(row)));
-    if (recorded.length > 0) yield* applyProjections(sql, recorded, projections);
+    const recorded = rows.map((row) => decodeRow(toStored(row), ring));
+    if (recorded.length > 0) yield* applyProjections(sql, recorded, projections, ring);
     const last = recorded.at(-1);
     if (!last || rows.length < PAGE) break;
     after = last.position;
   }
   const report: ProjectionRebuild[] = [];
   for (const projection of projections) {
-    const now = yield* storedDigest(projection.name);
+    const now = yield* storedDigest(projection.name, ring);
     report.push({
       name: projection.name,
       rows: now.rows,
@@ -139,9 +150,10 @@ export function* rebuildProgram(
   sql: Statements,
   projections: ReadonlyArray<AnyProjection>,
   lockAppends: string | null,
+  ring: Keyring | null,
 ): Program<ProjectionRebuild[]> {
   if (lockAppends) yield* get(lockAppends, []);
-  return yield* rebuildBody(sql, projections);
+  return yield* rebuildBody(sql, projections, ring);
 }
 
 interface CandidateRow {
@@ -165,6 +177,7 @@ export function* pruneProgram(
   projections: ReadonlyArray<AnyProjection>,
   lockAppends: string | null,
   policy: RetentionPolicy & { readonly dryRun: boolean; readonly now: number },
+  ring: Keyring | null,
 ): Program<PruneReport> {
   if (lockAppends && !policy.dryRun) yield* get(lockAppends, []);
   const candidates: RetentionCandidate[] = (yield* all<CandidateRow>(MAINTENANCE.candidates, [])).map(
@@ -184,7 +197,7 @@ export function* pruneProgram(
   for (const candidate of selection.prune) {
     const streamId = runStreamId(candidate.runId);
     const rows = (yield* all<EventRow>(MAINTENANCE.streamRows, [streamId])).map(toStored);
-    const checked = checkPrunable(rows, candidate);
+    const checked = checkPrunable(rows, candidate, ring);
     if ("problem" in checked) {
       skipped.push({ runId: candidate.runId, reason: checked.problem });
       continue;
@@ -213,6 +226,7 @@ export function* pruneProgram(
     sql,
     [{ streamId: SYSTEM_STREAM, expectedVersion: "any", events: [sealed] }],
     projections,
+    ring,
   );
   for (const { runId, streamId } of pruned) {
     yield* run(MAINTENANCE.deleteEvents, [streamId]);
@@ -222,6 +236,6 @@ export function* pruneProgram(
   }
   yield* run(MAINTENANCE.unmarkRetention, []);
   // A chat's row carries the checkpoint of its latest run, which may be one just removed.
-  yield* rebuildBody(sql, projections);
+  yield* rebuildBody(sql, projections, ring);
   return { ...report, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
 }

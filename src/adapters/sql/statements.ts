@@ -48,7 +48,7 @@ export const statements = (dialect: Dialect) =>
     activate: "INSERT INTO run_guard (run_id, chat_id, active) VALUES (?, ?, 1)",
     finish: "UPDATE run_guard SET active = 0 WHERE run_id = ?",
     projection: "SELECT value FROM projections WHERE name = ? AND key = ?",
-    projectionRows: "SELECT value FROM projections WHERE name = ? ORDER BY position",
+    projectionRows: "SELECT key, value FROM projections WHERE name = ? ORDER BY position",
     upsertProjection:
       "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
     claim: "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?",
@@ -61,6 +61,11 @@ export const statements = (dialect: Dialect) =>
     release: "DELETE FROM claims WHERE worker_id = ?",
     releaseRun: "DELETE FROM claims WHERE worker_id = ? AND run_id = ?",
     fingerprintKey: "SELECT value FROM meta WHERE key = 'fingerprint_key'",
+    /** The position of the first event written with sealed fields (set once; see keys.ts). */
+    markSealed: "INSERT INTO meta (key, value) VALUES ('sealed_since', ?) ON CONFLICT (key) DO NOTHING",
+    sealedSince: "SELECT value FROM meta WHERE key = 'sealed_since'",
+    eventFrom: `SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT 1`,
+    lastEvent: `SELECT ${EVENT_COLUMNS} FROM events ORDER BY position DESC LIMIT 1`,
   }) as const;
 
 export type Statements = ReturnType<typeof statements>;
