@@ -98,7 +98,17 @@ describe("built-in reconcilers", () => {
       await new Promise((r) => closed.close(r));
       await expect(
         http.run({ url: `http://127.0.0.1:${port}/effects`, method: "POST", headers: {} }, ctx("r/2#1")),
-      ).rejects.toMatchObject({ name: "DefiniteFailure" });
+      ).rejects.toMatchObject({ name: "DefiniteFailure", message: expect.stringContaining("ECONNREFUSED") });
+      // A port fetch refuses to use (6000, X11) never leaves either, and the message says why.
+      const refused = http.run(
+        { url: "http://127.0.0.1:6000/effects", method: "POST", headers: {} },
+        ctx("r/3#1"),
+      );
+      await expect(refused).rejects.toMatchObject({
+        name: "DefiniteFailure",
+        message: expect.stringContaining("bad port"),
+      });
+      await expect(refused).rejects.not.toMatchObject({ message: expect.stringContaining("undefined") });
     } finally {
       await server.close();
     }

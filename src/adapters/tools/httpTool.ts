@@ -107,7 +107,8 @@ export const makeHttpTool = (
         const code = errorCode(error);
         const refusedLocally = (error as { cause?: { message?: string } })?.cause?.message === "bad port";
         if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ERR_INVALID_URL" || refusedLocally) {
-          throw new DefiniteFailure(`the request to ${url} never left: ${code}`);
+          const why = code ?? (refusedLocally ? "the port is refused by fetch (bad port)" : "unknown reason");
+          throw new DefiniteFailure(`the request to ${url} never left: ${why}`);
         }
         throw error;
       }
