@@ -435,6 +435,17 @@ export class Engine {
     });
     const recoverRun = async (runId: string, part: Part): Promise<void> => {
       if (this.live.has(runId)) return;
+      // A held run waits for a person: nothing to recover, so it is not claimed, read and released
+      // on every pass (its row is written in the same transaction as its events) — unless this
+      // worker or a dead one still holds it: the normal path below then lets that claim go.
+      const row = await this.journal.projection<RunRow>("runs", runId);
+      if (row?.status === "held" && !row.needsAttention) {
+        const owner = await this.journal.currentClaim(runId);
+        if (!owner || (owner.workerId !== this.workerId && !this.options.isWorkerDead(owner.workerId))) {
+          part.held.push({ runId, reasons: row.heldReasons });
+          return;
+        }
+      }
       const claimedAt = Date.now();
       let claim = await this.journal.claim(runId, this.workerId, this.options.leaseMs);
       if (!claim) {
