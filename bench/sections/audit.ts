@@ -75,7 +75,7 @@ const auditInChild = (path: string, bundled: string | null): Promise<ChildReport
 export const auditSection: Section = {
   name: "audit",
   async run({ options, temp, logs }) {
-    const wanted = options.quick ? 50_000 : 1_000_000;
+    const wanted = options.quick ? 40_000 : 1_000_000;
     // The recovery section's filler log when it ran; else one written here (it is the slow part).
     let log: SharedLog | undefined = logs.get("filler");
     const source = log ? "the recovery section's filler log (finished runs and its interrupted runs)" : "";

@@ -103,7 +103,7 @@ export const recoverySection: Section = {
   name: "recovery",
   async run({ options, temp, logs }) {
     const [small, large] = options.quick ? [100, 500] : [1000, 10_000];
-    const fillerEvents = options.quick ? 50_000 : 1_000_000;
+    const fillerEvents = options.quick ? 40_000 : 1_000_000;
     const folder = temp.folder("recovery");
     const stride = large / small;
     // Alternate held and resumable runs in blocks of `stride`, so the evenly spread subset kept for

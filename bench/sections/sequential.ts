@@ -51,7 +51,7 @@ const journalOnlyCalls = async (journal: LibsqlJournal, runId: string, calls: nu
 export const sequentialSection: Section = {
   name: "sequential",
   async run({ options, temp, floor }) {
-    const rounds = options.quick ? 5 : 16;
+    const rounds = options.quick ? 4 : 16;
     // The long run shows how the cost of one call grows with the calls already in its run.
     const longRunCalls = options.quick ? 200 : 1000;
     const folder = temp.folder("sequential");
