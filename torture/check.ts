@@ -1,7 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
-import { decodeRow, type RecordedEvent, type StoredRow, verifyStreamChain } from "../src/events/index.js";
+import {
+  decodeRow,
+  isSealed,
+  type RecordedEvent,
+  type StoredRow,
+  verifyStreamChain,
+} from "../src/events/index.js";
 import { foldRun, statusOf } from "../src/machines/index.js";
 import { auditJournal } from "../src/runtime/audit.js";
 import type { Journal } from "../src/runtime/Journal.js";
@@ -16,6 +22,10 @@ export interface Log {
 }
 
 /** Read a whole journal (opening sealed fields with the environment's keys, as the workers did). */
+/** Rows stored with encrypted fields (HOLDFAST_ENCRYPTION_KEY was set): proof the run was encrypted. */
+export const sealedRows = (rows: ReadonlyArray<StoredRow>): number =>
+  rows.filter((row) => isSealed(JSON.parse(row.data))).length;
+
 export const readJournal = async (journal: Journal): Promise<Log> => {
   const rows: StoredRow[] = [];
   for (;;) {

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
-import { auditLog, checkTrial, type Outcomes, outcomesOf, readLog } from "./check.js";
+import { auditLog, checkTrial, type Outcomes, outcomesOf, readLog, sealedRows } from "./check.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const { values } = parseArgs({
@@ -122,6 +122,8 @@ interface TrialResult {
   readonly check: ReturnType<typeof checkTrial>;
   /** The audit's findings on the final journal (empty when it audits clean). */
   readonly audit: string[];
+  /** Events stored with encrypted fields. */
+  readonly sealed: number;
   readonly error?: string;
 }
 
@@ -194,6 +196,7 @@ const runTrial = async (
   const log = await readLog(db);
   const check = checkTrial(log, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]));
   const audit = await auditLog(db);
+  const sealed = sealedRows(log.rows);
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   return {
     trial,
@@ -203,6 +206,7 @@ const runTrial = async (
     kills,
     check,
     audit,
+    sealed,
     ...(error ? { error } : {}),
   };
 };
@@ -293,6 +297,7 @@ const main = async () => {
     reconciled: sum((r) => r.check.reconciled),
     replayed: sum((r) => r.check.replayed),
     logCheck: results.every((r) => r.check.logOk) ? "clean" : results.flatMap((r) => r.check.logProblems),
+    encryptedEvents: sum((r) => r.sealed),
     audit: results.every((r) => r.audit.length === 0)
       ? "clean"
       : results.flatMap((r) => r.audit.map((f) => `trial ${r.trial}: ${f}`)),

@@ -22,7 +22,7 @@ import { openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import type { Journal } from "../src/runtime/Journal.js";
-import { auditFindings, checkTrial, type Outcomes, outcomesOf, readJournal } from "./check.js";
+import { auditFindings, checkTrial, type Outcomes, outcomesOf, readJournal, sealedRows } from "./check.js";
 import { ALLOWLISTED, makeTortureDefinitions } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
@@ -468,6 +468,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     reconciled: check.reconciled,
     replayed: check.replayed,
     logCheck: check.logOk ? "clean" : check.logProblems,
+    /** Events stored with encrypted fields (0 unless HOLDFAST_ENCRYPTION_KEY is set). */
+    encryptedEvents: sealedRows(finalLog.rows),
     audit: audit.length === 0 ? "clean" : audit,
     events: events.length,
     takeOvers: {
