@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import {
   canonicalJson,
-  chainHash,
+  chainHashOfText,
   EVENT_SCHEMA_VERSION,
   encodePayload,
   GENESIS_HASH,
@@ -54,7 +54,11 @@ export function* appendProgram(
     const eventId = randomUUID();
     const recordedAt = new Date().toISOString();
     const schemaVersion = EVENT_SCHEMA_VERSION;
-    const hash = chainHash({ streamId, version, eventId, recordedAt, prevHash, schemaVersion, data });
+    const dataText = canonicalJson(data);
+    const hash = chainHashOfText(
+      { streamId, version, eventId, recordedAt, prevHash, schemaVersion },
+      dataText,
+    );
     let inserted: { position: number | string } | undefined;
     try {
       inserted = yield* get(sql.insertEvent, [
@@ -64,7 +68,7 @@ export function* appendProgram(
         event.type,
         schemaVersion,
         recordedAt,
-        canonicalJson(data),
+        dataText,
         prevHash,
         hash,
       ]);
