@@ -38,31 +38,21 @@ export interface ChainedFields {
   readonly data: unknown;
 }
 
-/** `sha256(prevHash ‖ canonical(envelope without hash and position))`. */
-export const chainHash = (fields: ChainedFields): string =>
-  sha256Hex(
-    fields.prevHash +
-      canonicalJson({
-        streamId: fields.streamId,
-        version: fields.version,
-        eventId: fields.eventId,
-        recordedAt: fields.recordedAt,
-        prevHash: fields.prevHash,
-        schemaVersion: fields.schemaVersion,
-        data: fields.data,
-      }),
-  );
-
 /**
- * The same hash as {@link chainHash}, from the payload's canonical JSON text: the envelope's
- * canonical form is built around the text (keys in RFC 8785 order; strings and integers are
- * serialised as JSON.stringify does, as RFC 8785 specifies), so the payload is canonicalised once.
- * Equal to `chainHash` exactly when `dataText` is the canonical JSON of the payload.
+ * `sha256(prevHash ‖ canonical(envelope without hash and position))`, computed from the payload's
+ * canonical JSON text: the envelope's canonical form is built around the text (keys in RFC 8785
+ * order; strings and integers serialised as JSON.stringify does, which is what RFC 8785
+ * specifies), so a payload is canonicalised once on the write path, and a stored row (whose text
+ * is canonical) is hashed as it is.
  */
 export const chainHashOfText = (fields: Omit<ChainedFields, "data">, dataText: string): string =>
   sha256Hex(
     `${fields.prevHash}{"data":${dataText},"eventId":${JSON.stringify(fields.eventId)},"prevHash":${JSON.stringify(fields.prevHash)},"recordedAt":${JSON.stringify(fields.recordedAt)},"schemaVersion":${canonicalJson(fields.schemaVersion)},"streamId":${JSON.stringify(fields.streamId)},"version":${canonicalJson(fields.version)}}`,
   );
+
+/** The chain hash of an envelope whose payload is a value (see {@link chainHashOfText}). */
+export const chainHash = (fields: ChainedFields): string =>
+  chainHashOfText(fields, canonicalJson(fields.data));
 
 /** A stored row that does not decode. Never skipped: the run it belongs to needs attention. */
 export class EventDecodeError extends Data.TaggedError("EventDecodeError")<{

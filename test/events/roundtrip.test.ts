@@ -11,6 +11,7 @@ import {
   encodePayload,
   GENESIS_HASH,
   rowHash,
+  sha256Hex,
 } from "../../src/events/index.js";
 
 const arbitraryEvent = Arbitrary.make(AnyEvent);
@@ -64,8 +65,10 @@ describe("events", () => {
         fc.jsonValue(),
         (fields, data) => {
           const dataText = canonicalJson(data);
-          const hash = chainHash({ ...fields, data });
+          // The definition (DESIGN §4), computed independently: canonical JSON of the whole envelope.
+          const hash = sha256Hex(fields.prevHash + canonicalJson({ ...fields, data }));
           expect(chainHashOfText(fields, dataText)).toBe(hash);
+          expect(chainHash({ ...fields, data })).toBe(hash);
           // And rowHash agrees on a stored row, by its fast path or its slow one.
           expect(rowHash({ ...fields, position: 1, hash, data: dataText })).toBe(hash);
           expect(
