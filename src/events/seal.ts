@@ -210,7 +210,10 @@ const projectionAad = (name: string, key: string): string => `projection\u0000${
 export const sealProjectionValue = (ring: Keyring | null, name: string, key: string, json: string): string =>
   ring ? JSON.stringify({ [SEALED_MARK]: ring.seal(json, projectionAad(name, key)) }) : json;
 
-/** The JSON text of a stored projection value, opened when sealed. Throws {@link SealError}. */
+/**
+ * The JSON text of a stored projection value, opened when sealed. Throws {@link SealError} naming
+ * the row (`projection runs/<runId> cannot be decrypted: …`).
+ */
 export const openProjectionValue = (
   ring: Keyring | null,
   name: string,
@@ -221,5 +224,14 @@ export const openProjectionValue = (
   const parsed = JSON.parse(stored) as Record<string, unknown>;
   const sealed = parsed[SEALED_MARK];
   if (typeof sealed !== "string") return stored;
-  return openWith(ring, sealed, projectionAad(name, key));
+  try {
+    return openWith(ring, sealed, projectionAad(name, key));
+  } catch (error) {
+    if (!(error instanceof SealError)) throw error;
+    throw new SealError({
+      reason: error.reason,
+      keyId: error.keyId,
+      detail: `projection ${name}/${key} cannot be decrypted: ${error.detail}`,
+    });
+  }
 };

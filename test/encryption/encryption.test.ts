@@ -364,6 +364,70 @@ describe("payload encryption across processes", () => {
     expect(audit.stdout).toMatch(/events have encrypted fields and HOLDFAST_ENCRYPTION_KEY is not set/);
   });
 
+  it("an event in the middle of a run that the keys cannot open stops recovery with EventDecryptError; the run is not marked needs-attention (law 11 is for corruption)", async () => {
+    const db = join(tempDir(), "journal.db");
+    const [a, b] = [freshKey(), freshKey()];
+    const admitted = (runId: string) => ({
+      type: "run.admitted" as const,
+      runId,
+      chatId: `chat-${runId}`,
+      inputId: "i",
+      inputDigest: "d".repeat(64),
+      agent: { name: "secretive", version: "1" },
+      machine: "run@1",
+      input: { ask: runId },
+    });
+    const intent = (seq: number) => ({
+      type: "call.intended" as const,
+      runId: "x",
+      callId: `x/${seq}`,
+      seq,
+      attempt: 1,
+      kind: "tool" as const,
+      name: "lookup",
+      args: { query: CANARY.args },
+      fingerprint: "f".repeat(64),
+      disposition: "hold" as const,
+      pin: null,
+      reconciler: null,
+      idempotencyKey: `x/${seq}#1`,
+    });
+    const write = async (env: Record<string, string>, streamId: string, events: unknown[]) => {
+      const journal = LibsqlJournal.open(db, { env });
+      await journal.append({ streamId, expectedVersion: "any", events: events as never });
+      await journal.close();
+    };
+    // run x: admitted under key a, then an intent under key b; then its outcome and a next intent
+    // under a again (so run x's cached rows are sealed with a: only the event is not), and run y
+    // under a, so the first and the newest sealed events (what opening checks) open with a alone.
+    await write(keyEnv(a), "run-x", [admitted("x")]);
+    await write(keyEnv(b, [a]), "run-x", [intent(0)]);
+    await write(keyEnv(a, [b]), "run-x", [
+      {
+        type: "call.completed",
+        runId: "x",
+        callId: "x/0",
+        attempt: 1,
+        result: 1,
+        resultDigest: "e".repeat(64),
+      },
+      intent(1),
+    ]);
+    await write(keyEnv(a, [b]), "run-y", [admitted("y")]);
+
+    const opening = withEnv(keyEnv(a), () => openRuntime({ store: db, agents: [agent], tools: [lookup] }));
+    await expect(opening).rejects.toMatchObject({
+      _tag: "EventDecryptError",
+      streamId: "run-x",
+      version: 2,
+      reason: "unknown-key",
+      keyId: keyIdOf(Buffer.from(b, "hex")),
+    });
+    const journal = await track(libsql.open(db, keyEnv(b, [a])));
+    expect(await journal.streamHead("run-x")).toMatchObject({ version: 4 });
+    expect(await journal.projection("runs", "x")).toMatchObject({ needsAttention: false });
+  });
+
   it("a malformed key is refused at open naming the variable, never echoing the value", async () => {
     const db = join(tempDir(), "journal.db");
     const bad = "not-a-key-0123";

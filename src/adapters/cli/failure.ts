@@ -1,4 +1,4 @@
-import { EventDecryptError } from "../../events/index.js";
+import { EventDecryptError, SealError } from "../../events/index.js";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { CliError, ExitCode } from "./CliError.js";
 
@@ -34,7 +34,7 @@ export const describeFailure = (error: unknown): Failure => {
       hint: oneLine(error.hint),
     };
   }
-  if (error instanceof JournalTooNew || error instanceof EventDecryptError) {
+  if (error instanceof JournalTooNew || error instanceof EventDecryptError || error instanceof SealError) {
     return {
       exitCode: ExitCode.journalUnavailable,
       ...splitMessage(error.message, "upgrade holdfast"),
