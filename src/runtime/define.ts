@@ -13,6 +13,12 @@ export interface CallContext {
    * reconciler can later ask whether this exact attempt took effect.
    */
   readonly idempotencyKey: string;
+  /**
+   * Law 10: call it right before the effect becomes irrevocable (after a start receipt or lock is
+   * durable, before exec or send). Throws `LeaseLost` unless this worker still owns the run with a
+   * safety margin left on its lease; the tool must then not start the effect.
+   */
+  readonly checkLease: () => void;
 }
 
 /** What a reconciler found out about an in-doubt call. */

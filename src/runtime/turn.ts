@@ -322,6 +322,9 @@ export class TurnImpl implements Turn {
       callId,
       attempt,
       idempotencyKey: `${callId}#${attempt}`,
+      checkLease: () => {
+        if (!this.deps.leaseHeld()) throw new LeaseLost({ runId: this.runId, callId });
+      },
     };
     const probe = spec.probe
       ? this.deps.masker.mask(

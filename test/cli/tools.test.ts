@@ -22,6 +22,7 @@ const context: CallContext = {
   callId: "r1/0",
   attempt: 1,
   idempotencyKey: "r1/0#1",
+  checkLease: () => {},
 };
 
 describe("write_file", () => {

@@ -17,6 +17,7 @@ const ctx = (key: string): CallContext => ({
   callId: "r/0",
   attempt: 1,
   idempotencyKey: key,
+  checkLease: () => {},
 });
 const check = (tool: { reconciler: unknown }, probe: unknown) =>
   (
