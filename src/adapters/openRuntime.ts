@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { Schema } from "effect";
 import type { RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import { type AuditOptions, type AuditReport, auditJournal } from "../runtime/audit.js";
@@ -14,7 +15,9 @@ import {
   type RunResult,
   type SubmitRequest,
 } from "../runtime/engine.js";
+import { decodeInput } from "../runtime/input.js";
 import type { Journal, PruneReport, RetentionPolicy } from "../runtime/Journal.js";
+import { MIN_LEASE_MS } from "../runtime/ownership.js";
 import { applyRetention, resolveRetention } from "../runtime/retention.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { loadAllowlist } from "./allowlist.js";
@@ -43,7 +46,7 @@ export interface RuntimeOptions {
     readonly onOpen?: boolean;
     /** Re-executions at once (default 2). */
     readonly concurrency?: number;
-    /** Ownership lease of a run, renewed by heartbeat (default 15 s). */
+    /** Ownership lease of a run, renewed by heartbeat (default 15 s, at least 3 s). */
     readonly leaseMs?: number;
   };
   /**
@@ -114,18 +117,72 @@ const emptyReport: RecoveryReport = {
   resumed: [],
   held: [],
   ownedElsewhere: [],
+  notHere: [],
   needsAttention: [],
   replayed: [],
   reconciled: [],
 };
+
+/** The default ownership lease of a run, renewed every quarter of it. */
+export const DEFAULT_LEASE_MS = 15_000;
+
+const Definition = Schema.Struct({ name: Schema.String }).annotations({ identifier: "a definition" });
+
+/** What `openRuntime` accepts; checked before anything is opened (undefined fields take defaults). */
+const RuntimeOptionsSchema = Schema.Struct({
+  store: Schema.optional(Schema.NonEmptyString),
+  agents: Schema.optional(Schema.Array(Definition)),
+  tools: Schema.optional(Schema.Array(Definition)),
+  allowlist: Schema.optional(
+    Schema.Union(Schema.NonEmptyString, Schema.Record({ key: Schema.String, value: Schema.String })),
+  ),
+  secrets: Schema.optional(
+    Schema.Record({
+      key: Schema.String,
+      value: Schema.String.annotations({
+        message: () => 'a secret is a string; write a number as text (e.g. "1234") so it is masked',
+      }),
+    }),
+  ),
+  workerId: Schema.optional(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200))),
+  retry: Schema.optional(
+    Schema.Struct({ maxAttempts: Schema.optional(Schema.Int.pipe(Schema.between(1, 100))) }),
+  ),
+  recovery: Schema.optional(
+    Schema.Struct({
+      onOpen: Schema.optional(Schema.Boolean),
+      concurrency: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000))),
+      leaseMs: Schema.optional(
+        Schema.Int.pipe(
+          Schema.greaterThanOrEqualTo(MIN_LEASE_MS, {
+            message: () =>
+              `the lease must be at least ${MIN_LEASE_MS} ms: an owner starts an effect only with a safety margin of max(1 s, lease/3) left (law 10)`,
+          }),
+        ),
+      ),
+    }),
+  ),
+  retention: Schema.optional(
+    Schema.Union(
+      Schema.Literal(false),
+      Schema.Struct({
+        keepRuns: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+        keepDays: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
+      }),
+    ),
+  ),
+});
 
 /** A sortable, readable run id: time, then randomness. */
 const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
 
 /** Open a runtime on a journal; recovers interrupted runs unless told not to. */
 export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
-  // A policy that cannot be applied is refused before anything is opened or recovered.
+  // Everything is checked before anything is opened or recovered.
+  const checked = decodeInput(RuntimeOptionsSchema, options, "openRuntime options");
   const retentionPolicy = options.retention ? resolveRetention(options.retention) : null;
+  const allowlist =
+    typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist);
   const journal: Journal = await openStore(options.store);
   let engine: Engine;
   try {
@@ -136,25 +193,25 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
       secrets: options.secrets ?? {},
       workerId: options.workerId ?? (process.env.HOLDFAST_WORKER_ID || localWorkerId()),
       isWorkerDead,
-      leaseMs: options.recovery?.leaseMs ?? 15_000,
-      recoveryConcurrency: options.recovery?.concurrency ?? 2,
+      leaseMs: checked.recovery?.leaseMs ?? DEFAULT_LEASE_MS,
+      recoveryConcurrency: checked.recovery?.concurrency ?? 2,
       newRunId,
-      maxRetryAttempts: options.retry?.maxAttempts ?? 3,
-      allowlist: typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist),
+      maxRetryAttempts: checked.retry?.maxAttempts ?? 3,
+      allowlist,
     });
   } catch (error) {
     await journal.close();
     throw error;
   }
-  const recovery: RecoveryReport = options.recovery?.onOpen === false ? emptyReport : await engine.recover();
+  let recovery: RecoveryReport = emptyReport;
   let retention: PruneReport | null = null;
-  if (retentionPolicy) {
-    try {
-      retention = await applyRetention(journal, retentionPolicy);
-    } catch (error) {
-      await engine.close();
-      throw error;
-    }
+  try {
+    if (options.recovery?.onOpen !== false) recovery = await engine.recover();
+    if (retentionPolicy) retention = await applyRetention(journal, retentionPolicy);
+  } catch (error) {
+    // Nothing is left open behind a runtime that could not open (a pool, a file handle).
+    await engine.close();
+    throw error;
   }
   return {
     workerId: engine.workerId,

@@ -10,16 +10,33 @@ export const DecisionKind = Schema.Literal(
 );
 export type DecisionKind = typeof DecisionKind.Type;
 
-/** A person's decision on a held run, made on a named stream version (law 9). */
+/** A person's decision on one in-doubt call. */
+export const CallDecision = Schema.Struct({
+  callId: Schema.String,
+  decision: DecisionKind,
+  /** Why; never empty for the two confirmations. */
+  note: Schema.String,
+  /** With `confirmed-completed`: the result the call produced, as the person supplied it (masked). */
+  result: Schema.optional(Json),
+});
+export type CallDecision = typeof CallDecision.Type;
+
+/**
+ * A person's decisions on a held run, made on a named stream version (law 9) and applied together:
+ * one per in-doubt call decided, so "A happened, B did not" is one decision. `run` says what happens
+ * to the run: `stop` ends it; `continue` resumes it once nothing is left in doubt (a `run.resumed`,
+ * `run.stopped` or `run.held` follows in the same transaction, from machine `run@2` on).
+ * Schema version 2; version 1 (one decision for every in-doubt call) is upcast on read.
+ */
 export const DecisionRecorded = Schema.Struct({
   type: Schema.tag("decision.recorded"),
   runId: Schema.String,
-  decision: DecisionKind,
   basedOnVersion: Schema.Int.pipe(Schema.nonNegative()),
   decidedBy: Schema.String,
+  calls: Schema.Array(CallDecision),
+  run: Schema.Literal("continue", "stop"),
+  /** Why, for the run as a whole (empty when only the calls' notes say it). */
   note: Schema.String,
-  callIds: Schema.Array(Schema.String),
-  result: Schema.optional(Json),
 });
 
 /** An explicit, bounded permission to retry a definitely failed call. Never automatic. */
@@ -34,3 +51,26 @@ export const RetryGranted = Schema.Struct({
 
 export const DecisionEvent = Schema.Union(DecisionRecorded, RetryGranted);
 export type DecisionEvent = typeof DecisionEvent.Type;
+
+/**
+ * Schema version 1 → 2 for `decision.recorded`: one decision that named every in-doubt call becomes
+ * the same decision per call. Other events are unchanged.
+ */
+export const upcastDecisionV1 = (payload: unknown): unknown => {
+  if (typeof payload !== "object" || payload === null) return payload;
+  const p = payload as Record<string, unknown>;
+  if (p.type !== "decision.recorded" || Array.isArray(p.calls)) return payload;
+  const { decision, note, callIds, result, ...rest } = p;
+  const ids = Array.isArray(callIds) ? callIds : [];
+  return {
+    ...rest,
+    calls: ids.map((callId) => ({
+      callId,
+      decision,
+      note,
+      ...(result === undefined ? {} : { result }),
+    })),
+    run: decision === "stop" ? "stop" : "continue",
+    note,
+  };
+};

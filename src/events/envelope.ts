@@ -1,10 +1,14 @@
 import { Data, Either, ParseResult, Schema } from "effect";
 import { canonicalJson, sha256Hex } from "./canonical.js";
+import { upcastDecisionV1 } from "./decision.js";
 import { type Keyring, openPayload, SealError } from "./seal.js";
 import { AnyEvent } from "./union.js";
 
-/** The schema version new events are written with. Older versions are upcast on read. */
-export const EVENT_SCHEMA_VERSION = 1;
+/**
+ * The schema version new events are written with. Older versions are upcast on read.
+ *  - 2: `decision.recorded` decides per call (`calls`, `run`) instead of one decision for all.
+ */
+export const EVENT_SCHEMA_VERSION = 2;
 
 /** The `prevHash` of the first event of every stream. */
 export const GENESIS_HASH = "0".repeat(64);
@@ -100,8 +104,8 @@ export interface StoredRow {
 const decodeEvent = Schema.decodeUnknownEither(AnyEvent);
 const encodeEvent = Schema.encodeSync(AnyEvent);
 
-/** Upcasters by schema version: `upcast[v]` turns a v payload into v+1. None yet. */
-const upcast: Record<number, (payload: unknown) => unknown> = {};
+/** Upcasters by schema version: `upcast[v]` turns a v payload into v+1. */
+const upcast: Record<number, (payload: unknown) => unknown> = { 1: upcastDecisionV1 };
 
 /**
  * Decode a stored row at the storage boundary, opening sealed fields with `ring`: a key problem is

@@ -13,6 +13,7 @@ import { Data } from "effect";
 export const SEALED_FIELDS: ReadonlyArray<string> = [
   "args",
   "attempted",
+  "calls",
   "error",
   "evidence",
   "input",

@@ -33,7 +33,7 @@ export const callsProjection: Projection<CallRow> = {
   ],
   keysOf: (recorded) => {
     const e = recorded.event;
-    if (e.type === "decision.recorded") return e.callIds;
+    if (e.type === "decision.recorded") return e.calls.map((c) => c.callId);
     return "callId" in e ? [String(e.callId)] : [];
   },
   evolve: (state, recorded: RecordedEvent) => {
@@ -83,12 +83,13 @@ export const callsProjection: Projection<CallRow> = {
       case "retry.granted":
         return { ...state, status: "authorized", position };
       case "decision.recorded": {
+        const decision = e.calls.find((c) => c.callId === state.callId)?.decision;
         const status: CallStatus =
-          e.decision === "resume"
+          decision === "resume"
             ? "unknown"
-            : e.decision === "confirmed-completed"
+            : decision === "confirmed-completed"
               ? "completed"
-              : e.decision === "stop"
+              : decision === "stop"
                 ? state.status
                 : "authorized";
         return { ...state, status, outcomeCommitted: status === "completed", position };

@@ -96,7 +96,8 @@ export const runsProjection: Projection<RunRow> = {
       case "decision.recorded":
         next = {
           ...next,
-          status: event.decision === "stop" ? "stopped" : "running",
+          // From run@2 the run.resumed, run.stopped or run.held written with the decision follows.
+          status: event.run === "stop" ? "stopped" : "running",
           heldReasons: [],
           needsAttention: false,
         };

@@ -486,20 +486,25 @@ export class LogAuditor {
         if (!run.held)
           return {
             kind: "decision-not-held",
-            detail: `a ${event.decision} decision on a run that was not held`,
+            detail: `a decision (${event.run}) on a run that was not held`,
           };
         run.held = false;
-        for (const callId of event.callIds) {
-          const call = run.calls.get(callId);
+        for (const decided of event.calls) {
+          const call = run.calls.get(decided.callId);
           if (!call)
             return {
               kind: "outcome-without-intent",
-              detail: `the decision names ${callId}, which was never intended`,
+              detail: `the decision names ${decided.callId}, which was never intended`,
             };
-          if (event.decision === "new-attempt" || event.decision === "confirmed-not-completed")
+          if (decided.decision === "new-attempt" || decided.decision === "confirmed-not-completed")
             call.allowance = Math.max(call.allowance, 1);
-          if (event.decision === "confirmed-completed" || event.decision === "confirmed-not-completed") {
-            const duplicate = this.countOutcome(call, call.attempt, callId, `a ${event.decision} decision`);
+          if (decided.decision === "confirmed-completed" || decided.decision === "confirmed-not-completed") {
+            const duplicate = this.countOutcome(
+              call,
+              call.attempt,
+              decided.callId,
+              `a ${decided.decision} decision`,
+            );
             if (duplicate) return duplicate;
           }
         }

@@ -1,12 +1,25 @@
 import { type AnyEvent, type RecordedEvent, runStreamId } from "../events/index.js";
-import { contextOf, emptyFold, type RunFold, step } from "../machines/index.js";
+import { contextOf, emptyFold, foldRun, type RunFold, step } from "../machines/index.js";
+import { FencedOut, JournalUnavailable, WrongExpectedVersion } from "./errors.js";
 import type { AppendRequest, Fence, Journal } from "./Journal.js";
+
+/** A place in a run's append order, taken before the events are known (see {@link RunWriter.reserve}). */
+export interface WriteSlot {
+  /** Append in the slot's place; may be called again (a retry) until the slot is released. */
+  appendWith(
+    events: ReadonlyArray<AnyEvent>,
+    others: ReadonlyArray<AppendRequest>,
+  ): Promise<ReadonlyArray<RecordedEvent>>;
+  /** Let the appends queued behind the slot go. Idempotent. */
+  release(): void;
+}
 
 /**
  * The one write path for a run (live, recovery and decisions alike):
  *   fold -> transition (the machine must accept every event) -> append with the expected stream
  *   version -> only then act.
- * Appends of one run are serialized here, in call order, so intents keep their `seq` order.
+ * Appends of one run are serialized here, in the order they were asked for (or reserved), so
+ * intents keep their `seq` order even when one of them needs a read before it can be built.
  */
 export class RunWriter {
   readonly runId: string;
@@ -16,7 +29,7 @@ export class RunWriter {
   private fence: Fence | undefined;
 
   constructor(
-    private readonly journal: Journal,
+    readonly journal: Journal,
     runId: string,
     fold: RunFold | undefined,
     machineVersion: string,
@@ -52,64 +65,167 @@ export class RunWriter {
     events: ReadonlyArray<AnyEvent>,
     others: ReadonlyArray<AppendRequest>,
   ): Promise<ReadonlyArray<RecordedEvent>> {
-    const next = this.tail.then(async () => {
-      let fold = this.current;
-      for (const event of events) fold = step(fold, event);
-      const own: AppendRequest = {
-        streamId: this.streamId,
-        expectedVersion: contextOf(this.current).version,
-        events,
-        ...(this.fence ? { fence: this.fence } : {}),
-      };
-      const [result] =
-        others.length === 0
-          ? [await this.journal.append(own)]
-          : await this.journal.appendAll([own, ...others]);
-      this.current = fold;
-      return result!.recorded;
-    });
+    const next = this.tail.then(() => this.write(events, others));
     this.tail = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * Take the next place in the append order now, for events built later (after a read): appends
+   * asked for after this call wait until the slot is released, so a document call's intent cannot
+   * be overtaken by the intent of a call started after it.
+   */
+  reserve(): WriteSlot {
+    const before = this.tail;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.tail = before.then(() => released);
+    return {
+      appendWith: (events, others) => before.then(() => this.write(events, others)),
+      release: () => release(),
+    };
   }
 
   /** Whether the machine would accept `event` now (no write). */
   accepts(event: AnyEvent): boolean {
     return this.current.snapshot.can(event);
   }
+
+  /** Fold the stream as the journal holds it now (after another writer moved it). */
+  async refresh(): Promise<RunFold> {
+    const events = await this.journal.readStream(this.streamId);
+    this.current = foldRun(events.map((e) => e.event));
+    return this.current;
+  }
+
+  private async write(
+    events: ReadonlyArray<AnyEvent>,
+    others: ReadonlyArray<AppendRequest>,
+  ): Promise<ReadonlyArray<RecordedEvent>> {
+    let fold = this.current;
+    for (const event of events) fold = step(fold, event);
+    const own: AppendRequest = {
+      streamId: this.streamId,
+      expectedVersion: contextOf(this.current).version,
+      events,
+      ...(this.fence ? { fence: this.fence } : {}),
+    };
+    const [result] =
+      others.length === 0 ? [await this.journal.append(own)] : await this.journal.appendAll([own, ...others]);
+    this.current = fold;
+    return result!.recorded;
+  }
 }
 
+export type Outcome = Extract<AnyEvent, { type: "call.completed" | "call.failed" }>;
+
+/** Where an outcome ended up in the journal. */
+export type OutcomeRecord =
+  /** Appended as the call's outcome by its owner, as usual. */
+  | "recorded"
+  /** The same outcome was there already (a retried commit that had gone through). */
+  | "duplicate"
+  /** The run had moved on to another owner: appended as the call's outcome after all (the run was held for it). */
+  | "late"
+  /** The call was closed already, or the run cannot take it any more: kept as `conflict.recorded`. */
+  | "conflict";
+
+const JOURNAL_RETRIES_MS = [100, 500, 2_000];
+const RECORD_ATTEMPTS = 8;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
- * Record an outcome for a call through the write path. If the call is already closed, an equal
- * outcome is a no-op and a different one is recorded as `conflict.recorded` (law 5): the first
- * outcome stands and history is never rewritten.
+ * Record an outcome that happened (law 5 at run time: never dropped). The owner appends it through
+ * its writer; a journal failure is retried, and a stream that moved under the writer (a retried
+ * commit that had gone through, another owner after a pause past the lease) is read again. If the
+ * claim moved on, the outcome is recorded without this worker's fence, on the stream as it is now:
+ * as the call's outcome if the machine still takes it there (the new owner held the run for it),
+ * else as `conflict.recorded` carrying it — the first outcome stands, history is never rewritten.
+ * "late" and "conflict" mean this execution no longer owns the run: it must stop.
  */
-export const appendOutcome = async (
-  writer: RunWriter,
-  outcome: Extract<AnyEvent, { type: "call.completed" | "call.failed" }>,
-): Promise<"recorded" | "duplicate" | "conflict"> => {
-  if (writer.accepts(outcome)) {
-    await writer.append([outcome]);
-    return "recorded";
+export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promise<OutcomeRecord> => {
+  let fenced = true;
+  let stale = false;
+  let failures = 0;
+  for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
+    let verdict: "outcome" | "duplicate" | "conflict" = "outcome";
+    try {
+      if (stale) {
+        await writer.refresh();
+        verdict = appendableOutcome(writer, outcome);
+        if (verdict === "duplicate") return "duplicate";
+      }
+      await writer.append([
+        verdict === "outcome" ? outcome : conflictFor(writer.runId, writer.fold, outcome),
+      ]);
+      if (verdict === "conflict") return "conflict";
+      return fenced ? "recorded" : "late";
+    } catch (error) {
+      if (error instanceof WrongExpectedVersion) {
+        stale = true;
+      } else if (error instanceof FencedOut) {
+        // Another worker owns the run now: record what happened anyway, on its stream as it is.
+        writer.setFence(undefined);
+        fenced = false;
+        stale = true;
+      } else if (error instanceof JournalUnavailable && failures < JOURNAL_RETRIES_MS.length) {
+        await sleep(JOURNAL_RETRIES_MS[failures++]!);
+        // The commit may have gone through: read the stream before trying again.
+        stale = true;
+      } else if (isRejected(error) && !stale) {
+        stale = true;
+      } else {
+        throw error;
+      }
+    }
   }
+  throw new JournalUnavailable({
+    location: writer.journal.location,
+    reason: `the outcome of ${outcome.callId} could not be recorded: run ${writer.runId} kept moving under it`,
+    hint: "Read the run (holdfast show) and record what happened with a decision once it is held.",
+  });
+};
+
+const isRejected = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
+
+const appendableOutcome = (writer: RunWriter, outcome: Outcome): "outcome" | "duplicate" | "conflict" => {
+  if (writer.accepts(outcome)) return "outcome";
   const call = contextOf(writer.fold).calls[outcome.callId];
-  if (!call) throw new RangeError(`call ${outcome.callId} has no intent in run ${writer.runId}`);
-  const attemptedDigest = outcome.type === "call.completed" ? outcome.resultDigest : null;
   const same =
-    (outcome.type === "call.completed" &&
+    call !== undefined &&
+    call.attempt === outcome.attempt &&
+    ((outcome.type === "call.completed" &&
       call.status === "completed" &&
-      call.resultDigest === attemptedDigest) ||
-    (outcome.type === "call.failed" && call.status === "failed");
-  if (same) return "duplicate";
-  await writer.append([
-    {
-      type: "conflict.recorded",
-      runId: writer.runId,
-      callId: outcome.callId,
-      kind: "outcome",
-      detail: `a second, different outcome (${outcome.type}) arrived for ${outcome.callId}, already ${call.status}; the first outcome stands`,
-      recorded: { status: call.status, resultDigest: call.resultDigest },
-      attempted: { type: outcome.type, resultDigest: attemptedDigest },
+      call.resultDigest === outcome.resultDigest) ||
+      (outcome.type === "call.failed" && call.status === "failed"));
+  return same ? "duplicate" : "conflict";
+};
+
+const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent => {
+  const call = contextOf(fold).calls[outcome.callId];
+  const attemptedDigest = outcome.type === "call.completed" ? outcome.resultDigest : null;
+  return {
+    type: "conflict.recorded",
+    runId,
+    callId: outcome.callId,
+    kind: "outcome",
+    detail: call
+      ? `a late outcome (${outcome.type}, attempt ${outcome.attempt}) arrived for ${outcome.callId}, which is ${call.status} at attempt ${call.attempt}; the first outcome stands`
+      : `an outcome (${outcome.type}) arrived for ${outcome.callId}, which has no intent in this run`,
+    recorded: {
+      status: call?.status ?? null,
+      attempt: call?.attempt ?? null,
+      resultDigest: call?.resultDigest ?? null,
     },
-  ]);
-  return "conflict";
+    attempted: {
+      type: outcome.type,
+      attempt: outcome.attempt,
+      resultDigest: attemptedDigest,
+      ...(outcome.type === "call.completed" ? { result: outcome.result } : { error: outcome.error }),
+    },
+  };
 };

@@ -11,9 +11,12 @@ export class InputConflict extends Data.TaggedError("InputConflict")<{
   readonly chatId: string;
   readonly inputId: string;
   readonly runId: string;
+  /** Set when the content is the same but it was admitted for another agent. */
+  readonly admittedFor?: string;
 }> {
   override get message(): string {
-    return `input ${this.inputId} of chat ${this.chatId} was already admitted as run ${this.runId} with different content; send the new content under a new inputId`;
+    const what = this.admittedFor === undefined ? "with different content" : `for agent ${this.admittedFor}`;
+    return `input ${this.inputId} of chat ${this.chatId} was already admitted as run ${this.runId} ${what}; send the new input under a new inputId`;
   }
 }
 
@@ -284,5 +287,53 @@ export class LeaseLost extends Data.TaggedError("LeaseLost")<{
 }> {
   override get message(): string {
     return `the lease on run ${this.runId} ran out before call ${this.callId} could start; another worker may own the run now, so this worker does not start the effect`;
+  }
+}
+
+/**
+ * A call's outcome arrived after the run had moved on without this execution (another worker took
+ * it over after a pause past the lease): the outcome was recorded — late, as the call's outcome of
+ * a held run, or as a conflict — and this execution stops.
+ */
+export class RunMovedOn extends Data.TaggedError("RunMovedOn")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly recordedAs: "late" | "conflict";
+}> {
+  override get message(): string {
+    return `run ${this.runId} moved on without this worker while call ${this.callId} ran; its outcome was recorded ${this.recordedAs === "late" ? "late, as the call's outcome" : "as conflict.recorded"} and this execution stops (\`holdfast show ${this.runId}\`)`;
+  }
+}
+
+/** The agent function already returned (or threw): a call it starts afterwards is refused. */
+export class CallAfterReturn extends Data.TaggedError("CallAfterReturn")<{
+  readonly runId: string;
+  readonly name: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId}: ${this.name} was called after the agent function had returned; await every call before returning`;
+  }
+}
+
+/** A run-level decision on a run with several calls in doubt: each call needs its own decision. */
+export class DecisionNeedsCalls extends Data.TaggedError("DecisionNeedsCalls")<{
+  readonly runId: string;
+  readonly decision: string;
+  readonly callIds: ReadonlyArray<string>;
+}> {
+  override get message(): string {
+    return `run ${this.runId} has ${this.callIds.length} calls in doubt (${this.callIds.join(", ")}); a ${this.decision} decision must name each: decide per call (calls: { "<callId>": { decision, note } }, or \`holdfast decide ${this.runId} --call <callId> <decision> …\` once per call)`;
+  }
+}
+
+/** A decision names a call that is not in doubt in the run (unknown, or already closed). */
+export class CallNotInDoubt extends Data.TaggedError("CallNotInDoubt")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly status: string;
+  readonly inDoubt: ReadonlyArray<string>;
+}> {
+  override get message(): string {
+    return `call ${this.callId} of run ${this.runId} is ${this.status}, not in doubt; the calls in doubt are ${this.inDoubt.join(", ") || "(none)"}`;
   }
 }

@@ -1,3 +1,4 @@
+import { Either, Schema } from "effect";
 import {
   type AnyEvent,
   decodeRow,
@@ -12,7 +13,7 @@ import {
   verifyStreamChain,
 } from "../events/index.js";
 import { type CallState, foldRun, type RunFold } from "../machines/index.js";
-import type { AnyToolDef, ReconcileVerdict } from "./define.js";
+import type { AnyToolDef } from "./define.js";
 import { storedCopy, storedDigest } from "./json.js";
 
 /** What recovery decided for one in-doubt call: events to record, or why the run must be held. */
@@ -29,7 +30,19 @@ export interface ClassifyDeps {
   /** The safe list: tool name → pinned SHA-256 of its source. */
   readonly allowlist: Readonly<Record<string, string>>;
   readonly masker: Masker;
+  /**
+   * When this run's classification must be over (epoch ms): a reconciler gets no more than what is
+   * left, so recovery stays well inside the lease even when adapters are slow (default: none).
+   */
+  readonly deadline?: number;
 }
+
+/** What a reconciler may answer; anything else is "unknown" (the run is held, the pass goes on). */
+const Verdict = Schema.Union(
+  Schema.Struct({ outcome: Schema.Literal("completed"), result: Schema.Unknown, evidence: Schema.Unknown }),
+  Schema.Struct({ outcome: Schema.Literal("not-completed"), evidence: Schema.Unknown }),
+  Schema.Struct({ outcome: Schema.Literal("unknown"), evidence: Schema.Unknown }),
+);
 
 const DEFAULT_RECONCILE_TIMEOUT_MS = 10_000;
 
@@ -107,17 +120,23 @@ export const classifyInDoubt = async (
         `no reconciler "${call.reconciler}" is registered for tool "${call.name}"`,
       );
     }
-    let verdict: ReconcileVerdict;
+    const budget = Math.min(
+      reconciler.timeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS,
+      deps.deadline === undefined ? Number.POSITIVE_INFINITY : Math.max(0, deps.deadline - Date.now()),
+    );
+    let answer: unknown;
     try {
-      verdict = await withTimeout(
-        reconciler.check(intent.probe ?? null, {
-          runId,
-          callId,
-          attempt,
-          idempotencyKey: intent.idempotencyKey,
-          args: intent.args,
-        }),
-        reconciler.timeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS,
+      answer = await withTimeout(
+        Promise.resolve().then(() =>
+          reconciler.check(intent.probe ?? null, {
+            runId,
+            callId,
+            attempt,
+            idempotencyKey: intent.idempotencyKey,
+            args: intent.args,
+          }),
+        ),
+        budget,
         `reconciler "${reconciler.name}"`,
       );
     } catch (error) {
@@ -127,9 +146,28 @@ export const classifyInDoubt = async (
         `reconciler "${reconciler.name}" failed, so nothing is proven: ${message}`,
       );
     }
-    const evidence = deps.masker.mask(storedCopy(verdict.evidence ?? null, "reconciler evidence"));
+    const decoded = Schema.decodeUnknownEither(Verdict)(answer);
+    if (Either.isLeft(decoded)) {
+      return hold(
+        "reconcile-unknown",
+        `reconciler "${reconciler.name}" answered something that is not a verdict ({ outcome: "completed" | "not-completed" | "unknown", evidence, result? }), so nothing is proven`,
+      );
+    }
+    const verdict = decoded.right;
+    let evidence: unknown;
+    let result: unknown;
+    try {
+      evidence = deps.masker.mask(storedCopy(verdict.evidence ?? null, "reconciler evidence"));
+      if (verdict.outcome === "completed")
+        result = deps.masker.mask(storedCopy(verdict.result, "reconciled result"));
+    } catch (error) {
+      const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
+      return hold(
+        "reconcile-unknown",
+        `reconciler "${reconciler.name}" answered with values that cannot be stored: ${message}`,
+      );
+    }
     if (verdict.outcome === "completed") {
-      const result = deps.masker.mask(storedCopy(verdict.result, "reconciled result"));
       return {
         kind: "record",
         note: "reconciled",

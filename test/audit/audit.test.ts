@@ -316,11 +316,11 @@ describe("the laws across events, checked even when the chain and the caches agr
     const { version, report } = await forged("completed", (runId) => ({
       type: "decision.recorded",
       runId,
-      decision: "resume",
       basedOnVersion: 7,
       decidedBy: "mallory",
+      calls: [],
+      run: "continue",
       note: "",
-      callIds: [],
     }));
     expect(report.findings).toEqual([
       expect.objectContaining({ kind: "decision-not-held", streamId: stream("completed"), version }),

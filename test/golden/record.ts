@@ -19,7 +19,7 @@ import { digestOf, runStreamId, type StoredRow } from "../../src/events/index.js
 import { contextOf, foldRun, statusOf } from "../../src/machines/index.js";
 import { inlineProjections } from "../../src/projections/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
-import { appendOutcome, RunWriter } from "../../src/runtime/dispatch.js";
+import { RunWriter, recordOutcome } from "../../src/runtime/dispatch.js";
 import { openTestRuntime } from "../audit/given.js";
 import { runWorker } from "../support/processes.js";
 
@@ -157,7 +157,7 @@ const conflicts: Scenario = async (dir) => {
   const fold = foldRun(events.map((e) => e.event));
   const writer = new RunWriter(journal, handle.runId, fold, contextOf(fold).machine);
   const other = { label: "twice-a", done: "differently" };
-  const verdict = await appendOutcome(writer, {
+  const verdict = await recordOutcome(writer, {
     type: "call.completed",
     runId: handle.runId,
     callId: `${handle.runId}/0`,

@@ -5,7 +5,7 @@ import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { digestOf, runStreamId } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { foldRun } from "../../src/machines/index.js";
-import { appendOutcome, RunWriter } from "../../src/runtime/dispatch.js";
+import { RunWriter, recordOutcome } from "../../src/runtime/dispatch.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -38,7 +38,7 @@ describe("law 5 — history is immutable", () => {
     const writer = new RunWriter(journal, run.runId, fold, fold.snapshot.context.machine);
     const callId = `${run.runId}/0`;
 
-    const same = await appendOutcome(writer, {
+    const same = await recordOutcome(writer, {
       type: "call.completed",
       runId: run.runId,
       callId,
@@ -49,7 +49,7 @@ describe("law 5 — history is immutable", () => {
     expect(same).toBe("duplicate");
     expect(rawRows(journal)).toEqual(before);
 
-    const other = await appendOutcome(writer, {
+    const other = await recordOutcome(writer, {
       type: "call.completed",
       runId: run.runId,
       callId,

@@ -5,7 +5,8 @@ import type { AnyEvent } from "../../src/events/index.js";
 import {
   emptyFold,
   foldRun,
-  RUN_MACHINE_VERSION,
+  RUN_MACHINE_V1,
+  RUN_MACHINE_V2,
   type RunFold,
   statusOf,
   step,
@@ -17,8 +18,12 @@ const runId = "r1";
 
 type Op = "ok" | "fail" | "checkpoint" | "conflict" | "interrupt" | "heldStop" | "heldDecide";
 
-/** A valid run stream built from a list of operations. */
-const streamOf = (ops: ReadonlyArray<Op>, end: "completed" | "failed" | "open"): AnyEvent[] => {
+/** A valid run stream built from a list of operations, for one machine version. */
+const streamOf = (
+  ops: ReadonlyArray<Op>,
+  end: "completed" | "failed" | "open",
+  machine: string = RUN_MACHINE_V2,
+): AnyEvent[] => {
   const events: AnyEvent[] = [
     {
       type: "run.admitted",
@@ -27,7 +32,7 @@ const streamOf = (ops: ReadonlyArray<Op>, end: "completed" | "failed" | "open"):
       inputId: "i",
       inputDigest: D,
       agent: { name: "a", version: "1" },
-      machine: RUN_MACHINE_VERSION,
+      machine,
       input: null,
     },
   ];
@@ -111,13 +116,23 @@ const streamOf = (ops: ReadonlyArray<Op>, end: "completed" | "failed" | "open"):
         events.push({
           type: "decision.recorded",
           runId,
-          decision: op === "heldStop" ? "stop" : "confirmed-completed",
           basedOnVersion,
           decidedBy: "ops",
+          calls: [
+            op === "heldStop"
+              ? { callId, decision: "stop", note: "checked the remote side" }
+              : { callId, decision: "confirmed-completed", note: "checked the remote side", result: "ok" },
+          ],
+          run: op === "heldStop" ? "stop" : "continue",
           note: "checked the remote side",
-          callIds: [callId],
-          result: "ok",
         });
+        // From run@2 the decision is followed by what becomes of the run.
+        if (machine === RUN_MACHINE_V2)
+          events.push(
+            op === "heldStop"
+              ? { type: "run.stopped", runId, reason: "decided" }
+              : { type: "run.resumed", runId, by: "ops" },
+          );
         seq++;
         if (op === "heldStop") stopped = true;
         break;
@@ -131,22 +146,26 @@ const streamOf = (ops: ReadonlyArray<Op>, end: "completed" | "failed" | "open"):
   return events;
 };
 
-const arbitraryStream = fc
-  .tuple(
-    fc.array(
-      fc.constantFrom<Op>("ok", "fail", "checkpoint", "conflict", "interrupt", "heldStop", "heldDecide"),
-      {
-        maxLength: 25,
-      },
-    ),
-    fc.constantFrom<"completed" | "failed" | "open">("completed", "failed", "open"),
-  )
-  .map(([ops, end]) => streamOf(ops, end));
+const arbitraryStream = (machine: string) =>
+  fc
+    .tuple(
+      fc.array(
+        fc.constantFrom<Op>("ok", "fail", "checkpoint", "conflict", "interrupt", "heldStop", "heldDecide"),
+        {
+          maxLength: 25,
+        },
+      ),
+      fc.constantFrom<"completed" | "failed" | "open">("completed", "failed", "open"),
+    )
+    .map(([ops, end]) => streamOf(ops, end, machine));
 
-describe("run machine fold", () => {
+const decisionAt = (events: ReadonlyArray<AnyEvent>): number =>
+  events.findIndex((e) => e.type === "decision.recorded");
+
+describe.each([RUN_MACHINE_V1, RUN_MACHINE_V2])("run machine %s fold", (machine) => {
   it("fold from zero equals fold from any prefix snapshot plus the rest", () => {
     fc.assert(
-      fc.property(arbitraryStream, fc.nat(), (events, cut) => {
+      fc.property(arbitraryStream(machine), fc.nat(), (events, cut) => {
         const whole = foldRun(events);
         const k = 1 + (cut % events.length);
         const resumed =
@@ -160,7 +179,7 @@ describe("run machine fold", () => {
   });
 
   it("an outcome for a call with no intent is refused by the machine", () => {
-    const events = streamOf([], "open");
+    const events = streamOf([], "open", machine);
     expect(() =>
       foldRun([
         ...events,
@@ -170,13 +189,13 @@ describe("run machine fold", () => {
   });
 
   it("a second outcome for a closed call is refused by the machine", () => {
-    const events = streamOf(["ok"], "open");
+    const events = streamOf(["ok"], "open", machine);
     const again = events[2]!;
     expect(() => foldRun([...events, again])).toThrow(TransitionRejected);
   });
 
   it("a run cannot complete while a call is in doubt", () => {
-    const events = streamOf(["ok"], "open");
+    const events = streamOf(["ok"], "open", machine);
     const intent = {
       ...(events[1] as Extract<AnyEvent, { type: "call.intended" }>),
       seq: 1,
@@ -188,22 +207,25 @@ describe("run machine fold", () => {
   });
 
   it("a decision made on a stale version is refused (law 9)", () => {
-    const events = streamOf(["heldDecide"], "open");
-    const decision = events.at(-1) as Extract<AnyEvent, { type: "decision.recorded" }>;
+    const events = streamOf(["heldDecide"], "open", machine);
+    const at = decisionAt(events);
+    const decision = events[at] as Extract<AnyEvent, { type: "decision.recorded" }>;
     expect(() =>
-      foldRun([...events.slice(0, -1), { ...decision, basedOnVersion: decision.basedOnVersion - 1 }]),
+      foldRun([...events.slice(0, at), { ...decision, basedOnVersion: decision.basedOnVersion - 1 }]),
     ).toThrow(TransitionRejected);
     expect(statusOf(foldRun(events))).toBe("running");
   });
 
   it("a confirmation without a note is refused (law 9)", () => {
-    const events = streamOf(["heldDecide"], "open");
-    const decision = events.at(-1) as Extract<AnyEvent, { type: "decision.recorded" }>;
-    expect(() => foldRun([...events.slice(0, -1), { ...decision, note: "  " }])).toThrow(TransitionRejected);
+    const events = streamOf(["heldDecide"], "open", machine);
+    const at = decisionAt(events);
+    const decision = events[at] as Extract<AnyEvent, { type: "decision.recorded" }>;
+    const unexplained = { ...decision, calls: decision.calls.map((c) => ({ ...c, note: "  " })) };
+    expect(() => foldRun([...events.slice(0, at), unexplained])).toThrow(TransitionRejected);
   });
 
   it("intents must take the next seq in program order", () => {
-    const events = streamOf(["ok"], "open");
+    const events = streamOf(["ok"], "open", machine);
     const skip = {
       ...(events[1] as Extract<AnyEvent, { type: "call.intended" }>),
       seq: 5,
@@ -216,8 +238,8 @@ describe("run machine fold", () => {
     // Every event of a valid stream, offered in a shuffled order against the fold so far: most are
     // refused somewhere, which exercises the refusals of every state.
     fc.assert(
-      fc.property(arbitraryStream, fc.array(fc.nat(), { maxLength: 60 }), (events, picks) => {
-        let fold: RunFold = emptyFold(RUN_MACHINE_VERSION);
+      fc.property(arbitraryStream(machine), fc.array(fc.nat(), { maxLength: 60 }), (events, picks) => {
+        let fold: RunFold = emptyFold(machine);
         const offers = [...events, ...picks.map((p) => events[p % events.length]!)];
         for (const event of offers) {
           const can = fold.snapshot.can(event);

@@ -5,6 +5,7 @@ import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { runWorker } from "../support/processes.js";
+import { tableAgent } from "../support/table-tools.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -69,9 +70,10 @@ describe("recovery while this worker's own runs finish", () => {
       version: "1",
       run: async (turn) => turn.tool(waiting, {}),
     });
+    // It has the crashed run's agent: only a runtime that can execute a run recovers it.
     const runtime = await openRuntime({
       store: db,
-      agents: [agent],
+      agents: [agent, tableAgent],
       tools: [reconciled, waiting],
       recovery: { onOpen: false },
     });
@@ -194,7 +196,12 @@ describe("taking over the runs of dead workers", () => {
       },
       run: async () => ({ sent: true }),
     });
-    const runtime = await openRuntime({ store: db, tools: [reconciled], recovery: { onOpen: false } });
+    const runtime = await openRuntime({
+      store: db,
+      agents: [tableAgent],
+      tools: [reconciled],
+      recovery: { onOpen: false },
+    });
     const reader = LibsqlJournal.open(db);
     try {
       const pass = runtime.recover();

@@ -19,7 +19,7 @@ describe("closing a runtime", () => {
       run: async () => {
         startedSlow();
         // Several leases long: the run outlives the lease only if the heartbeat keeps it.
-        await new Promise((r) => setTimeout(r, 1_000));
+        await new Promise((r) => setTimeout(r, 7_000));
         return { slow: true };
       },
     });
@@ -36,7 +36,7 @@ describe("closing a runtime", () => {
       store: db,
       agents: [agent],
       tools: [slow, after],
-      recovery: { leaseMs: 200 },
+      recovery: { leaseMs: 3_000 },
     });
     const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "two-steps", content: null });
     await slowStarted;
@@ -44,5 +44,5 @@ describe("closing a runtime", () => {
     const result = await handle.result;
     await closed;
     expect(result).toMatchObject({ status: "completed", output: { after: true } });
-  });
+  }, 30_000);
 });

@@ -753,11 +753,11 @@ const heldThenStopped = (runId: string): AnyEvent[] => [
   {
     type: "decision.recorded",
     runId,
-    decision: "stop",
     basedOnVersion: 3,
     decidedBy: "ops",
+    calls: [{ callId: `${runId}/0`, decision: "stop", note: "checked the remote side" }],
+    run: "stop",
     note: "checked the remote side",
-    callIds: [`${runId}/0`],
   },
 ];
 

@@ -94,7 +94,7 @@ const main = async () => {
     ],
     tools: tools.all,
     allowlist: env.HF_ALLOWLIST === "none" ? {} : { read_safe: pinned },
-    recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 2000), onOpen: env.HF_RECOVER !== "0" },
+    recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 3000), onOpen: env.HF_RECOVER !== "0" },
   });
   out({ kind: "preflight", findings: runtime.preflight });
   const { done, ...report } = runtime.recovery as typeof runtime.recovery & { done?: Promise<unknown> };

@@ -29,7 +29,7 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
       },
     ];
   }
-  if (event.type === "decision.recorded" && event.decision === "stop")
+  if (event.type === "decision.recorded" && event.run === "stop")
     return [{ kind: "finish", runId: event.runId }];
   if (FINISHING.has(event.type) && "runId" in event) return [{ kind: "finish", runId: String(event.runId) }];
   return [];

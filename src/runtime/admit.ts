@@ -1,0 +1,107 @@
+import { Schema } from "effect";
+import { ChatId, InputId, keyedDigestOf } from "../events/index.js";
+import { CURRENT_RUN_MACHINE } from "../machines/index.js";
+import type { RunRow } from "../projections/index.js";
+import type { EngineCore } from "./core.js";
+import { RunWriter } from "./dispatch.js";
+import { DuplicateAdmission, InputConflict, UnknownAgent } from "./errors.js";
+import { execute, type RunResult } from "./execute.js";
+import { decodeInput } from "./input.js";
+import { storedCopy } from "./json.js";
+
+export interface SubmitRequest {
+  readonly chatId: string;
+  readonly inputId: string;
+  readonly agent: string;
+  readonly content: unknown;
+}
+
+export interface RunHandle {
+  readonly runId: string;
+  /** True when (chatId, inputId) was admitted before with the same content: no new work was started. */
+  readonly reused: boolean;
+  readonly result: Promise<RunResult>;
+}
+
+/** What `submit` accepts: ids of 1–200 characters without surrounding spaces, a registered agent's name. */
+export const SubmitRequestSchema = Schema.Struct({
+  chatId: ChatId,
+  inputId: InputId,
+  agent: Schema.NonEmptyTrimmedString,
+  content: Schema.Unknown,
+});
+
+/** The chat of a child run: `child:<input id>` (the parent's call id, and the attempt when it was re-run on purpose). */
+export const CHILD_CHAT_PREFIX = "child:";
+
+/**
+ * Admit an input (idempotently, law 6) and start its run. The same ids, content and agent return
+ * the run admitted first (`reused: true`), however long ago; other content or another agent under
+ * the same ids is an `InputConflict`. One active run per chat is the database's rule.
+ */
+export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle> => {
+  const request = decodeInput(SubmitRequestSchema, raw, "submit request");
+  const { chatId, inputId } = request;
+  const agent = core.agents.get(request.agent);
+  if (!agent) throw new UnknownAgent({ agent: request.agent, known: [...core.agents.keys()] });
+  const input = storedCopy(request.content, "content");
+  // Keyed, so the digest of a short secret input cannot be guessed from the journal.
+  const inputDigest = keyedDigestOf(core.journal.fingerprintKey, { content: input });
+
+  const existing = await core.journal.admission(chatId, inputId);
+  if (existing) return reuse(core, existing.runId, existing.digest, inputDigest, request);
+
+  const runId = core.newRunId();
+  // Claimed before it is admitted: another worker's recovery never finds it active and unowned.
+  const claim = await core.ownership.claim(runId);
+  const writer = new RunWriter(
+    core.journal,
+    runId,
+    undefined,
+    CURRENT_RUN_MACHINE,
+    core.ownership.fence(runId),
+  );
+  const maskedInput = core.masker.mask(input);
+  try {
+    await writer.append([
+      {
+        type: "run.admitted",
+        runId,
+        chatId,
+        inputId,
+        inputDigest,
+        agent: { name: agent.name, version: agent.version },
+        machine: CURRENT_RUN_MACHINE,
+        input: maskedInput,
+      },
+    ]);
+  } catch (error) {
+    if (claim) await core.ownership.release(runId);
+    if (error instanceof DuplicateAdmission) {
+      const again = await core.journal.admission(chatId, inputId);
+      if (again) return reuse(core, again.runId, again.digest, inputDigest, request);
+    }
+    throw error;
+  }
+  const result = core.start(runId, () =>
+    execute(core.executeDeps, { agent, writer, chatId, inputId, input: maskedInput, history: [] }),
+  );
+  return { runId, reused: false, result };
+};
+
+const reuse = async (
+  core: EngineCore,
+  runId: string,
+  recordedDigest: string,
+  inputDigest: string,
+  request: SubmitRequest,
+): Promise<RunHandle> => {
+  const { chatId, inputId } = request;
+  if (recordedDigest !== inputDigest) throw new InputConflict({ chatId, inputId, runId });
+  const row = await core.journal.projection<RunRow>("runs", runId);
+  const admittedFor = row?.agent.slice(0, row.agent.lastIndexOf("@"));
+  if (admittedFor !== undefined && admittedFor !== request.agent) {
+    throw new InputConflict({ chatId, inputId, runId, admittedFor: row!.agent });
+  }
+  return { runId, reused: true, result: core.wait(runId) };
+};

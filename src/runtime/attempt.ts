@@ -1,0 +1,294 @@
+import type {
+  AnyEvent,
+  CallKind,
+  Disposition,
+  ErrorInfo,
+  EventOf,
+  HoldReason,
+  Masker,
+} from "../events/index.js";
+import { contextOf, statusOf } from "../machines/index.js";
+import { crashPointFor } from "./crash.js";
+import type { Recorded } from "./cursor.js";
+import type { CallContext } from "./define.js";
+import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
+import { withDocumentRetry } from "./documents.js";
+import { CallFailed, DefiniteFailure, LeaseLost, RunHeld, RunMovedOn } from "./errors.js";
+import type { AppendRequest } from "./Journal.js";
+import { storedCopy, storedDigest } from "./json.js";
+
+/** What a journaled call needs: its identity, what is stored, and the effect. */
+export interface CallSpec<R> {
+  kind: CallKind;
+  name: string;
+  /** The encoded, JSON-clean arguments: fingerprinted, masked and stored. */
+  args: unknown;
+  /** What the effect receives (decoded by the tool's Schema). */
+  runArgs: unknown;
+  disposition: Disposition;
+  pin: string | null;
+  reconciler: string | null;
+  probe?: (args: unknown, context: CallContext) => unknown;
+  run: (args: unknown, context: CallContext) => Promise<R>;
+  /**
+   * An internal effect (a document change): instead of running between intent and outcome, it is
+   * prepared and committed together with both, so the call is never in doubt.
+   */
+  atomic?: (context: CallContext) => Promise<AtomicEffect>;
+}
+
+/** What an internal effect commits with its call: the outcome and the appends to other streams. */
+export interface AtomicEffect {
+  readonly outcome: { readonly ok: unknown } | { readonly error: ErrorInfo };
+  readonly others: ReadonlyArray<AppendRequest>;
+}
+
+/** What an attempt needs from the turn that runs it. */
+export interface AttemptHost {
+  readonly runId: string;
+  readonly chatId: string;
+  readonly writer: RunWriter;
+  readonly masker: Masker;
+  /** Law 10: whether this worker may start an effect of the run now (lease with margin). */
+  mayStartEffect(): boolean;
+  /** Keep what the journal now holds for a call, for this execution's later calls. */
+  record(callId: string, outcome: Recorded): void;
+  /** Hold the run (unless it is no longer running) and throw `RunHeld`. */
+  hold(reasons: [HoldReason, ...HoldReason[]]): Promise<never>;
+  /** This execution no longer owns the run: nothing more may be written or started by it. */
+  ownershipLost(): void;
+}
+
+/** Mask and shape an error for storage: name and message only, never a stack. */
+export const errorInfo = (masker: Masker, error: unknown): ErrorInfo => {
+  if (error instanceof DefiniteFailure) {
+    const details =
+      error.details === undefined ? {} : { details: masker.mask(storedCopy(error.details, "error details")) };
+    return { name: error.name, message: masker.maskString(error.message), ...details };
+  }
+  if (error instanceof Error) return { name: error.name, message: masker.maskString(error.message) };
+  return { name: "Error", message: masker.maskString(String(error)) };
+};
+
+const callContext = (host: AttemptHost, callId: string, attempt: number): CallContext => ({
+  runId: host.runId,
+  chatId: host.chatId,
+  callId,
+  attempt,
+  idempotencyKey: `${callId}#${attempt}`,
+  checkLease: () => {
+    if (!host.mayStartEffect()) throw new LeaseLost({ runId: host.runId, callId });
+  },
+});
+
+/**
+ * One live attempt: the intent committed first (law 1), the lease checked with its margin (law 10),
+ * then the effect, then its outcome — recorded whatever happened to the run meanwhile (law 5).
+ * `slot` is the call's place in the run's append order, taken when its seq was.
+ */
+export const runAttempt = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  seq: number,
+  callId: string,
+  fingerprint: string,
+  attempt: number,
+  slot: WriteSlot,
+  extraProbe?: Readonly<Record<string, unknown>>,
+): Promise<R> => {
+  const context = callContext(host, callId, attempt);
+  let intent: EventOf<"call.intended">;
+  try {
+    intent = intentOf(host, spec, seq, callId, fingerprint, attempt, context, extraProbe);
+  } catch (error) {
+    slot.release();
+    throw error;
+  }
+  if (spec.atomic) return commitAtomic(host, spec, intent, spec.atomic, context, slot);
+  try {
+    crashPointFor("before-intent", spec.name);
+    // Law 1: the effect starts only after this commit.
+    await slot.appendWith([intent], []);
+  } catch (error) {
+    // A sibling held the run while this intent waited for its turn: nothing was started.
+    const fold = host.writer.fold;
+    if (statusOf(fold) !== "running") {
+      throw new RunHeld({
+        runId: host.runId,
+        reasons: contextOf(fold).heldReasons.length
+          ? contextOf(fold).heldReasons
+          : [{ code: "decision-needed", detail: `the run is ${statusOf(fold)}` }],
+      });
+    }
+    throw error;
+  } finally {
+    slot.release();
+  }
+  crashPointFor("after-intent", spec.name);
+  return effect(host, spec, seq, callId, fingerprint, attempt, context);
+};
+
+const intentOf = <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  seq: number,
+  callId: string,
+  fingerprint: string,
+  attempt: number,
+  context: CallContext,
+  extraProbe?: Readonly<Record<string, unknown>>,
+): EventOf<"call.intended"> => {
+  const probed = spec.probe
+    ? storedCopy(spec.probe(spec.runArgs, context), `reconciler probe of "${spec.name}"`)
+    : undefined;
+  const probe =
+    extraProbe === undefined ? probed : { ...(probed as Record<string, unknown> | undefined), ...extraProbe };
+  return {
+    type: "call.intended",
+    runId: host.runId,
+    callId,
+    seq,
+    attempt,
+    kind: spec.kind,
+    name: spec.name,
+    args: host.masker.mask(spec.args),
+    fingerprint,
+    disposition: spec.disposition,
+    pin: spec.pin,
+    reconciler: spec.reconciler,
+    ...(probe === undefined ? {} : { probe: host.masker.mask(probe) }),
+    idempotencyKey: context.idempotencyKey,
+  };
+};
+
+/** The effect of a committed intent, and its outcome. */
+const effect = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  seq: number,
+  callId: string,
+  fingerprint: string,
+  attempt: number,
+  context: CallContext,
+): Promise<R> => {
+  if (!host.mayStartEffect()) {
+    // Paused or cut off near or past the lease: another worker may own the run now, or soon. The
+    // intent stays in doubt for the owner's recovery to classify; this worker starts nothing.
+    host.ownershipLost();
+    throw new LeaseLost({ runId: host.runId, callId });
+  }
+  let result: unknown;
+  try {
+    result = await spec.run(spec.runArgs, context);
+  } catch (error) {
+    if (error instanceof LeaseLost) {
+      // The tool's own re-check (after its receipt) refused: the effect was not started.
+      host.ownershipLost();
+      throw error;
+    }
+    if (error instanceof DefiniteFailure) {
+      const info = errorInfo(host.masker, error);
+      await settle(host, callId, {
+        type: "call.failed",
+        runId: host.runId,
+        callId,
+        attempt,
+        definite: true,
+        error: info,
+      });
+      host.record(callId, { kind: "error", error: info });
+      // A person granted retries for this call: use them, one recorded attempt each.
+      if ((contextOf(host.writer.fold).calls[callId]?.retriesLeft ?? 0) > 0) {
+        const slot = host.writer.reserve();
+        return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
+      }
+      throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
+    }
+    // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself.
+    const info = errorInfo(host.masker, error);
+    return host.hold([
+      {
+        code: "indefinite-failure",
+        callId,
+        detail: `${spec.kind} "${spec.name}" failed without proof that it did not take effect: ${info.name}: ${info.message}`,
+      },
+    ]);
+  }
+  crashPointFor("after-effect-before-outcome", spec.name);
+  let value: unknown;
+  try {
+    value = host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+  } catch (error) {
+    // It happened, but its result cannot be stored: the call stays in doubt for a person.
+    const info = errorInfo(host.masker, error);
+    return host.hold([
+      {
+        code: "indefinite-failure",
+        callId,
+        detail: `${spec.kind} "${spec.name}" took effect but its result cannot be stored: ${info.message}`,
+      },
+    ]);
+  }
+  await settle(host, callId, {
+    type: "call.completed",
+    runId: host.runId,
+    callId,
+    attempt,
+    result: value,
+    resultDigest: storedDigest(value),
+  });
+  crashPointFor("after-outcome", spec.name);
+  host.record(callId, { kind: "result", value });
+  return value as R;
+};
+
+/** Record an outcome; if the run moved on to another owner meanwhile, stop this execution. */
+const settle = async (
+  host: AttemptHost,
+  callId: string,
+  outcome: Extract<AnyEvent, { type: "call.completed" | "call.failed" }>,
+): Promise<void> => {
+  const where = await recordOutcome(host.writer, outcome);
+  if (where === "recorded" || where === "duplicate") return;
+  host.ownershipLost();
+  throw new RunMovedOn({ runId: host.runId, callId, recordedAs: where });
+};
+
+/** Intent, outcome and the effect's own appends in one transaction; re-prepared if another writer got there first. */
+const commitAtomic = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  intent: EventOf<"call.intended">,
+  atomic: (context: CallContext) => Promise<AtomicEffect>,
+  context: CallContext,
+  slot: WriteSlot,
+): Promise<R> => {
+  const { callId, attempt } = context;
+  try {
+    return await withDocumentRetry(async () => {
+      const { outcome, others } = await atomic(context);
+      const result: AnyEvent =
+        "ok" in outcome
+          ? {
+              type: "call.completed",
+              runId: host.runId,
+              callId,
+              attempt,
+              result: outcome.ok,
+              resultDigest: storedDigest(outcome.ok),
+            }
+          : { type: "call.failed", runId: host.runId, callId, attempt, definite: true, error: outcome.error };
+      crashPointFor("before-intent", spec.name);
+      await slot.appendWith([intent, result], others);
+      crashPointFor("after-outcome", spec.name);
+      if ("ok" in outcome) {
+        host.record(callId, { kind: "result", value: outcome.ok });
+        return outcome.ok as R;
+      }
+      host.record(callId, { kind: "error", error: outcome.error });
+      throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: outcome.error });
+    });
+  } finally {
+    slot.release();
+  }
+};

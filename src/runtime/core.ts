@@ -1,0 +1,34 @@
+import type { Masker } from "../events/index.js";
+import type { AnyAgentDef, AnyToolDef } from "./define.js";
+import type { ExecuteDeps, RunResult } from "./execute.js";
+import type { Journal } from "./Journal.js";
+import type { Ownership } from "./ownership.js";
+
+/** What admission, recovery and decisions share: the engine's state, behind one small interface. */
+export interface EngineCore {
+  readonly journal: Journal;
+  readonly masker: Masker;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  readonly agents: ReadonlyMap<string, AnyAgentDef>;
+  readonly tools: ReadonlyMap<string, AnyToolDef>;
+  /** The safe list: tool name → pinned SHA-256 of its source. */
+  readonly allowlist: Readonly<Record<string, string>>;
+  readonly ownership: Ownership;
+  readonly executeDeps: ExecuteDeps;
+  readonly maxRetryAttempts: number;
+  newRunId(): string;
+  /** Whether this runtime is executing the run now. */
+  isLive(runId: string): boolean;
+  /**
+   * Execute a run this runtime claimed; its claim is renewed until the execution settles, then
+   * released. `limited` runs wait for a recovery slot (children never do: a parent may wait on them).
+   */
+  start(
+    runId: string,
+    execution: () => Promise<RunResult>,
+    options?: { readonly limited?: boolean },
+  ): Promise<RunResult>;
+  /** The result of a run: its live promise here, or what the journal says now. */
+  wait(runId: string): Promise<RunResult>;
+}

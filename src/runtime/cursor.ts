@@ -1,0 +1,135 @@
+import type { AnyEvent, CallKind, ErrorInfo, HoldReason } from "../events/index.js";
+import type { CallState } from "../machines/index.js";
+
+/** What the journal recorded for a call: served on re-execution instead of running the effect. */
+export type Recorded =
+  | { readonly kind: "result"; readonly value: unknown }
+  | { readonly kind: "error"; readonly error: ErrorInfo };
+
+/** What re-execution does with a call the journal already knows (law 2, law 7). */
+export type KnownCall =
+  /** Serve the recorded result. */
+  | { readonly kind: "serve"; readonly value: unknown }
+  /** Throw the recorded definite failure to the agent. */
+  | { readonly kind: "fail"; readonly error: ErrorInfo }
+  /** A person chose `resume`: the outcome stays unknown. */
+  | { readonly kind: "unknown" }
+  /** Run it (again): attempt number `attempt`. */
+  | { readonly kind: "attempt"; readonly attempt: number }
+  /** Stop: the call is in doubt, or the agent no longer makes the recorded call. */
+  | { readonly kind: "hold"; readonly reason: HoldReason; readonly determinism?: DeterminismDetail };
+
+export interface DeterminismDetail {
+  readonly recorded: { readonly kind: CallKind; readonly name: string; readonly fingerprint: string };
+  readonly attempted: { readonly kind: CallKind; readonly name: string; readonly fingerprint: string };
+}
+
+/**
+ * The journal cursor of one execution: outcomes recorded so far, and how each known call was last
+ * allowed to run again. Built from the run's history and kept current as this execution records.
+ */
+export class ReplayCursor {
+  private readonly recorded = new Map<string, Recorded>();
+  /** Calls whose latest authorization re-admits the same child (recovery of an idempotent child). */
+  private readonly sameChild = new Set<string>();
+  /** The child input id each child call's latest intent used. */
+  private readonly childKeys = new Map<string, string>();
+
+  constructor(history: Iterable<AnyEvent>) {
+    for (const event of history) this.remember(event);
+  }
+
+  remember(event: AnyEvent): void {
+    switch (event.type) {
+      case "call.intended": {
+        const child = (event.probe as { childInputId?: unknown } | undefined)?.childInputId;
+        if (event.kind === "child" && typeof child === "string") this.childKeys.set(event.callId, child);
+        this.sameChild.delete(event.callId);
+        break;
+      }
+      case "call.completed":
+        this.recorded.set(event.callId, { kind: "result", value: event.result });
+        break;
+      case "call.failed":
+        this.recorded.set(event.callId, { kind: "error", error: event.error });
+        break;
+      case "call.reconciled":
+        if (event.outcome === "completed")
+          this.recorded.set(event.callId, { kind: "result", value: event.result ?? null });
+        break;
+      case "call.replay-authorized":
+        if (event.reason === "idempotent-child") this.sameChild.add(event.callId);
+        break;
+      case "decision.recorded":
+        for (const decided of event.calls) {
+          if (decided.decision === "confirmed-completed")
+            this.recorded.set(decided.callId, { kind: "result", value: decided.result ?? null });
+        }
+        break;
+    }
+  }
+
+  record(callId: string, outcome: Recorded): void {
+    this.recorded.set(callId, outcome);
+  }
+
+  /**
+   * The input id of a child call's child run: the call id for its first attempt and for a replay
+   * recovery authorized (re-admission is idempotent, the same child goes on); a fresh one for an
+   * attempt a person or a retry grant asked for, which must really run the child again.
+   */
+  childInputId(callId: string, attempt: number): string {
+    if (attempt === 1) return callId;
+    if (this.sameChild.has(callId)) return this.childKeys.get(callId) ?? callId;
+    return `${callId}#${attempt}`;
+  }
+
+  /** Law 7 first, then law 2: what to do with a call the journal knows. */
+  known(call: CallState, attempted: { kind: CallKind; name: string; fingerprint: string }): KnownCall {
+    if (
+      call.fingerprint !== attempted.fingerprint ||
+      call.kind !== attempted.kind ||
+      call.name !== attempted.name
+    ) {
+      return {
+        kind: "hold",
+        reason: {
+          code: "determinism",
+          callId: call.callId,
+          detail: `call ${call.callId} was recorded as ${call.kind} "${call.name}" but the agent now makes ${attempted.kind} "${attempted.name}" with other arguments; restore the agent version that started the run, or decide the run`,
+        },
+        determinism: {
+          recorded: { kind: call.kind, name: call.name, fingerprint: call.fingerprint },
+          attempted,
+        },
+      };
+    }
+    switch (call.status) {
+      case "completed": {
+        const rec = this.recorded.get(call.callId);
+        return { kind: "serve", value: rec?.kind === "result" ? rec.value : null };
+      }
+      case "failed": {
+        if (call.retriesLeft > 0) return { kind: "attempt", attempt: call.attempt + 1 };
+        const rec = this.recorded.get(call.callId);
+        return {
+          kind: "fail",
+          error: rec?.kind === "error" ? rec.error : { name: "Error", message: "recorded failure" },
+        };
+      }
+      case "unknown":
+        return { kind: "unknown" };
+      case "in-doubt":
+        return {
+          kind: "hold",
+          reason: {
+            code: "in-doubt",
+            callId: call.callId,
+            detail: `${call.kind} "${call.name}" attempt ${call.attempt} has an intent but no outcome`,
+          },
+        };
+      case "authorized":
+        return { kind: "attempt", attempt: call.attempt + 1 };
+    }
+  }
+}

@@ -1,0 +1,133 @@
+import type { Claim, Fence, Journal } from "./Journal.js";
+
+/** The shortest lease a runtime accepts: the safety margin (at least 1 s) must fit in it with room to renew. */
+export const MIN_LEASE_MS = 3_000;
+
+/**
+ * Law 10: how much of its lease an owner must have left to start an effect — at least one second,
+ * or a third of the lease. A pause (GC, swap, SIGSTOP, VM migration) shorter than this between the
+ * check and the effect cannot let another worker take the run over first.
+ */
+export const safetyMarginMs = (leaseMs: number): number => Math.max(1_000, Math.floor(leaseMs / 3));
+
+interface Owned {
+  readonly epoch: number;
+  /** Local deadline of the lease, measured from before the claim or the last renewal. */
+  deadline: number;
+}
+
+export interface OwnershipOptions {
+  readonly journal: Journal;
+  readonly workerId: string;
+  readonly leaseMs: number;
+  /** Whether a worker is known to be dead (its process gone); `false` when unknown. */
+  readonly isWorkerDead: (workerId: string) => boolean;
+}
+
+/**
+ * The runs this runtime owns, from claim to release (DESIGN §6: ownership lasts from claim to
+ * settle). Every claimed run is renewed by the heartbeat — while recovery classifies it as much as
+ * while its agent runs — and only the claims taken here are ever released.
+ */
+export class Ownership {
+  readonly workerId: string;
+  readonly leaseMs: number;
+  private readonly journal: Journal;
+  private readonly isWorkerDead: (workerId: string) => boolean;
+  private readonly owned = new Map<string, Owned>();
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private renewing: Promise<void> | null = null;
+
+  constructor(options: OwnershipOptions) {
+    this.journal = options.journal;
+    this.workerId = options.workerId;
+    this.leaseMs = options.leaseMs;
+    this.isWorkerDead = options.isWorkerDead;
+    // A quarter of the lease: a renewal late by up to half the lease still leaves the margin.
+    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(options.leaseMs / 4)));
+    this.heartbeat.unref?.();
+  }
+
+  /**
+   * Claim a run for this worker (a take-over when its owner is known dead). Null when another live
+   * worker holds it. The run is renewed from now on, until {@link release}.
+   */
+  async claim(runId: string): Promise<(Claim & { readonly previous: Claim | null }) | null> {
+    const startedAt = Date.now();
+    let claim = await this.journal.claim(runId, this.workerId, this.leaseMs);
+    if (!claim) {
+      const owner = await this.journal.currentClaim(runId);
+      if (owner && owner.workerId !== this.workerId && this.isWorkerDead(owner.workerId)) {
+        claim = await this.journal.claim(runId, this.workerId, this.leaseMs, {
+          takeOverFrom: owner.workerId,
+        });
+      }
+    }
+    if (claim) this.owned.set(runId, { epoch: claim.epoch, deadline: startedAt + this.leaseMs });
+    return claim;
+  }
+
+  /** The fence for appends of a run this worker owns. */
+  fence(runId: string): Fence | undefined {
+    const owned = this.owned.get(runId);
+    return owned ? { runId, workerId: this.workerId, epoch: owned.epoch } : undefined;
+  }
+
+  /** Whether a claim of `workerId` belongs to another worker that may be alive. */
+  heldByAnotherLiveWorker(workerId: string): boolean {
+    return workerId !== this.workerId && !this.isWorkerDead(workerId);
+  }
+
+  owns(runId: string): boolean {
+    return this.owned.has(runId);
+  }
+
+  /**
+   * Law 10: whether this worker may start an effect of the run now — it owns the run with at least
+   * the safety margin left on its lease. A run this runtime never claimed (nothing to fence) passes.
+   */
+  mayStartEffect(runId: string): boolean {
+    const owned = this.owned.get(runId);
+    if (!owned) return true;
+    return Date.now() + safetyMarginMs(this.leaseMs) < owned.deadline;
+  }
+
+  /** Let one run go (its claim row keeps the epoch). */
+  async release(runId: string): Promise<void> {
+    if (!this.owned.delete(runId)) return;
+    await this.journal.releaseClaims(this.workerId, [runId]).catch(() => undefined);
+  }
+
+  /** Stop renewing and let every claim taken here go — never another process's claim of the same id. */
+  async close(): Promise<void> {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    await this.renewing;
+    const runIds = [...this.owned.keys()];
+    this.owned.clear();
+    if (runIds.length > 0) await this.journal.releaseClaims(this.workerId, runIds).catch(() => undefined);
+  }
+
+  private renew(): Promise<void> {
+    if (this.owned.size === 0 || this.renewing) return this.renewing ?? Promise.resolve();
+    this.renewing = this.renewOnce().finally(() => {
+      this.renewing = null;
+    });
+    return this.renewing;
+  }
+
+  private async renewOnce(): Promise<void> {
+    const startedAt = Date.now();
+    let renewed: Set<string>;
+    try {
+      renewed = new Set(await this.journal.renewClaims(this.workerId, this.leaseMs));
+    } catch {
+      // A failed renewal extends nothing; the deadlines run out on their own.
+      return;
+    }
+    for (const [runId, owned] of this.owned) {
+      // A run missing from the renewal was taken over: this worker must not start its effects.
+      owned.deadline = renewed.has(runId) ? startedAt + this.leaseMs : 0;
+    }
+  }
+}

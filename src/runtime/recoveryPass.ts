@@ -1,0 +1,251 @@
+import { EventDecryptError, type HoldReason, runStreamId } from "../events/index.js";
+import { blockingCalls, contextOf, statusOf } from "../machines/index.js";
+import type { RunRow } from "../projections/index.js";
+import { CHILD_CHAT_PREFIX } from "./admit.js";
+import type { EngineCore } from "./core.js";
+import { crashPoint } from "./crash.js";
+import { RunWriter } from "./dispatch.js";
+import { execute, type RunResult } from "./execute.js";
+import type { Fence } from "./Journal.js";
+import { Limiter } from "./limiter.js";
+import { type Classification, classifyInDoubt, inspectRun, latestIntents } from "./recover.js";
+
+export interface RecoveryReport {
+  /** Runs found active with no live owner. */
+  readonly interrupted: ReadonlyArray<string>;
+  readonly resumed: ReadonlyArray<string>;
+  readonly held: ReadonlyArray<{ readonly runId: string; readonly reasons: ReadonlyArray<HoldReason> }>;
+  /** Active runs another live worker owns: left alone. */
+  readonly ownedElsewhere: ReadonlyArray<string>;
+  /**
+   * Active runs this runtime cannot execute (their agent is not registered here): left alone, for a
+   * runtime that has the agent — a reader, an operator or another application never recovers them.
+   */
+  readonly notHere: ReadonlyArray<{ readonly runId: string; readonly agent: string }>;
+  /** Runs that cannot be folded, classified or resumed; they stay active and block their chat. */
+  readonly needsAttention: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+  /** In-doubt calls authorized to run again (safe list with matching pins, or an idempotent child). */
+  readonly replayed: ReadonlyArray<string>;
+  /** In-doubt calls an adapter explained. */
+  readonly reconciled: ReadonlyArray<string>;
+}
+
+type Part = {
+  -readonly [K in keyof RecoveryReport]: Array<RecoveryReport[K] extends ReadonlyArray<infer T> ? T : never>;
+};
+
+const emptyPart = (): Part => ({
+  interrupted: [],
+  resumed: [],
+  held: [],
+  ownedElsewhere: [],
+  notHere: [],
+  needsAttention: [],
+  replayed: [],
+  reconciled: [],
+});
+
+/** Runs inspected and classified at once by one recovery pass. */
+const PASS_CONCURRENCY = 8;
+
+/**
+ * Recovery (DESIGN §6): every active run with no live owner whose agent this runtime has is
+ * claimed (and renewed from then on), checked (chain, fold, checkpoint), marked interrupted, and
+ * each in-doubt call is classified: replay (safe list + pins), reconcile (an adapter proves it), or
+ * hold. Runs with nothing held re-execute their agent from the top, served from the journal up to
+ * the frontier. One run's failure holds or flags that run only; the pass goes on.
+ */
+export const recoverRuns = async (
+  core: EngineCore,
+): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }> => {
+  const started: Promise<RunResult>[] = [];
+  const limiter = new Limiter(PASS_CONCURRENCY);
+  const runIds = await core.journal.activeRuns();
+  const parts = runIds.map(emptyPart);
+  const settled = await Promise.allSettled(
+    runIds.map((runId, i) =>
+      limiter.run(async () => {
+        const part = parts[i]!;
+        try {
+          const resumed = await recoverRun(core, runId, part);
+          if (resumed) started.push(resumed.execution);
+        } catch (error) {
+          // A key that cannot open the events is this process's configuration, not one run's fault.
+          if (error instanceof EventDecryptError) throw error;
+          await core.ownership.release(runId);
+          part.needsAttention.push({
+            runId,
+            reason: `recovery failed: ${core.masker.maskString(error instanceof Error ? error.message : String(error))}`,
+          });
+        }
+      }),
+    ),
+  );
+  const failed = settled.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  const report = emptyPart();
+  for (const part of parts) {
+    for (const key of Object.keys(report) as Array<keyof Part>) (report[key] as unknown[]).push(...part[key]);
+  }
+  return { ...report, done: Promise.all(started) };
+};
+
+/** Recover one run; the execution it starts, if it resumes. */
+const recoverRun = async (
+  core: EngineCore,
+  runId: string,
+  part: Part,
+): Promise<{ readonly execution: Promise<RunResult> } | null> => {
+  if (core.isLive(runId)) return null;
+  const row = await core.journal.projection<RunRow>("runs", runId);
+  // Only a runtime that has the agents to execute a run recovers it: its tools and reconcilers
+  // are what classify the run's calls, and nobody else should hold what they would reconcile.
+  const agentName = row ? row.agent.slice(0, row.agent.lastIndexOf("@")) : null;
+  if (agentName !== null && !core.agents.has(agentName)) {
+    part.notHere.push({ runId, agent: row!.agent });
+    return null;
+  }
+  // A held run waits for a person: nothing to recover, so it is not claimed, read and released on
+  // every pass (its row is written in the same transaction as its events) — unless this worker or
+  // a dead one still holds it: the claim below then lets that go.
+  if (row?.status === "held" && !row.needsAttention) {
+    const owner = await core.journal.currentClaim(runId);
+    if (!owner || core.ownership.heldByAnotherLiveWorker(owner.workerId)) {
+      part.held.push({ runId, reasons: row.heldReasons });
+      return null;
+    }
+  }
+  const claim = await core.ownership.claim(runId);
+  if (!claim) {
+    part.ownedElsewhere.push(runId);
+    return null;
+  }
+  const fence = core.ownership.fence(runId)!;
+  // Classification is bounded well inside the lease (reconcilers get what is left of it).
+  const deadline = Date.now() + Math.floor(core.leaseMs / 2);
+
+  // Law 11: corruption is surfaced, not repaired; the run stays active and blocks its chat.
+  let inspected: ReturnType<typeof inspectRun>;
+  try {
+    inspected = inspectRun(await core.journal.readStreamRows(runStreamId(runId)), core.journal.keyring);
+  } catch (error) {
+    if (error instanceof EventDecryptError) {
+      await core.ownership.release(runId);
+      throw error;
+    }
+    inspected = { corrupt: error instanceof Error ? error.message : String(error) };
+  }
+  if ("corrupt" in inspected) {
+    await markCorrupt(core, runId, inspected.corrupt, fence);
+    part.needsAttention.push({ runId, reason: inspected.corrupt });
+    await core.ownership.release(runId);
+    return null;
+  }
+  const { fold, events } = inspected;
+  const status = statusOf(fold);
+  if (status === "held" || status === "completed" || status === "failed" || status === "stopped") {
+    // Held: waits for a person. Finished: it ended after the active runs were listed.
+    if (status === "held") part.held.push({ runId, reasons: contextOf(fold).heldReasons });
+    await core.ownership.release(runId);
+    return null;
+  }
+  const agent = core.agents.get(contextOf(fold).agent.name);
+  if (!agent) {
+    part.notHere.push({ runId, agent: `${contextOf(fold).agent.name}@${contextOf(fold).agent.version}` });
+    await core.ownership.release(runId);
+    return null;
+  }
+  const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine, fence);
+  const previous = claim.previous;
+  if (previous && previous.workerId !== core.workerId) {
+    // A take-over: recorded, and from here on the previous owner's appends are fenced out.
+    await writer.append([
+      {
+        type: "run.claimed",
+        runId,
+        workerId: core.workerId,
+        epoch: claim.epoch,
+        previousWorkerId: previous.workerId,
+      },
+    ]);
+  }
+  if (statusOf(writer.fold) === "running") {
+    await writer.append([
+      {
+        type: "run.interrupted",
+        runId,
+        detectedBy: core.workerId,
+        inDoubt: blockingCalls(contextOf(fold)).map((c) => c.callId),
+      },
+    ]);
+    crashPoint("after-interrupted");
+  }
+  part.interrupted.push(runId);
+
+  const intents = latestIntents(events);
+  const holds: HoldReason[] = [];
+  for (const call of blockingCalls(contextOf(writer.fold))) {
+    const intent = intents.get(call.callId);
+    const decided: Classification = intent
+      ? await classifyInDoubt(call, intent, {
+          tools: core.tools,
+          allowlist: core.allowlist,
+          masker: core.masker,
+          deadline,
+        })
+      : {
+          kind: "hold",
+          reason: { code: "corrupt", callId: call.callId, detail: "the call has no intent event" },
+        };
+    if (decided.kind === "hold") {
+      holds.push(decided.reason);
+      continue;
+    }
+    await writer.append(decided.events);
+    if (decided.note === "replayed") {
+      part.replayed.push(call.callId);
+      crashPoint("after-replay-authorized");
+    } else part.reconciled.push(call.callId);
+  }
+  if (holds.length > 0) {
+    await writer.append([{ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }]);
+    part.held.push({ runId, reasons: holds });
+    await core.ownership.release(runId);
+    return null;
+  }
+  const context = contextOf(writer.fold);
+  await writer.append([{ type: "run.resumed", runId, by: core.workerId }]);
+  part.resumed.push(runId);
+  const admitted = events[0]!.event;
+  const input = admitted.type === "run.admitted" ? admitted.input : null;
+  const history = await core.journal.readStream(runStreamId(runId));
+  const run = () =>
+    execute(core.executeDeps, {
+      agent,
+      writer,
+      chatId: context.chatId,
+      inputId: context.inputId,
+      input,
+      history,
+    });
+  // Children run outside the limit: a parent holding a slot may be waiting for them.
+  return { execution: core.start(runId, run, { limited: !context.chatId.startsWith(CHILD_CHAT_PREFIX) }) };
+};
+
+/** Record that a run cannot be trusted (once), without the machine: it cannot fold the stream. */
+const markCorrupt = async (core: EngineCore, runId: string, reason: string, fence: Fence): Promise<void> => {
+  const row = await core.journal.projection<RunRow>("runs", runId);
+  if (row?.needsAttention) return;
+  const head = await core.journal.streamHead(runStreamId(runId));
+  if (!head) return;
+  try {
+    await core.journal.append({
+      streamId: runStreamId(runId),
+      expectedVersion: head.version,
+      events: [{ type: "run.held", runId, reasons: [{ code: "corrupt", detail: reason }] }],
+      fence,
+    });
+  } catch {
+    // Not writable (or the projection cannot follow a broken stream): the report still names it.
+  }
+};
