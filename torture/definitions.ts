@@ -45,11 +45,14 @@ export const makeTortureDefinitions = ({ dir, server }: TortureSetting) => {
   const http = makeHttpTool({
     name: "http_post",
     timeoutMs: 5_000,
+    // Looks the key up and, when it did not act, reserves it: a late request with it is refused.
     lookup: async (key) => {
-      const res = await fetch(`${server}/status/${encodeURIComponent(key)}`);
-      if (res.status === 404) return { found: false };
-      if (res.ok) return { found: true, result: await res.json() };
-      return { found: "unknown", reason: `status ${res.status}` };
+      const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
+      if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
+      const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
+      if (answer.found === true) return { found: true, result: answer.result };
+      if (answer.found === false && answer.reserved === true) return { found: false, reserved: true };
+      return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
     },
   });
   const shell = makeShellTool(join(dir, "work"), { receiptsDir: join(dir, "receipts") });

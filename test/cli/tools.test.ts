@@ -1,8 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   statSync,
   symlinkSync,
@@ -16,6 +18,13 @@ import { DefiniteFailure } from "../../src/runtime/errors.js";
 import { useTempDir } from "./cliProcess.js";
 
 const tempDir = useTempDir();
+
+/** A work folder inside a fresh temp folder, so the receipts folder beside it is removed too. */
+const workDir = (): string => {
+  const work = join(tempDir(), "work");
+  mkdirSync(work);
+  return work;
+};
 const context: CallContext = {
   runId: "r1",
   chatId: "c1",
@@ -42,7 +51,7 @@ describe("write_file", () => {
   });
 
   it("tightens an existing file to mode 0600 when it overwrites it", async () => {
-    const work = tempDir();
+    const work = workDir();
     writeFileSync(join(work, "open.txt"), "old");
     chmodSync(join(work, "open.txt"), 0o644);
     await makeWriteFileTool(work).run({ path: "open.txt", content: "new" }, context);
@@ -78,17 +87,36 @@ describe("write_file", () => {
     expect(existsSync(join(outside, "x.txt"))).toBe(false);
     expect(existsSync(join(outside, "target.txt"))).toBe(false);
   });
+
+  it("refuses a target that is not a regular file (a folder, a FIFO) as a definite failure, without blocking on it", async () => {
+    const work = workDir();
+    mkdirSync(join(work, "folder"));
+    execFileSync("mkfifo", [join(work, "pipe")]);
+    const tool = makeWriteFileTool(work);
+    await expect(tool.run({ path: "folder", content: "x" }, context)).rejects.toThrow(/is a directory/);
+    await expect(tool.run({ path: "pipe", content: "x" }, context)).rejects.toThrow(/is a fifo/);
+    await expect(tool.run({ path: "pipe", content: "x" }, context)).rejects.toBeInstanceOf(DefiniteFailure);
+  });
+
+  it("leaves nothing staged in the receipts after a write: the content moved onto the target", async () => {
+    const dir = tempDir();
+    const work = join(dir, "work");
+    await makeWriteFileTool(work).run({ path: "a.txt", content: "secret-ish content" }, context);
+    const receipt = join(`${work}.receipts`, "r1_0_1");
+    expect(readdirSync(receipt)).toEqual(["start"]);
+    expect(readFileSync(join(receipt, "start"), "utf8")).not.toContain("secret-ish");
+  });
 });
 
 describe("shell", () => {
   it("a command that exits non-zero is still a completed call with its exit code and output", async () => {
-    const tool = makeShellTool(tempDir());
+    const tool = makeShellTool(workDir());
     const result = await tool.run({ command: "echo out; echo err >&2; exit 3" }, context);
     expect(result).toEqual({ exitCode: 3, stdout: "out\n", stderr: "err\n" });
   });
 
   it("gives the command the call's idempotency key in $HOLDFAST_IDEMPOTENCY_KEY", async () => {
-    const result = await makeShellTool(tempDir()).run(
+    const result = await makeShellTool(workDir()).run(
       { command: 'printf %s "$HOLDFAST_IDEMPOTENCY_KEY"' },
       context,
     );
@@ -96,21 +124,21 @@ describe("shell", () => {
   });
 
   it("runs in the work folder", async () => {
-    const work = tempDir();
+    const work = workDir();
     writeFileSync(join(work, "here.txt"), "12345");
     const result = await makeShellTool(work).run({ command: "wc -c < here.txt" }, context);
     expect(result.stdout.trim()).toBe("5");
   });
 
   it("keeps at most the output limit and says how much was left out", async () => {
-    const tool = makeShellTool(tempDir(), { maxOutputBytes: 1024 });
+    const tool = makeShellTool(workDir(), { maxOutputBytes: 1024 });
     const result = await tool.run({ command: "head -c 5000 /dev/zero | tr '\\0' a" }, context);
     expect(result.stdout.startsWith("a".repeat(1024))).toBe(true);
     expect(result.stdout).toContain("[3976 more bytes not kept]");
   });
 
   it("a timeout is not a definite failure: the command may have run", async () => {
-    const work = tempDir();
+    const work = workDir();
     const tool = makeShellTool(work, { timeoutMs: 300 });
     const error = await tool.run({ command: "touch started; sleep 5" }, context).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);

@@ -1,15 +1,22 @@
-import { rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeHttpTool } from "../../src/adapters/tools/httpTool.js";
+import { type HttpLookup, makeHttpTool } from "../../src/adapters/tools/httpTool.js";
 import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
 import type { CallContext } from "../../src/index.js";
 import { startWitnessServer } from "../../torture/witness-server.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
+
+/** A work folder inside a fresh temp folder, so the receipts folder beside it is removed too. */
+const workDir = (): string => {
+  const work = join(tempDir(), "work");
+  mkdirSync(work);
+  return work;
+};
 
 const ctx = (key: string): CallContext => ({
   runId: "r",
@@ -34,7 +41,7 @@ const probeOf = (tool: { reconciler: unknown }, args: unknown, context: CallCont
 
 describe("built-in reconcilers", () => {
   it("shell: an exit receipt proves completion with the output; no start receipt proves it never started; start without exit is unknown", async () => {
-    const work = tempDir();
+    const work = workDir();
     const shell = makeShellTool(work);
     expect(shell.disposition).toBe("reconcile");
     const done = ctx("r/0#1");
@@ -51,7 +58,7 @@ describe("built-in reconcilers", () => {
   });
 
   it("shell: the exit receipt is written by the wrapper even when nobody waits for the command", async () => {
-    const work = tempDir();
+    const work = workDir();
     const shell = makeShellTool(work, { timeoutMs: 60_000 });
     const context = ctx("r/1#1");
     await shell.run({ command: "exit 3" }, context);
@@ -61,29 +68,46 @@ describe("built-in reconcilers", () => {
     });
   });
 
-  it("file write: the target's digest says completed, not completed, or unknown", async () => {
-    const work = tempDir();
+  it("file write: the target's digest says completed; an attempt that never wrote is not completed; a target changed since is unknown", async () => {
+    const work = workDir();
     const write = makeWriteFileTool(work);
     expect(write.disposition).toBe("reconcile");
     const args = { path: "a/notes.md", content: "intended\n" };
-    const probe = probeOf(write, args, ctx("r/0#1"));
-    expect((await check(write, probe)).outcome).toBe("not-completed");
-    await write.run(args, ctx("r/0#1"));
+    const done = ctx("r/0#1");
+    const probe = probeOf(write, args, done);
+    await write.run(args, done);
     expect(await check(write, probe)).toMatchObject({
       outcome: "completed",
       result: { path: "a/notes.md", bytes: 9 },
     });
+    const other = { path: "a/other.md", content: "other\n" };
+    expect((await check(write, probeOf(write, other, ctx("r/1#1")))).outcome).toBe("not-completed");
     writeFileSync(join(work, "a/notes.md"), "someone else\n");
     expect((await check(write, probe)).outcome).toBe("unknown");
   });
 
-  it("http: the idempotency key is sent, and the status lookup decides completed or not completed", async () => {
+  it("file write: a target too large to digest proves nothing about an attempt that wrote; an attempt voided before it wrote is still not completed", async () => {
+    const work = workDir();
+    const write = makeWriteFileTool(work);
+    const wrote = ctx("r/0#1");
+    const probe = probeOf(write, { path: "big.bin", content: "small" }, wrote);
+    await write.run({ path: "big.bin", content: "small" }, wrote);
+    writeFileSync(join(work, "big.bin"), Buffer.alloc(16 * 1024 * 1024 + 1));
+    expect(await check(write, probe)).toMatchObject({
+      outcome: "unknown",
+      evidence: { now: { state: "too-large" } },
+    });
+    const never = probeOf(write, { path: "big.bin", content: "small" }, ctx("r/1#1"));
+    expect((await check(write, never)).outcome).toBe("not-completed");
+  });
+
+  it("http: the idempotency key is sent, and the lookup decides completed, or not completed once it reserved the key", async () => {
     const server = await startWitnessServer();
     try {
       const http = makeHttpTool({
         lookup: async (key) => {
-          const res = await fetch(`${server.url}/status/${encodeURIComponent(key)}`);
-          return res.status === 404 ? { found: false } : { found: true, result: await res.json() };
+          const res = await fetch(`${server.url}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
+          return (await res.json()) as HttpLookup;
         },
       });
       const sent = ctx("r/0#1");

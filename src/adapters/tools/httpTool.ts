@@ -19,20 +19,36 @@ export type HttpArgs = typeof HttpArgs.Type;
 export interface HttpResult {
   readonly status: number;
   readonly body: unknown;
+  /** The `Location` of a 3xx answer. A redirect is returned, never followed (law 4). */
+  readonly location?: string;
 }
 
-/** What the remote side says about one idempotency key. */
+/**
+ * What the remote side says about one idempotency key, asked during recovery. "Not found" proves
+ * nothing by itself: the worker that sent the request may only be paused, and send it later. So
+ * the lookup must, in one atomic step on the remote side, either report the key's outcome or
+ * reserve the key so that any later request carrying it is refused and never acts.
+ *
+ * - `{ found: true, result }`: the request took effect; `result` is what the agent receives.
+ * - `{ found: false, reserved: true }`: it did not, and the key is now refused for good ⇒ the call
+ *   is "not completed" and runs again under a new key.
+ * - `{ found: false }` (not reserved), or `{ found: "unknown", reason }` ⇒ nothing is proven, the
+ *   run is held for a person.
+ */
 export type HttpLookup =
   | { readonly found: true; readonly result: unknown }
-  | { readonly found: false }
+  | { readonly found: false; readonly reserved: true }
+  | { readonly found: false; readonly reserved?: false }
   | { readonly found: "unknown"; readonly reason: string };
 
 export interface HttpToolOptions {
   /** Tool name; default `http_request`. */
   readonly name?: string;
   /**
-   * Ask the remote side whether the request with this idempotency key took effect (e.g. a
-   * `GET /requests/{key}` of the API). Without an honest lookup the call cannot be reconciled.
+   * Ask the remote side whether the request with this idempotency key took effect and, if it did
+   * not, reserve the key so it is refused from now on (see `HttpLookup`); e.g. a
+   * `POST /requests/{key}/lookup-or-reserve` of the API. Without an honest lookup the call cannot
+   * be reconciled.
    */
   readonly lookup: (
     idempotencyKey: string,
@@ -48,22 +64,30 @@ export interface HttpToolOptions {
 const DEFINITE_STATUS = (status: number): boolean =>
   status >= 400 && status < 500 && ![408, 425, 429].includes(status);
 
+/** Errors that prove no byte of the one request was sent: no connection, no address, no valid URL. */
+const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ERR_INVALID_URL"]);
+
 const errorCode = (error: unknown): string | undefined => {
   const cause = (error as { cause?: { code?: string } })?.cause;
   return cause?.code ?? (error as { code?: string })?.code;
 };
 
 /**
- * `http_request`: send a request carrying an idempotency key header; reconciled after a crash by
- * asking the remote side, through `lookup`, whether that key took effect.
- * A refused connection is definite (the request never left); a 4xx refusal is definite; a timeout,
- * a reset or a 5xx is not: the call stays in doubt and the reconciler decides.
+ * `http_request`: send one request carrying an idempotency key header; reconciled after a crash by
+ * asking the remote side, through `lookup`, whether that key took effect (and reserving it if not).
+ *
+ * Whatever the server answers is the outcome, a 3xx included: redirects are never followed (the
+ * server may have acted before it redirected; the result carries `location`). A 4xx refusal is a
+ * definite failure, except 408, 425 and 429, which are returned. Only an error that proves the
+ * request never left is definite: connection refused, unknown host, invalid URL, a port fetch
+ * refuses. A timeout, a reset or a 5xx is not: the call stays in doubt and the reconciler decides.
  *
  * @example
  * const post = makeHttpTool({
  *   lookup: async (key) => {
- *     const res = await fetch(`https://api.example.com/requests/${key}`);
- *     return res.status === 404 ? { found: false } : { found: true, result: await res.json() };
+ *     const res = await fetch(`https://api.example.com/requests/${key}/lookup-or-reserve`, { method: "POST" });
+ *     const answer = await res.json();
+ *     return answer.found ? { found: true, result: answer.result } : { found: false, reserved: answer.reserved === true };
  *   },
  * });
  */
@@ -84,7 +108,20 @@ export const makeHttpTool = (
           result: { status: 200, body: answer.result },
           evidence: { key, found: true },
         };
-      if (answer.found === false) return { outcome: "not-completed", evidence: { key, found: false } };
+      if (answer.found === false && answer.reserved === true) {
+        return { outcome: "not-completed", evidence: { key, found: false, reserved: true } };
+      }
+      if (answer.found === false) {
+        return {
+          outcome: "unknown",
+          evidence: {
+            key,
+            found: false,
+            reserved: false,
+            reason: "not found, but the key was not reserved: the request may still arrive",
+          },
+        };
+      }
       return { outcome: "unknown", evidence: { key, reason: answer.reason } };
     },
   };
@@ -101,13 +138,14 @@ export const makeHttpTool = (
           method,
           headers: { "content-type": "application/json", ...headers, [keyHeader]: idempotencyKey },
           ...(body === undefined || method === "GET" ? {} : { body: JSON.stringify(body) }),
+          redirect: "manual",
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (error) {
         const code = errorCode(error);
         const refusedLocally = (error as { cause?: { message?: string } })?.cause?.message === "bad port";
-        if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ERR_INVALID_URL" || refusedLocally) {
-          const why = code ?? (refusedLocally ? "the port is refused by fetch (bad port)" : "unknown reason");
+        if ((code !== undefined && NEVER_SENT.has(code)) || refusedLocally) {
+          const why = code ?? "the port is refused by fetch (bad port)";
           throw new DefiniteFailure(`the request to ${url} never left: ${why}`);
         }
         throw error;
@@ -127,7 +165,12 @@ export const makeHttpTool = (
       }
       if (response.status >= 500)
         throw new Error(`${method} ${url} answered ${response.status}; it may have acted`);
-      return { status: response.status, body: parsed };
+      const location = response.headers.get("location");
+      return {
+        status: response.status,
+        body: parsed,
+        ...(response.status >= 300 && response.status < 400 && location !== null ? { location } : {}),
+      };
     },
   });
 };

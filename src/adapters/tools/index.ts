@@ -1,2 +1,19 @@
+export type { FileState } from "./fileState.js";
+export {
+  HttpArgs,
+  type HttpLookup,
+  type HttpResult,
+  type HttpToolOptions,
+  makeHttpTool,
+} from "./httpTool.js";
+export {
+  SHELL_ENVIRONMENT_DEFAULTS,
+  type ShellEnvironmentOptions,
+} from "./shellEnvironment.js";
 export { makeShellTool, ShellArgs, type ShellResult, type ShellToolOptions } from "./shellTool.js";
-export { makeWriteFileTool, WriteFileArgs, type WriteFileResult } from "./writeFileTool.js";
+export {
+  makeWriteFileTool,
+  WriteFileArgs,
+  type WriteFileResult,
+  type WriteFileToolOptions,
+} from "./writeFileTool.js";

@@ -1,11 +1,25 @@
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { moduleSource } from "./moduleSource.js";
+import {
+  createReceipt,
+  ensureFolder,
+  readReceipt,
+  receiptFolder,
+  startedReceipt,
+  voidedReceipt,
+  withdrawReceipt,
+} from "./receipts.js";
+import {
+  checkShellEnvironmentOptions,
+  type ShellEnvironmentOptions,
+  shellEnvironment,
+} from "./shellEnvironment.js";
 
 export const ShellArgs = Schema.Struct({ command: Schema.NonEmptyString });
 export type ShellArgs = typeof ShellArgs.Type;
@@ -24,29 +38,15 @@ export interface ShellToolOptions {
   readonly timeoutMs?: number;
   /** Bytes kept of each of stdout and stderr; default 64 KiB. */
   readonly maxOutputBytes?: number;
+  /**
+   * What the command sees of the environment: `SHELL_ENVIRONMENT_DEFAULTS` (PATH, HOME, LANG,
+   * LC_*, TZ, TMPDIR, USER, …) plus `pass` and `set`. Never a `HOLDFAST_*` variable besides
+   * `HOLDFAST_IDEMPOTENCY_KEY`.
+   */
+  readonly env?: ShellEnvironmentOptions;
 }
 
 const signalNumber = (signal: NodeJS.Signals): number => constants.signals[signal] ?? 0;
-
-/** A file name for an idempotency key (`run/3#1` → `run_3_1`). */
-const receiptName = (key: string): string => key.replace(/[^A-Za-z0-9_.-]/g, "_");
-
-/** Write a file and make it durable (file and folder entry) before going on. */
-const writeDurably = (path: string, text: string): void => {
-  const fd = openSync(path, "w", 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  const dir = openSync(dirname(path), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
-};
 
 const readCapped = (path: string, limit: number): string => {
   if (!existsSync(path)) return "";
@@ -62,7 +62,11 @@ const readCapped = (path: string, limit: number): string => {
  */
 const WRAPPER = [
   'R="$1"',
-  '(eval "$HOLDFAST_COMMAND") >"$R/stdout" 2>"$R/stderr" </dev/null',
+  // The command arrives in the environment (set at exec, all or nothing) and is removed from it
+  // before it runs, so nothing the command starts inherits it.
+  "HOLDFAST_CMD_TEXT=$HOLDFAST_COMMAND",
+  "unset HOLDFAST_COMMAND",
+  '(eval "$HOLDFAST_CMD_TEXT") >"$R/stdout" 2>"$R/stderr" </dev/null',
   "code=$?",
   'printf %s "$code" >"$R/exit.tmp"',
   'sync "$R/exit.tmp" 2>/dev/null',
@@ -71,33 +75,46 @@ const WRAPPER = [
   'exit "$code"',
 ].join("\n");
 
+const exitResult = (receipt: string, maxOutputBytes: number): ShellResult | null => {
+  const exit = join(receipt, "exit");
+  if (!existsSync(exit)) return null;
+  return {
+    exitCode: Number(readFileSync(exit, "utf8")),
+    stdout: readCapped(join(receipt, "stdout"), maxOutputBytes),
+    stderr: readCapped(join(receipt, "stderr"), maxOutputBytes),
+  };
+};
+
 /**
- * The shell reconciler: a start receipt is written durably before the command is started, an exit
- * receipt after it ends. No start receipt ⇒ proven not started; an exit receipt ⇒ completed with
- * its output; a start receipt without an exit receipt ⇒ unknown (it may be running still, or have
- * been killed halfway), so the run is held.
+ * The shell reconciler. The tool creates the attempt's start receipt exclusively, durably, before
+ * it starts the command; the wrapper writes an exit receipt after. An exit receipt ⇒ completed with
+ * its output. Otherwise the reconciler takes the start receipt's name itself, as a tombstone: if
+ * it gets it (or finds an earlier tombstone), the tool can never start this attempt ⇒ not
+ * completed, and that stays true whatever the old owner does later (law 10). A real start receipt
+ * without an exit receipt ⇒ unknown (the command may be running still, or have been killed
+ * halfway), so the run is held.
  */
 const shellReconciler = (receiptsDir: string, maxOutputBytes: number): Reconciler<ShellArgs> => ({
   name: "shell-receipts",
-  probe: (_args, { idempotencyKey }) => ({ receipt: join(receiptsDir, receiptName(idempotencyKey)) }),
-  check: async (probe) => {
+  probe: (_args, { idempotencyKey }) => ({ receipt: receiptFolder(receiptsDir, idempotencyKey) }),
+  check: async (probe, { idempotencyKey }) => {
     const receipt = (probe as { receipt: string }).receipt;
-    const exit = join(receipt, "exit");
-    if (existsSync(exit)) {
-      const exitCode = Number(readFileSync(exit, "utf8"));
+    const finished = exitResult(receipt, maxOutputBytes);
+    if (finished) return { outcome: "completed", result: finished, evidence: { receipt, exitReceipt: true } };
+    const start = join(ensureFolder(receipt), "start");
+    if (createReceipt(start, voidedReceipt(idempotencyKey, "no start receipt at recovery"))) {
+      return { outcome: "not-completed", evidence: { receipt, startReceipt: "voided now" } };
+    }
+    const found = readReceipt(start);
+    if (found?.state === "voided") {
       return {
-        outcome: "completed",
-        result: {
-          exitCode,
-          stdout: readCapped(join(receipt, "stdout"), maxOutputBytes),
-          stderr: readCapped(join(receipt, "stderr"), maxOutputBytes),
-        },
-        evidence: { receipt, exitReceipt: true },
+        outcome: "not-completed",
+        evidence: { receipt, startReceipt: "voided earlier", voidedBy: found.by, voidedAt: found.at },
       };
     }
-    if (!existsSync(join(receipt, "start"))) {
-      return { outcome: "not-completed", evidence: { receipt, startReceipt: false } };
-    }
+    // The command may have ended since the first look.
+    const ended = exitResult(receipt, maxOutputBytes);
+    if (ended) return { outcome: "completed", result: ended, evidence: { receipt, exitReceipt: true } };
     return { outcome: "unknown", evidence: { receipt, startReceipt: true, exitReceipt: false } };
   },
 });
@@ -107,10 +124,15 @@ const shellReconciler = (receiptsDir: string, maxOutputBytes: number): Reconcile
  * crash the call is reconciled (disposition `reconcile`) instead of guessed. A command that ran is a
  * completed call whatever its exit status. Only a failure to start the process is definite; a
  * timeout is not (law 4: the command may have done its work, or part of it, before it was killed).
- * The command sees the call's idempotency key in `$HOLDFAST_IDEMPOTENCY_KEY`.
+ *
+ * The command sees an allowlisted environment (`SHELL_ENVIRONMENT_DEFAULTS`, extended by
+ * `options.env`), never holdfast's own variables, plus the call's idempotency key in
+ * `$HOLDFAST_IDEMPOTENCY_KEY`. The receipts (in `options.receiptsDir`, default
+ * `<workDir>.receipts`) hold the attempt's key and times, the exit status and the output; never the
+ * command. An attempt a reconciler voided is never started: the call fails definitely.
  *
  * @example
- * const shell = makeShellTool(".holdfast/demo-work");
+ * const shell = makeShellTool(".holdfast/demo-work", { env: { pass: ["GIT_*"] } });
  * const { exitCode, stdout } = await turn.tool(shell, { command: "wc -c notes.md" });
  */
 export const makeShellTool = (
@@ -121,34 +143,66 @@ export const makeShellTool = (
   const receiptsDir = resolve(options.receiptsDir ?? `${cwd}.receipts`);
   const timeoutMs = options.timeoutMs ?? 60_000;
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
+  const envOptions = options.env ?? {};
+  checkShellEnvironmentOptions(envOptions);
+
+  /** Take the attempt: its start receipt, created exclusively and durable before anything runs. */
+  const takeAttempt = (idempotencyKey: string): { receipt: string; start: string } => {
+    let receipt: string;
+    let created: boolean;
+    let start: string;
+    try {
+      receipt = ensureFolder(receiptFolder(receiptsDir, idempotencyKey));
+      start = join(receipt, "start");
+      created = createReceipt(start, startedReceipt(idempotencyKey));
+    } catch (error) {
+      throw new DefiniteFailure(
+        `the start receipt for ${idempotencyKey} could not be written in ${receiptsDir}: ${(error as Error).message}; the command was not run`,
+      );
+    }
+    if (created) return { receipt, start };
+    const found = readReceipt(start);
+    if (found?.state === "voided") {
+      throw new DefiniteFailure(
+        `attempt ${idempotencyKey} was voided by recovery (${found.by} at ${found.at}) and another attempt replaces it; this one was not run`,
+      );
+    }
+    // Not proof of anything about the effect: the same attempt has been taken elsewhere.
+    throw new Error(
+      `attempt ${idempotencyKey} already has a start receipt in ${receipt}; another process took it, so it is not started again here`,
+    );
+  };
+
   return defineTool({
     name: "shell",
     description: "Run a shell command (sh -c) in the work folder; returns its exit status and output.",
     args: ShellArgs,
     reconciler: shellReconciler(receiptsDir, maxOutputBytes),
     ...moduleSource(import.meta.url),
-    run: ({ command }, { idempotencyKey }) =>
-      new Promise<ShellResult>((resolvePromise, reject) => {
-        const receipt = join(receiptsDir, receiptName(idempotencyKey));
+    run: async ({ command }, context) => {
+      const { idempotencyKey } = context;
+      const { receipt, start } = takeAttempt(idempotencyKey);
+      try {
+        // Law 10: the receipt is durable; the command starts only if the lease still holds.
+        context.checkLease();
+      } catch (error) {
+        // Nothing ran: give the attempt back, so a reconciler can prove that instead of holding it.
         try {
-          mkdirSync(receipt, { recursive: true, mode: 0o700 });
-          // Durable before exec: without it, the reconciler may say "not started".
-          writeDurably(
-            join(receipt, "start"),
-            JSON.stringify({ command, startedAt: new Date().toISOString() }),
-          );
-        } catch (error) {
-          reject(
-            new DefiniteFailure(
-              `the start receipt could not be written in ${receipt}: ${(error as Error).message}`,
-            ),
-          );
-          return;
+          withdrawReceipt(start);
+        } catch {
+          // Left in place: the reconciler then answers unknown, which is safe.
         }
+        throw error;
+      }
+      return new Promise<ShellResult>((resolvePromise, reject) => {
         // Its own process group, so a timeout kills everything the command started, not only `sh`.
         const child = spawn("sh", ["-c", WRAPPER, "holdfast-shell", receipt], {
           cwd,
-          env: { ...process.env, HOLDFAST_COMMAND: command, HOLDFAST_IDEMPOTENCY_KEY: idempotencyKey },
+          env: {
+            ...shellEnvironment(envOptions),
+            HOLDFAST_COMMAND: command,
+            HOLDFAST_IDEMPOTENCY_KEY: idempotencyKey,
+          },
           stdio: ["ignore", "ignore", "ignore"],
           detached: process.platform !== "win32",
         });
@@ -163,12 +217,17 @@ export const makeShellTool = (
         }, timeoutMs);
         child.on("error", (error: NodeJS.ErrnoException) => {
           clearTimeout(timer);
-          // The start receipt exists, so only "never spawned" is proof the command did not run.
-          reject(
-            child.pid === undefined
-              ? new DefiniteFailure(`the shell could not be started in ${cwd}: ${error.message}`)
-              : error,
-          );
+          if (child.pid !== undefined) {
+            reject(error);
+            return;
+          }
+          // Never spawned: the only proof that the command did not run.
+          try {
+            withdrawReceipt(start);
+          } catch {
+            // Left in place: harmless, the call's definite failure is its outcome.
+          }
+          reject(new DefiniteFailure(`the shell could not be started in ${cwd}: ${error.message}`));
         });
         child.on("close", (code, signal) => {
           clearTimeout(timer);
@@ -186,6 +245,7 @@ export const makeShellTool = (
             stderr: readCapped(join(receipt, "stderr"), maxOutputBytes),
           });
         });
-      }),
+      });
+    },
   });
 };

@@ -1,11 +1,21 @@
-import { createHash } from "node:crypto";
-import { constants, readFileSync, statSync } from "node:fs";
-import { chmod, type FileHandle, mkdir, open, realpath } from "node:fs/promises";
-import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
+import { chmodSync, existsSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
+import { type FileState, fileState, sha256Of } from "./fileState.js";
 import { moduleSource } from "./moduleSource.js";
+import {
+  createReceipt,
+  ensureFolder,
+  readReceipt,
+  receiptFolder,
+  startedReceipt,
+  syncFolder,
+  voidedReceipt,
+  writeNewFile,
+} from "./receipts.js";
+import { checkTarget, prepareTarget } from "./targetPath.js";
 
 export const WriteFileArgs = Schema.Struct({
   /** Relative to the work folder; `/` separates folders. */
@@ -21,102 +31,144 @@ export interface WriteFileResult {
   readonly sha256: string;
 }
 
-const isInside = (folder: string, target: string): boolean => {
-  const rel = relative(folder, target);
-  return rel !== "" && !rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel);
-};
-
-/** The deepest ancestor of `path` that exists, resolved through symlinks. */
-const realAncestor = async (path: string): Promise<string> => {
-  for (let current = path; ; current = dirname(current)) {
-    try {
-      return await realpath(current);
-    } catch {
-      if (dirname(current) === current) return current;
-    }
-  }
-};
-
-const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause));
+export interface WriteFileToolOptions {
+  /**
+   * Where each attempt's receipts are kept; default `<workDir>.receipts`. It must be on the same
+   * file system as the work folder: the content is staged there and renamed into place.
+   */
+  readonly receiptsDir?: string;
+}
 
 /**
- * Check `path` and create its folders. Every failure here is definite: the file was not touched.
- * Symlinks are resolved before anything is created, so a link cannot carry the write outside.
+ * One attempt's files, in its receipt folder. `staged`: the content, written by the tool before
+ * anything else, renamed onto the target to write it. `start`: the start receipt, created
+ * exclusively after `staged` (or a reconciler's tombstone in its place). `voided`: where a
+ * reconciler (or the tool giving up) moves `staged`, so it can never reach the target.
  */
-const prepare = async (root: string, path: string): Promise<string> => {
-  if (isAbsolute(path)) {
-    throw new DefiniteFailure(`path "${path}" is absolute; give a path relative to the work folder`);
-  }
-  const target = resolve(root, path);
-  if (!isInside(root, target)) {
-    throw new DefiniteFailure(`path "${path}" leaves the work folder; give a path inside it`);
-  }
-  try {
-    await mkdir(root, { recursive: true, mode: 0o700 });
-    const realRoot = await realpath(root);
-    const folder = dirname(target);
-    const existing = await realAncestor(folder);
-    if (existing !== realRoot && !isInside(realRoot, existing)) {
-      throw new DefiniteFailure(`path "${path}" leads outside the work folder through a symlink`);
-    }
-    await mkdir(folder, { recursive: true, mode: 0o700 });
-  } catch (cause) {
-    if (cause instanceof DefiniteFailure) throw cause;
-    throw new DefiniteFailure(`cannot create the folder for "${path}": ${messageOf(cause)}`);
-  }
-  return target;
-};
-
-const sha256Of = (data: Buffer): string => createHash("sha256").update(data).digest("hex");
-
-/** The digest of a file's content, or null when there is no such file. */
-const digestOfFile = (path: string): string | null => {
-  try {
-    return sha256Of(readFileSync(path));
-  } catch {
-    return null;
-  }
-};
-
-/**
- * The file-write reconciler. Before the write, the probe records the target, the digest of the
- * intended content and the digest of what is there now. After a crash: the target holds the
- * intended content ⇒ completed; it is absent or unchanged ⇒ not completed; anything else (a torn
- * or foreign write) ⇒ unknown, and the run is held.
- */
-const writeFileReconciler = (root: string): Reconciler<WriteFileArgs> => ({
-  name: "file-digest",
-  probe: ({ path, content }) => {
-    const target = resolve(root, path);
-    return { target, intended: sha256Of(Buffer.from(content, "utf8")), previous: digestOfFile(target) };
-  },
-  check: async (probe) => {
-    const { target, intended, previous } = probe as {
-      target: string;
-      intended: string;
-      previous: string | null;
-    };
-    const now = digestOfFile(target);
-    if (now === intended) {
-      const bytes = statSync(target).size;
-      return {
-        outcome: "completed",
-        result: { path: relative(root, target).split(sep).join("/"), bytes, sha256: now },
-        evidence: { target, digest: now },
-      };
-    }
-    if (now === previous) return { outcome: "not-completed", evidence: { target, digest: now, previous } };
-    return { outcome: "unknown", evidence: { target, digest: now, intended, previous } };
-  },
+const attemptFiles = (folder: string) => ({
+  staged: join(folder, "staged"),
+  start: join(folder, "start"),
+  voided: join(folder, "voided"),
 });
 
 /**
+ * Move the staged content out of the tool's reach. `rename` is atomic: either the tool's rename
+ * onto the target or this one wins, never both. Returns false when nothing was staged.
+ */
+const voidStaged = (folder: string, key: string, reason: string): boolean => {
+  const { staged, voided } = attemptFiles(folder);
+  try {
+    renameSync(staged, voided);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+  // The content has no business staying on disk; the file's existence is the evidence.
+  writeFileSync(voided, JSON.stringify(voidedReceipt(key, reason)), { mode: 0o600 });
+  syncFolder(folder);
+  return true;
+};
+
+type Fence = "voided now" | "voided earlier" | "not voided: the staged content was moved onto the target";
+
+/**
+ * Make sure this attempt can no longer write, and say whether it did. The tool stages before it
+ * takes `start`, so a real start receipt with nothing staged and nothing voided means the tool's
+ * rename onto the target happened.
+ */
+const fence = (folder: string, key: string): Fence => {
+  const { start, voided } = attemptFiles(folder);
+  const stagedVoided = voidStaged(folder, key, "recovery found the content staged, not written");
+  if (createReceipt(start, voidedReceipt(key, "no start receipt at recovery")) || stagedVoided) {
+    return "voided now";
+  }
+  if (readReceipt(start)?.state === "voided") return "voided earlier";
+  // The tool may have staged and started since the first look.
+  if (voidStaged(folder, key, "recovery found the content staged, not written")) return "voided now";
+  if (existsSync(voided)) return "voided earlier";
+  return "not voided: the staged content was moved onto the target";
+};
+
+/** What the probe records before the write: enough to decide later, nothing read outside the folder. */
+type WriteProbe =
+  | {
+      readonly target: string;
+      readonly intended: string;
+      readonly previous: FileState;
+      readonly receipt: string;
+    }
+  | { readonly refused: string; readonly receipt: string };
+
+/** A probe stored before receipts existed: it has no receipt folder to fence. */
+interface LegacyProbe {
+  readonly target: string;
+  readonly intended: string;
+}
+
+/**
+ * The file-write reconciler. It first fences the attempt (see `fence`): after that, the old owner
+ * can no longer write the target, whatever it does. Then: the target holds the intended content ⇒
+ * completed; the attempt was voided before it wrote ⇒ not completed; it wrote, but the target now
+ * holds something else (or is too large to digest) ⇒ unknown, and the run is held.
+ */
+const writeFileReconciler = (root: string, receiptsDir: string): Reconciler<WriteFileArgs> => {
+  const completed = (target: string, now: { sha256: string; bytes: number }, evidence: unknown) =>
+    ({
+      outcome: "completed",
+      result: { path: relative(root, target).split(sep).join("/"), bytes: now.bytes, sha256: now.sha256 },
+      evidence,
+    }) as const;
+  return {
+    name: "file-digest",
+    probe: ({ path, content }, { idempotencyKey }): WriteProbe => {
+      const receipt = receiptFolder(receiptsDir, idempotencyKey);
+      let target: string;
+      try {
+        target = checkTarget(root, path);
+      } catch (error) {
+        return { refused: (error as Error).message, receipt };
+      }
+      const intended = sha256Of(Buffer.from(content, "utf8"));
+      return { target, intended, previous: fileState(target), receipt };
+    },
+    check: async (stored, { idempotencyKey }) => {
+      if (typeof stored !== "object" || stored === null || !("receipt" in stored)) {
+        const { target, intended } = stored as LegacyProbe;
+        const now = fileState(target);
+        if (now.state === "file" && now.sha256 === intended) return completed(target, now, { target, now });
+        return {
+          outcome: "unknown",
+          evidence: { target, now, reason: "recorded without receipts, so the attempt cannot be fenced" },
+        };
+      }
+      const probe = stored as WriteProbe;
+      const attempt = fence(ensureFolder(probe.receipt), idempotencyKey);
+      if ("refused" in probe) {
+        return { outcome: "not-completed", evidence: { refused: probe.refused, attempt } };
+      }
+      const { target, intended } = probe;
+      const now = fileState(target);
+      if (now.state === "file" && now.sha256 === intended) {
+        return completed(target, now, { target, now, attempt });
+      }
+      if (attempt !== "not voided: the staged content was moved onto the target") {
+        return { outcome: "not-completed", evidence: { target, now, attempt } };
+      }
+      return { outcome: "unknown", evidence: { target, now, intended, attempt } };
+    },
+  };
+};
+
+/**
  * `write_file`: write a UTF-8 file inside `workDir` (created when missing), mode 0600.
- * Refusals (a path leaving the folder, a symlink in the way, a file that cannot be opened) are
- * definite failures: nothing was written. A failure after the file was opened is not, because
- * the file may already be truncated or half written.
+ * Refusals (a path leaving the folder, a symlink or a non-regular file in the way, a file that
+ * cannot be staged) are definite failures: nothing was written.
  *
- * Disposition `reconcile`: after a crash, the target's digest says whether the write happened.
+ * Disposition `reconcile`. The content is staged in the attempt's receipt folder, a start receipt
+ * is created exclusively, the lease is checked, and only then is the staged file renamed onto the
+ * target, in one atomic step. After a crash the reconciler fences the attempt before it answers,
+ * so an attempt it calls "not completed" can never write later (law 10); an attempt it voided
+ * fails definitely if its owner wakes up.
  *
  * @example
  * const writeFile = makeWriteFileTool(".holdfast/demo-work");
@@ -124,35 +176,92 @@ const writeFileReconciler = (root: string): Reconciler<WriteFileArgs> => ({
  */
 export const makeWriteFileTool = (
   workDir: string,
+  options: WriteFileToolOptions = {},
 ): ToolDef<WriteFileArgs, WriteFileArgs, WriteFileResult> => {
   const root = resolve(workDir);
+  const receiptsDir = resolve(options.receiptsDir ?? `${root}.receipts`);
   return defineTool({
     name: "write_file",
     description: "Write a UTF-8 text file inside the work folder (parent folders are created).",
     args: WriteFileArgs,
-    reconciler: writeFileReconciler(root),
+    reconciler: writeFileReconciler(root, receiptsDir),
     ...moduleSource(import.meta.url),
-    run: async ({ path, content }) => {
-      const target = await prepare(root, path);
-      let handle: FileHandle;
-      try {
-        handle = await open(
-          target,
-          constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-          0o600,
-        );
-      } catch (cause) {
-        throw new DefiniteFailure(`cannot open "${path}" for writing: ${messageOf(cause)}`);
-      }
+    run: async ({ path, content }, context) => {
+      const { idempotencyKey: key } = context;
+      const target = prepareTarget(root, path);
       const data = Buffer.from(content, "utf8");
+      const folder = receiptFolder(receiptsDir, key);
+      const { staged, start } = attemptFiles(folder);
+      const giveUp = (reason: string) => {
+        try {
+          voidStaged(folder, key, reason);
+        } catch {
+          // Still staged: a reconciler voids it before it answers.
+        }
+      };
+
       try {
-        await handle.writeFile(data);
-        await handle.sync();
-      } finally {
-        await handle.close();
+        ensureFolder(folder);
+        writeNewFile(staged, data);
+        chmodSync(staged, 0o600);
+      } catch (cause) {
+        const code = (cause as NodeJS.ErrnoException).code;
+        if (code !== "EEXIST") giveUp("the content could not be staged");
+        throw code === "EEXIST"
+          ? new Error(
+              `attempt ${key} is already staged in ${folder}; another process took it, so it is not written here`,
+            )
+          : new DefiniteFailure(`cannot stage "${path}" in ${folder}: ${(cause as Error).message}`);
       }
-      // The mode given to open applies only to new files; an existing one is tightened too.
-      await chmod(target, 0o600);
+
+      let taken: boolean;
+      try {
+        taken = createReceipt(start, startedReceipt(key));
+      } catch (cause) {
+        giveUp("the start receipt could not be written");
+        throw new DefiniteFailure(
+          `the start receipt for ${key} could not be written in ${folder}: ${(cause as Error).message}; "${path}" was not written`,
+        );
+      }
+      if (!taken) {
+        giveUp("the attempt was taken before this process");
+        const found = readReceipt(start);
+        if (found?.state === "voided") {
+          throw new DefiniteFailure(
+            `attempt ${key} was voided by recovery (${found.by} at ${found.at}) and another attempt replaces it; "${path}" was not written`,
+          );
+        }
+        throw new Error(
+          `attempt ${key} already has a start receipt in ${folder}; it is not written again here`,
+        );
+      }
+
+      try {
+        // Law 10: staged and started durably; the target changes only if the lease still holds.
+        context.checkLease();
+      } catch (error) {
+        // The voided content proves to a reconciler that this attempt never wrote.
+        giveUp("the lease ran out before the write");
+        throw error;
+      }
+
+      try {
+        renameSync(staged, target);
+      } catch (cause) {
+        if (!existsSync(staged)) {
+          throw new DefiniteFailure(
+            `attempt ${key} was voided by recovery before it wrote; another attempt replaces it; "${path}" was not written`,
+          );
+        }
+        giveUp("the staged content could not be moved onto the target");
+        const code = (cause as NodeJS.ErrnoException).code;
+        throw new DefiniteFailure(
+          code === "EXDEV"
+            ? `cannot write "${path}": the receipts folder ${receiptsDir} is on another file system than the work folder; put it next to the work folder`
+            : `cannot write "${path}": ${(cause as Error).message}`,
+        );
+      }
+      syncFolder(dirname(target));
       return {
         path: relative(root, target).split(sep).join("/"),
         bytes: data.byteLength,
