@@ -1,6 +1,17 @@
+import { Schema } from "effect";
 import type { EventType, RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
+import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
+
+const Ids = Schema.optional(Schema.Array(Schema.String));
+
+const SubscribeOptionsSchema = Schema.Struct({
+  after: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  filter: Schema.optional(Schema.Struct({ streamIds: Ids, runIds: Ids, chatIds: Ids, types: Ids })),
+  bufferSize: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000))),
+  pollMs: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.positive())),
+});
 
 export interface SubscriptionFilter {
   /** Only these streams (`run-…`, `chat-…`, `system`). */
@@ -38,10 +49,11 @@ export const subscribe = (
   journal: Journal,
   options: SubscribeOptions = {},
 ): AsyncIterableIterator<RecordedEvent> => {
-  const bufferSize = Math.max(1, options.bufferSize ?? 256);
-  const pollMs = Math.max(10, options.pollMs ?? 200);
+  const checked = decodeInput(SubscribeOptionsSchema, options, "subscribe options");
+  const bufferSize = checked.bufferSize ?? 256;
+  const pollMs = Math.max(10, checked.pollMs ?? 200);
   const filter = options.filter ?? {};
-  let cursor = options.after ?? 0;
+  let cursor = checked.after ?? 0;
   let buffer: RecordedEvent[] = [];
   let closed = false;
   let dirty = false;
@@ -91,8 +103,11 @@ export const subscribe = (
       dirty = false;
       const page = await journal.readAll({ after: cursor, limit: bufferSize });
       for (const e of page) {
+        // The cursor moves past an event only once it is matched: a filter read that fails (a
+        // journal down, a seal error) is retried on the next call, never skipped.
+        const wanted = await matches(e);
         cursor = e.position;
-        if (await matches(e)) buffer.push(e);
+        if (wanted) buffer.push(e);
       }
       if (buffer.length > 0 || page.length === bufferSize) continue;
       if (closed) return { done: true, value: undefined };

@@ -104,9 +104,14 @@ export class TurnImpl implements Turn, AttemptHost {
   }
 
   async hold(reasons: [HoldReason, ...HoldReason[]], extra: ReadonlyArray<AnyEvent> = []): Promise<never> {
-    if (!this.lost && statusOf(this.writer.fold) === "running") {
+    const status = statusOf(this.writer.fold);
+    // Held already by a sibling call: this call's reason joins the others, so every call in doubt is named.
+    const held = status === "held" ? contextOf(this.writer.fold).heldReasons : [];
+    const added = reasons.filter((r) => !held.some((h) => h.callId === r.callId && h.code === r.code));
+    if (!this.lost && (status === "running" || (status === "held" && added.length > 0))) {
       try {
-        await this.writer.append([...extra, { type: "run.held", runId: this.runId, reasons }]);
+        const all = [...held, ...added] as [HoldReason, ...HoldReason[]];
+        await this.writer.append([...extra, { type: "run.held", runId: this.runId, reasons: all }]);
       } catch (error) {
         if (error instanceof FencedOut) this.lost = true;
         throw error;

@@ -45,35 +45,38 @@ interface ShownJson {
   run: { status: string };
   version: number;
   events: unknown[];
-  commands: Array<{ action: string; decision?: string; command: string; meaning: string }>;
+  commands: Array<{ action: string; decision?: string; callId?: string; command: string; meaning: string }>;
 }
 
 describe("holdfast show and decide on a held run (in order, one held run)", () => {
-  it("show --json gives the stream version and the five decide commands made on it", async () => {
+  it("show --json gives the stream version and, for the call in doubt, the five decide commands made on it", async () => {
     const result = await runCli(["show", runId, "--db", db, "--json"]);
     expect(result.code).toBe(0);
     const shown = JSON.parse(result.stdout) as ShownJson;
     expect(shown.run.status).toBe("held");
     expect(shown.version).toBe(shown.events.length);
     version = shown.version;
-    const at = `--based-on ${version} --db ${db}`;
+    const call = `${runId}/0`;
+    const at = `holdfast decide ${runId} --based-on ${version} --call ${call}`;
     expect(shown.commands.map((c) => c.command)).toEqual([
-      `holdfast decide ${runId} resume ${at}`,
-      `holdfast decide ${runId} stop ${at}`,
-      `holdfast decide ${runId} new-attempt ${at}`,
-      `holdfast decide ${runId} confirmed-completed --based-on ${version} --note "…" --db ${db}`,
-      `holdfast decide ${runId} confirmed-not-completed --based-on ${version} --note "…" --db ${db}`,
+      `${at} resume --db ${db}`,
+      `${at} stop --db ${db}`,
+      `${at} new-attempt --db ${db}`,
+      `${at} confirmed-completed --note "…" --db ${db}`,
+      `${at} confirmed-not-completed --note "…" --db ${db}`,
     ]);
+    expect(shown.commands.every((c) => c.callId === call)).toBe(true);
   });
 
-  it("show prints the held reason, the version and the exact decide command lines", async () => {
+  it("show prints the held reason, the version and the exact decide command lines, per call in doubt", async () => {
     const result = await runCli(["show", runId, "--db", db]);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`version    ${version}`);
     expect(result.stdout).toContain(`${runId}/0 in-doubt`);
     expect(result.stdout).toContain(`what you can do (made on version ${version};`);
+    expect(result.stdout).toContain(`  call ${runId}/0 (tool "record", attempt 1, outcome not committed):`);
     expect(result.stdout).toContain(
-      `  holdfast decide ${runId} confirmed-completed --based-on ${version} --note "…" --db ${db}`,
+      `  holdfast decide ${runId} --based-on ${version} --call ${runId}/0 confirmed-completed --note "…" --db ${db}`,
     );
   });
 
@@ -87,7 +90,17 @@ describe("holdfast show and decide on a held run (in order, one held run)", () =
   });
 
   it("a decision on a stale --based-on exits 1 naming the current version", async () => {
-    const result = await runCli(["decide", runId, "stop", "--based-on", String(version - 1), "--db", db]);
+    const result = await runCli([
+      "decide",
+      runId,
+      "--call",
+      `${runId}/0`,
+      "stop",
+      "--based-on",
+      String(version - 1),
+      "--db",
+      db,
+    ]);
     expect(result.code).toBe(1);
     const { reason, hint } = expectTwoLineError(result.stderr);
     expect(reason).toBe(
@@ -110,16 +123,36 @@ describe("holdfast show and decide on a held run (in order, one held run)", () =
     expect(expectTwoLineError(result.stderr).reason).toContain("needs a note saying how you know");
   });
 
-  it("a good decision exits 0 on the same version (so the refusals wrote nothing) and says who continues the run", async () => {
+  it("a call that is not in doubt is refused with the calls that are: exit 1, nothing written", async () => {
     const result = await runCli([
       "decide",
       runId,
+      "--based-on",
+      String(version),
+      "--call",
+      `${runId}/7`,
+      "stop",
+      "--db",
+      db,
+    ]);
+    expect(result.code).toBe(1);
+    expect(expectTwoLineError(result.stderr).reason).toContain(`run ${runId} has no call ${runId}/7`);
+  });
+
+  it("a good per-call decision exits 0 on the same version (so the refusals wrote nothing) and says who continues the run", async () => {
+    const result = await runCli([
+      "decide",
+      runId,
+      "--call",
+      `${runId}/0`,
       "confirmed-completed",
       "--based-on",
       String(version),
-      "--note",
+      "--call-note",
+      `${runId}/0`,
       "the line p-a is in the witness file",
-      "--result",
+      "--call-result",
+      `${runId}/0`,
       '{"label":"p-a","recorded":true}',
       "--by",
       "ada",
@@ -128,31 +161,40 @@ describe("holdfast show and decide on a held run (in order, one held run)", () =
     ]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    // The decision and the run.resumed that follows it (nothing is left in doubt).
     expect(result.stdout).toContain(
-      `recorded confirmed-completed on run ${runId} by ada (version ${version} → ${version + 1})`,
+      `recorded ${runId}/0 confirmed-completed on run ${runId} by ada (version ${version} → ${version + 2})`,
     );
     expect(result.stdout).toContain(
       `recorded; the run continues when a runtime with agent "steps@1" opens this journal`,
     );
+    expect(result.stdout).toContain(`the result given for ${runId}/0 was not checked`);
   });
 
   it("the decision is in `holdfast events --json`, once, with who, why and the version it was made on", async () => {
     const result = await runCli(["events", "--db", db, "--json"]);
     expect(result.code).toBe(0);
-    const decisions = parseJsonLines(result.stdout).filter((line) => line.type === "decision.recorded");
+    const lines = parseJsonLines(result.stdout).filter((line) => line.streamId === `run-${runId}`);
+    const decisions = lines.filter((line) => line.type === "decision.recorded");
     expect(decisions).toHaveLength(1);
     expect(decisions[0]).toMatchObject({
       streamId: `run-${runId}`,
       version: version + 1,
       payload: {
-        decision: "confirmed-completed",
         basedOnVersion: version,
         decidedBy: "ada",
-        note: "the line p-a is in the witness file",
-        callIds: [`${runId}/0`],
-        result: { label: "p-a", recorded: true },
+        calls: [
+          {
+            callId: `${runId}/0`,
+            decision: "confirmed-completed",
+            note: "the line p-a is in the witness file",
+            result: { label: "p-a", recorded: true },
+          },
+        ],
+        run: "continue",
       },
     });
+    expect(lines.at(-1)).toMatchObject({ type: "run.resumed", version: version + 2 });
   });
 
   it("the next process with the agent registered continues the decided run; the confirmed effect is not repeated", async () => {

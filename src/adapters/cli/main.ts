@@ -140,19 +140,33 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .option("--json", "print one JSON document instead of text")
     .action(async (path: string, options) => setCode(await backupCommand(path, options, io, stderr)));
 
-  command("decide <runId> <decision>")
-    .description(`record a person's decision on a held run: ${DECISIONS.join(" | ")}`)
+  command("decide <runId> [decision]")
+    .description(
+      `record a person's decisions on a held run, per call (--call) or, with one call in doubt, for the run: ${DECISIONS.join(" | ")}`,
+    )
     .requiredOption(
       "--based-on <version>",
       "the run's stream version you decided on (`holdfast show` prints it)",
       nonNegativeInt("--based-on"),
     )
+    .option(
+      "--call <callId decision...>",
+      "decide one call in doubt (repeat for each call; all are recorded together)",
+    )
+    .option(
+      "--call-note <callId text...>",
+      "why, for one call (repeatable; --note applies to calls without one)",
+    )
+    .option(
+      "--call-result <callId json...>",
+      "with confirmed-completed: the result that call produced, as JSON",
+    )
     .option("--note <text>", "why; required for confirmed-completed and confirmed-not-completed")
-    .option("--result <json>", "with confirmed-completed: the result the call produced, as JSON")
+    .option("--result <json>", "with a run-level confirmed-completed: the result the call produced, as JSON")
     .option("--by <name>", "who decides (default: your OS user name)")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (runId: string, decision: string, options) =>
+    .action(async (runId: string, decision: string | undefined, options) =>
       setCode(await decideCommand(runId, decision, options, io)),
     );
 

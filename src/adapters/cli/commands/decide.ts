@@ -1,9 +1,10 @@
 import { userInfo } from "node:os";
 import type { DecisionKind, HoldReason } from "../../../events/index.js";
 import { blockingCalls, type RunContext } from "../../../machines/index.js";
-import { DECISIONS } from "../../../runtime/decide.js";
+import { DECISIONS, type DecisionRequest } from "../../../runtime/decide.js";
 import type { RunResult } from "../../../runtime/engine.js";
 import { NoteRequired } from "../../../runtime/errors.js";
+import { localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { maskUrl } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
@@ -19,7 +20,7 @@ export const DECISION_MEANINGS: Readonly<Record<DecisionKind, string>> = {
   stop: "end the run as stopped; the call stays unknown in the journal; the chat takes new input",
   "new-attempt": "run the call again on purpose (next attempt): a second effect if the first one happened",
   "confirmed-completed":
-    "you checked that it happened: record that as its outcome (optionally --result JSON); it is not run again",
+    "you checked that it happened: record that as its outcome (optionally with its result as JSON); it is not run again",
   "confirmed-not-completed": "you checked that it did not happen: the call runs fresh when the run continues",
 };
 
@@ -61,6 +62,9 @@ export const openOperatorRuntime = async (db: string | undefined): Promise<Runti
     tools: [],
     allowlist: {},
     recovery: { onOpen: false },
+    // Never a worker's id from the environment (`kubectl exec pod -- holdfast decide …`): an
+    // operator is not that worker, and must not renew or release its claims.
+    workerId: `operator:${localWorkerId()}`,
   });
 };
 
@@ -68,6 +72,7 @@ export interface HeldCommand {
   /** `decide` or `retry`. */
   readonly action: "decide" | "retry";
   readonly decision?: DecisionKind;
+  /** The call the command is about (the in-doubt call it decides, or the failed call it retries). */
   readonly callId?: string;
   /** The command line to run (with placeholders in `…` for the note). */
   readonly command: string;
@@ -75,9 +80,10 @@ export interface HeldCommand {
 }
 
 /**
- * The commands that apply to a held run at `version`: the five decisions when a call is in doubt;
- * a retry grant (or stop) for a definite failure the agent did not handle; stop (and resume, once
- * the agent that started the run is back) for a determinism conflict; nothing for corruption.
+ * The commands that apply to a held run at `version`: for each call in doubt, its five decisions
+ * (several calls are decided together by repeating `--call`); a retry grant (or stop) for a
+ * definite failure the agent did not handle; stop (and resume, once the agent that started the run
+ * is back) for a determinism conflict; only stop for a run that needs attention.
  */
 export const heldCommands = (
   runId: string,
@@ -87,18 +93,32 @@ export const heldCommands = (
 ): HeldCommand[] => {
   const at = `--based-on ${context.version}`;
   const suffix = dbFlag(db);
-  const decide = (decision: DecisionKind, meaning = DECISION_MEANINGS[decision]): HeldCommand => ({
+  const decideRun = (decision: DecisionKind, meaning = DECISION_MEANINGS[decision]): HeldCommand => ({
     action: "decide",
     decision,
-    command: `holdfast decide ${runId} ${decision} ${at}${CONFIRMATIONS.has(decision) ? ' --note "…"' : ""}${suffix}`,
+    command: `holdfast decide ${runId} ${decision} ${at}${suffix}`,
     meaning,
   });
-  if (reasons.some((reason) => reason.code === "corrupt")) return [];
-  const commands: HeldCommand[] = [];
-  if (blockingCalls(context).length > 0) {
-    commands.push(...DECISIONS.map((decision) => decide(decision)));
-    return commands;
+  if (reasons.some((reason) => reason.code === "corrupt")) {
+    return [
+      decideRun("stop", "end the run as stopped; its history cannot be trusted, so nothing else is accepted"),
+    ];
   }
+  const inDoubt = blockingCalls(context);
+  if (inDoubt.length > 0) {
+    return inDoubt.flatMap((call) =>
+      DECISIONS.map(
+        (decision): HeldCommand => ({
+          action: "decide",
+          decision,
+          callId: call.callId,
+          command: `holdfast decide ${runId} ${at} --call ${call.callId} ${decision}${CONFIRMATIONS.has(decision) ? ' --note "…"' : ""}${suffix}`,
+          meaning: DECISION_MEANINGS[decision],
+        }),
+      ),
+    );
+  }
+  const commands: HeldCommand[] = [];
   for (const reason of reasons) {
     if (reason.code !== "decision-needed" || reason.callId === undefined) continue;
     if (context.calls[reason.callId]?.status !== "failed") continue;
@@ -111,17 +131,17 @@ export const heldCommands = (
   }
   if (reasons.some((reason) => reason.code === "determinism")) {
     commands.push(
-      decide("stop"),
-      decide(
+      decideRun("stop"),
+      decideRun(
         "resume",
         "only after restoring the agent code that started the run: otherwise it is held again at the same call",
       ),
     );
     return commands;
   }
-  commands.push(decide("stop"));
+  commands.push(decideRun("stop"));
   if (commands.length === 1)
-    commands.push(decide("resume", "continue the run: the agent runs again from the top"));
+    commands.push(decideRun("resume", "continue the run: the agent runs again from the top"));
   return commands;
 };
 
@@ -133,6 +153,8 @@ export const refusal = (error: unknown): unknown => {
 };
 
 const REFUSALS: ReadonlySet<string> = new Set([
+  "DecisionNeedsCalls",
+  "CallNotInDoubt",
   "StaleDecision",
   "RunNotHeld",
   "NoteRequired",
@@ -147,6 +169,12 @@ const hasTag = (error: unknown): error is { readonly _tag: string } =>
 
 export interface DecideOptions {
   readonly basedOn: number;
+  /** `--call <callId> <decision>`, repeatable: the values in pairs. */
+  readonly call?: ReadonlyArray<string>;
+  /** `--call-note <callId> <text>`, repeatable. */
+  readonly callNote?: ReadonlyArray<string>;
+  /** `--call-result <callId> <json>`, repeatable. */
+  readonly callResult?: ReadonlyArray<string>;
   readonly note?: string;
   readonly result?: string;
   readonly by?: string;
@@ -154,17 +182,133 @@ export interface DecideOptions {
   readonly json?: boolean;
 }
 
-const parseResult = (text: string | undefined): unknown => {
+const parseResult = (text: string | undefined, flag: string): unknown => {
   if (text === undefined) return undefined;
   try {
     return JSON.parse(text);
   } catch (error) {
     throw new CliError(
       ExitCode.failed,
-      `--result is not JSON (${error instanceof Error ? error.message : String(error)}); nothing was written`,
-      `pass the call's result as JSON, e.g. --result '{"sent":true}'`,
+      `${flag} is not JSON (${error instanceof Error ? error.message : String(error)}); nothing was written`,
+      `pass the call's result as JSON, e.g. ${flag} '{"sent":true}'`,
     );
   }
+};
+
+/** `--flag a x --flag b y` arrives as [a, x, b, y]: pairs, keyed by call id. */
+const pairs = (
+  values: ReadonlyArray<string> | undefined,
+  flag: string,
+  second: string,
+): Map<string, string> => {
+  const map = new Map<string, string>();
+  if (!values) return map;
+  if (values.length % 2 !== 0) {
+    throw usageError(
+      `${flag} takes a call id and a ${second}`,
+      `e.g. ${flag} <runId>/0 ${second === "decision" ? "confirmed-completed" : `<${second}>`}`,
+    );
+  }
+  for (let i = 0; i < values.length; i += 2) {
+    const callId = values[i]!;
+    if (map.has(callId)) throw usageError(`${flag} names ${callId} twice`, `give each call one ${flag}`);
+    map.set(callId, values[i + 1]!);
+  }
+  return map;
+};
+
+const asDecision = (value: string): DecisionKind => {
+  if (!(DECISIONS as ReadonlyArray<string>).includes(value)) {
+    throw usageError(
+      `"${value}" is not a decision; use one of ${DECISIONS.join(", ")}`,
+      "see `holdfast decide --help`",
+    );
+  }
+  return value as DecisionKind;
+};
+
+/** What the command asks the runtime for: per call (`--call`), or the run-level shorthand. */
+const requestOf = (
+  runId: string,
+  decision: string | undefined,
+  options: DecideOptions,
+  decidedBy: string,
+): DecisionRequest => {
+  const base = {
+    basedOnVersion: options.basedOn,
+    decidedBy,
+    ...(options.note === undefined ? {} : { note: options.note }),
+  };
+  const chosen = pairs(options.call, "--call", "decision");
+  const notes = pairs(options.callNote, "--call-note", "note");
+  const results = pairs(options.callResult, "--call-result", "result");
+  if (chosen.size === 0) {
+    if (decision === undefined) {
+      throw usageError(
+        "say what you decide",
+        `holdfast decide ${runId} --call <callId> <decision> --based-on N (see holdfast show ${runId})`,
+      );
+    }
+    if (notes.size > 0 || results.size > 0)
+      throw usageError(
+        "--call-note and --call-result go with --call",
+        "decide per call with --call <callId> <decision>",
+      );
+    const kind = asDecision(decision);
+    if (options.result !== undefined && kind !== "confirmed-completed") {
+      throw usageError(
+        `--result goes only with confirmed-completed, not ${kind}`,
+        "drop --result, or decide confirmed-completed",
+      );
+    }
+    const result = parseResult(options.result, "--result");
+    if (CONFIRMATIONS.has(kind) && (options.note ?? "").trim() === "") {
+      const refused = new NoteRequired({ runId, decision: kind });
+      throw new CliError(
+        ExitCode.failed,
+        `${refused.message}; nothing was written`,
+        `say how you know, e.g. --note "the email is in the sent folder of ops@…"`,
+      );
+    }
+    return { ...base, decision: kind, ...(result === undefined ? {} : { result }) };
+  }
+  if (decision !== undefined) {
+    throw usageError(
+      `decide either the run (${decision}) or its calls (--call), not both`,
+      `holdfast decide ${runId} --call <callId> <decision> … --based-on N`,
+    );
+  }
+  if (options.result !== undefined)
+    throw usageError("--result goes with the run-level decision", "use --call-result <callId> <json>");
+  for (const callId of [...notes.keys(), ...results.keys()]) {
+    if (!chosen.has(callId))
+      throw usageError(`${callId} has a note or result but no --call`, `add --call ${callId} <decision>`);
+  }
+  const calls: Record<string, { decision: DecisionKind; note?: string; result?: unknown }> = {};
+  for (const [callId, value] of chosen) {
+    const kind = asDecision(value);
+    const note = notes.get(callId);
+    const result = parseResult(results.get(callId), "--call-result");
+    if (result !== undefined && kind !== "confirmed-completed")
+      throw usageError(
+        `--call-result for ${callId} goes only with confirmed-completed, not ${kind}`,
+        `drop it, or decide ${callId} confirmed-completed`,
+      );
+    if (CONFIRMATIONS.has(kind) && (note ?? options.note ?? "").trim() === "") {
+      const refused = new NoteRequired({ runId, decision: kind });
+      throw new CliError(
+        ExitCode.failed,
+        `${refused.message.replace(`run ${runId}`, `call ${callId}`)}; nothing was written`,
+        `say how you know, e.g. --call-note ${callId} "the email is in the sent folder" (or --note for every call)`,
+      );
+    }
+    calls[callId] = {
+      decision: kind,
+      ...(note === undefined ? {} : { note }),
+      ...(result === undefined ? {} : { result }),
+    };
+  }
+  return { ...base, calls };
 };
 
 /** What happens next, said plainly: the CLI records; a runtime with the agent continues. */
@@ -177,7 +321,7 @@ export const continuationText = (agent: string, result: RunResult, db: string | 
     case "failed":
       return `the run failed: ${result.error.message}`;
     case "held":
-      return "the run is held again";
+      return "the run is still held: a call in doubt has no decision yet (holdfast show)";
     case "elsewhere": {
       const name = agent.split("@")[0] ?? agent;
       const demo =
@@ -189,73 +333,49 @@ export const continuationText = (agent: string, result: RunResult, db: string | 
   }
 };
 
-/** `holdfast decide <runId> <decision>`: record a person's decision on a held run. */
+/** `holdfast decide <runId> [decision] [--call <callId> <decision>]…`: record a person's decisions on a held run. */
 export const decideCommand = async (
   runId: string,
-  decision: string,
+  decision: string | undefined,
   options: DecideOptions,
   io: Io,
 ): Promise<number> => {
-  if (!(DECISIONS as ReadonlyArray<string>).includes(decision)) {
-    throw usageError(
-      `"${decision}" is not a decision; use one of ${DECISIONS.join(", ")}`,
-      "see `holdfast decide --help`",
-    );
-  }
-  const kind = decision as DecisionKind;
   const decidedBy = operatorName(options.by);
-  if (options.result !== undefined && kind !== "confirmed-completed") {
-    throw usageError(
-      `--result goes only with confirmed-completed, not ${kind}`,
-      "drop --result, or decide confirmed-completed",
-    );
-  }
-  const result = parseResult(options.result);
-  if (CONFIRMATIONS.has(kind) && (options.note ?? "").trim() === "") {
-    const refused = new NoteRequired({ runId, decision: kind });
-    throw new CliError(
-      ExitCode.failed,
-      `${refused.message}; nothing was written`,
-      `say how you know, e.g. --note "the email is in the sent folder of ops@…"`,
-    );
-  }
+  const request = requestOf(runId, decision, options, decidedBy);
   const runtime = await openOperatorRuntime(options.db);
   try {
-    const outcome = await runtime
-      .decide(runId, {
-        decision: kind,
-        basedOnVersion: options.basedOn,
-        decidedBy,
-        ...(options.note === undefined ? {} : { note: options.note }),
-        ...(result === undefined ? {} : { result }),
-      })
-      .catch((error: unknown) => {
-        throw refusal(error);
-      });
+    const outcome = await runtime.decide(runId, request).catch((error: unknown) => {
+      throw refusal(error);
+    });
     const after = await outcome.result;
     const row = (await runtime.runs()).find((run) => run.runId === runId);
     const agent = row?.agent ?? "(unknown)";
     const next = continuationText(agent, after, options.db);
+    const decided = request.calls
+      ? Object.entries(request.calls).map(([callId, d]) => ({ callId, decision: d.decision }))
+      : [{ callId: null, decision: request.decision! }];
+    const what = decided.map((d) => (d.callId ? `${d.callId} ${d.decision}` : d.decision)).join(", ");
     if (options.json) {
       await io.out.json({
         runId,
-        decision: kind,
+        decisions: decided,
         basedOnVersion: options.basedOn,
         decidedBy,
         version: outcome.version,
         status: after.status === "elsewhere" ? after.state : after.status,
         agent,
+        unchecked: outcome.unchecked,
         next,
       });
       return ExitCode.ok;
     }
     await io.out.lines([
-      `recorded ${kind} on run ${runId} by ${decidedBy} (version ${options.basedOn} → ${outcome.version})`,
+      `recorded ${what} on run ${runId} by ${decidedBy} (version ${options.basedOn} → ${outcome.version})`,
       next,
     ]);
-    if (kind === "confirmed-completed" && result !== undefined) {
+    for (const callId of outcome.unchecked) {
       await io.out.line(
-        "note: this command has no tool definitions, so --result was not checked against the tool's result Schema",
+        `note: this command has no tool definitions, so the result given for ${callId} was not checked against the tool's result Schema`,
       );
     }
     return ExitCode.ok;

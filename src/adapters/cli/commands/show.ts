@@ -76,9 +76,26 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
         await out.line(
           `what you can do (made on version ${version}; if the run moves first, the command is refused — show it again)`,
         );
+        const decided = [
+          ...new Set(commands.flatMap((c) => (c.action === "decide" && c.callId ? [c.callId] : []))),
+        ];
+        if (decided.length > 1) {
+          await out.line(
+            `  ${decided.length} calls are in doubt: decide each, together in one command, e.g. holdfast decide ${runId} --based-on ${version} ${decided.map((id) => `--call ${id} <decision>`).join(" ")}`,
+          );
+        }
+        let current: string | undefined;
         for (const command of commands) {
-          await out.line(`  ${command.command}`);
-          await out.line(`      ${command.meaning}`);
+          if (command.action === "decide" && command.callId && command.callId !== current) {
+            current = command.callId;
+            const call = calls.find((c) => c.callId === command.callId);
+            await out.line(
+              `  call ${command.callId}${call ? ` (${call.kind} "${call.name}", attempt ${call.attempt}, outcome not committed)` : ""}:`,
+            );
+          }
+          const indent = current === undefined ? "  " : "    ";
+          await out.line(`${indent}${command.command}`);
+          await out.line(`${indent}    ${command.meaning}`);
         }
       }
     }
