@@ -25,7 +25,7 @@ export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openR
 export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";
-export type { DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
+export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 export type {
   AgentDef,
   CallContext,
@@ -48,8 +48,11 @@ export type {
 } from "./runtime/engine.js";
 export {
   ActiveRunExists,
+  CallAfterReturn,
   CallFailed,
   CallNotFound,
+  CallNotInDoubt,
+  DecisionNeedsCalls,
   DefiniteFailure,
   DeterminismViolation,
   DocumentConflict,
@@ -66,6 +69,7 @@ export {
   RetryLimitExceeded,
   RetryNotAllowed,
   RunHeld,
+  RunMovedOn,
   RunNotFound,
   RunNotHeld,
   StaleDecision,

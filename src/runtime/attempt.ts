@@ -66,7 +66,10 @@ export const errorInfo = (masker: Masker, error: unknown): ErrorInfo => {
       error.details === undefined ? {} : { details: masker.mask(storedCopy(error.details, "error details")) };
     return { name: error.name, message: masker.maskString(error.message), ...details };
   }
-  if (error instanceof Error) return { name: error.name, message: masker.maskString(error.message) };
+  // A tagged error's own `name` field can be a call's name (CallFailed, OutcomeUnknown): its tag names the error.
+  const tag = (error as { _tag?: unknown })?._tag;
+  if (error instanceof Error)
+    return { name: typeof tag === "string" ? tag : error.name, message: masker.maskString(error.message) };
   return { name: "Error", message: masker.maskString(String(error)) };
 };
 

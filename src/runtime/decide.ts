@@ -349,6 +349,7 @@ export const decide = async (
   runId: string,
   request: DecisionRequest,
 ): Promise<DecisionOutcome> => {
+  decodeInput(DecisionRequestSchema, request, "decision");
   if (core.isLive(runId)) throw new RunNotHeld({ runId, status: "running" });
   const { fold, corrupt } = await loadHeldRun(core, runId);
   const { events, unchecked } = decisionEvents(runId, fold, request, {
@@ -366,6 +367,7 @@ export const grantRetry = async (
   callId: string,
   request: RetryGrantRequest,
 ): Promise<DecisionOutcome> => {
+  decodeInput(RetryGrantRequestSchema, request, "retry grant");
   if (core.isLive(runId)) throw new RunNotHeld({ runId, status: "running" });
   const { fold } = await loadHeldRun(core, runId);
   const events = retryEvents(runId, fold, callId, request, core.maxRetryAttempts, core.masker);

@@ -68,11 +68,12 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
 // biome-ignore lint/suspicious/noExplicitAny: tools of any argument and result types
 export type AnyToolDef = ToolDef<any, any, any>;
 
-export interface ToolSpec<A, I, R> {
+export interface ToolSpec<A, I, R, RI = unknown> {
   readonly name: string;
   readonly description?: string;
   readonly args: Schema.Schema<A, I>;
-  readonly result?: Schema.Schema<R, unknown>;
+  /** The Schema of the result: a result a person supplies with `confirmed-completed` is checked against it. */
+  readonly result?: Schema.Schema<R, RI>;
   readonly disposition?: Disposition;
   readonly reconciler?: Reconciler<A>;
   /**
@@ -93,7 +94,7 @@ export interface ToolSpec<A, I, R> {
  *   run: async ({ to, body }, { idempotencyKey }) => mailer.send({ to, body, idempotencyKey }),
  * });
  */
-export const defineTool = <A, I, R>(spec: ToolSpec<A, I, R>): ToolDef<A, I, R> => {
+export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): ToolDef<A, I, R> => {
   if (!/^[A-Za-z][A-Za-z0-9_.-]{0,99}$/.test(spec.name)) {
     throw new TypeError(
       `tool name "${spec.name}" is invalid: use letters, digits, "_", "-" or ".", starting with a letter`,
@@ -110,7 +111,7 @@ export const defineTool = <A, I, R>(spec: ToolSpec<A, I, R>): ToolDef<A, I, R> =
     disposition,
     reconciler: spec.reconciler ?? null,
     pin: sha256Hex(spec.source ?? spec.run.toString()),
-    result: spec.result ?? null,
+    result: (spec.result as Schema.Schema.AnyNoContext | undefined) ?? null,
     run: spec.run,
   };
 };

@@ -9,6 +9,7 @@ import {
 } from "../events/index.js";
 import type { DocumentRow } from "../projections/index.js";
 import { DocumentConflict, InvalidInput, WrongExpectedVersion } from "./errors.js";
+import { decodeInput } from "./input.js";
 import type { AppendRequest, Journal } from "./Journal.js";
 
 /** The built-in per-chat document: the plan. */
@@ -136,6 +137,13 @@ export const withDocumentRetry = async <T>(attempt: () => Promise<T>): Promise<T
   }
 };
 
+const ReplaceRequest = Schema.Struct({
+  chatId: Schema.NonEmptyTrimmedString,
+  expectedRevision: Schema.Int.pipe(Schema.nonNegative()),
+  value: Schema.Unknown,
+  by: Schema.String.pipe(Schema.filter((s) => s.trim() !== "" || "say who edits (--by NAME)")),
+});
+
 /** People's access to documents, with the same expected-revision rule as the agent. */
 export const makeDocuments = (journal: Journal, masker: Masker) => ({
   /** The plan of a chat and its revision (0 and `null` when there is none yet). */
@@ -145,10 +153,11 @@ export const makeDocuments = (journal: Journal, masker: Masker) => ({
     chatId: string,
     request: { readonly expectedRevision: number; readonly value: unknown; readonly by: string },
   ): Promise<DocumentState> => {
-    const value = checkPlan(request.value);
+    const checked = decodeInput(ReplaceRequest, { chatId, ...request }, "document replace");
+    const value = checkPlan(checked.value);
     return withDocumentRetry(async () => {
-      const prepared = await prepareReplace(journal, masker, chatId, PLAN, request.expectedRevision, value, {
-        person: request.by,
+      const prepared = await prepareReplace(journal, masker, chatId, PLAN, checked.expectedRevision, value, {
+        person: masker.maskString(checked.by.trim()),
       });
       await journal.append(prepared.request);
       if (prepared.conflict) throw prepared.conflict;

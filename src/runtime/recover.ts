@@ -31,10 +31,11 @@ export interface ClassifyDeps {
   readonly allowlist: Readonly<Record<string, string>>;
   readonly masker: Masker;
   /**
-   * When this run's classification must be over (epoch ms): a reconciler gets no more than what is
-   * left, so recovery stays well inside the lease even when adapters are slow (default: none).
+   * The longest a reconciler may take (default: its own timeout): bounded below the lease, so a
+   * slow adapter cannot keep one classification going for longer than a lease; the run's claim is
+   * renewed meanwhile.
    */
-  readonly deadline?: number;
+  readonly maxReconcileMs?: number;
 }
 
 /** What a reconciler may answer; anything else is "unknown" (the run is held, the pass goes on). */
@@ -122,7 +123,7 @@ export const classifyInDoubt = async (
     }
     const budget = Math.min(
       reconciler.timeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS,
-      deps.deadline === undefined ? Number.POSITIVE_INFINITY : Math.max(0, deps.deadline - Date.now()),
+      deps.maxReconcileMs ?? Number.POSITIVE_INFINITY,
     );
     let answer: unknown;
     try {

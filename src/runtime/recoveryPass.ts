@@ -121,8 +121,6 @@ const recoverRun = async (
     return null;
   }
   const fence = core.ownership.fence(runId)!;
-  // Classification is bounded well inside the lease (reconcilers get what is left of it).
-  const deadline = Date.now() + Math.floor(core.leaseMs / 2);
 
   // Law 11: corruption is surfaced, not repaired; the run stays active and blocks its chat.
   let inspected: ReturnType<typeof inspectRun>;
@@ -191,7 +189,8 @@ const recoverRun = async (
           tools: core.tools,
           allowlist: core.allowlist,
           masker: core.masker,
-          deadline,
+          // Each reconciler answers within half a lease; the heartbeat renews the claim meanwhile.
+          maxReconcileMs: Math.floor(core.leaseMs / 2),
         })
       : {
           kind: "hold",
