@@ -1,71 +1,77 @@
 import { join } from "node:path";
-import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { digestOf, runStreamId } from "../../src/events/index.js";
-import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
-import { foldRun } from "../../src/machines/index.js";
-import { RunWriter, recordOutcome } from "../../src/runtime/dispatch.js";
+import { openRuntime } from "../../src/index.js";
+import { startWorker } from "../support/processes.js";
+import { lateAgent, makeLateTool } from "../support/table-tools.js";
 import { useTempDir } from "../support/tmp.js";
+import { witnessLines } from "../support/witness.js";
 
 const tempDir = useTempDir();
-
-const rawRows = (journal: LibsqlJournal) =>
-  journal
-    .unsafeDatabase()
-    .prepare("SELECT position, stream_id, version, data, hash FROM events ORDER BY position")
-    .all();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("law 5 — history is immutable", () => {
-  it("a second, different outcome for a call raises conflict.recorded and never overwrites", async () => {
+  it("a second, different outcome that reaches the runtime is recorded as conflict.recorded and never overwrites the first", async () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");
-    const echo = defineTool({
-      name: "echo",
-      args: Schema.Struct({ v: Schema.Number }),
-      run: async ({ v }) => v,
+    const witness = join(dir, "witness.txt");
+    // A worker whose call takes effect at once, then answers only after 8 s.
+    const worker = startWorker({
+      HF_DB: db,
+      HF_WITNESS: witness,
+      HF_ACTION: "submit",
+      HF_AGENT: "late",
+      HF_CHAT: "c",
+      HF_INPUT: "i",
+      HF_PREFIX: "p",
+      HF_HOLD_MS: "8000",
+      HF_LEASE_MS: "3000",
     });
-    const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(echo, { v: 7 }) });
-    const rt = await openRuntime({ store: db, agents: [agent], tools: [echo] });
-    const run = await rt.submit({ chatId: "c", inputId: "i", agent: "a", content: null });
-    expect(await run.result).toMatchObject({ status: "completed", output: 7 });
-    await rt.close();
+    await worker.waitFor("submitted");
+    const runId = worker.lines.find((l) => l.kind === "submitted")?.runId as string;
+    const deadline = Date.now() + 20_000;
+    while (witnessLines(witness).length === 0) {
+      if (Date.now() > deadline) throw new Error("the worker's call never took effect");
+      await sleep(20);
+    }
+    // Paused past its lease: another runtime takes the run over and reconciles the call.
+    worker.child.kill("SIGSTOP");
+    await sleep(3_500);
+    const other = await openRuntime({ store: db, agents: [lateAgent], tools: [makeLateTool(witness, 0)] });
+    expect(other.recovery.reconciled).toEqual([`${runId}/0`]);
+    const [result] = await (other.recovery as typeof other.recovery & { done: Promise<unknown[]> }).done;
+    expect(result).toMatchObject({ status: "completed", output: { via: "reconciled" } });
+    const before = (await other.events(runId)).length;
 
+    // The old owner wakes; its call answers with another outcome. It is recorded, not dropped.
+    worker.child.kill("SIGCONT");
+    await worker.waitFor("result");
+    expect(worker.lines.find((l) => l.kind === "result")?.result).toMatchObject({ status: "elsewhere" });
+    await worker.kill();
     const journal = LibsqlJournal.open(db);
-    const before = rawRows(journal);
-    const events = await journal.readStream(runStreamId(run.runId));
-    const fold = foldRun(events.map((e) => e.event));
-    const writer = new RunWriter(journal, run.runId, fold, fold.snapshot.context.machine);
-    const callId = `${run.runId}/0`;
-
-    const same = await recordOutcome(writer, {
-      type: "call.completed",
-      runId: run.runId,
-      callId,
-      attempt: 1,
-      result: 7,
-      resultDigest: digestOf(7),
-    });
-    expect(same).toBe("duplicate");
-    expect(rawRows(journal)).toEqual(before);
-
-    const other = await recordOutcome(writer, {
-      type: "call.completed",
-      runId: run.runId,
-      callId,
-      attempt: 1,
-      result: 8,
-      resultDigest: digestOf(8),
-    });
-    expect(other).toBe("conflict");
-    const after = rawRows(journal);
-    expect(after.slice(0, before.length)).toEqual(before);
-    const added = await journal.readStream(runStreamId(run.runId));
-    expect(added.at(-1)?.event).toMatchObject({ type: "conflict.recorded", callId, kind: "outcome" });
-    // The first outcome still stands.
-    expect(added.find((e) => e.event.type === "call.completed")?.event).toMatchObject({ result: 7 });
+    const events = (await journal.readStream(`run-${runId}`)).map((e) => e.event);
     await journal.close();
-  });
+    expect(events.slice(before)).toEqual([
+      expect.objectContaining({
+        type: "conflict.recorded",
+        callId: `${runId}/0`,
+        kind: "outcome",
+        recorded: expect.objectContaining({ status: "completed" }),
+        attempted: expect.objectContaining({ type: "call.completed", result: { via: "live" } }),
+      }),
+    ]);
+    // The first outcome stands: the run completed with the reconciled result, once.
+    expect(events.filter((e) => e.type === "call.reconciled" || e.type === "call.completed")).toEqual([
+      expect.objectContaining({
+        type: "call.reconciled",
+        outcome: "completed",
+        result: { via: "reconciled" },
+      }),
+    ]);
+    expect(witnessLines(witness)).toHaveLength(1);
+    expect((await other.audit()).findings).toEqual([]);
+    await other.close();
+  }, 60_000);
 
   it("the database refuses to update or delete a stored event", async () => {
     const dir = tempDir();

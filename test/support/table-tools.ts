@@ -82,3 +82,36 @@ export const tableAgent = defineAgent({
     return { read, sent, recorded };
   },
 });
+
+/**
+ * `late_send`: its effect (a witness line with the call's idempotency key) happens at once, then it
+ * waits `holdMs` before it answers `{ via: "live" }`. Its reconciler finds the line and answers
+ * `{ via: "reconciled" }`: a second, different outcome for the same call when both reach the journal.
+ */
+export const makeLateTool = (witness: string, holdMs: number) =>
+  defineTool({
+    name: "late_send",
+    args: Schema.Struct({ label: Schema.String }),
+    reconciler: {
+      name: "late-witness",
+      probe: (_args, context) => ({ key: context.idempotencyKey }),
+      check: async (probe) => {
+        const key = (probe as { key: string }).key;
+        const line = witnessLines(witness).find((l) => l.endsWith(` ${key}`));
+        return line
+          ? { outcome: "completed", result: { via: "reconciled" }, evidence: { line } }
+          : { outcome: "unknown", evidence: { searched: key } };
+      },
+    },
+    run: async ({ label }, { idempotencyKey }) => {
+      appendFileSync(witness, `late ${label} ${idempotencyKey}\n`);
+      await new Promise((r) => setTimeout(r, holdMs));
+      return { via: "live" };
+    },
+  });
+
+export const lateAgent = defineAgent({
+  name: "late",
+  version: "1",
+  run: async (turn, input: { prefix: string }) => turn.tool("late_send", { label: input.prefix }),
+});

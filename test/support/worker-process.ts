@@ -6,7 +6,7 @@
  *   HF_VARIANT            "original" | "changed" (the agent's code version)
  *   HF_START_AT           epoch ms to wait for before submitting (two processes racing)
  *   HF_HOLD_MS            when set, the agent's first call is a model call that sleeps this long
- *   HF_AGENT              the agent to submit: "steps" (default), "table", "gated"
+ *   HF_AGENT              the agent to submit: "steps" (default), "table", "gated", "late" (HF_HOLD_MS after its effect)
  *   HF_TOOLS_EDITED       "1": read_safe's source differs from the pinned one
  *   HF_RECONCILER         "honest" | "throws" | "unknown"
  *   HF_ALLOWLIST          "none": empty safe list (default: read_safe pinned at its original source)
@@ -16,7 +16,7 @@
  * Prints one JSON object per line on stdout.
  */
 import { defineAgent, openRuntime } from "../../src/index.js";
-import { makeTableTools, tableAgent } from "./table-tools.js";
+import { lateAgent, makeLateTool, makeTableTools, tableAgent } from "./table-tools.js";
 import { makeStepsAgent } from "./witness.js";
 
 const env = process.env;
@@ -91,8 +91,9 @@ const main = async () => {
       gated,
       parent,
       planning,
+      lateAgent,
     ],
-    tools: tools.all,
+    tools: [...tools.all, makeLateTool(env.HF_WITNESS!, holdMs)],
     allowlist: env.HF_ALLOWLIST === "none" ? {} : { read_safe: pinned },
     recovery: { leaseMs: Number(env.HF_LEASE_MS ?? 3000), onOpen: env.HF_RECOVER !== "0" },
   });
