@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -18,7 +18,7 @@ const HOST = hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const idOf = (pid: number, boot: string, pidNamespace: string, startTime: string) =>
   `${hostname()}:${pid}:abc123:${boot}.${pidNamespace}.${startTime}`;
 
-const children: ChildProcessWithoutNullStreams[] = [];
+const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) child.kill("SIGKILL");
 });

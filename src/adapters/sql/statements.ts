@@ -7,11 +7,6 @@ export interface Dialect {
   readonly lockClaimShared: string;
   /** Appended to the claim look-up in `claim()`: PostgreSQL locks the row it is about to change. */
   readonly lockClaimForUpdate: string;
-  /**
-   * Extra condition on `readAll`: PostgreSQL hides rows of transactions that may still have
-   * concurrent, older transactions in flight (Emmett's transaction-id rule).
-   */
-  readonly visibleInGlobalOrder: string;
   /** The column that orders the active-run guard by insertion. */
   readonly guardOrder: string;
 }
@@ -19,14 +14,12 @@ export interface Dialect {
 export const libsqlDialect: Dialect = {
   lockClaimShared: "",
   lockClaimForUpdate: "",
-  visibleInGlobalOrder: "",
   guardOrder: "rowid",
 };
 
 export const postgresDialect: Dialect = {
   lockClaimShared: " FOR SHARE",
   lockClaimForUpdate: " FOR UPDATE",
-  visibleInGlobalOrder: " AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())",
   guardOrder: "seq",
 };
 
@@ -40,7 +33,11 @@ export const statements = (dialect: Dialect) =>
     insertEvent:
       "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position",
     stream: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY version`,
-    all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ?${dialect.visibleInGlobalOrder} ORDER BY position LIMIT ?`,
+    /*
+     * No visibility horizon on either engine: every insert into `events` is made under the journal's
+     * write lock, so positions are handed out in commit order (docs/decisions/0011-*.md, F9).
+     */
+    all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`,
     admission: "SELECT chat_id, input_id, digest, run_id FROM admissions WHERE chat_id = ? AND input_id = ?",
     insertAdmission: "INSERT INTO admissions (chat_id, input_id, digest, run_id) VALUES (?, ?, ?, ?)",
     activeRun: "SELECT run_id FROM run_guard WHERE chat_id = ? AND active = 1",
