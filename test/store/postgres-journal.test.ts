@@ -1,4 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../../src/adapters/postgres/migrations.js";
 import { PostgresJournal, type PostgresJournalOptions } from "../../src/adapters/postgres/PostgresJournal.js";
 import { openStore } from "../../src/adapters/store.js";
 import type { AnyEvent } from "../../src/events/index.js";
@@ -136,10 +137,14 @@ describe("PostgreSQL journal: schema and migrations", () => {
         "holdfast_migrations",
         "meta",
         "projections",
+        "pruned_runs",
         "run_guard",
       ]);
       const migrations = await client.query(`SELECT id, name FROM ${schema}.holdfast_migrations ORDER BY id`);
-      expect(migrations.rows).toEqual([{ id: 1, name: "journal" }]);
+      expect(migrations.rows).toEqual([
+        { id: 1, name: "journal" },
+        { id: 2, name: "released claims keep their epoch, pruned runs keep their answer" },
+      ]);
     } finally {
       await client.end();
     }
@@ -179,6 +184,42 @@ describe("PostgreSQL journal: schema and migrations", () => {
       await client.end();
     }
     await expect(open(schema)).rejects.toBeInstanceOf(JournalTooNew);
+  });
+
+  it("F24: a schema at version 1 upgrades keeping its claims; a release after the upgrade keeps the run's epoch", async () => {
+    const schema = schemas.fresh();
+    const client = await adminClient();
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(
+        `CREATE TABLE ${schema}.holdfast_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      await client.query(MIGRATIONS[0]!.sql(schema));
+      await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES (1, 'journal')`);
+      await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('fingerprint_key', $1)`, [
+        "ab".repeat(32),
+      ]);
+      await client.query(
+        `INSERT INTO ${schema}.claims (run_id, worker_id, epoch, lease_until) VALUES ('r1', 'w1', 3, 9999999999999)`,
+      );
+    } finally {
+      await client.end();
+    }
+    const journal = await open(schema);
+    expect(await journal.currentClaim("r1")).toEqual({
+      runId: "r1",
+      workerId: "w1",
+      epoch: 3,
+      leaseUntil: 9999999999999,
+    });
+    await journal.releaseClaims("w1");
+    expect(await journal.currentClaim("r1")).toBeNull();
+    expect(await journal.claim("r1", "w2", 60_000)).toMatchObject({
+      workerId: "w2",
+      epoch: 4,
+      previous: null,
+    });
+    expect(await journal.prunedRun("r1")).toBeNull();
   });
 
   it("a schema name that is not a plain identifier is refused before anything is created", async () => {

@@ -20,6 +20,7 @@ import type {
   Claim,
   Journal,
   ProjectionRebuild,
+  PrunedRunRecord,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
@@ -36,8 +37,10 @@ import {
   type ClaimRow,
   type EventRow,
   type HeadRow,
+  type PrunedRunRow,
   toAdmission,
   toClaim,
+  toPrunedRun,
   toStored,
 } from "../sql/rows.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
@@ -519,6 +522,11 @@ export class LibsqlJournal implements Journal {
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
     const row = await this.read(() => this.row<AdmissionRow>(SQL.admission, chatId, inputId));
     return row ? toAdmission(row) : null;
+  }
+
+  async prunedRun(runId: string): Promise<PrunedRunRecord | null> {
+    const row = await this.read(() => this.row<PrunedRunRow>(SQL.prunedRun, runId));
+    return row ? toPrunedRun(row) : null;
   }
 
   async activeRun(chatId: string): Promise<string | null> {

@@ -16,6 +16,7 @@ import type {
   Claim,
   Journal,
   ProjectionRebuild,
+  PrunedRunRecord,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
@@ -32,8 +33,10 @@ import {
   type ClaimRow,
   type EventRow,
   type HeadRow,
+  type PrunedRunRow,
   toAdmission,
   toClaim,
+  toPrunedRun,
   toStored,
 } from "../sql/rows.js";
 import { numberPlaceholders, postgresDialect, statements } from "../sql/statements.js";
@@ -386,6 +389,11 @@ export class PostgresJournal implements Journal {
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
     const row = await this.row<AdmissionRow>(SQL.admission, [chatId, inputId]);
     return row ? toAdmission(row) : null;
+  }
+
+  async prunedRun(runId: string): Promise<PrunedRunRecord | null> {
+    const row = await this.row<PrunedRunRow>(SQL.prunedRun, [runId]);
+    return row ? toPrunedRun(row) : null;
   }
 
   async activeRun(chatId: string): Promise<string | null> {

@@ -39,6 +39,7 @@ export const statements = (dialect: Dialect) =>
      */
     all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`,
     admission: "SELECT chat_id, input_id, digest, run_id FROM admissions WHERE chat_id = ? AND input_id = ?",
+    prunedRun: "SELECT run_id, chat_id, status, output_digest, pruned_at FROM pruned_runs WHERE run_id = ?",
     insertAdmission: "INSERT INTO admissions (chat_id, input_id, digest, run_id) VALUES (?, ?, ?, ?)",
     activeRun: "SELECT run_id FROM run_guard WHERE chat_id = ? AND active = 1",
     activeRuns: `SELECT run_id FROM run_guard WHERE active = 1 ORDER BY ${dialect.guardOrder}`,
@@ -48,15 +49,18 @@ export const statements = (dialect: Dialect) =>
     projectionRows: "SELECT key, value FROM projections WHERE name = ? ORDER BY position",
     upsertProjection:
       "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
-    claim: "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?",
+    /** The run's owner; a released row (no owner, the epoch kept) is no claim. */
+    claim:
+      "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ? AND worker_id IS NOT NULL",
     fenceClaim: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimShared}`,
     claimForUpdate: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimForUpdate}`,
     insertClaim:
       "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
     updateClaim: "UPDATE claims SET worker_id = ?, epoch = ?, lease_until = ? WHERE run_id = ?",
     renew: "UPDATE claims SET lease_until = ? WHERE worker_id = ? RETURNING run_id",
-    release: "DELETE FROM claims WHERE worker_id = ?",
-    releaseRun: "DELETE FROM claims WHERE worker_id = ? AND run_id = ?",
+    // A release keeps the row and its epoch: the next claim counts on from it (F24).
+    release: "UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE worker_id = ?",
+    releaseRun: "UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE worker_id = ? AND run_id = ?",
     fingerprintKey: "SELECT value FROM meta WHERE key = 'fingerprint_key'",
     /** The position of the first event written with sealed fields (set once; see keys.ts). */
     markSealed: "INSERT INTO meta (key, value) VALUES ('sealed_since', ?) ON CONFLICT (key) DO NOTHING",
