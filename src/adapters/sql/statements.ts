@@ -34,8 +34,9 @@ export const statements = (dialect: Dialect) =>
       "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position",
     stream: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY version`,
     /*
-     * No visibility horizon on either engine: every insert into `events` is made under the journal's
-     * write lock, so positions are handed out in commit order (docs/decisions/0011-*.md, F9).
+     * No visibility horizon on either engine: every insert into `events` is made under the
+     * journal's write lock, so positions are handed out in commit order
+     * (docs/decisions/0011-storage-waits-modes-epochs-and-pruned-inputs.md, F9).
      */
     all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`,
     admission: "SELECT chat_id, input_id, digest, run_id FROM admissions WHERE chat_id = ? AND input_id = ?",
