@@ -199,6 +199,11 @@ export interface Journal {
   ): Promise<(Claim & { readonly previous: Claim | null }) | null>;
   /** Extend every lease this worker still holds; returns the runs renewed (not those taken over). */
   renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>>;
+  /**
+   * Give up the worker's claims (all, or those of `runIds`). A released claim keeps its epoch, so
+   * the run's next claim is at the next epoch and no earlier fence matches again; it is no claim
+   * for {@link Journal.currentClaim}.
+   */
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
   currentClaim(runId: string): Promise<Claim | null>;
   close(): Promise<void>;

@@ -433,6 +433,17 @@ export const journalContract = (
           previous: null,
         });
       });
+
+      it("the claim of a run that was never admitted (a refused submit claims first) leaves nothing when released", async () => {
+        const { journal } = await given();
+        await journal.claim("r9", "w1", 60_000);
+        await journal.claim("r8", "w1", 60_000);
+        await journal.releaseClaims("w1", ["r9"]);
+        await journal.releaseClaims("w1");
+        // No row was kept: claiming either again starts from the first epoch.
+        expect(await journal.claim("r9", "w1", 60_000)).toMatchObject({ epoch: 1, previous: null });
+        expect(await journal.claim("r8", "w2", 60_000)).toMatchObject({ epoch: 1, previous: null });
+      });
     });
 
     describe("fencing", () => {

@@ -7,7 +7,7 @@ import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
 
-/** A journal file at schema version 2 (migrations 1 and 2 alone) with a claim and an admission in it. */
+/** A journal file at schema version 2 (migrations 1 and 2 alone) with an admitted run and its claim. */
 const versionTwoJournal = (): string => {
   const path = join(tempDir(), "v2.db");
   const db = new Database(path);
@@ -22,6 +22,7 @@ const versionTwoJournal = (): string => {
   db.prepare("INSERT INTO admissions (chat_id, input_id, digest, run_id) VALUES ('c', 'i', ?, 'r1')").run(
     "d".repeat(64),
   );
+  db.prepare("INSERT INTO run_guard (run_id, chat_id, active) VALUES ('r1', 'c', 1)").run();
   db.pragma("user_version = 2");
   db.close();
   return path;

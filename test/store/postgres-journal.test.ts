@@ -202,6 +202,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
       await client.query(
         `INSERT INTO ${schema}.claims (run_id, worker_id, epoch, lease_until) VALUES ('r1', 'w1', 3, 9999999999999)`,
       );
+      await client.query(`INSERT INTO ${schema}.run_guard (run_id, chat_id, active) VALUES ('r1', 'c', 1)`);
     } finally {
       await client.end();
     }

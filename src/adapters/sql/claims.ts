@@ -53,14 +53,22 @@ export function* renewProgram(sql: Statements, workerId: string, leaseMs: number
   return rows.map((r) => r.run_id);
 }
 
+/**
+ * Give up the worker's claims (all, or those of `runIds`): each row stays, without an owner, with
+ * its epoch, except the claims of runs that were never admitted, which go.
+ */
 export function* releaseProgram(
   sql: Statements,
   workerId: string,
   runIds: ReadonlyArray<string> | undefined,
 ): Program<void> {
   if (!runIds) {
+    yield* run(sql.dropUnadmitted, [workerId]);
     yield* run(sql.release, [workerId]);
     return;
   }
-  for (const runId of runIds) yield* run(sql.releaseRun, [workerId, runId]);
+  for (const runId of runIds) {
+    yield* run(sql.dropUnadmittedRun, [workerId, runId]);
+    yield* run(sql.releaseRun, [workerId, runId]);
+  }
 }

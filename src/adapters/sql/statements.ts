@@ -59,9 +59,14 @@ export const statements = (dialect: Dialect) =>
       "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
     updateClaim: "UPDATE claims SET worker_id = ?, epoch = ?, lease_until = ? WHERE run_id = ?",
     renew: "UPDATE claims SET lease_until = ? WHERE worker_id = ? RETURNING run_id",
-    // A release keeps the row and its epoch: the next claim counts on from it (F24).
+    // A release keeps the row and its epoch: the next claim counts on from it (F24). A claim on a
+    // run that was never admitted (a refused submit claims first) goes: there is nothing to fence.
     release: "UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE worker_id = ?",
     releaseRun: "UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE worker_id = ? AND run_id = ?",
+    dropUnadmitted:
+      "DELETE FROM claims WHERE worker_id = ? AND NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.run_id = claims.run_id)",
+    dropUnadmittedRun:
+      "DELETE FROM claims WHERE worker_id = ? AND run_id = ? AND NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.run_id = claims.run_id)",
     fingerprintKey: "SELECT value FROM meta WHERE key = 'fingerprint_key'",
     /** The position of the first event written with sealed fields (set once; see keys.ts). */
     markSealed: "INSERT INTO meta (key, value) VALUES ('sealed_since', ?) ON CONFLICT (key) DO NOTHING",
