@@ -423,14 +423,15 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     maxMs: list.length ? Math.max(...list.map((t) => t.ms)) : null,
   });
 
-  // Claims left at the end. The stopped workers released theirs; what remains was held by killed
-  // workers: on runs they finished or held just before dying (nobody recovers a finished run, and
-  // a held one is only looked at again by the next pass), or on a new run they claimed and died
-  // before admitting. None of them lets anyone write.
+  // Claims left at the end (a released row has no owner, only its epoch). The stopped workers
+  // released theirs; what remains was held by killed workers: on runs they finished or held just
+  // before dying (nobody recovers a finished run, and a held one is only looked at again by the
+  // next pass), or on a new run they claimed and died before admitting. None of them lets anyone
+  // write.
   const claimsLeft: Record<string, number> = {};
   try {
     const rows = await admin.query<{ worker_id: string; state: string }>(
-      "SELECT c.worker_id, CASE WHEN g.run_id IS NULL THEN 'never admitted' WHEN g.active = 1 THEN 'active' ELSE 'finished' END AS state FROM claims c LEFT JOIN run_guard g ON g.run_id = c.run_id",
+      "SELECT c.worker_id, CASE WHEN g.run_id IS NULL THEN 'never admitted' WHEN g.active = 1 THEN 'active' ELSE 'finished' END AS state FROM claims c LEFT JOIN run_guard g ON g.run_id = c.run_id WHERE c.worker_id IS NOT NULL",
     );
     for (const row of rows.rows) {
       const who = victims.has(row.worker_id) ? "killed worker" : "live worker";

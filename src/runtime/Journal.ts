@@ -87,6 +87,21 @@ export interface PrunedRun {
   readonly finishedAt: string;
 }
 
+/**
+ * What is left of a run retention removed (law 6): enough to answer a re-sent input without running
+ * it again. Its admission (ids, digest, run id) stays too.
+ */
+export interface PrunedRunRecord {
+  readonly runId: string;
+  readonly chatId: string;
+  /** The status its events folded to when it was pruned: `completed`, `failed` or `stopped`. */
+  readonly status: string;
+  /** `run.completed`'s `outputDigest`; null for a run that did not complete. */
+  readonly outputDigest: string | null;
+  /** When retention removed it (ISO 8601). */
+  readonly prunedAt: string;
+}
+
 export interface PruneReport {
   readonly dryRun: boolean;
   readonly pruned: ReadonlyArray<PrunedRun>;
@@ -135,6 +150,12 @@ export interface Journal {
   readAll(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<RecordedEvent>>;
   streamHead(streamId: string): Promise<StreamHead | null>;
   admission(chatId: string, inputId: string): Promise<Admission | null>;
+  /**
+   * A run retention removed: its final status, output digest and when it went; null for a run
+   * that was never pruned (whether or not it exists). With {@link Journal.admission} it answers a
+   * re-sent input of a pruned run without running anything.
+   */
+  prunedRun(runId: string): Promise<PrunedRunRecord | null>;
   /** The active (not finished) run of a chat, if any. */
   activeRun(chatId: string): Promise<string | null>;
   /** Every active run: running, interrupted or held. */
@@ -159,8 +180,10 @@ export interface Journal {
   /**
    * Remove finished runs the policy does not keep, in one write transaction: `retention.pruned`
    * (each removed stream's id and head) is appended to the `system` stream first, then the runs'
-   * events, admissions, guard rows and claims go and the projections are rebuilt. Active, held and
-   * needs-attention runs are never removed. `dryRun` writes nothing and reports what would go.
+   * events, guard rows and claims go, each run's final status and output digest are kept for
+   * {@link Journal.prunedRun}, and the projections are rebuilt. Admissions stay (law 6: retention
+   * never reopens an input). Active, held and needs-attention runs are never removed. `dryRun`
+   * writes nothing and reports what would go.
    */
   prune(policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number }): Promise<PruneReport>;
   /**
@@ -176,6 +199,11 @@ export interface Journal {
   ): Promise<(Claim & { readonly previous: Claim | null }) | null>;
   /** Extend every lease this worker still holds; returns the runs renewed (not those taken over). */
   renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>>;
+  /**
+   * Give up the worker's claims (all, or those of `runIds`). A released claim keeps its epoch, so
+   * the run's next claim is at the next epoch and no earlier fence matches again; it is no claim
+   * for {@link Journal.currentClaim}.
+   */
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
   currentClaim(runId: string): Promise<Claim | null>;
   close(): Promise<void>;

@@ -11,13 +11,13 @@ afterEach(() => {
 });
 
 describe("worker ids", () => {
-  it("an empty HOLDFAST_WORKER_ID is no id: each runtime gets its own <host>:<pid>:<random>, so two of them never share one", async () => {
+  it("an empty HOLDFAST_WORKER_ID is no id: each runtime gets its own <host>:<pid>:<random>:<identity>, so two of them never share one", async () => {
     process.env.HOLDFAST_WORKER_ID = "";
     const store = join(tempDir(), "journal.db");
     const a = await openRuntime({ store });
     const b = await openRuntime({ store });
     try {
-      expect(a.workerId).toMatch(/^.+:\d+:[0-9a-f]{6}$/);
+      expect(a.workerId).toMatch(/^.+:\d+:[0-9a-f]{6}:[0-9a-f]{12}\.\d+\.\d+$/);
       expect(b.workerId).not.toBe(a.workerId);
     } finally {
       await a.close();

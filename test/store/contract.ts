@@ -397,6 +397,53 @@ export const journalContract = (
         expect(await journal.currentClaim("r2")).toBeNull();
         expect(await journal.currentClaim("r3")).toBeNull();
       });
+      it("F24: a released claim keeps its epoch: the next claim, by the same worker too, is at the next epoch and the old fence is refused", async () => {
+        const { journal } = await given();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i")],
+        });
+        expect(await journal.claim("r1", "w1", 60_000)).toMatchObject({ epoch: 1, previous: null });
+        const oldFence = { runId: "r1", workerId: "w1", epoch: 1 };
+        await journal.releaseClaims("w1", ["r1"]);
+        expect(await journal.currentClaim("r1")).toBeNull();
+        const write = (fence: { runId: string; workerId: string; epoch: number }) =>
+          journal.append({ streamId: "run-r1", expectedVersion: 1, events: [intended("r1", 0)], fence });
+        await expect(write(oldFence)).rejects.toMatchObject({ _tag: "FencedOut", currentWorkerId: null });
+
+        const again = await journal.claim("r1", "w1", 60_000);
+        expect(again).toMatchObject({ workerId: "w1", epoch: 2, previous: null });
+        await expect(write(oldFence)).rejects.toMatchObject({
+          _tag: "FencedOut",
+          epoch: 1,
+          currentWorkerId: "w1",
+          currentEpoch: 2,
+        });
+        expect(await journal.readStream("run-r1")).toHaveLength(1);
+        await write({ runId: "r1", workerId: "w1", epoch: 2 });
+
+        // Releasing every claim of a worker keeps the epochs too; a released row is no previous owner.
+        await journal.releaseClaims("w1");
+        expect(await journal.currentClaim("r1")).toBeNull();
+        expect(await journal.renewClaims("w1", 60_000)).toEqual([]);
+        expect(await journal.claim("r1", "w2", 60_000)).toMatchObject({
+          workerId: "w2",
+          epoch: 3,
+          previous: null,
+        });
+      });
+
+      it("the claim of a run that was never admitted (a refused submit claims first) leaves nothing when released", async () => {
+        const { journal } = await given();
+        await journal.claim("r9", "w1", 60_000);
+        await journal.claim("r8", "w1", 60_000);
+        await journal.releaseClaims("w1", ["r9"]);
+        await journal.releaseClaims("w1");
+        // No row was kept: claiming either again starts from the first epoch.
+        expect(await journal.claim("r9", "w1", 60_000)).toMatchObject({ epoch: 1, previous: null });
+        expect(await journal.claim("r8", "w2", 60_000)).toMatchObject({ epoch: 1, previous: null });
+      });
     });
 
     describe("fencing", () => {
@@ -639,7 +686,6 @@ export const journalContract = (
         expect(report.recorded).toEqual({ streamId: "system", version: 1 });
         expect(await journal.readStream("run-r1")).toEqual([]);
         expect(await journal.readStream("run-r2")).toEqual([]);
-        expect(await journal.admission("c1", "i")).toBeNull();
         expect(await journal.projection("runs", "r1")).toBeNull();
         expect(await journal.projection("calls", "r1/0")).toBeNull();
         expect([...(await journal.activeRuns())].sort()).toEqual(["r3", "r4"]);
@@ -659,6 +705,46 @@ export const journalContract = (
         await expect(store.exec("DELETE FROM events WHERE stream_id = 'run-r3'")).rejects.toThrow();
         // Nothing left to prune.
         expect((await journal.prune({ keepRuns: 0, keepDays: 0 })).recorded).toBeNull();
+      });
+
+      it("F6: prune keeps each pruned run's admission, tells the run's final status and output digest, and the same admission is refused again", async () => {
+        const { journal } = await givenRuns();
+        const now = Date.parse("2031-01-02T03:04:05.000Z");
+        await journal.prune({ keepRuns: 0, keepDays: 0, now });
+        expect(await journal.readStream("run-r1")).toEqual([]);
+        expect(await journal.admission("c1", "i")).toEqual({
+          chatId: "c1",
+          inputId: "i",
+          digest: D,
+          runId: "r1",
+        });
+        expect(await journal.admission("c2", "i")).toMatchObject({ runId: "r2", digest: D });
+        expect(await journal.prunedRun("r1")).toEqual({
+          runId: "r1",
+          chatId: "c1",
+          status: "completed",
+          outputDigest: D,
+          prunedAt: "2031-01-02T03:04:05.000Z",
+        });
+        expect(await journal.prunedRun("r2")).toMatchObject({
+          runId: "r2",
+          status: "stopped",
+          outputDigest: null,
+        });
+        // Runs still in the log were not pruned.
+        expect(await journal.prunedRun("r3")).toBeNull();
+        expect(await journal.prunedRun("nope")).toBeNull();
+        // The same input cannot open a second run, and the refusal writes nothing.
+        await expect(
+          journal.append({
+            streamId: "run-r9",
+            expectedVersion: "no-stream",
+            events: [admitted("r9", "c1", "i")],
+          }),
+        ).rejects.toBeInstanceOf(DuplicateAdmission);
+        expect(await journal.streamHead("run-r9")).toBeNull();
+        expect(await journal.activeRun("c1")).toBeNull();
+        expect((await auditJournal(journal)).findings).toEqual([]);
       });
 
       it("prune keeps the newest finished runs and those finished within the window", async () => {

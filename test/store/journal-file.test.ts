@@ -1,4 +1,14 @@
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
@@ -8,6 +18,9 @@ import { JournalTooNew, JournalUnavailable } from "../../src/runtime/errors.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
+const ROOT = join(import.meta.dirname, "..", "..");
+const modeOf = (path: string): string => (statSync(path).mode & 0o777).toString(8);
+const opened = { type: "journal.opened", schemaVersion: 1, engine: "libsql" } as const;
 
 /** Root ignores permission bits; a read-only folder can only be tested as another user. */
 const permissionsApply = (dir: string): boolean => {
@@ -110,5 +123,62 @@ describe("journal file", () => {
     expect(Buffer.from(b.fingerprintKey).toString("hex")).toBe(key);
     expect(await b.readStream("system")).toHaveLength(1);
     await b.close();
+  });
+
+  it("F22: a journal file made beforehand with mode 0644 ends 0600, and so do its -wal and -shm", async () => {
+    const path = join(tempDir(), "journal.db");
+    closeSync(openSync(path, "w"));
+    chmodSync(path, 0o644);
+    const journal = LibsqlJournal.open(path);
+    await journal.append({ streamId: "system", expectedVersion: "no-stream", events: [opened] });
+    expect([modeOf(path), modeOf(`${path}-wal`), modeOf(`${path}-shm`)]).toEqual(["600", "600", "600"]);
+    await journal.close();
+  });
+
+  it("F22: a journal whose file, -wal and -shm were loosened to 0644 while open is tightened to 0600 by the next open", async () => {
+    const path = join(tempDir(), "journal.db");
+    const first = LibsqlJournal.open(path);
+    await first.append({ streamId: "system", expectedVersion: "no-stream", events: [opened] });
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) chmodSync(file, 0o644);
+    const second = LibsqlJournal.open(path);
+    expect([modeOf(path), modeOf(`${path}-wal`), modeOf(`${path}-shm`)]).toEqual(["600", "600", "600"]);
+    await second.close();
+    await first.close();
+  });
+
+  it("F22: a journal another user owns with a loose mode is opened with a warning naming the file and the fix, and left as it is", async () => {
+    const dir = tempDir();
+    const path = join(dir, "journal.db");
+    const journal = LibsqlJournal.open(path);
+    await journal.append({ streamId: "system", expectedVersion: "no-stream", events: [opened] });
+    await journal.close();
+    const script = `
+      const { LibsqlJournal } = await import(${JSON.stringify(join(ROOT, "src/adapters/libsql/LibsqlJournal.ts"))});
+      const j = LibsqlJournal.open(${JSON.stringify(path)});
+      await j.append({ streamId: "system", expectedVersion: 1, events: [${JSON.stringify(opened)}] });
+      await j.close();
+      console.log("appended");
+    `;
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) {
+      // Only root can hand the file to someone else: the journal is root's, opened by \`nobody\`.
+      chmodSync(dir, 0o777);
+      for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) chmodSync(file, 0o666);
+    }
+    const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: ROOT,
+      encoding: "utf8",
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
+    expect(child.stdout, child.stderr).toContain("appended");
+    if (asRoot) {
+      expect(child.stderr).toContain(`journal ${path} has mode 0666`);
+      expect(child.stderr).toMatch(/chmod 600/);
+      expect(modeOf(path)).toBe("666");
+    } else {
+      // The file is this user's own: the child tightens it, and has nothing to warn about.
+      expect(child.stderr).not.toContain("has mode");
+      expect(modeOf(path)).toBe("600");
+    }
   });
 });

@@ -141,37 +141,6 @@ describe("PostgreSQL subscriptions woken by LISTEN/NOTIFY", () => {
     ]);
   });
 
-  it("a commit held back by an older transaction still running is delivered as soon as that transaction ends", async () => {
-    const schema = schemas.fresh();
-    const reader = await open(schema);
-    const writer = await open(schema);
-    await listening(reader, schema);
-    const sub = subscribe(reader, { pollMs: NO_POLLING });
-    const next = sub.next();
-    await sleep(100);
-    // A transaction with an id older than the append's: readAll must not run ahead of it.
-    const older = await adminClient();
-    try {
-      await older.query("BEGIN");
-      await older.query("SELECT pg_current_xact_id()");
-      await writer.append({ streamId: "held-back", expectedVersion: "no-stream", events: [event] });
-      let arrived = false;
-      void next.then(() => {
-        arrived = true;
-      });
-      await sleep(500);
-      expect(arrived).toBe(false);
-      await older.query("COMMIT");
-    } finally {
-      await older.end();
-    }
-    const started = Date.now();
-    const got = await next;
-    expect(Date.now() - started).toBeLessThan(1000);
-    expect(got.done ? null : got.value.streamId).toBe("held-back");
-    await sub.return?.();
-  });
-
   it("commits of a journal in another schema of the same database wake nobody here", async () => {
     const schema = schemas.fresh();
     const reader = await open(schema);

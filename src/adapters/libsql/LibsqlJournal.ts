@@ -20,6 +20,7 @@ import type {
   Claim,
   Journal,
   ProjectionRebuild,
+  PrunedRunRecord,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
@@ -36,11 +37,14 @@ import {
   type ClaimRow,
   type EventRow,
   type HeadRow,
+  type PrunedRunRow,
   toAdmission,
   toClaim,
+  toPrunedRun,
   toStored,
 } from "../sql/rows.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
+import { ownerOnly } from "./fileMode.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 
 type Db = InstanceType<typeof Database>;
@@ -55,8 +59,17 @@ interface Stmt {
 export interface LibsqlJournalOptions {
   /** Create the parent folder when missing (used for the default `.holdfast/` location). */
   readonly createFolder?: boolean;
-  /** Milliseconds to wait for another process's write lock before retrying. Default 5000. */
+  /**
+   * Milliseconds `open()` waits inside SQLite for another process's lock (opening migrates, which
+   * takes the write lock). Default 5000. After `open()` SQLite never waits: see `lockWaitMs`.
+   */
   readonly busyTimeoutMs?: number;
+  /**
+   * How long a write (append, claim, renewal, release, prune, rebuild) waits for another
+   * process's write lock before failing with `JournalUnavailable`. It waits by retrying on timers,
+   * so the event loop (heartbeats included) runs meanwhile. Default 60 000.
+   */
+  readonly lockWaitMs?: number;
   /** Called inside the group commit, between the batch's writes and COMMIT (crash tests). */
   readonly onBeforeCommit?: () => void;
   /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
@@ -120,6 +133,16 @@ const integrityProblems = (db: Db): string[] => {
 /** Giving up on a lock after this long surfaces a clear error instead of SQLITE_BUSY. */
 const LOCK_GIVE_UP_MS = 60_000;
 
+const isBusy = (error: unknown): boolean => sqliteCode(error).startsWith("SQLITE_BUSY");
+
+/**
+ * The pause before trying a taken lock again: a few milliseconds at first, so a lock freed soon is
+ * taken soon, growing to about 100 ms; randomized, so processes waiting together do not retry in step.
+ */
+const lockBackoff = (attempt: number): number => Math.min(100, 4 * 2 ** attempt) * (0.5 + Math.random());
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
  * The embedded journal on one libSQL file: WAL, `synchronous=FULL`, appends group-committed.
  * Safe for several processes on the same file (SQLite's locks, `BEGIN IMMEDIATE`, busy timeout).
@@ -136,6 +159,9 @@ export class LibsqlJournal implements Journal {
   private readonly committedListeners = new Set<() => void>();
   private readonly onBeforeCommit: (() => void) | undefined;
   private readonly prepared = new Map<string, Stmt>();
+  private readonly lockWaitMs: number;
+  /** Writes waiting for another process's lock: close() lets them finish first. */
+  private lockWaiters = 0;
 
   private constructor(
     db: Db,
@@ -149,6 +175,7 @@ export class LibsqlJournal implements Journal {
     this.fingerprintKey = key;
     this.keyring = keyring;
     this.onBeforeCommit = options.onBeforeCommit;
+    this.lockWaitMs = options.lockWaitMs ?? LOCK_GIVE_UP_MS;
   }
 
   /** Open (creating when absent) a journal file; checks the file, applies migrations. */
@@ -195,6 +222,8 @@ export class LibsqlJournal implements Journal {
       }
     }
 
+    ownerOnly(location);
+
     let db: Db;
     try {
       db = new Database(location, { timeout: options.busyTimeoutMs ?? 5000 });
@@ -206,6 +235,9 @@ export class LibsqlJournal implements Journal {
       const key = LibsqlJournal.prepareFile(db, location, options);
       const journal = new LibsqlJournal(db, location, key, keyring, options);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      // From here SQLite never waits for a lock inside a call, which would stop the event loop:
+      // the journal retries on timers instead (F10).
+      db.pragma("busy_timeout = 0");
       return journal;
     } catch (error) {
       db.close();
@@ -325,12 +357,12 @@ export class LibsqlJournal implements Journal {
     });
   }
 
-  private schedule(delayMs: number, startedAt = Date.now()): void {
+  private schedule(delayMs: number, startedAt = Date.now(), attempt = 0): void {
     if (this.scheduled) return;
     this.scheduled = true;
     const run = () => {
       this.scheduled = false;
-      this.flush(startedAt);
+      this.flush(startedAt, attempt);
     };
     if (delayMs === 0) setImmediate(run);
     else setTimeout(run, delayMs);
@@ -341,20 +373,16 @@ export class LibsqlJournal implements Journal {
    * refused request (wrong version, active run) does not sink the others. Callers resolve only
    * after the COMMIT that holds their events.
    */
-  private flush(startedAt: number): void {
+  private flush(startedAt: number, attempt = 0): void {
     if (this.queue.length === 0) return;
     try {
       this.db.exec("BEGIN IMMEDIATE");
     } catch (error) {
-      if (sqliteCode(error).startsWith("SQLITE_BUSY") && Date.now() - startedAt < LOCK_GIVE_UP_MS) {
-        this.schedule(25 + Math.floor(Math.random() * 50), startedAt);
+      if (isBusy(error) && Date.now() - startedAt < this.lockWaitMs) {
+        this.schedule(lockBackoff(attempt), startedAt, attempt + 1);
         return;
       }
-      const failure = new JournalUnavailable({
-        location: this.location,
-        reason: `the write lock could not be taken (${sqliteCode(error) || String(error)})`,
-        hint: "Another process holds the journal for too long; check for stuck holdfast processes.",
-      });
+      const failure = isBusy(error) ? this.lockNotTaken(error) : error;
       for (const p of this.queue.splice(0)) p.reject(failure);
       return;
     }
@@ -429,20 +457,19 @@ export class LibsqlJournal implements Journal {
   }
 
   async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
-    this.assertOpen();
-    return this.rows<EventRow>(SQL.stream, streamId).map((row) => decodeRow(toStored(row), this.keyring));
+    const rows = await this.read(() => this.rows<EventRow>(SQL.stream, streamId));
+    return rows.map((row) => decodeRow(toStored(row), this.keyring));
   }
 
   async readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>> {
-    this.assertOpen();
-    return this.rows<EventRow>(SQL.stream, streamId).map(toStored);
+    return (await this.read(() => this.rows<EventRow>(SQL.stream, streamId))).map(toStored);
   }
 
   async readAll(options: {
     readonly after: number;
     readonly limit: number;
   }): Promise<ReadonlyArray<RecordedEvent>> {
-    return this.rawRows(options).map((row) => decodeRow(row, this.keyring));
+    return (await this.rawRows(options)).map((row) => decodeRow(row, this.keyring));
   }
 
   /** Raw rows, undecoded: for the audit, which must see what is stored even when it does not decode. */
@@ -450,23 +477,22 @@ export class LibsqlJournal implements Journal {
     return this.rawRows(options);
   }
 
-  private rawRows(options: { readonly after: number; readonly limit: number }): StoredRow[] {
-    this.assertOpen();
-    return this.rows<EventRow>(SQL.all, options.after, options.limit).map(toStored);
+  private async rawRows(options: { readonly after: number; readonly limit: number }): Promise<StoredRow[]> {
+    return (await this.read(() => this.rows<EventRow>(SQL.all, options.after, options.limit))).map(toStored);
   }
 
   async projectionPage(
     name: string,
     options: { readonly after: string | null; readonly limit: number },
   ): Promise<ReadonlyArray<StoredProjectionRow>> {
-    this.assertOpen();
-    return this.runProgram(projectionPageProgram(name, options.after, options.limit, this.keyring));
+    return this.read(() =>
+      this.runProgram(projectionPageProgram(name, options.after, options.limit, this.keyring)),
+    );
   }
 
   // ---------------------------------------------------------------- maintenance
 
   async rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>> {
-    this.assertOpen();
     return this.writeTransaction(() =>
       this.runProgram(rebuildProgram(SQL, inlineProjections, null, this.keyring)),
     );
@@ -484,43 +510,41 @@ export class LibsqlJournal implements Journal {
       this.keyring,
     );
     // A dry run reads one consistent snapshot and takes no write lock.
-    if (policy.dryRun) return this.readTransaction(() => this.runProgram(program));
+    if (policy.dryRun) return this.read(() => this.readTransaction(() => this.runProgram(program)));
     return this.writeTransaction(() => this.runProgram(program));
   }
 
   async streamHead(streamId: string): Promise<StreamHead | null> {
-    this.assertOpen();
-    const head = this.row<HeadRow>(SQL.head, streamId);
+    const head = await this.read(() => this.row<HeadRow>(SQL.head, streamId));
     return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
   }
 
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
-    this.assertOpen();
-    const row = this.row<AdmissionRow>(SQL.admission, chatId, inputId);
+    const row = await this.read(() => this.row<AdmissionRow>(SQL.admission, chatId, inputId));
     return row ? toAdmission(row) : null;
   }
 
+  async prunedRun(runId: string): Promise<PrunedRunRecord | null> {
+    const row = await this.read(() => this.row<PrunedRunRow>(SQL.prunedRun, runId));
+    return row ? toPrunedRun(row) : null;
+  }
+
   async activeRun(chatId: string): Promise<string | null> {
-    this.assertOpen();
-    return this.row<{ run_id: string }>(SQL.activeRun, chatId)?.run_id ?? null;
+    return (await this.read(() => this.row<{ run_id: string }>(SQL.activeRun, chatId)))?.run_id ?? null;
   }
 
   async activeRuns(): Promise<ReadonlyArray<string>> {
-    this.assertOpen();
-    return this.rows<{ run_id: string }>(SQL.activeRuns).map((r) => r.run_id);
+    return (await this.read(() => this.rows<{ run_id: string }>(SQL.activeRuns))).map((r) => r.run_id);
   }
 
   async projection<S>(name: string, key: string): Promise<S | null> {
-    this.assertOpen();
-    const row = this.row<{ value: string }>(SQL.projection, name, key);
+    const row = await this.read(() => this.row<{ value: string }>(SQL.projection, name, key));
     return row ? (JSON.parse(openProjectionValue(this.keyring, name, key, row.value)) as S) : null;
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
-    this.assertOpen();
-    return this.rows<{ key: string; value: string }>(SQL.projectionRows, name).map(
-      (r) => JSON.parse(openProjectionValue(this.keyring, name, r.key, r.value)) as S,
-    );
+    const rows = await this.read(() => this.rows<{ key: string; value: string }>(SQL.projectionRows, name));
+    return rows.map((r) => JSON.parse(openProjectionValue(this.keyring, name, r.key, r.value)) as S);
   }
 
   // ---------------------------------------------------------------- ownership
@@ -531,7 +555,6 @@ export class LibsqlJournal implements Journal {
     leaseMs: number,
     options: { readonly takeOverFrom?: string } = {},
   ): Promise<ClaimResult> {
-    this.assertOpen();
     return this.writeTransaction(() =>
       this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom)),
     );
@@ -544,12 +567,11 @@ export class LibsqlJournal implements Journal {
 
   async releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void> {
     if (this.closed) return;
-    this.writeTransaction(() => this.runProgram(releaseProgram(SQL, workerId, runIds)));
+    await this.writeTransaction(() => this.runProgram(releaseProgram(SQL, workerId, runIds)));
   }
 
   async currentClaim(runId: string): Promise<Claim | null> {
-    this.assertOpen();
-    const row = this.row<ClaimRow>(SQL.claim, runId);
+    const row = await this.read(() => this.row<ClaimRow>(SQL.claim, runId));
     return row ? toClaim(row) : null;
   }
 
@@ -563,9 +585,10 @@ export class LibsqlJournal implements Journal {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    // Let queued appends commit before closing: nothing accepted is lost.
-    while (this.queue.length > 0 || this.scheduled) {
-      await new Promise((r) => setTimeout(r, 5));
+    // Let queued appends and writes waiting for the lock finish before closing: nothing accepted
+    // is lost (each gives up after lockWaitMs at most).
+    while (this.queue.length > 0 || this.scheduled || this.lockWaiters > 0) {
+      await sleep(5);
       if (!this.scheduled && this.queue.length > 0) this.flush(Date.now());
     }
     this.closed = true;
@@ -577,16 +600,29 @@ export class LibsqlJournal implements Journal {
     return this.db;
   }
 
-  private writeTransaction<T>(fn: () => T): T {
+  /**
+   * `fn` inside a write transaction. `BEGIN IMMEDIATE` is retried on timers while another process
+   * holds the write lock (SQLite itself never waits: busy_timeout is 0 after open), so the event
+   * loop runs meanwhile; `fn` then runs synchronously to COMMIT, so nothing else on this
+   * connection interleaves with it.
+   */
+  private async writeTransaction<T>(fn: () => T): Promise<T> {
+    this.assertOpen();
     const started = Date.now();
-    for (;;) {
-      try {
-        this.db.exec("BEGIN IMMEDIATE");
-        break;
-      } catch (error) {
-        if (!sqliteCode(error).startsWith("SQLITE_BUSY") || Date.now() - started > LOCK_GIVE_UP_MS)
-          throw error;
+    this.lockWaiters += 1;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          this.db.exec("BEGIN IMMEDIATE");
+          break;
+        } catch (error) {
+          if (!isBusy(error)) throw error;
+          if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error);
+        }
+        await sleep(lockBackoff(attempt));
       }
+    } finally {
+      this.lockWaiters -= 1;
     }
     try {
       const result = fn();
@@ -596,6 +632,37 @@ export class LibsqlJournal implements Journal {
       if (this.db.inTransaction) this.db.exec("ROLLBACK");
       throw error;
     }
+  }
+
+  /**
+   * A read, retried on timers on SQLITE_BUSY. In WAL mode readers do not wait for writers, and
+   * while this connection is open nobody can take the whole file for themselves; what remains is
+   * brief: another connection rebuilding the WAL index after a crash.
+   */
+  private async read<T>(fn: () => T): Promise<T> {
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      this.assertOpen();
+      try {
+        return fn();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error, "read");
+      }
+      await sleep(lockBackoff(attempt));
+    }
+  }
+
+  private lockNotTaken(error: unknown, what: "write" | "read" = "write"): JournalUnavailable {
+    const code = sqliteCode(error) || String(error);
+    return new JournalUnavailable({
+      location: this.location,
+      reason:
+        what === "write"
+          ? `the write lock could not be taken within ${this.lockWaitMs} ms (${code}); nothing was written`
+          : `the journal could not be read within ${this.lockWaitMs} ms (${code})`,
+      hint: "Another process holds the journal for too long; check for stuck holdfast processes (a long prune, rebuild or backup), then retry.",
+    });
   }
 
   private readTransaction<T>(fn: () => T): T {

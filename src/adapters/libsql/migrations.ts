@@ -125,6 +125,36 @@ DROP TABLE projections;
 ALTER TABLE projections_v2 RENAME TO projections;
 `,
     },
+    {
+      id: 3,
+      name: "released claims keep their epoch, pruned runs keep their answer",
+      // - A release clears a claim's owner instead of deleting the row, so the next claim of the run
+      //   counts on from its epoch and a fence of an earlier execution never matches again (F24):
+      //   `worker_id` becomes nullable (SQLite changes a column's constraints only by copying the
+      //   table). Renewals and releases look claims up by worker: the index holds owned rows only,
+      //   so the released rows of every finished run cost nothing there.
+      // - Retention keeps admissions (law 6); `pruned_runs` keeps what a re-sent input of a pruned
+      //   run is answered with: the run's final status, its output digest, when it was pruned (F6).
+      sql: `
+CREATE TABLE claims_v3 (
+  run_id      TEXT PRIMARY KEY,
+  worker_id   TEXT,
+  epoch       INTEGER NOT NULL,
+  lease_until INTEGER NOT NULL
+);
+INSERT INTO claims_v3 (run_id, worker_id, epoch, lease_until) SELECT run_id, worker_id, epoch, lease_until FROM claims;
+DROP TABLE claims;
+ALTER TABLE claims_v3 RENAME TO claims;
+CREATE INDEX claims_by_worker ON claims (worker_id) WHERE worker_id IS NOT NULL;
+CREATE TABLE pruned_runs (
+  run_id        TEXT PRIMARY KEY,
+  chat_id       TEXT NOT NULL,
+  status        TEXT NOT NULL,
+  output_digest TEXT,
+  pruned_at     TEXT NOT NULL
+);
+`,
+    },
   ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

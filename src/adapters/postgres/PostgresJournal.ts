@@ -16,6 +16,7 @@ import type {
   Claim,
   Journal,
   ProjectionRebuild,
+  PrunedRunRecord,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
@@ -32,8 +33,10 @@ import {
   type ClaimRow,
   type EventRow,
   type HeadRow,
+  type PrunedRunRow,
   toAdmission,
   toClaim,
+  toPrunedRun,
   toStored,
 } from "../sql/rows.js";
 import { numberPlaceholders, postgresDialect, statements } from "../sql/statements.js";
@@ -50,8 +53,6 @@ export interface PostgresJournalOptions {
   readonly retry?: ConnectRetry;
   /** Called inside the group commit, between the batch's writes and COMMIT (tests). */
   readonly onBeforeCommit?: () => void | Promise<void>;
-  /** How long `readAll` waits for this journal's own commits to be safely readable. Default 5000 ms. */
-  readonly readYourWritesMs?: number;
   /**
    * The server ends a session idle inside a transaction for this long (default 10 000 ms), so a
    * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
@@ -78,8 +79,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * The shared journal on PostgreSQL, for several workers on several hosts. Same tables, events,
  * chain and projections as libSQL, written by the same program (src/adapters/sql). Appends are
- * group-committed; every append transaction takes one advisory lock per journal, so positions
- * are handed out in commit order and a reader paging by position never skips a late commit.
+ * group-committed; every transaction that inserts events (append batches, retention) takes one
+ * advisory lock per journal before its first insert, so positions are handed out in commit order
+ * and a reader paging by position never skips a late commit.
  */
 export class PostgresJournal implements Journal {
   readonly engine = "postgres";
@@ -95,9 +97,6 @@ export class PostgresJournal implements Journal {
   private readonly committedListeners = new Set<() => void>();
   /** Other processes' commits, heard on a LISTEN connection opened for the first listener. */
   private commitListener: CommitListener | null = null;
-  /** The newest transaction id this journal committed events in, and the oldest still-running one seen. */
-  private ownXid = 0n;
-  private horizon = 0n;
 
   private constructor(
     pool: pg.Pool,
@@ -205,12 +204,12 @@ export class PostgresJournal implements Journal {
     const savepoints = batch.length > 1;
     let committing = false;
     try {
-      // One round trip: the lock first, then the transaction id, so ids follow the lock order.
-      // The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other processes' readers.
-      const begun = (await client.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}; SELECT pg_current_xact_id()::text AS xid`,
-      )) as unknown as Array<pg.QueryResult<{ xid: string }>>;
-      const xid = BigInt(begun.at(-1)?.rows[0]?.xid ?? "0");
+      // One round trip. The lock comes before any insert, so positions follow the lock order, which
+      // is commit order. The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other
+      // processes' readers.
+      await client.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}`,
+      );
       for (const pending of batch) {
         if (savepoints) await client.query("SAVEPOINT append_one");
         try {
@@ -230,7 +229,6 @@ export class PostgresJournal implements Journal {
         if (ended.has(client)) throw new Error("the server ended the session before COMMIT");
         committing = true;
         await client.query("COMMIT");
-        if (xid > this.ownXid) this.ownXid = xid;
       } else {
         await client.query("ROLLBACK");
       }
@@ -327,12 +325,15 @@ export class PostgresJournal implements Journal {
   }
 
   /**
-   * Raw rows in position order, undecoded (for the audit). Only rows of transactions older than
-   * every transaction still running are returned, so a page never runs ahead of a commit that is
-   * still in flight; this journal's own commits are waited for, so a caller reads its own writes.
+   * Raw rows in position order, undecoded (for the audit). No visibility horizon: every transaction
+   * that inserts events holds the journal's append lock from before its first insert until after
+   * its commit is visible (PostgreSQL ends a transaction's visibility as running before it releases
+   * its locks), so a later position always belongs to a later commit, and any snapshot sees the
+   * committed events as a prefix of the position order. A page never runs ahead of a commit still
+   * in flight, and a transaction outside holdfast, however long, holds nothing back
+   * (docs/decisions/0011-storage-waits-modes-epochs-and-pruned-inputs.md, F9).
    */
   async readAllRows(options: { readonly after: number; readonly limit: number }): Promise<StoredRow[]> {
-    await this.ownCommitsReadable();
     return (await this.rows<EventRow>(SQL.all, [options.after, options.limit])).map(toStored);
   }
 
@@ -380,20 +381,6 @@ export class PostgresJournal implements Journal {
     );
   }
 
-  private async ownCommitsReadable(): Promise<void> {
-    if (this.ownXid < this.horizon) return;
-    const deadline = Date.now() + (this.options.readYourWritesMs ?? 5000);
-    for (;;) {
-      const row = await this.row<{ xmin: string }>(
-        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin",
-        [],
-      );
-      this.horizon = BigInt(row?.xmin ?? "0");
-      if (this.ownXid < this.horizon || Date.now() > deadline) return;
-      await sleep(2);
-    }
-  }
-
   async streamHead(streamId: string): Promise<StreamHead | null> {
     const head = await this.row<HeadRow>(SQL.head, [streamId]);
     return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
@@ -402,6 +389,11 @@ export class PostgresJournal implements Journal {
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
     const row = await this.row<AdmissionRow>(SQL.admission, [chatId, inputId]);
     return row ? toAdmission(row) : null;
+  }
+
+  async prunedRun(runId: string): Promise<PrunedRunRecord | null> {
+    const row = await this.row<PrunedRunRow>(SQL.prunedRun, [runId]);
+    return row ? toPrunedRun(row) : null;
   }
 
   async activeRun(chatId: string): Promise<string | null> {

@@ -89,6 +89,24 @@ CREATE TABLE ${s}.blobs (
 );
 `,
   },
+  {
+    id: 2,
+    name: "released claims keep their epoch, pruned runs keep their answer",
+    // As libSQL's migration 3: a release clears the owner and keeps the epoch (F24); the index by
+    // worker holds owned rows only; `pruned_runs` answers a re-sent input of a pruned run (F6).
+    sql: (s) => `
+ALTER TABLE ${s}.claims ALTER COLUMN worker_id DROP NOT NULL;
+DROP INDEX ${s}.claims_by_worker;
+CREATE INDEX claims_by_worker ON ${s}.claims (worker_id) WHERE worker_id IS NOT NULL;
+CREATE TABLE ${s}.pruned_runs (
+  run_id        text PRIMARY KEY,
+  chat_id       text NOT NULL,
+  status        text NOT NULL,
+  output_digest text,
+  pruned_at     text NOT NULL
+);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -31,29 +31,19 @@ export interface CommitListenerOptions {
   readonly initialDelayMs?: number;
   /** The longest reconnect delay. Default 5000 ms. */
   readonly maxDelayMs?: number;
-  /**
-   * How long a notified commit is waited for to become readable (a transaction that started
-   * earlier and is still running holds it back) before readers are woken anyway. Default 5000 ms.
-   */
-  readonly readableWithinMs?: number;
 }
-
-const SNAPSHOT =
-  "SELECT pg_snapshot_xmin(s)::text AS xmin, pg_snapshot_xmax(s)::text AS xmax FROM pg_current_snapshot() AS s";
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One LISTEN connection per journal, so readers wake when another process commits events instead
- * of at their next poll. A notification only wakes: readers read with the same position and
- * transaction-id rule as always, so a lost or early notification can delay an event (until the
- * next notification or poll) but never skip or repeat one.
+ * of at their next poll. A notification only wakes: readers read by position as always, so a lost
+ * or early notification can delay an event (until the next notification or poll) but never skip or
+ * repeat one.
  *
- * `readAll` returns only events of transactions older than every transaction still running. The
- * notifying transaction has committed when its notification arrives, but an older transaction may
- * still be running; readers are woken once a snapshot shows every transaction that was running
- * at the notification finished. After a (re)connect the same is done once, for the commits whose
- * notifications nobody was listening for.
+ * PostgreSQL delivers a notification only once the notifying transaction is visible as committed,
+ * and `readAll` has no visibility horizon (every events insert holds the append lock, so positions
+ * are in commit order), so readers are woken at once: a transaction elsewhere on the server,
+ * however long, delays nothing (F9). After a (re)connect readers are woken once, for the commits
+ * whose notifications nobody was listening for.
  */
 export class CommitListener {
   private readonly options: CommitListenerOptions;
@@ -63,9 +53,6 @@ export class CommitListener {
   private closed = false;
   private delay: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  /** A notification (or a reconnect) arrived that the settle loop has not taken into account. */
-  private pending = false;
-  private settling = false;
 
   constructor(options: CommitListenerOptions) {
     this.options = options;
@@ -134,44 +121,6 @@ export class CommitListener {
   }
 
   private notified(): void {
-    this.pending = true;
-    if (!this.settling) void this.settle();
-  }
-
-  /** Wake readers once what was notified is readable; notifications meanwhile are folded in. */
-  private async settle(): Promise<void> {
-    this.settling = true;
-    try {
-      let target = 0n;
-      let pause = 2;
-      let deadline = Date.now() + (this.options.readableWithinMs ?? 5000);
-      for (;;) {
-        const client = this.client;
-        // Without a connection there is nothing to ask; the reconnect wakes readers again.
-        if (this.closed || !client) return;
-        const fresh = this.pending;
-        this.pending = false;
-        const row = (await client.query<{ xmin: string; xmax: string }>(SNAPSHOT)).rows[0];
-        // Every transaction id below the snapshot's xmax had started before it was taken.
-        if (fresh && row) {
-          const xmax = BigInt(row.xmax);
-          if (xmax > target) target = xmax;
-        }
-        if (!row || BigInt(row.xmin) >= target || Date.now() >= deadline) {
-          this.options.wake();
-          if (!this.pending) return;
-          deadline = Date.now() + (this.options.readableWithinMs ?? 5000);
-          pause = 2;
-          continue;
-        }
-        // Usually a short commit in flight; a long transaction is asked about less and less often.
-        await sleep(pause);
-        pause = Math.min(pause * 2, 50);
-      }
-    } catch {
-      // The connection failed; its reconnect wakes readers again.
-    } finally {
-      this.settling = false;
-    }
+    if (!this.closed) this.options.wake();
   }
 }

@@ -97,8 +97,9 @@ export function* appendProgram(
   return { streamId, nextVersion: version, recorded };
 }
 
-/** Refuse an append whose fence is not the run's current claim (law 10). */
-export const checkFence = (fence: Fence, claim: ClaimRow | undefined): void => {
+/** Refuse an append whose fence is not the run's current claim (law 10); a released claim is none. */
+export const checkFence = (fence: Fence, row: ClaimRow | undefined): void => {
+  const claim = row?.worker_id ? row : undefined;
   if (claim && claim.worker_id === fence.workerId && Number(claim.epoch) === fence.epoch) return;
   throw new FencedOut({
     runId: fence.runId,

@@ -8,7 +8,9 @@ export type ClaimResult = (Claim & { readonly previous: Claim | null }) | null;
 /**
  * Take or renew a run's claim, inside one write transaction. A live lease of another worker is
  * refused unless that worker is `takeOverFrom`; a take-over increments the epoch, which fences
- * every append the previous owner still has in flight.
+ * every append the previous owner still has in flight. Epochs never go back for a run: a released
+ * claim keeps its row and epoch, and claiming it again (by anyone) is the next epoch, so a fence
+ * from an earlier execution never matches again (F24). A released row is no previous owner.
  */
 export function* claimProgram(
   sql: Statements,
@@ -22,11 +24,16 @@ export function* claimProgram(
   // Two attempts: a first claim racing another first claim sees the winner's row on the second.
   for (let attempt = 0; attempt < 2; attempt++) {
     const row = yield* get<ClaimRow>(sql.claimForUpdate, [runId]);
-    const previous = row ? toClaim(row) : null;
-    if (!previous) {
+    if (!row) {
       const inserted = yield* get<{ run_id: string }>(sql.insertClaim, [runId, workerId, 1, leaseUntil]);
-      if (inserted) return { runId, workerId, epoch: 1, leaseUntil, previous };
+      if (inserted) return { runId, workerId, epoch: 1, leaseUntil, previous: null };
       continue;
+    }
+    const previous = toClaim(row);
+    if (!previous) {
+      const epoch = Number(row.epoch) + 1;
+      yield* run(sql.updateClaim, [workerId, epoch, leaseUntil, runId]);
+      return { runId, workerId, epoch, leaseUntil, previous };
     }
     if (previous.workerId === workerId) {
       yield* run(sql.updateClaim, [workerId, previous.epoch, leaseUntil, runId]);
@@ -46,14 +53,22 @@ export function* renewProgram(sql: Statements, workerId: string, leaseMs: number
   return rows.map((r) => r.run_id);
 }
 
+/**
+ * Give up the worker's claims (all, or those of `runIds`): each row stays, without an owner, with
+ * its epoch, except the claims of runs that were never admitted, which go.
+ */
 export function* releaseProgram(
   sql: Statements,
   workerId: string,
   runIds: ReadonlyArray<string> | undefined,
 ): Program<void> {
   if (!runIds) {
+    yield* run(sql.dropUnadmitted, [workerId]);
     yield* run(sql.release, [workerId]);
     return;
   }
-  for (const runId of runIds) yield* run(sql.releaseRun, [workerId, runId]);
+  for (const runId of runIds) {
+    yield* run(sql.dropUnadmittedRun, [workerId, runId]);
+    yield* run(sql.releaseRun, [workerId, runId]);
+  }
 }

@@ -6,6 +6,7 @@ import {
   type Keyring,
   openProjectionValue,
   runStreamId,
+  type StoredRow,
   SYSTEM_STREAM,
 } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
@@ -43,7 +44,9 @@ export const MAINTENANCE = {
   markRetention: "INSERT INTO meta (key, value) VALUES ('retention_in_progress', ?)",
   unmarkRetention: "DELETE FROM meta WHERE key = 'retention_in_progress'",
   deleteEvents: "DELETE FROM events WHERE stream_id = ?",
-  deleteAdmission: "DELETE FROM admissions WHERE run_id = ?",
+  // No deleteAdmission: an admission outlives its run (law 6), or the same input would run again.
+  recordPruned:
+    "INSERT INTO pruned_runs (run_id, chat_id, status, output_digest, pruned_at) VALUES (?, ?, ?, ?, ?)",
   deleteGuard: "DELETE FROM run_guard WHERE run_id = ?",
   deleteClaim: "DELETE FROM claims WHERE run_id = ?",
 } as const;
@@ -166,11 +169,22 @@ interface CandidateRow {
   readonly recorded_at: string;
 }
 
+/** `run.completed`'s output digest, read from the end of a run's stored rows; null when it did not complete. */
+const outputDigestOf = (rows: ReadonlyArray<StoredRow>, ring: Keyring | null): string | null => {
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const { event } = decodeRow(rows[i]!, ring);
+    if (event.type === "run.completed") return event.outputDigest;
+    if (event.type === "run.failed" || event.type === "run.stopped") return null;
+  }
+  return null;
+};
+
 /**
  * Retention (DESIGN §9), one transaction: choose the finished runs the policy does not keep, check
  * each against its own events, record `retention.pruned` with their heads in the `system` stream,
- * then delete their events, admission, guard row and claim, and rebuild the projections from what
- * remains. A dry run stops after the checks and writes nothing.
+ * then delete their events, guard row and claim, keep each run's final status and output digest in
+ * `pruned_runs`, and rebuild the projections from what remains. Admissions stay, so a re-sent input
+ * finds its run and never starts another (law 6). A dry run stops after the checks and writes nothing.
  */
 export function* pruneProgram(
   sql: Statements,
@@ -193,6 +207,7 @@ export function* pruneProgram(
   );
   const selection = selectForPruning(candidates, policy, policy.now);
   const pruned: PrunedRun[] = [];
+  const outputDigests = new Map<string, string | null>();
   const skipped: Array<{ runId: string; reason: string }> = [];
   for (const candidate of selection.prune) {
     const streamId = runStreamId(candidate.runId);
@@ -202,6 +217,8 @@ export function* pruneProgram(
       skipped.push({ runId: candidate.runId, reason: checked.problem });
       continue;
     }
+    // The rows decoded in checkPrunable, so they decode here too.
+    outputDigests.set(candidate.runId, outputDigestOf(rows, ring));
     pruned.push({
       runId: candidate.runId,
       chatId: candidate.chatId,
@@ -216,8 +233,9 @@ export function* pruneProgram(
   const report = { dryRun: policy.dryRun, pruned, kept: selection.kept, skipped };
   if (policy.dryRun || pruned.length === 0) return { ...report, recorded: null };
 
+  const prunedAt = new Date(policy.now).toISOString();
   // Said first, in the same transaction: the triggers let events go only while this row exists.
-  yield* run(MAINTENANCE.markRetention, [new Date(policy.now).toISOString()]);
+  yield* run(MAINTENANCE.markRetention, [prunedAt]);
   const sealed: AnyEvent = {
     type: "retention.pruned",
     streams: pruned.map(({ streamId, version, hash, position }) => ({ streamId, version, hash, position })),
@@ -228,9 +246,9 @@ export function* pruneProgram(
     projections,
     ring,
   );
-  for (const { runId, streamId } of pruned) {
+  for (const { runId, chatId, status, streamId } of pruned) {
     yield* run(MAINTENANCE.deleteEvents, [streamId]);
-    yield* run(MAINTENANCE.deleteAdmission, [runId]);
+    yield* run(MAINTENANCE.recordPruned, [runId, chatId, status, outputDigests.get(runId) ?? null, prunedAt]);
     yield* run(MAINTENANCE.deleteGuard, [runId]);
     yield* run(MAINTENANCE.deleteClaim, [runId]);
   }

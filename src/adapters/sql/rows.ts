@@ -1,5 +1,5 @@
 import type { StoredRow } from "../../events/index.js";
-import type { Admission, Claim } from "../../runtime/Journal.js";
+import type { Admission, Claim, PrunedRunRecord } from "../../runtime/Journal.js";
 
 /**
  * Rows as the drivers return them. 64-bit columns arrive as strings from PostgreSQL and as numbers
@@ -19,7 +19,8 @@ export interface EventRow {
 
 export interface ClaimRow {
   readonly run_id: string;
-  readonly worker_id: string;
+  /** Null once released: the row stays to keep the run's epoch. */
+  readonly worker_id: string | null;
   readonly epoch: number | string;
   readonly lease_until: number | string;
 }
@@ -29,6 +30,14 @@ export interface AdmissionRow {
   readonly input_id: string;
   readonly digest: string;
   readonly run_id: string;
+}
+
+export interface PrunedRunRow {
+  readonly run_id: string;
+  readonly chat_id: string;
+  readonly status: string;
+  readonly output_digest: string | null;
+  readonly pruned_at: string;
 }
 
 export interface HeadRow {
@@ -48,11 +57,23 @@ export const toStored = (row: EventRow): StoredRow => ({
   data: row.data,
 });
 
-export const toClaim = (row: ClaimRow): Claim => ({
+/** The claim a row holds; null for a released row. */
+export const toClaim = (row: ClaimRow): Claim | null =>
+  row.worker_id === null
+    ? null
+    : {
+        runId: row.run_id,
+        workerId: row.worker_id,
+        epoch: Number(row.epoch),
+        leaseUntil: Number(row.lease_until),
+      };
+
+export const toPrunedRun = (row: PrunedRunRow): PrunedRunRecord => ({
   runId: row.run_id,
-  workerId: row.worker_id,
-  epoch: Number(row.epoch),
-  leaseUntil: Number(row.lease_until),
+  chatId: row.chat_id,
+  status: row.status,
+  outputDigest: row.output_digest,
+  prunedAt: row.pruned_at,
 });
 
 export const toAdmission = (row: AdmissionRow): Admission => ({

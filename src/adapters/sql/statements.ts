@@ -7,11 +7,6 @@ export interface Dialect {
   readonly lockClaimShared: string;
   /** Appended to the claim look-up in `claim()`: PostgreSQL locks the row it is about to change. */
   readonly lockClaimForUpdate: string;
-  /**
-   * Extra condition on `readAll`: PostgreSQL hides rows of transactions that may still have
-   * concurrent, older transactions in flight (Emmett's transaction-id rule).
-   */
-  readonly visibleInGlobalOrder: string;
   /** The column that orders the active-run guard by insertion. */
   readonly guardOrder: string;
 }
@@ -19,14 +14,12 @@ export interface Dialect {
 export const libsqlDialect: Dialect = {
   lockClaimShared: "",
   lockClaimForUpdate: "",
-  visibleInGlobalOrder: "",
   guardOrder: "rowid",
 };
 
 export const postgresDialect: Dialect = {
   lockClaimShared: " FOR SHARE",
   lockClaimForUpdate: " FOR UPDATE",
-  visibleInGlobalOrder: " AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())",
   guardOrder: "seq",
 };
 
@@ -40,8 +33,14 @@ export const statements = (dialect: Dialect) =>
     insertEvent:
       "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position",
     stream: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY version`,
-    all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ?${dialect.visibleInGlobalOrder} ORDER BY position LIMIT ?`,
+    /*
+     * No visibility horizon on either engine: every insert into `events` is made under the
+     * journal's write lock, so positions are handed out in commit order
+     * (docs/decisions/0011-storage-waits-modes-epochs-and-pruned-inputs.md, F9).
+     */
+    all: `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? ORDER BY position LIMIT ?`,
     admission: "SELECT chat_id, input_id, digest, run_id FROM admissions WHERE chat_id = ? AND input_id = ?",
+    prunedRun: "SELECT run_id, chat_id, status, output_digest, pruned_at FROM pruned_runs WHERE run_id = ?",
     insertAdmission: "INSERT INTO admissions (chat_id, input_id, digest, run_id) VALUES (?, ?, ?, ?)",
     activeRun: "SELECT run_id FROM run_guard WHERE chat_id = ? AND active = 1",
     activeRuns: `SELECT run_id FROM run_guard WHERE active = 1 ORDER BY ${dialect.guardOrder}`,
@@ -51,15 +50,23 @@ export const statements = (dialect: Dialect) =>
     projectionRows: "SELECT key, value FROM projections WHERE name = ? ORDER BY position",
     upsertProjection:
       "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
-    claim: "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?",
+    /** The run's owner; a released row (no owner, the epoch kept) is no claim. */
+    claim:
+      "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ? AND worker_id IS NOT NULL",
     fenceClaim: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimShared}`,
     claimForUpdate: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimForUpdate}`,
     insertClaim:
       "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
     updateClaim: "UPDATE claims SET worker_id = ?, epoch = ?, lease_until = ? WHERE run_id = ?",
     renew: "UPDATE claims SET lease_until = ? WHERE worker_id = ? RETURNING run_id",
-    release: "DELETE FROM claims WHERE worker_id = ?",
-    releaseRun: "DELETE FROM claims WHERE worker_id = ? AND run_id = ?",
+    // A release keeps the row and its epoch: the next claim counts on from it (F24). A claim on a
+    // run that was never admitted (a refused submit claims first) goes: there is nothing to fence.
+    release: "UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE worker_id = ?",
+    releaseRun: "UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE worker_id = ? AND run_id = ?",
+    dropUnadmitted:
+      "DELETE FROM claims WHERE worker_id = ? AND NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.run_id = claims.run_id)",
+    dropUnadmittedRun:
+      "DELETE FROM claims WHERE worker_id = ? AND run_id = ? AND NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.run_id = claims.run_id)",
     fingerprintKey: "SELECT value FROM meta WHERE key = 'fingerprint_key'",
     /** The position of the first event written with sealed fields (set once; see keys.ts). */
     markSealed: "INSERT INTO meta (key, value) VALUES ('sealed_since', ?) ON CONFLICT (key) DO NOTHING",
