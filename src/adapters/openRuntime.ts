@@ -162,15 +162,8 @@ const RuntimeOptionsSchema = Schema.Struct({
       ),
     }),
   ),
-  retention: Schema.optional(
-    Schema.Union(
-      Schema.Literal(false),
-      Schema.Struct({
-        keepRuns: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
-        keepDays: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
-      }),
-    ),
-  ),
+  // Checked by resolveRetention, which names the field and the value.
+  retention: Schema.optional(Schema.Unknown),
 });
 
 /** A sortable, readable run id: time, then randomness. */

@@ -139,8 +139,16 @@ export class Engine implements EngineCore {
     const live = this.live.get(runId);
     if (live) return live;
     const events = await this.journal.readStream(runStreamId(runId));
-    if (events.length === 0) throw new RunNotFound({ runId });
-    return resultFromJournal(runId, events);
+    if (events.length > 0) return resultFromJournal(runId, events);
+    const pruned = await this.journal.prunedRun(runId);
+    if (!pruned) throw new RunNotFound({ runId });
+    return {
+      status: "pruned",
+      runId,
+      finalStatus: pruned.status,
+      outputDigest: pruned.outputDigest,
+      prunedAt: pruned.prunedAt,
+    };
   }
 
   /** Admit (or re-admit, idempotently) a child run and wait for how it ends. */

@@ -21,6 +21,17 @@ export type RunResult =
   | { readonly status: "held"; readonly runId: string; readonly reasons: ReadonlyArray<HoldReason> }
   | { readonly status: "failed"; readonly runId: string; readonly error: ErrorInfo }
   | { readonly status: "stopped"; readonly runId: string }
+  /**
+   * Finished long ago and removed by retention: its admission remains (law 6), so the same input
+   * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
+   */
+  | {
+      readonly status: "pruned";
+      readonly runId: string;
+      readonly finalStatus: string;
+      readonly outputDigest: string | null;
+      readonly prunedAt: string;
+    }
   /** Active, but executed by another worker or waiting for recovery; watch the journal. */
   | { readonly status: "elsewhere"; readonly runId: string; readonly state: string };
 

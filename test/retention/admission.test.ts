@@ -65,8 +65,13 @@ describe("retention keeps admissions (law 6)", () => {
       });
       expect(again.reused).toBe(true);
       expect(again.runId).toBe(first.runId);
-      // What the result says of a pruned run is the engine's to decide; nothing may run for it.
-      await again.result.catch(() => undefined);
+      // The result says what became of it: pruned, with how it ended and its output's digest.
+      expect(await again.result).toMatchObject({
+        status: "pruned",
+        runId: first.runId,
+        finalStatus: "completed",
+        outputDigest: (completed as { outputDigest: string }).outputDigest,
+      });
       expect(effects).toEqual(["paid 10"]);
       expect(await rt.events(first.runId)).toEqual([]);
 

@@ -112,7 +112,8 @@ describe("retention on open", () => {
       await running;
       const second = await openRuntime({ store: db, retention: { keepRuns: 0, keepDays: 0 } });
       await withRuntime(second, async (rt) => {
-        expect(rt.recovery.ownedElsewhere).toContain(live.runId);
+        // A runtime without the run's agent never recovers it (and the live owner holds it anyway).
+        expect(rt.recovery.notHere.map((r) => r.runId)).toContain(live.runId);
         expect(rt.retention?.pruned).toHaveLength(3);
         expect(rt.retention?.pruned.map((r) => r.runId)).not.toContain(live.runId);
       });

@@ -330,6 +330,8 @@ export const continuationText = (agent: string, result: RunResult, db: string | 
           : "";
       return `recorded; the run continues when a runtime with agent "${agent}" opens this journal (your application on start-up, or \`holdfast worker --module …\` with that agent)${demo}`;
     }
+    case "pruned":
+      return `the run ended ${result.finalStatus} and was removed by retention`;
   }
 };
 

@@ -57,6 +57,8 @@ const resultLine = (result: RunResult): string => {
       return "stopped";
     case "elsewhere":
       return `${result.state} (another worker has it)`;
+    case "pruned":
+      return `${result.finalStatus} long ago, removed by retention ${result.prunedAt}`;
   }
 };
 
