@@ -106,6 +106,16 @@ const agents = [
     },
   }),
   defineAgent({
+    // Two calls started together that both fail without proof: two calls in doubt at once.
+    name: "pair",
+    version: "1",
+    run: async (turn, input: { label: string }) =>
+      turn.all([
+        () => turn.tool("flaky", { label: `${input.label}-x` }),
+        () => turn.tool("flaky", { label: `${input.label}-y` }),
+      ]),
+  }),
+  defineAgent({
     name: "failing",
     version: "1",
     run: async (turn) => {

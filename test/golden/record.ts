@@ -1,6 +1,7 @@
 /**
  * Records the golden logs: `npx tsx test/golden/record.ts [name…]`.
  *
+ * Only scenarios named on the command line are recorded (a new scenario, or a new machine version).
  * Each scenario runs real runs (in this process, or in real worker processes killed with SIGKILL)
  * on a fresh temp journal, audits it (it must be clean), and writes beside each other:
  *   test/fixtures/logs/<name>.jsonl          one stored event envelope per line, position order
@@ -181,6 +182,77 @@ const maintained: Scenario = async (dir) => {
   return db;
 };
 
+/**
+ * Machine run@2: decisions per call (one call confirmed while the other stays held: run.held; then
+ * the other decided: run.resumed), a stop with two calls in doubt (run.stopped), a second outcome
+ * recorded as a conflict.
+ */
+const perCallDecisions: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openTestRuntime(db);
+  const held = async (label: string) => {
+    const handle = await runtime.submit({
+      chatId: `chat-${label}`,
+      inputId: "m1",
+      agent: "pair",
+      content: { label },
+    });
+    const result = await handle.result;
+    if (result.status !== "held") throw new Error(`expected held, got ${result.status}`);
+    const events = await runtime.events(handle.runId);
+    return { runId: handle.runId, version: events.length };
+  };
+  const decided = await held("decided");
+  const first = await runtime.decide(decided.runId, {
+    basedOnVersion: decided.version,
+    decidedBy: "ada",
+    calls: {
+      [`${decided.runId}/0`]: {
+        decision: "confirmed-completed",
+        note: "the first is in the remote log",
+        result: { label: "decided-x", sent: "confirmed" },
+      },
+    },
+  });
+  if ((await first.result).status !== "held") throw new Error("expected the run still held");
+  const second = await runtime.decide(decided.runId, {
+    basedOnVersion: first.version,
+    decidedBy: "ada",
+    calls: { [`${decided.runId}/1`]: { decision: "new-attempt", note: "the second never arrived" } },
+  });
+  if ((await second.result).status !== "completed") throw new Error("expected the run completed");
+  const stopped = await held("stopped");
+  await (
+    await runtime.decide(stopped.runId, {
+      basedOnVersion: stopped.version,
+      decidedBy: "ada",
+      decision: "stop",
+    })
+  ).result;
+  await runtime.close();
+  // A second, different outcome for the decided run's retried call: a conflict, the first stands.
+  const journal = LibsqlJournal.open(db);
+  const events = await journal.readStream(runStreamId(decided.runId));
+  const fold = foldRun(events.map((e) => e.event));
+  const writer = new RunWriter(journal, decided.runId, fold, contextOf(fold).machine);
+  const other = { label: "decided-y", sent: "differently" };
+  const verdict = await recordOutcome(writer, {
+    type: "call.completed",
+    runId: decided.runId,
+    callId: `${decided.runId}/1`,
+    attempt: 2,
+    result: other,
+    resultDigest: digestOf(other),
+  });
+  await journal.close();
+  if (verdict !== "conflict") throw new Error(`expected a conflict, got ${verdict}`);
+  return db;
+};
+
+/**
+ * The scenarios, by golden log name. The logs of machine run@1 (schema 1) were recorded before
+ * run@2 existed: recording them again now would record run@2 instead, so they are never re-recorded.
+ */
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   completed: inProcess("steps", { runs: 2 }),
   failed: inProcess("failing"),
@@ -191,6 +263,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   conflicts,
   documents: inProcess("planner", { runs: 2 }),
   retention: maintained,
+  "per-call-decisions": perCallDecisions,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {
@@ -258,7 +331,9 @@ const record = async (name: string, scenario: Scenario): Promise<void> => {
 const main = async () => {
   mkdirSync(LOGS, { recursive: true });
   const names = process.argv.slice(2);
-  for (const name of names.length > 0 ? names : Object.keys(SCENARIOS)) {
+  if (names.length === 0)
+    throw new Error(`name the scenarios to record; known: ${Object.keys(SCENARIOS).join(", ")}`);
+  for (const name of names) {
     const scenario = SCENARIOS[name];
     if (!scenario) throw new Error(`no scenario "${name}"; known: ${Object.keys(SCENARIOS).join(", ")}`);
     await record(name, scenario);

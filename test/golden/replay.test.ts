@@ -54,8 +54,8 @@ describe("golden logs", () => {
 
   it("together the golden logs hold every event type holdfast writes", () => {
     const seen = new Set(names.flatMap((name) => rowsOf(name).map((r) => decodeRow(r).event.type)));
-    // In the catalogue, but nothing writes them yet (a stop is a decision.recorded).
-    expect(EVENT_TYPES.filter((type) => !seen.has(type))).toEqual(["run.stopped", "journal.opened"]);
+    // In the catalogue, but nothing writes it yet.
+    expect(EVENT_TYPES.filter((type) => !seen.has(type))).toEqual(["journal.opened"]);
   });
 
   it.each(names)(
