@@ -5,12 +5,14 @@
  *   TORTURE_DB, TORTURE_DIR, TORTURE_SERVER
  */
 import { openRuntime } from "../src/index.js";
-import { makeTortureDefinitions } from "./definitions.js";
+import { FAULTS, makeTortureDefinitions, type TortureFault } from "./definitions.js";
 
 const env = process.env;
+const fault = FAULTS.find((f) => f === env.TORTURE_FAULT) as TortureFault | undefined;
 const { agents, tools, allowlist } = makeTortureDefinitions({
   dir: env.TORTURE_DIR!,
   server: env.TORTURE_SERVER!,
+  ...(fault ? { fault } : {}),
 });
 
 const main = async () => {

@@ -8,7 +8,7 @@ import {
   type StoredRow,
   verifyStreamChain,
 } from "../src/events/index.js";
-import { foldRun, statusOf } from "../src/machines/index.js";
+import { contextOf, foldRun, statusOf } from "../src/machines/index.js";
 import { auditJournal } from "../src/runtime/audit.js";
 import type { Journal } from "../src/runtime/Journal.js";
 
@@ -87,6 +87,9 @@ export interface TrialCheck {
   readonly lostDetail: string[];
   readonly held: number;
   readonly completed: number;
+  /** Runs that ended failed (an agent error after every call it started had its outcome). */
+  readonly failed: number;
+  /** Runs still running or interrupted at the end, and any run that failed with a call open. */
   readonly unsettled: string[];
   readonly reconciled: number;
   readonly replayed: number;
@@ -108,6 +111,13 @@ export const checkTrial = (
   earlier: ReadonlyArray<Outcomes>,
   /** Tools on the safe list: the only ones an "allowlisted" replay may name. */
   allowlisted: ReadonlySet<string>,
+  options: {
+    /**
+     * Nothing killed the processes: every effect a witness saw must have its outcome in the
+     * journal (as the call's outcome, or carried by a conflict) — one missing is a lost outcome.
+     */
+    readonly everyEffectRecorded?: boolean;
+  } = {},
 ): TrialCheck => {
   const logProblems: string[] = [];
   const streams = new Map<string, RecordedEvent[]>();
@@ -120,14 +130,21 @@ export const checkTrial = (
   }
   let held = 0;
   let completed = 0;
+  let failed = 0;
   const unsettled: string[] = [];
   for (const [streamId, stream] of streams) {
     if (!streamId.startsWith("run-")) continue;
     try {
-      const status = statusOf(foldRun(stream.map((e) => e.event)));
+      const fold = foldRun(stream.map((e) => e.event));
+      const status = statusOf(fold);
       if (status === "held") held++;
       else if (status === "completed") completed++;
-      else unsettled.push(`${streamId}: ${status}`);
+      else if (status === "failed") {
+        failed++;
+        const open = Object.values(contextOf(fold).calls).filter((c) => c.status === "in-doubt");
+        if (open.length > 0)
+          unsettled.push(`${streamId}: failed with ${open.map((c) => c.callId).join(", ")} in doubt`);
+      } else if (status !== "stopped") unsettled.push(`${streamId}: ${status}`);
     } catch (error) {
       logProblems.push(`${streamId}: ${(error as Error).message}`);
     }
@@ -176,6 +193,13 @@ export const checkTrial = (
     ) {
       authorized.set(event.callId, (authorized.get(event.callId) ?? 1) + 1);
     }
+    // A person's decision to run a call again (the witness cannot tell it from a replay).
+    if (event.type === "decision.recorded") {
+      for (const d of event.calls) {
+        if (d.decision === "new-attempt" || d.decision === "confirmed-not-completed")
+          authorized.set(d.callId, (authorized.get(d.callId) ?? 1) + 1);
+      }
+    }
   }
 
   const perKey = new Map<string, number>();
@@ -211,6 +235,28 @@ export const checkTrial = (
         lostDetail.push(`${callId}: ${digest} became ${final.get(callId) ?? "missing"}`);
     }
   }
+  if (options.everyEffectRecorded) {
+    // Outcomes per attempt: live ones, reconciled ones, a person's confirmation, or a late one
+    // kept in a conflict.
+    const recorded = new Set<string>();
+    const attemptOf = new Map<string, number>();
+    for (const { event } of events) {
+      if (event.type === "call.intended") attemptOf.set(event.callId, event.attempt);
+      if (event.type === "call.completed" || event.type === "call.failed" || event.type === "call.reconciled")
+        recorded.add(`${event.callId}#${event.attempt}`);
+      if (event.type === "decision.recorded")
+        for (const d of event.calls)
+          if (d.decision === "confirmed-completed")
+            recorded.add(`${d.callId}#${attemptOf.get(d.callId) ?? 1}`);
+      if (event.type === "conflict.recorded" && event.kind === "outcome" && event.callId) {
+        const attempted = event.attempted as { attempt?: number } | null;
+        if (typeof attempted?.attempt === "number") recorded.add(`${event.callId}#${attempted.attempt}`);
+      }
+    }
+    for (const key of perKey.keys()) {
+      if (!recorded.has(key)) lostDetail.push(`${key}: the effect happened, its outcome was never recorded`);
+    }
+  }
   const effects: Record<string, number> = {};
   for (const [key, n] of perKey) effects[key] = n;
   return {
@@ -220,6 +266,7 @@ export const checkTrial = (
     lostDetail,
     held,
     completed,
+    failed,
     unsettled,
     reconciled,
     replayed,

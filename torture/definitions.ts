@@ -11,26 +11,46 @@ import { makeHttpTool } from "../src/adapters/tools/httpTool.js";
 import { makeShellTool, makeWriteFileTool } from "../src/adapters/tools/index.js";
 import { defineAgent, defineTool } from "../src/index.js";
 
+/**
+ * Faults the harness can put into a trial, besides killing it:
+ *  - `agent-throws`: the agent throws while a call it started is still in flight;
+ *  - `sibling-fails`: a call in `turn.all` fails without proof while its sibling is still running;
+ *  - `reconciler-throws`: the HTTP status lookup throws during recovery.
+ */
+export const FAULTS = ["agent-throws", "sibling-fails", "reconciler-throws"] as const;
+export type TortureFault = (typeof FAULTS)[number];
+
 export interface TortureSetting {
   /** The trial's folder: `witness/`, `work/`, `receipts/` live in it. */
   readonly dir: string;
   /** The witness server's base URL. */
   readonly server: string;
+  readonly fault?: TortureFault;
 }
 
 /** The tools the safe list names: only `read_safe` (its in-doubt calls are replayed). */
 export const ALLOWLISTED = new Set(["read_safe"]);
 
-export const makeTortureDefinitions = ({ dir, server }: TortureSetting) => {
+export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) => {
   const witness = (name: string) => join(dir, "witness", name);
 
   const send = defineTool({
     name: "send",
-    args: Schema.Struct({ label: Schema.String }),
-    // Not allowlisted, no reconciler: an in-doubt send is held for a person.
-    run: async ({ label }, { idempotencyKey }) => {
+    args: Schema.Struct({ label: Schema.String, holdMs: Schema.optional(Schema.Number) }),
+    // Not allowlisted, no reconciler: an in-doubt send is held for a person. With `holdMs` it takes
+    // effect at once and answers later: a call still in flight when something else goes wrong.
+    run: async ({ label, holdMs }, { idempotencyKey }) => {
       appendFileSync(witness("send.txt"), `${label} ${idempotencyKey}\n`);
+      if (holdMs) await new Promise((resolve) => setTimeout(resolve, holdMs));
       return { sent: label };
+    },
+  });
+  const flaky = defineTool({
+    name: "flaky",
+    args: Schema.Struct({ label: Schema.String }),
+    // Fails without proof that nothing happened: in doubt, and held.
+    run: async () => {
+      throw new Error("connection reset after the request was sent");
     },
   });
   const readSafe = defineTool({
@@ -47,6 +67,7 @@ export const makeTortureDefinitions = ({ dir, server }: TortureSetting) => {
     timeoutMs: 5_000,
     // Looks the key up and, when it did not act, reserves it: a late request with it is refused.
     lookup: async (key) => {
+      if (fault === "reconciler-throws") throw new Error("the status service is down");
       const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
       if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
       const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
@@ -90,6 +111,16 @@ export const makeTortureDefinitions = ({ dir, server }: TortureSetting) => {
       await turn.checkpoint({ plan, step: 2 });
       const file = await turn.tool(writeFile, { path: `${label}.txt`, content: `content of ${label}\n` });
       const posted = await turn.tool(http, { url: `${server}/effects`, body: { label: `${label}-http` } });
+      if (fault === "sibling-fails") {
+        await turn.all([
+          () => turn.tool(send, { label: `${label}-inflight`, holdMs: 300 }),
+          () => turn.tool(flaky, { label }),
+        ]);
+      }
+      if (fault === "agent-throws") {
+        void turn.tool(send, { label: `${label}-inflight`, holdMs: 300 });
+        throw new Error("the agent failed with a call in flight");
+      }
       const [sent, again] = await turn.all([
         () => turn.tool(send, { label: `${label}-send-1` }),
         () => turn.tool(send, { label: `${label}-send-2` }),
@@ -101,7 +132,7 @@ export const makeTortureDefinitions = ({ dir, server }: TortureSetting) => {
 
   return {
     agents: [agent, child],
-    tools: [send, readSafe, http, shell, writeFile],
+    tools: [send, readSafe, http, shell, writeFile, flaky],
     /** The safe list the harness runs with. */
     allowlist: { read_safe: readSafe.pin },
   };

@@ -6,7 +6,7 @@
  *   npm run torture -- --trials 300 [--seed S] [--json]
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
- *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--lease-ms 2000] [--seed S] [--json] [--keep]
+ *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
 import { auditLog, checkTrial, type Outcomes, outcomesOf, readLog, sealedRows } from "./check.js";
+import { FAULTS, type TortureFault } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const { values } = parseArgs({
@@ -23,7 +24,7 @@ const { values } = parseArgs({
     seed: { type: "string" },
     json: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
-    /** Only this crash point (to chase one problem). */
+    /** Only this crash point or fault kind (to chase one problem). */
     point: { type: "string" },
     /** Only calls of this name at the intent/effect/outcome points. */
     call: { type: "string" },
@@ -32,7 +33,7 @@ const { values } = parseArgs({
     workers: { type: "string" },
     runs: { type: "string", default: "200" },
     kills: { type: "string", default: "30" },
-    "lease-ms": { type: "string", default: "2000" },
+    "lease-ms": { type: "string", default: "3000" },
   },
 });
 const trials = Number(values.trials);
@@ -127,9 +128,14 @@ interface TrialResult {
   readonly error?: string;
 }
 
+/** What a trial puts the agent through: a kill at a named crash point, a random kill, or a fault. */
+type Category = CrashPointName | "random" | TortureFault;
+const isFault = (category: Category): category is TortureFault =>
+  (FAULTS as ReadonlyArray<string>).includes(category);
+
 const runTrial = async (
   trial: number,
-  point: CrashPointName | "random",
+  point: Category,
   serverUrl: string,
   counts: Map<string, number>,
 ): Promise<TrialResult> => {
@@ -137,20 +143,36 @@ const runTrial = async (
   mkdirSync(join(dir, "witness"));
   mkdirSync(join(dir, "work"));
   const db = join(dir, "journal.db");
-  const env = { TORTURE_DB: db, TORTURE_DIR: dir, TORTURE_SERVER: serverUrl, TORTURE_LABEL: `t${trial}` };
+  const fault = isFault(point) ? point : null;
+  const env = {
+    TORTURE_DB: db,
+    TORTURE_DIR: dir,
+    TORTURE_SERVER: serverUrl,
+    TORTURE_LABEL: `t${trial}`,
+    TORTURE_FAULT: fault ?? "",
+  };
   const snapshots: Outcomes[] = [];
   counts.clear();
   const call = values.call ?? pick(Object.keys(CALLS));
-  const kill: Kill =
-    point === "random"
+  // A fault trial: the fault alone, or with a random kill on top (sometimes); the status lookup
+  // only throws during recovery, so that fault first needs an HTTP call in doubt.
+  const faultKill = (): Kill | null =>
+    fault === "reconciler-throws"
+      ? { at: "after-intent", call: "http_post" }
+      : rng() < 0.3
+        ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
+        : null;
+  const kill: Kill | null = fault
+    ? faultKill()
+    : point === "random"
       ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
       : point === "mid-checkpoint"
         ? { at: point, skip: Math.floor(rng() * 2) }
         : point === "mid-group-commit"
           ? { at: point, skip: Math.floor(rng() * 16) }
-          : RECOVERY_POINTS.includes(point)
-            ? { at: point }
-            : { at: point, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
+          : RECOVERY_POINTS.includes(point as CrashPointName)
+            ? { at: point as CrashPointName }
+            : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
   let kills = 0;
   const firedAt = new Set<string>();
@@ -171,6 +193,8 @@ const runTrial = async (
     if (result.signal === "SIGKILL") {
       kills++;
       if (next?.at === point) firedAt.add(point);
+      // A fault trial's fault is in the agent or the reconciler: it "fires" when the trial ran.
+      if (fault) firedAt.add(point);
     }
     try {
       snapshots.push(outcomesOf((await readLog(db)).events));
@@ -194,7 +218,11 @@ const runTrial = async (
     pendingRecoveryKill = null;
   }
   const log = await readLog(db);
-  const check = checkTrial(log, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]));
+  if (fault && kills === 0) firedAt.add(point);
+  // Nothing killed this trial: every effect that happened must have its outcome in the journal.
+  const check = checkTrial(log, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]), {
+    everyEffectRecorded: kills === 0,
+  });
   const audit = await auditLog(db);
   const sealed = sealedRows(log.rows);
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
@@ -253,11 +281,11 @@ const multiWorker = async () => {
 const main = async () => {
   if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
-  const points: Array<CrashPointName | "random"> = [...CRASH_POINTS, "random"];
+  const points: Category[] = [...CRASH_POINTS, "random", ...FAULTS];
   const results: TrialResult[] = [];
   const started = Date.now();
   for (let i = 0; i < trials; i++) {
-    const point = (values.point as CrashPointName | undefined) ?? points[i % points.length]!;
+    const point = (values.point as Category | undefined) ?? points[i % points.length]!;
     const result = await runTrial(i, point, server.url, server.counts);
     results.push(result);
     const bad =
@@ -293,6 +321,7 @@ const main = async () => {
     lost: sum((r) => r.check.lost),
     held: sum((r) => r.check.held),
     completed: sum((r) => r.check.completed),
+    failed: sum((r) => r.check.failed),
     unsettled: results.flatMap((r) => r.check.unsettled.map((u) => `trial ${r.trial}: ${u}`)),
     reconciled: sum((r) => r.check.reconciled),
     replayed: sum((r) => r.check.replayed),

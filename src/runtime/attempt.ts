@@ -8,7 +8,7 @@ import type {
   Masker,
 } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
-import { crashPointFor } from "./crash.js";
+import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded } from "./cursor.js";
 import type { CallContext } from "./define.js";
 import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
@@ -180,6 +180,7 @@ const effect = async <R>(
     host.ownershipLost();
     throw new LeaseLost({ runId: host.runId, callId });
   }
+  pausePointFor("after-lease-check", spec.name);
   let result: unknown;
   try {
     result = await spec.run(spec.runArgs, context);

@@ -48,3 +48,23 @@ export const crashPointFor = (name: CrashPointName, callName: string): void => {
   if (env.HOLDFAST_CRASH_CALL && env.HOLDFAST_CRASH_CALL !== callName) return;
   fire();
 };
+
+/**
+ * Named pause points for the multi-worker torture: a no-op unless `HOLDFAST_PAUSE_AT` names the
+ * point, in which case the process stops itself with SIGSTOP right there, once (after
+ * `HOLDFAST_PAUSE_SKIP` hits), as a long GC, a swapped-out page or a VM migration would stop it.
+ * Whoever runs it sends SIGCONT. Only `after-lease-check` exists: between the owner's lease check
+ * and the effect, the window law 10's fencing proofs close.
+ */
+export type PausePointName = "after-lease-check";
+
+let pauseHits = 0;
+
+export const pausePointFor = (name: PausePointName, callName: string): void => {
+  const env = globalThis.process?.env;
+  if (!env || env.HOLDFAST_PAUSE_AT !== name) return;
+  if (env.HOLDFAST_PAUSE_CALL && env.HOLDFAST_PAUSE_CALL !== callName) return;
+  const skip = Number(env.HOLDFAST_PAUSE_SKIP ?? 0);
+  if (pauseHits++ !== skip) return;
+  globalThis.process.kill(globalThis.process.pid, "SIGSTOP");
+};

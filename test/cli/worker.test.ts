@@ -70,14 +70,14 @@ describe("holdfast worker", () => {
     expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
 
     const worker = startWorkerCli(
-      ["--store", db, "--module", MODULE, "--worker-id", "w-test", "--lease-ms", "1000", "--json"],
+      ["--store", db, "--module", MODULE, "--worker-id", "w-test", "--lease-ms", "3000", "--json"],
       { HF_WITNESS: witness },
     );
     try {
       expect(await worker.waitFor("started")).toMatchObject({
         workerId: "w-test",
-        leaseMs: 1000,
-        everyMs: 500,
+        leaseMs: 3000,
+        everyMs: 1500,
       });
       const tookOver = await worker.waitFor("took-over");
       expect(tookOver.from).toEqual(expect.stringMatching(/:\d+:/));

@@ -845,6 +845,7 @@ const heldThenStopped = (runId: string): AnyEvent[] => [
     run: "stop",
     note: "checked the remote side",
   },
+  { type: "run.stopped", runId, reason: "stopped by a person's decision at version 3" },
 ];
 
 /** A whole valid run: calls, a checkpoint, a conflict, completion. */

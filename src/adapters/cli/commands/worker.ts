@@ -4,6 +4,7 @@ import type { HoldReason } from "../../../events/index.js";
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
+import { MIN_LEASE_MS } from "../../../runtime/ownership.js";
 import { isWorkerDead, localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { openStore, resolveStore } from "../../store.js";
@@ -35,8 +36,10 @@ const WATCH_MS = 100;
 
 /** `--lease-ms`: whole milliseconds, at least 100. */
 export const parseLeaseMs = (value: string): number => {
-  if (!/^\d+$/.test(value) || Number(value) < 100)
-    throw new InvalidArgumentError(`--lease-ms takes a whole number of milliseconds ≥ 100, got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < MIN_LEASE_MS)
+    throw new InvalidArgumentError(
+      `--lease-ms takes a whole number of milliseconds ≥ ${MIN_LEASE_MS} (room for the safety margin of law 10), got "${value}"`,
+    );
   return Number(value);
 };
 
