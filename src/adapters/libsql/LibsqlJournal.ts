@@ -15,10 +15,13 @@ import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
+  AnchorReading,
   AppendRequest,
   AppendResult,
   Claim,
+  HeadAnchor,
   Journal,
+  JournalReader,
   ProjectionRebuild,
   PruneReport,
   RetentionPolicy,
@@ -41,7 +44,11 @@ import {
   toStored,
 } from "../sql/rows.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
+import { AnchorKeeper, readAnchor } from "./anchor.js";
+import { refuseVanishedJournal, verifyAnchor } from "./anchorCheck.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
+import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
+import { pragmaValue, sqliteCode } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -66,24 +73,21 @@ export interface LibsqlJournalOptions {
    * it verifies the chains of sealed events without the key and reports their contents unchecked.
    */
   readonly keyCheck?: boolean;
+  /**
+   * While writing, copy the WAL into the file (a PASSIVE checkpoint) at most this often, so few
+   * commits live only in the WAL. Default 5000 ms.
+   */
+  readonly checkpointEveryMs?: number;
 }
+
+/** Options of a read-only open: where the keys come from, and whether to check them. */
+export type LibsqlReaderOptions = Pick<LibsqlJournalOptions, "busyTimeoutMs" | "env" | "keyCheck">;
 
 interface Pending {
   readonly requests: ReadonlyArray<AppendRequest>;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
-
-/** One PRAGMA's value. (The driver's `simple` option returns the row, not the value.) */
-const pragmaValue = (db: Db, pragma: string): unknown => {
-  const row = (db.prepare(`PRAGMA ${pragma}`).all() as Array<Record<string, unknown>>)[0];
-  return row ? Object.values(row)[0] : undefined;
-};
-
-const sqliteCode = (error: unknown): string =>
-  typeof error === "object" && error !== null && "code" in error
-    ? String((error as { code: unknown }).code)
-    : "";
 
 /** SQLite's page cache per connection, in KiB. */
 const CACHE_KIB = 32 * 1024;
@@ -136,6 +140,12 @@ export class LibsqlJournal implements Journal {
   private readonly committedListeners = new Set<() => void>();
   private readonly onBeforeCommit: (() => void) | undefined;
   private readonly prepared = new Map<string, Stmt>();
+  /** Opened read-only: never writes, checkpoints or keeps the anchor. */
+  private readonly readOnly: boolean;
+  private anchor: AnchorKeeper | null = null;
+  private readonly checkpointEveryMs: number;
+  private lastCheckpoint = Date.now();
+  private checkpointDue: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(
     db: Db,
@@ -143,12 +153,15 @@ export class LibsqlJournal implements Journal {
     key: Uint8Array,
     keyring: Keyring | null,
     options: LibsqlJournalOptions,
+    readOnly = false,
   ) {
     this.db = db;
     this.location = location;
     this.fingerprintKey = key;
     this.keyring = keyring;
     this.onBeforeCommit = options.onBeforeCommit;
+    this.readOnly = readOnly;
+    this.checkpointEveryMs = Math.max(0, options.checkpointEveryMs ?? 5000);
   }
 
   /** Open (creating when absent) a journal file; checks the file, applies migrations. */
@@ -157,6 +170,8 @@ export class LibsqlJournal implements Journal {
     const folder = dirname(location);
     const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
 
+    // A journal whose file vanished is refused before a fresh one could be made in its place.
+    refuseVanishedJournal(location);
     if (!existsSync(folder)) {
       if (!options.createFolder) {
         throw unavailable(
@@ -206,10 +221,71 @@ export class LibsqlJournal implements Journal {
       const key = LibsqlJournal.prepareFile(db, location, options);
       const journal = new LibsqlJournal(db, location, key, keyring, options);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      journal.anchor = LibsqlJournal.keepAnchor(db, location);
       return journal;
     } catch (error) {
       db.close();
       throw error;
+    }
+  }
+
+  /**
+   * Open an existing journal read-only, for watchers, auditors and operators' views: no migration,
+   * no PRAGMA that writes, no integrity check, no checkpoint, no anchor update, nothing created.
+   * A missing or empty file, another database, or another schema version is `JournalUnavailable`
+   * (`JournalTooNew` for a newer one), and nothing is changed.
+   */
+  static openReadOnly(path: string, options: LibsqlReaderOptions = {}): JournalReader {
+    const location = resolve(path);
+    checkReadableFile(location);
+    let db: Db;
+    try {
+      db = new Database(readOnlyUri(location), { timeout: options.busyTimeoutMs ?? 5000 });
+    } catch (cause) {
+      throw new JournalUnavailable({
+        location,
+        reason: `cannot be opened read-only (${String(cause)})`,
+        hint: "Check the path and permissions.",
+      });
+    }
+    try {
+      db.pragma(`busy_timeout = ${Math.max(5000, options.busyTimeoutMs ?? 5000)}`);
+      db.pragma("query_only = ON");
+      db.pragma(`cache_size = -${CACHE_KIB}`);
+      const key = readableJournalKey(db, location);
+      const keyring = keyringFromEnv(options.env ?? process.env, location);
+      const journal = new LibsqlJournal(db, location, key, keyring, options, true);
+      if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      return journal;
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /** The anchor kept from now on; made at the journal's last event when it has none (an older journal). */
+  private static keepAnchor(db: Db, location: string): AnchorKeeper {
+    const last = db
+      .prepare("SELECT position, stream_id, version, hash FROM events ORDER BY position DESC LIMIT 1")
+      .get() as { position: number; stream_id: string; version: number; hash: string } | undefined;
+    try {
+      return AnchorKeeper.open(
+        location,
+        last
+          ? {
+              position: Number(last.position),
+              streamId: last.stream_id,
+              version: Number(last.version),
+              hash: last.hash,
+            }
+          : null,
+      );
+    } catch (cause) {
+      throw new JournalUnavailable({
+        location,
+        reason: `its head anchor cannot be kept (${cause instanceof Error ? cause.message : String(cause)})`,
+        hint: "holdfast keeps journal.db-anchor next to the journal file: make the folder writable.",
+      });
     }
   }
 
@@ -275,6 +351,8 @@ export class LibsqlJournal implements Journal {
         "Restore the latest backup (holdfast backup) and run holdfast audit; do not write to this file.",
       );
     }
+    // Lost commits are refused before anything is written, migrations included (decision 0012).
+    verifyAnchor(db, location);
 
     // Migrations, each in its own write transaction; a second process racing here waits on the lock.
     for (const migration of MIGRATIONS) {
@@ -380,12 +458,61 @@ export class LibsqlJournal implements Journal {
       for (const p of batch) p.reject(error);
       return;
     }
+    this.committed(outcomes);
     if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       if ("ok" in outcome) pending.resolve(outcome.ok);
       else pending.reject(outcome.error);
     });
+  }
+
+  /**
+   * After a COMMIT (never before: the anchor must only name durable events): move the head anchor
+   * to the batch's last event, and copy the WAL into the file when it is time.
+   */
+  private committed(outcomes: ReadonlyArray<{ ok: AppendResult[] } | { error: unknown }>): void {
+    let last: HeadAnchor | null = null;
+    for (const outcome of outcomes) {
+      if (!("ok" in outcome)) continue;
+      for (const result of outcome.ok) {
+        const event = result.recorded.at(-1);
+        if (event && (!last || event.position > last.position))
+          last = {
+            position: event.position,
+            streamId: event.streamId,
+            version: event.version,
+            hash: event.hash,
+          };
+      }
+    }
+    if (last) this.advanceAnchor(last);
+    this.scheduleCheckpoint();
+  }
+
+  private advanceAnchor(head: HeadAnchor): void {
+    try {
+      this.anchor?.advance(head);
+    } catch {
+      // The commit stands; an anchor left behind only lags (decision 0012), it never lies.
+    }
+  }
+
+  /** A PASSIVE checkpoint waits for nobody; after a burst of commits it runs once, off the commit path. */
+  private scheduleCheckpoint(): void {
+    if (this.checkpointDue || this.readOnly) return;
+    const wait = Math.max(0, this.lastCheckpoint + this.checkpointEveryMs - Date.now());
+    this.checkpointDue = setTimeout(() => {
+      this.checkpointDue = undefined;
+      if (this.closed) return;
+      this.lastCheckpoint = Date.now();
+      try {
+        this.db.pragma("wal_checkpoint(PASSIVE)");
+      } catch {
+        // Busy or failing now: the next commit schedules another, and close() checkpoints.
+      }
+    }, wait);
+    this.checkpointDue.unref();
   }
 
   private applyAll(requests: ReadonlyArray<AppendRequest>): AppendResult[] {
@@ -485,7 +612,20 @@ export class LibsqlJournal implements Journal {
     );
     // A dry run reads one consistent snapshot and takes no write lock.
     if (policy.dryRun) return this.readTransaction(() => this.runProgram(program));
-    return this.writeTransaction(() => this.runProgram(program));
+    const report = this.writeTransaction(() => this.runProgram(program));
+    if (report.recorded) {
+      const last = this.row<EventRow>(SQL.lastEvent);
+      if (last) {
+        const event = toStored(last);
+        this.advanceAnchor({
+          position: event.position,
+          streamId: event.streamId,
+          version: event.version,
+          hash: event.hash,
+        });
+      }
+    }
+    return report;
   }
 
   async streamHead(streamId: string): Promise<StreamHead | null> {
@@ -553,6 +693,11 @@ export class LibsqlJournal implements Journal {
     return row ? toClaim(row) : null;
   }
 
+  /** The head anchor next to the file, as it reads now. */
+  async headAnchor(): Promise<AnchorReading> {
+    return readAnchor(this.location);
+  }
+
   private row<R>(sql: string, ...params: unknown[]): R | undefined {
     return this.statement(sql).get(...params) as R | undefined;
   }
@@ -569,7 +714,23 @@ export class LibsqlJournal implements Journal {
       if (!this.scheduled && this.queue.length > 0) this.flush(Date.now());
     }
     this.closed = true;
+    if (this.checkpointDue) clearTimeout(this.checkpointDue);
+    if (!this.readOnly) this.checkpointOnClose();
+    this.anchor?.close();
     this.db.close();
+  }
+
+  /**
+   * Copy the WAL into the file and empty it, so a closed journal is whole in its file alone. Waits
+   * for nobody: with another connection reading or writing it stays a partial checkpoint.
+   */
+  private checkpointOnClose(): void {
+    try {
+      this.db.pragma("busy_timeout = 0");
+      this.db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch {
+      // Busy, or the file is gone: what is committed stays in the WAL, where SQLite finds it.
+    }
   }
 
   /** Run raw SQL (tests and maintenance commands only). */
