@@ -9,7 +9,7 @@ import {
 } from "../events/index.js";
 import type { DocumentRow } from "../projections/index.js";
 import { DocumentConflict, InvalidInput, WrongExpectedVersion } from "./errors.js";
-import type { AppendRequest, Journal } from "./Journal.js";
+import type { AppendRequest, Journal, JournalReader } from "./Journal.js";
 
 /** The built-in per-chat document: the plan. */
 export const PLAN = "plan";
@@ -116,7 +116,7 @@ export const prepareReplace = async (
 };
 
 export const readDocument = async (
-  journal: Journal,
+  journal: JournalReader,
   chatId: string,
   document: string,
 ): Promise<DocumentState> => {

@@ -1,6 +1,6 @@
 import type { EventType, RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
-import type { Journal } from "./Journal.js";
+import type { JournalReader } from "./Journal.js";
 
 export interface SubscriptionFilter {
   /** Only these streams (`run-…`, `chat-…`, `system`). */
@@ -35,7 +35,7 @@ export interface SubscribeOptions {
  * called (a `for await` loop that breaks), which releases the listener and the timer.
  */
 export const subscribe = (
-  journal: Journal,
+  journal: JournalReader,
   options: SubscribeOptions = {},
 ): AsyncIterableIterator<RecordedEvent> => {
   const bufferSize = Math.max(1, options.bufferSize ?? 256);

@@ -170,8 +170,10 @@ export class LibsqlJournal implements Journal {
     const folder = dirname(location);
     const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
 
-    // A journal whose file vanished is refused before a fresh one could be made in its place.
+    // Lost commits are refused before a writing connection touches the file (decision 0012); a
+    // journal whose file vanished, before a fresh one could be made in its place.
     refuseVanishedJournal(location);
+    verifyAnchor(location);
     if (!existsSync(folder)) {
       if (!options.createFolder) {
         throw unavailable(
@@ -251,8 +253,8 @@ export class LibsqlJournal implements Journal {
     try {
       db.pragma(`busy_timeout = ${Math.max(5000, options.busyTimeoutMs ?? 5000)}`);
       db.pragma("query_only = ON");
-      db.pragma(`cache_size = -${CACHE_KIB}`);
       const key = readableJournalKey(db, location);
+      db.pragma(`cache_size = -${CACHE_KIB}`);
       const keyring = keyringFromEnv(options.env ?? process.env, location);
       const journal = new LibsqlJournal(db, location, key, keyring, options, true);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
@@ -351,8 +353,6 @@ export class LibsqlJournal implements Journal {
         "Restore the latest backup (holdfast backup) and run holdfast audit; do not write to this file.",
       );
     }
-    // Lost commits are refused before anything is written, migrations included (decision 0012).
-    verifyAnchor(db, location);
 
     // Migrations, each in its own write transaction; a second process racing here waits on the lock.
     for (const migration of MIGRATIONS) {

@@ -1,11 +1,12 @@
 import { existsSync, statSync } from "node:fs";
-import type Database from "libsql";
+import Database from "libsql";
 import { decodeRow } from "../../events/index.js";
 import { anchorLoss, type PrunedHead, prunedAnchor } from "../../runtime/anchor.js";
 import { JournalUnavailable, LostCommits } from "../../runtime/errors.js";
 import type { HeadAnchor } from "../../runtime/Journal.js";
 import { type EventRow, toStored } from "../sql/rows.js";
-import { readAnchor } from "./anchor.js";
+import { anchorPathOf, readAnchor } from "./anchor.js";
+import { readOnlyUri } from "./readOnly.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -39,7 +40,7 @@ const lost = (location: string, anchor: HeadAnchor, last: number, detail: string
 export const refuseVanishedJournal = (location: string): void => {
   const size = sizeOf(location);
   if (size !== null && size > 0) return;
-  const reading = existsSync(`${location}-anchor`) ? readAnchor(location) : { kind: "none" as const };
+  const reading = existsSync(anchorPathOf(location)) ? readAnchor(location) : { kind: "none" as const };
   if (reading.kind === "anchored" && reading.anchor.position > 0) {
     throw lost(
       location,
@@ -100,9 +101,12 @@ export const journalAgainst = (
 
 /**
  * Opening for writing: the journal must still hold the event its head anchor names (or retention
- * must have removed it). Runs before anything is written to the file, migrations included.
+ * must have removed it). Checked on a read-only connection before the writing one is opened: a
+ * refused journal is left exactly as it was (a writing connection checkpoints when it finally
+ * closes, which would fold what is left of a cut WAL into the file and remove the WAL).
  */
-export const verifyAnchor = (db: Db, location: string): void => {
+export const verifyAnchor = (location: string): void => {
+  if (!existsSync(anchorPathOf(location))) return;
   const reading = readAnchor(location);
   if (reading.kind === "none") return;
   if (reading.kind === "damaged") {
@@ -112,7 +116,20 @@ export const verifyAnchor = (db: Db, location: string): void => {
       hint: "Run `holdfast audit` on the journal; if it is clean, `holdfast audit --accept-head` writes the anchor anew.",
     });
   }
-  const { found, last, pruned } = journalAgainst(db, reading.anchor);
-  const loss = anchorLoss(reading.anchor, found, last, pruned);
-  if (loss) throw lost(location, reading.anchor, last, loss);
+  let db: Db;
+  try {
+    db = new Database(readOnlyUri(location));
+  } catch {
+    return; // The writing open says what is wrong with the file.
+  }
+  let against: ReturnType<typeof journalAgainst>;
+  try {
+    against = journalAgainst(db, reading.anchor);
+  } catch {
+    return; // Not a database, or damaged: the writing open refuses it with the reason.
+  } finally {
+    db.close();
+  }
+  const loss = anchorLoss(reading.anchor, against.found, against.last, against.pruned);
+  if (loss) throw lost(location, reading.anchor, against.last, loss);
 };
