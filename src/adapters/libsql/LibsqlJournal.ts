@@ -486,7 +486,8 @@ export class LibsqlJournal implements Journal {
           };
       }
     }
-    if (last) this.advanceAnchor(last);
+    if (!last) return;
+    this.advanceAnchor(last);
     this.scheduleCheckpoint();
   }
 
