@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "libsql";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { anchorPathOf, readAnchor, writeAnchor } from "../../src/adapters/libsql/anchor.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import type { AnyEvent } from "../../src/events/index.js";
@@ -286,6 +286,50 @@ describe("lost commits are findings, not a shorter clean journal", () => {
     const database = new Database(`file:${db}?mode=ro`);
     expect((database.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n).toBe(2);
     database.close();
+  });
+  it("a journal put in place of another (same positions, other events) is lost commits, not a clean journal", async () => {
+    const made = async () => {
+      const journal = LibsqlJournal.open(join(tempDir(), "journal.db"));
+      let head: HeadAnchor | undefined;
+      for (let i = 0; i < 3; i++) head = headOf(await appendOne(journal));
+      await journal.close();
+      return { db: journal.location, head: head! };
+    };
+    const first = await made();
+    const second = await made();
+    const db = copyJournalFiles(second.db, tempDir());
+    writeFileSync(anchorPathOf(db), readFileSync(anchorPathOf(first.db)));
+    const report = await auditFindings(db);
+    expect(report.findings).toEqual([
+      expect.objectContaining({ kind: "lost-commits", position: first.head.position }),
+    ]);
+    expect(report.findings[0]?.detail).toContain("the journal was replaced or rewritten");
+    expect(() => LibsqlJournal.open(db)).toThrow(LostCommits);
+  });
+
+  it("while commits happen the WAL is copied into the file every checkpointEveryMs, not only at close", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const journal = LibsqlJournal.open(db, { checkpointEveryMs: 100 });
+    try {
+      for (let i = 0; i < 3; i++) await appendOne(journal);
+      // The database file alone, without its WAL, holds the three events once a checkpoint ran.
+      const inFileAlone = () => {
+        const copy = join(tempDir(), "journal.db");
+        writeFileSync(copy, readFileSync(db));
+        const raw = new Database(`file:${copy}?mode=ro`);
+        try {
+          return (raw.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n;
+        } catch {
+          return 0;
+        } finally {
+          raw.close();
+        }
+      };
+      await vi.waitFor(() => expect(inFileAlone()).toBe(3), { timeout: 10_000, interval: 50 });
+    } finally {
+      await journal.close();
+    }
   });
 });
 
