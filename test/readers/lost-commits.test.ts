@@ -130,6 +130,32 @@ describe("lost commits are findings, not a shorter clean journal", () => {
     expect(existsSync(db)).toBe(false);
   });
 
+  it("a file cut short is refused as damaged, naming what its anchor records; the audit says so (exit 3)", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const journal = LibsqlJournal.open(db);
+    let head: HeadAnchor | undefined;
+    for (let i = 0; i < 100; i++)
+      head = headOf(
+        await journal.append({
+          streamId: "system",
+          expectedVersion: "any",
+          events: [opened, opened, opened],
+        }),
+      );
+    await journal.close();
+    const size = statSync(db).size;
+    truncateSync(db, Math.floor(size / 2 / 4096) * 4096);
+    const before = journalBytes(db);
+    expect(() => LibsqlJournal.open(db)).toThrow(
+      `the file is damaged (SQLITE_CORRUPT: database disk image is malformed), and its head anchor records events up to position ${head!.position}`,
+    );
+    const audit = await cli(["audit", "--db", db]);
+    expect(audit.code).toBe(3);
+    expect(audit.stderr).toContain("the file is damaged");
+    expect(journalBytes(db)).toEqual(before);
+  });
+
   it("deleted tail events are lost commits", async () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");

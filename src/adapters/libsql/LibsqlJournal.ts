@@ -48,7 +48,7 @@ import { AnchorKeeper, readAnchor } from "./anchor.js";
 import { refuseVanishedJournal, verifyAnchor } from "./anchorCheck.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
-import { pragmaValue, sqliteCode } from "./sqlite.js";
+import { damageOf, pragmaValue, sqliteCode } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -261,7 +261,13 @@ export class LibsqlJournal implements Journal {
       return journal;
     } catch (error) {
       db.close();
-      throw error;
+      const reason = damageOf(error);
+      if (!reason) throw error;
+      throw new JournalUnavailable({
+        location,
+        reason,
+        hint: "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
+      });
     }
   }
 
@@ -700,11 +706,30 @@ export class LibsqlJournal implements Journal {
   }
 
   private row<R>(sql: string, ...params: unknown[]): R | undefined {
-    return this.statement(sql).get(...params) as R | undefined;
+    try {
+      return this.statement(sql).get(...params) as R | undefined;
+    } catch (error) {
+      throw this.damaged(error);
+    }
   }
 
   private rows<R>(sql: string, ...params: unknown[]): R[] {
-    return this.statement(sql).all(...params) as R[];
+    try {
+      return this.statement(sql).all(...params) as R[];
+    } catch (error) {
+      throw this.damaged(error);
+    }
+  }
+
+  /** A read that met a damaged file fails as the journal being unavailable, with what to do. */
+  private damaged(error: unknown): unknown {
+    const reason = damageOf(error);
+    if (!reason) return error;
+    return new JournalUnavailable({
+      location: this.location,
+      reason,
+      hint: "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
+    });
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ import type { HeadAnchor } from "../../runtime/Journal.js";
 import { type EventRow, toStored } from "../sql/rows.js";
 import { anchorPathOf, readAnchor } from "./anchor.js";
 import { readOnlyUri } from "./readOnly.js";
+import { damageOf } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -125,8 +126,15 @@ export const verifyAnchor = (location: string): void => {
   let against: ReturnType<typeof journalAgainst>;
   try {
     against = journalAgainst(db, reading.anchor);
-  } catch {
-    return; // Not a database, or damaged: the writing open refuses it with the reason.
+  } catch (error) {
+    const damage = damageOf(error);
+    // Anything else: the writing open says what is wrong with the file.
+    if (!damage || reading.anchor.position === 0) return;
+    throw new JournalUnavailable({
+      location,
+      reason: `${damage}, and its head anchor records events up to position ${reading.anchor.position}`,
+      hint: "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
+    });
   } finally {
     db.close();
   }

@@ -13,3 +13,13 @@ export const sqliteCode = (error: unknown): string =>
   typeof error === "object" && error !== null && "code" in error
     ? String((error as { code: unknown }).code)
     : "";
+
+/**
+ * A driver error that says the file itself is damaged (`SQLITE_CORRUPT…`, `SQLITE_NOTADB`), as
+ * the reason for a `JournalUnavailable`; null for any other error.
+ */
+export const damageOf = (error: unknown): string | null => {
+  const code = sqliteCode(error);
+  if (!code.startsWith("SQLITE_CORRUPT") && code !== "SQLITE_NOTADB") return null;
+  return `the file is damaged (${code}: ${error instanceof Error ? error.message : String(error)})`;
+};
