@@ -21,6 +21,7 @@
  * await runtime.close();
  */
 
+export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
 export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
@@ -37,7 +38,12 @@ export type {
   Turn,
 } from "./runtime/define.js";
 export { defineAgent, defineTool } from "./runtime/define.js";
-export { type Documents, DURABLE_PLAN_DESCRIPTION, type PlanValue } from "./runtime/documents.js";
+export {
+  type DocumentState,
+  type Documents,
+  DURABLE_PLAN_DESCRIPTION,
+  type PlanValue,
+} from "./runtime/documents.js";
 export type {
   DecisionOutcome,
   PreflightFinding,
@@ -64,8 +70,10 @@ export {
   JournalClosed,
   JournalTooNew,
   JournalUnavailable,
+  LostCommits,
   NoteRequired,
   OutcomeUnknown,
+  RebuildRefused,
   RetryLimitExceeded,
   RetryNotAllowed,
   RunHeld,

@@ -1,7 +1,11 @@
 import { join } from "node:path";
 import { JournalUnavailable } from "../runtime/errors.js";
-import type { Journal } from "../runtime/Journal.js";
-import { LibsqlJournal, type LibsqlJournalOptions } from "./libsql/LibsqlJournal.js";
+import type { Journal, JournalReader } from "../runtime/Journal.js";
+import {
+  LibsqlJournal,
+  type LibsqlJournalOptions,
+  type LibsqlReaderOptions,
+} from "./libsql/LibsqlJournal.js";
 import { PostgresJournal, type PostgresJournalOptions } from "./postgres/PostgresJournal.js";
 import { isPostgresUrl, maskUrl } from "./postgres/url.js";
 
@@ -31,9 +35,11 @@ export const openJournal = (store?: string, options: LibsqlJournalOptions = {}):
       hint: "Use a libSQL file path here (the default is .holdfast/journal.db), or open the store with openStore().",
     });
   }
-  const path = value.replace(/^(libsql|file):(\/\/)?/, "");
-  return LibsqlJournal.open(path, { createFolder: resolved.isDefault, ...options });
+  return LibsqlJournal.open(libsqlPath(value), { createFolder: resolved.isDefault, ...options });
 };
+
+/** The file path of a libSQL store string (`libsql:` and `file:` prefixes dropped). */
+export const libsqlPath = (store: string): string => store.replace(/^(libsql|file):(\/\/)?/, "");
 
 export interface OpenStoreOptions {
   readonly libsql?: LibsqlJournalOptions;
@@ -52,4 +58,30 @@ export const openStore = async (store?: string, options: OpenStoreOptions = {}):
   const resolved = resolveStore(store);
   if (isPostgresUrl(resolved.store)) return PostgresJournal.open(resolved.store, options.postgres);
   return openJournal(store, options.libsql);
+};
+
+export interface OpenReaderStoreOptions {
+  readonly libsql?: LibsqlReaderOptions;
+  readonly postgres?: Omit<PostgresJournalOptions, "readOnly">;
+}
+
+/**
+ * Open an existing journal read-only, from a store string as {@link openStore} reads it: a libSQL
+ * file through a read-only connection (nothing created, migrated, checkpointed or anchored), a
+ * PostgreSQL schema through read-only transactions (nothing created or migrated). For watchers,
+ * auditors and operators' views: it never claims, recovers or writes.
+ *
+ * @example
+ * const reader = await openStoreReader("/evidence/journal.db");
+ * const report = await auditJournal(reader);
+ * await reader.close();
+ */
+export const openStoreReader = async (
+  store?: string,
+  options: OpenReaderStoreOptions = {},
+): Promise<JournalReader> => {
+  const resolved = resolveStore(store);
+  if (isPostgresUrl(resolved.store))
+    return PostgresJournal.open(resolved.store, { ...options.postgres, readOnly: true });
+  return LibsqlJournal.openReadOnly(libsqlPath(resolved.store), options.libsql);
 };

@@ -114,28 +114,39 @@ export interface PruneReport {
 }
 
 /**
- * The store port. Small on purpose: append with expected version (group-committed), read a stream,
- * read all after a position, plus the few indexed look-ups the runtime needs. Every engine enforces
- * concurrency in the database (unique keys, one write transaction per batch).
+ * Where a journal stood after a commit, kept by the libSQL journal outside its database file (the
+ * head anchor, docs/decisions/0012-head-anchor-and-read-only-opens.md): the last committed event's
+ * position and hash. A journal that no longer holds that event has lost commits.
  */
-export interface Journal {
+export interface HeadAnchor {
+  readonly position: number;
+  readonly streamId: string;
+  readonly version: number;
+  readonly hash: string;
+}
+
+/** What a journal's head anchor says: none kept (PostgreSQL, or not made yet), one, or unreadable. */
+export type AnchorReading =
+  | { readonly kind: "none" }
+  | { readonly kind: "anchored"; readonly anchor: HeadAnchor; readonly path: string }
+  | { readonly kind: "damaged"; readonly path: string; readonly detail: string };
+
+/**
+ * The read half of the store port: what watchers, auditors and operators' views need. A reader
+ * opened read-only (`openReader`, `openStoreReader`) has only this: it never writes, claims or
+ * recovers, so it can be pointed at a live journal or at an evidence copy alike.
+ */
+export interface JournalReader {
   readonly engine: string;
   /** Where the journal lives, safe to print (passwords masked). */
   readonly location: string;
   /** The key for call fingerprints, made when the journal was created. */
-  readonly fingerprintKey: Uint8Array;
+  readonly fingerprintKey?: Uint8Array;
   /**
    * The payload keys from the environment (`HOLDFAST_ENCRYPTION_KEY`, `HOLDFAST_ENCRYPTION_OLD_KEYS`),
    * or null: new events are sealed with the current key; reads open sealed fields with any of them.
    */
   readonly keyring: Keyring | null;
-  /**
-   * Append events to one stream. Resolves after the commit that holds them. Fails with
-   * `WrongExpectedVersion`, `ActiveRunExists`, an admission conflict, or `FencedOut`, writing nothing.
-   */
-  append(request: AppendRequest): Promise<AppendResult>;
-  /** Append to several streams in one transaction: all requests are written, or none. */
-  appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]>;
   readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
   /** One stream's stored rows, undecoded, in version order (recovery verifies the chain over them). */
   readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>>;
@@ -148,6 +159,11 @@ export interface Journal {
   onCommitted(listener: () => void): () => void;
   /** Events with position > `after`, in position order, at most `limit`. */
   readAll(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<RecordedEvent>>;
+  /**
+   * Stored rows as the database holds them, undecoded, in position order: for the audit, which must
+   * see a row that does not decode as a finding rather than fail on it.
+   */
+  readAllRows(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<StoredRow>>;
   streamHead(streamId: string): Promise<StreamHead | null>;
   admission(chatId: string, inputId: string): Promise<Admission | null>;
   /**
@@ -162,19 +178,39 @@ export interface Journal {
   activeRuns(): Promise<ReadonlyArray<string>>;
   projection<S>(name: string, key: string): Promise<S | null>;
   projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
-  /**
-   * Stored rows as the database holds them, undecoded, in position order: for the audit, which must
-   * see a row that does not decode as a finding rather than fail on it.
-   */
-  readAllRows(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<StoredRow>>;
   /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */
   projectionPage(
     name: string,
     options: { readonly after: string | null; readonly limit: number },
   ): Promise<ReadonlyArray<StoredProjectionRow>>;
+  currentClaim(runId: string): Promise<Claim | null>;
+  /**
+   * The head anchor kept outside the database, read now (libSQL); absent or `none` where the
+   * engine keeps none. The audit compares the log with it.
+   */
+  headAnchor?(): Promise<AnchorReading>;
+  close(): Promise<void>;
+}
+
+/**
+ * The store port. Small on purpose: append with expected version (group-committed), read a stream,
+ * read all after a position, plus the few indexed look-ups the runtime needs. Every engine enforces
+ * concurrency in the database (unique keys, one write transaction per batch).
+ */
+export interface Journal extends JournalReader {
+  /** The key for call fingerprints, made when the journal was created. */
+  readonly fingerprintKey: Uint8Array;
+  /**
+   * Append events to one stream. Resolves after the commit that holds them. Fails with
+   * `WrongExpectedVersion`, `ActiveRunExists`, an admission conflict, or `FencedOut`, writing nothing.
+   */
+  append(request: AppendRequest): Promise<AppendResult>;
+  /** Append to several streams in one transaction: all requests are written, or none. */
+  appendAll(requests: ReadonlyArray<AppendRequest>): Promise<AppendResult[]>;
   /**
    * Recompute every inline projection from position 0 and replace the stored rows, in one write
-   * transaction (appends wait for it). Nothing changes when an event does not decode.
+   * transaction (appends wait for it). Nothing changes when an event does not decode, or when a
+   * run's machine does not accept one of its events (`RebuildRefused`).
    */
   rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>>;
   /**
@@ -205,8 +241,6 @@ export interface Journal {
    * for {@link Journal.currentClaim}.
    */
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
-  currentClaim(runId: string): Promise<Claim | null>;
-  close(): Promise<void>;
 }
 
 export class JournalTag extends Context.Tag("holdfast/Journal")<JournalTag, Journal>() {}

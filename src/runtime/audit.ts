@@ -22,7 +22,8 @@ import {
   TransitionRejected,
 } from "../machines/index.js";
 import { type AnyProjection, handles, inlineProjections } from "../projections/index.js";
-import type { Admission, Journal, StoredProjectionRow } from "./Journal.js";
+import { anchorLoss, type PrunedHead, prunedAnchor } from "./anchor.js";
+import type { Admission, HeadAnchor, JournalReader, StoredProjectionRow } from "./Journal.js";
 
 /** Every kind of finding, in the order docs/audit.md explains them. */
 export const FINDING_KINDS = [
@@ -48,6 +49,8 @@ export const FINDING_KINDS = [
   "projection-different",
   "pruned-stream-present",
   "head-mismatch",
+  "lost-commits",
+  "anchor-damaged",
 ] as const;
 export type FindingKind = (typeof FINDING_KINDS)[number];
 
@@ -95,6 +98,13 @@ export interface AuditReport {
    * contents (and the runs and projections built from them) were not. 0 with the key.
    */
   readonly sealedUnchecked: number;
+  /**
+   * The head anchor the journal keeps outside its database (libSQL), and whether the log still
+   * holds the event it names; null when there is none (PostgreSQL, or a journal not opened since).
+   */
+  readonly anchor: (HeadAnchor & { readonly holds: boolean }) | null;
+  /** The last event audited (null: an empty log): what `holdfast audit --accept-head` anchors. */
+  readonly lastEvent: HeadAnchor | null;
 }
 
 /** Parse `D` or `D@P`; null when it is neither. */
@@ -183,6 +193,8 @@ export interface LogAuditorOptions {
   readonly maxFindings?: number;
   /** The keys that open encrypted fields (the journal's); null: such events get chain checks only. */
   readonly keyring?: Keyring | null;
+  /** The journal's head anchor: the log must still hold the event it names (`lost-commits`). */
+  readonly anchor?: HeadAnchor | null;
 }
 
 /**
@@ -211,9 +223,16 @@ export class LogAuditor {
   private rowHasFinding = false;
   private readonly keyring: Keyring | null;
   private sealedCount = 0;
+  private readonly anchor: HeadAnchor | null;
+  /** The hash of the event at the anchor's position, once fed. */
+  private anchorFound: string | null = null;
+  /** Heads retention removed after the anchored event, of the anchored event's stream. */
+  private readonly anchorRemoved: PrunedHead[] = [];
+  private lastRow: HeadAnchor | null = null;
 
   constructor(options: LogAuditorOptions = {}) {
     this.keyring = options.keyring ?? null;
+    this.anchor = options.anchor ?? null;
     this.projections = options.projections ?? inlineProjections;
     this.maxFindings = options.maxFindings ?? 1000;
     this.expectHead = options.expectHead ?? null;
@@ -254,6 +273,8 @@ export class LogAuditor {
       this.anchorHeads = this.currentHeads();
     this.eventCount += 1;
     this.last = row.position;
+    this.lastRow = { position: row.position, streamId: row.streamId, version: row.version, hash: row.hash };
+    if (row.position === this.anchor?.position) this.anchorFound = row.hash;
     this.rowHasFinding = false;
     const at = { streamId: row.streamId, version: row.version, position: row.position };
 
@@ -343,6 +364,8 @@ export class LogAuditor {
     position: number,
   ): void {
     for (const entry of entries) {
+      if (this.anchor && entry.streamId === this.anchor.streamId && position > this.anchor.position)
+        this.anchorRemoved.push(entry);
       if (this.streams.has(entry.streamId)) {
         this.add({
           streamId: entry.streamId,
@@ -742,6 +765,24 @@ export class LogAuditor {
                 : `the heads as of position ${position} hash to ${actual}, not the expected ${digest}: an event at or before that position was removed or changed (or a run active then was pruned since)`,
         });
     }
+    let anchor: AuditReport["anchor"] = null;
+    if (this.anchor) {
+      const loss = anchorLoss(
+        this.anchor,
+        this.anchorFound,
+        this.last,
+        prunedAnchor(this.anchor, this.anchorRemoved),
+      );
+      anchor = { ...this.anchor, holds: loss === null };
+      if (loss)
+        this.add({
+          streamId: this.anchor.streamId || null,
+          version: this.anchor.streamId ? this.anchor.version : null,
+          position: this.anchor.position,
+          kind: "lost-commits",
+          detail: loss,
+        });
+    }
     const projections = this.projections.map((p) => ({
       name: p.name,
       rows: this.rebuiltCounts.get(p.name)!,
@@ -760,6 +801,8 @@ export class LogAuditor {
       expectedHead: expected,
       movedDuringAudit: moved,
       sealedUnchecked: this.sealedCount,
+      anchor,
+      lastEvent: this.lastRow,
     };
   }
 }
@@ -811,14 +854,29 @@ export interface AuditOptions {
  * const report = await auditJournal(journal);
  * if (!report.clean) for (const f of report.findings) console.log(f.kind, f.streamId, f.version, f.detail);
  */
-export const auditJournal = async (journal: Journal, options: AuditOptions = {}): Promise<AuditReport> => {
+export const auditJournal = async (
+  journal: JournalReader,
+  options: AuditOptions = {},
+): Promise<AuditReport> => {
   const pageSize = options.pageSize ?? 1000;
   const every = options.progressEvery ?? 10_000;
+  // Read before the log: the anchor names a committed event, so a log read afterwards holds it.
+  const anchor = journal.headAnchor ? await journal.headAnchor() : { kind: "none" as const };
   const auditor = new LogAuditor({
     expectHead: options.expectHead ?? null,
     keyring: journal.keyring,
+    anchor: anchor.kind === "anchored" ? anchor.anchor : null,
     ...(options.maxFindings === undefined ? {} : { maxFindings: options.maxFindings }),
   });
+  if (anchor.kind === "damaged")
+    auditor.confirm([
+      {
+        streamId: null,
+        version: null,
+        kind: "anchor-damaged",
+        detail: `the head anchor ${anchor.path} cannot be read (${anchor.detail}): lost commits cannot be ruled out`,
+      },
+    ]);
   let after = 0;
   let nextProgress = every;
   for (;;) {

@@ -10,7 +10,7 @@ import {
 import type { DocumentRow } from "../projections/index.js";
 import { DocumentConflict, InvalidInput, WrongExpectedVersion } from "./errors.js";
 import { decodeInput } from "./input.js";
-import type { AppendRequest, Journal } from "./Journal.js";
+import type { AppendRequest, Journal, JournalReader } from "./Journal.js";
 
 /** The built-in per-chat document: the plan. */
 export const PLAN = "plan";
@@ -117,7 +117,7 @@ export const prepareReplace = async (
 };
 
 export const readDocument = async (
-  journal: Journal,
+  journal: JournalReader,
   chatId: string,
   document: string,
 ): Promise<DocumentState> => {

@@ -128,6 +128,41 @@ export class JournalClosed extends Data.TaggedError("JournalClosed")<{ readonly 
   }
 }
 
+/**
+ * Committed events are gone: the head anchor kept outside the database names an event the journal
+ * no longer holds (a WAL cut short or removed, a file cut short, emptied or replaced, a tail
+ * deleted). Nothing was written; the journal is not opened for writing until someone decides.
+ */
+export class LostCommits extends Data.TaggedError("LostCommits")<{
+  readonly location: string;
+  /** The last committed position the anchor records. */
+  readonly anchorPosition: number;
+  readonly anchorHash: string;
+  readonly anchorStreamId: string;
+  readonly anchorVersion: number;
+  /** The last position the journal holds now (0: none). */
+  readonly journalLastPosition: number;
+  /** What differs, in words. */
+  readonly detail: string;
+}> {
+  override get message(): string {
+    return `journal ${this.location} lost committed events: ${this.detail}; restore the journal file together with its -wal file (or the latest backup), or, to go on without the lost events on purpose, run \`holdfast audit --accept-head\` on it (docs/audit.md, "Lost commits")`;
+  }
+}
+
+/** A rebuild met an event its run's machine does not accept: projecting it would describe an impossible run. */
+export class RebuildRefused extends Data.TaggedError("RebuildRefused")<{
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly eventType: string;
+  readonly reason: string;
+}> {
+  override get message(): string {
+    return `rebuild refused: ${this.eventType} at ${this.streamId}@${this.version} (position ${this.position}) ${this.reason}, so no projection was changed; run \`holdfast audit\` to see every finding, and restore the journal from a backup if its events were altered`;
+  }
+}
+
 /** The call at `seq` differs from its recorded intent (law 7). The run is held. */
 export class DeterminismViolation extends Data.TaggedError("DeterminismViolation")<{
   readonly runId: string;

@@ -2,7 +2,7 @@ import { Schema } from "effect";
 import type { EventType, RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import { decodeInput } from "./input.js";
-import type { Journal } from "./Journal.js";
+import type { JournalReader } from "./Journal.js";
 
 const Ids = Schema.optional(Schema.Array(Schema.String));
 
@@ -46,7 +46,7 @@ export interface SubscribeOptions {
  * called (a `for await` loop that breaks), which releases the listener and the timer.
  */
 export const subscribe = (
-  journal: Journal,
+  journal: JournalReader,
   options: SubscribeOptions = {},
 ): AsyncIterableIterator<RecordedEvent> => {
   const checked = decodeInput(SubscribeOptionsSchema, options, "subscribe options");

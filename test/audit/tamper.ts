@@ -2,14 +2,20 @@ import { randomUUID } from "node:crypto";
 import { copyFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "libsql";
+import { applyProjections } from "../../src/adapters/sql/append.js";
+import { runSync } from "../../src/adapters/sql/program.js";
+import { type EventRow, toStored } from "../../src/adapters/sql/rows.js";
+import { libsqlDialect, statements } from "../../src/adapters/sql/statements.js";
 import {
   type AnyEvent,
   canonicalJson,
   chainHash,
+  decodeRow,
   EVENT_SCHEMA_VERSION,
   encodePayload,
   GENESIS_HASH,
 } from "../../src/events/index.js";
+import { inlineProjections } from "../../src/projections/index.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -87,3 +93,27 @@ export const forgeChained = (db: Db, streamId: string, event: AnyEvent): { versi
   );
   return { version };
 };
+
+/**
+ * Make every cache agree with the log as it stands, the way a tamperer with the holdfast source
+ * would: the inline projection step over every event, machines not consulted (`holdfast rebuild`
+ * refuses events a run's machine rejects).
+ */
+export const alignCaches = (path: string): void =>
+  tamper(path, (db) => {
+    db.exec("DELETE FROM projections");
+    const rows = db
+      .prepare(
+        "SELECT position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data FROM events ORDER BY position",
+      )
+      .all() as EventRow[];
+    const recorded = rows.map((row) => decodeRow(toStored(row)));
+    runSync(applyProjections(statements(libsqlDialect), recorded, inlineProjections, null), (step) => {
+      if (step.kind === "now") return Date.now();
+      const statement = db.prepare(step.sql);
+      if (step.kind === "get") return statement.get(...step.params);
+      if (step.kind === "all") return statement.all(...step.params);
+      statement.run(...step.params);
+      return undefined;
+    });
+  });

@@ -1,5 +1,5 @@
 import { EventDecryptError, SealError } from "../../events/index.js";
-import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
+import { JournalTooNew, JournalUnavailable, LostCommits } from "../../runtime/errors.js";
 import { CliError, ExitCode } from "./CliError.js";
 
 export interface Failure {
@@ -34,7 +34,12 @@ export const describeFailure = (error: unknown): Failure => {
       hint: oneLine(error.hint),
     };
   }
-  if (error instanceof JournalTooNew || error instanceof EventDecryptError || error instanceof SealError) {
+  if (
+    error instanceof JournalTooNew ||
+    error instanceof LostCommits ||
+    error instanceof EventDecryptError ||
+    error instanceof SealError
+  ) {
     return {
       exitCode: ExitCode.journalUnavailable,
       ...splitMessage(error.message, "upgrade holdfast"),

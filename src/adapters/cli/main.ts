@@ -105,6 +105,10 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
       "report a finding unless the head digest is this (DIGEST or DIGEST@POSITION)",
       parseExpectHead,
     )
+    .option(
+      "--accept-head",
+      "after a deliberate restore: make the current head the anchored one, if the audit finds nothing else",
+    )
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
     .action(async (options) => setCode(await auditCommand(options, io, stderr)));

@@ -15,10 +15,13 @@ import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
+  AnchorReading,
   AppendRequest,
   AppendResult,
   Claim,
+  HeadAnchor,
   Journal,
+  JournalReader,
   ProjectionRebuild,
   PrunedRunRecord,
   PruneReport,
@@ -44,8 +47,12 @@ import {
   toStored,
 } from "../sql/rows.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
+import { AnchorKeeper, readAnchor } from "./anchor.js";
+import { refuseVanishedJournal, verifyAnchor } from "./anchorCheck.js";
 import { ownerOnly } from "./fileMode.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
+import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
+import { damageOf, pragmaValue, sqliteCode } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -79,24 +86,21 @@ export interface LibsqlJournalOptions {
    * it verifies the chains of sealed events without the key and reports their contents unchecked.
    */
   readonly keyCheck?: boolean;
+  /**
+   * While writing, copy the WAL into the file (a PASSIVE checkpoint) at most this often, so few
+   * commits live only in the WAL. Default 5000 ms.
+   */
+  readonly checkpointEveryMs?: number;
 }
+
+/** Options of a read-only open: where the keys come from, and whether to check them. */
+export type LibsqlReaderOptions = Pick<LibsqlJournalOptions, "busyTimeoutMs" | "env" | "keyCheck">;
 
 interface Pending {
   readonly requests: ReadonlyArray<AppendRequest>;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
-
-/** One PRAGMA's value. (The driver's `simple` option returns the row, not the value.) */
-const pragmaValue = (db: Db, pragma: string): unknown => {
-  const row = (db.prepare(`PRAGMA ${pragma}`).all() as Array<Record<string, unknown>>)[0];
-  return row ? Object.values(row)[0] : undefined;
-};
-
-const sqliteCode = (error: unknown): string =>
-  typeof error === "object" && error !== null && "code" in error
-    ? String((error as { code: unknown }).code)
-    : "";
 
 /** SQLite's page cache per connection, in KiB. */
 const CACHE_KIB = 32 * 1024;
@@ -162,6 +166,12 @@ export class LibsqlJournal implements Journal {
   private readonly lockWaitMs: number;
   /** Writes waiting for another process's lock: close() lets them finish first. */
   private lockWaiters = 0;
+  /** Opened read-only: never writes, checkpoints or keeps the anchor. */
+  private readonly readOnly: boolean;
+  private anchor: AnchorKeeper | null = null;
+  private readonly checkpointEveryMs: number;
+  private lastCheckpoint = Date.now();
+  private checkpointDue: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(
     db: Db,
@@ -169,6 +179,7 @@ export class LibsqlJournal implements Journal {
     key: Uint8Array,
     keyring: Keyring | null,
     options: LibsqlJournalOptions,
+    readOnly = false,
   ) {
     this.db = db;
     this.location = location;
@@ -176,6 +187,8 @@ export class LibsqlJournal implements Journal {
     this.keyring = keyring;
     this.onBeforeCommit = options.onBeforeCommit;
     this.lockWaitMs = options.lockWaitMs ?? LOCK_GIVE_UP_MS;
+    this.readOnly = readOnly;
+    this.checkpointEveryMs = Math.max(0, options.checkpointEveryMs ?? 5000);
   }
 
   /** Open (creating when absent) a journal file; checks the file, applies migrations. */
@@ -184,6 +197,10 @@ export class LibsqlJournal implements Journal {
     const folder = dirname(location);
     const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
 
+    // Lost commits are refused before a writing connection touches the file (decision 0012); a
+    // journal whose file vanished, before a fresh one could be made in its place.
+    refuseVanishedJournal(location);
+    verifyAnchor(location);
     if (!existsSync(folder)) {
       if (!options.createFolder) {
         throw unavailable(
@@ -235,6 +252,7 @@ export class LibsqlJournal implements Journal {
       const key = LibsqlJournal.prepareFile(db, location, options);
       const journal = new LibsqlJournal(db, location, key, keyring, options);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      journal.anchor = LibsqlJournal.keepAnchor(db, location);
       // From here SQLite never waits for a lock inside a call, which would stop the event loop:
       // the journal retries on timers instead (F10).
       db.pragma("busy_timeout = 0");
@@ -242,6 +260,72 @@ export class LibsqlJournal implements Journal {
     } catch (error) {
       db.close();
       throw error;
+    }
+  }
+
+  /**
+   * Open an existing journal read-only, for watchers, auditors and operators' views: no migration,
+   * no PRAGMA that writes, no integrity check, no checkpoint, no anchor update, nothing created.
+   * A missing or empty file, another database, or another schema version is `JournalUnavailable`
+   * (`JournalTooNew` for a newer one), and nothing is changed.
+   */
+  static openReadOnly(path: string, options: LibsqlReaderOptions = {}): JournalReader {
+    const location = resolve(path);
+    checkReadableFile(location);
+    let db: Db;
+    try {
+      db = new Database(readOnlyUri(location), { timeout: options.busyTimeoutMs ?? 5000 });
+    } catch (cause) {
+      throw new JournalUnavailable({
+        location,
+        reason: `cannot be opened read-only (${String(cause)})`,
+        hint: "Check the path and permissions.",
+      });
+    }
+    try {
+      db.pragma(`busy_timeout = ${Math.max(5000, options.busyTimeoutMs ?? 5000)}`);
+      db.pragma("query_only = ON");
+      const key = readableJournalKey(db, location);
+      db.pragma(`cache_size = -${CACHE_KIB}`);
+      const keyring = keyringFromEnv(options.env ?? process.env, location);
+      const journal = new LibsqlJournal(db, location, key, keyring, options, true);
+      if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      return journal;
+    } catch (error) {
+      db.close();
+      const reason = damageOf(error);
+      if (!reason) throw error;
+      throw new JournalUnavailable({
+        location,
+        reason,
+        hint: "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
+      });
+    }
+  }
+
+  /** The anchor kept from now on; made at the journal's last event when it has none (an older journal). */
+  private static keepAnchor(db: Db, location: string): AnchorKeeper {
+    const last = db
+      .prepare("SELECT position, stream_id, version, hash FROM events ORDER BY position DESC LIMIT 1")
+      .get() as { position: number; stream_id: string; version: number; hash: string } | undefined;
+    try {
+      return AnchorKeeper.open(
+        location,
+        last
+          ? {
+              position: Number(last.position),
+              streamId: last.stream_id,
+              version: Number(last.version),
+              hash: last.hash,
+            }
+          : null,
+      );
+    } catch (cause) {
+      throw new JournalUnavailable({
+        location,
+        reason: `its head anchor cannot be kept (${cause instanceof Error ? cause.message : String(cause)})`,
+        hint: "holdfast keeps journal.db-anchor next to the journal file: make the folder writable.",
+      });
     }
   }
 
@@ -408,12 +492,62 @@ export class LibsqlJournal implements Journal {
       for (const p of batch) p.reject(error);
       return;
     }
+    this.committed(outcomes);
     if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       if ("ok" in outcome) pending.resolve(outcome.ok);
       else pending.reject(outcome.error);
     });
+  }
+
+  /**
+   * After a COMMIT (never before: the anchor must only name durable events): move the head anchor
+   * to the batch's last event, and copy the WAL into the file when it is time.
+   */
+  private committed(outcomes: ReadonlyArray<{ ok: AppendResult[] } | { error: unknown }>): void {
+    let last: HeadAnchor | null = null;
+    for (const outcome of outcomes) {
+      if (!("ok" in outcome)) continue;
+      for (const result of outcome.ok) {
+        const event = result.recorded.at(-1);
+        if (event && (!last || event.position > last.position))
+          last = {
+            position: event.position,
+            streamId: event.streamId,
+            version: event.version,
+            hash: event.hash,
+          };
+      }
+    }
+    if (!last) return;
+    this.advanceAnchor(last);
+    this.scheduleCheckpoint();
+  }
+
+  private advanceAnchor(head: HeadAnchor): void {
+    try {
+      this.anchor?.advance(head);
+    } catch {
+      // The commit stands; an anchor left behind only lags (decision 0012), it never lies.
+    }
+  }
+
+  /** A PASSIVE checkpoint waits for nobody; after a burst of commits it runs once, off the commit path. */
+  private scheduleCheckpoint(): void {
+    if (this.checkpointDue || this.readOnly) return;
+    const wait = Math.max(0, this.lastCheckpoint + this.checkpointEveryMs - Date.now());
+    this.checkpointDue = setTimeout(() => {
+      this.checkpointDue = undefined;
+      if (this.closed) return;
+      this.lastCheckpoint = Date.now();
+      try {
+        this.db.pragma("wal_checkpoint(PASSIVE)");
+      } catch {
+        // Busy or failing now: the next commit schedules another, and close() checkpoints.
+      }
+    }, wait);
+    this.checkpointDue.unref();
   }
 
   private applyAll(requests: ReadonlyArray<AppendRequest>): AppendResult[] {
@@ -511,7 +645,20 @@ export class LibsqlJournal implements Journal {
     );
     // A dry run reads one consistent snapshot and takes no write lock.
     if (policy.dryRun) return this.read(() => this.readTransaction(() => this.runProgram(program)));
-    return this.writeTransaction(() => this.runProgram(program));
+    const report = await this.writeTransaction(() => this.runProgram(program));
+    if (report.recorded) {
+      const last = await this.read(() => this.row<EventRow>(SQL.lastEvent));
+      if (last) {
+        const event = toStored(last);
+        this.advanceAnchor({
+          position: event.position,
+          streamId: event.streamId,
+          version: event.version,
+          hash: event.hash,
+        });
+      }
+    }
+    return report;
   }
 
   async streamHead(streamId: string): Promise<StreamHead | null> {
@@ -575,12 +722,36 @@ export class LibsqlJournal implements Journal {
     return row ? toClaim(row) : null;
   }
 
+  /** The head anchor next to the file, as it reads now. */
+  async headAnchor(): Promise<AnchorReading> {
+    return readAnchor(this.location);
+  }
+
   private row<R>(sql: string, ...params: unknown[]): R | undefined {
-    return this.statement(sql).get(...params) as R | undefined;
+    try {
+      return this.statement(sql).get(...params) as R | undefined;
+    } catch (error) {
+      throw this.damaged(error);
+    }
   }
 
   private rows<R>(sql: string, ...params: unknown[]): R[] {
-    return this.statement(sql).all(...params) as R[];
+    try {
+      return this.statement(sql).all(...params) as R[];
+    } catch (error) {
+      throw this.damaged(error);
+    }
+  }
+
+  /** A read that met a damaged file fails as the journal being unavailable, with what to do. */
+  private damaged(error: unknown): unknown {
+    const reason = damageOf(error);
+    if (!reason) return error;
+    return new JournalUnavailable({
+      location: this.location,
+      reason,
+      hint: "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
+    });
   }
 
   async close(): Promise<void> {
@@ -592,7 +763,23 @@ export class LibsqlJournal implements Journal {
       if (!this.scheduled && this.queue.length > 0) this.flush(Date.now());
     }
     this.closed = true;
+    if (this.checkpointDue) clearTimeout(this.checkpointDue);
+    if (!this.readOnly) this.checkpointOnClose();
+    this.anchor?.close();
     this.db.close();
+  }
+
+  /**
+   * Copy the WAL into the file and empty it, so a closed journal is whole in its file alone. Waits
+   * for nobody: with another connection reading or writing it stays a partial checkpoint.
+   */
+  private checkpointOnClose(): void {
+    try {
+      this.db.pragma("busy_timeout = 0");
+      this.db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch {
+      // Busy, or the file is gone: what is committed stays in the WAL, where SQLite finds it.
+    }
   }
 
   /** Run raw SQL (tests and maintenance commands only). */

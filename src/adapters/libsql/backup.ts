@@ -1,9 +1,11 @@
 import { chmodSync, closeSync, existsSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Data } from "effect";
+import Database from "libsql";
 import { SYSTEM_STREAM } from "../../events/index.js";
 import { type AuditReport, auditJournal } from "../../runtime/audit.js";
 import { LibsqlJournal } from "./LibsqlJournal.js";
+import { readOnlyUri } from "./readOnly.js";
 
 /** The target of a backup exists already: holdfast never overwrites one. */
 export class BackupTargetExists extends Data.TaggedError("BackupTargetExists")<{ readonly path: string }> {
@@ -111,16 +113,27 @@ export const backupJournal = async (
   };
 };
 
-/** Open the copy as a journal, check every page, audit it; throws `BackupNotVerified` unless clean. */
-const verifyCopy = async (path: string, onProgress?: (events: number) => void): Promise<AuditReport> => {
-  const copy = LibsqlJournal.open(path);
+/** `PRAGMA integrity_check` of a file, on a read-only connection; the problems it lists. */
+const integrityProblems = (path: string): string[] => {
+  const db = new Database(readOnlyUri(path));
   try {
-    const rows = copy.unsafeDatabase().prepare("PRAGMA integrity_check").all() as Array<
-      Record<string, unknown>
-    >;
-    const problems = rows.map((row) => String(Object.values(row)[0])).filter((v) => v !== "ok");
-    if (problems.length > 0)
-      throw new BackupNotVerified({ path, reason: `integrity check: ${problems.slice(0, 3).join("; ")}` });
+    const rows = db.prepare("PRAGMA integrity_check").all() as Array<Record<string, unknown>>;
+    return rows.map((row) => String(Object.values(row)[0])).filter((v) => v !== "ok");
+  } finally {
+    db.close();
+  }
+};
+
+/**
+ * Check every page of the copy and audit it, read-only; throws `BackupNotVerified` unless clean.
+ * Verifying writes nothing: the copy stays as `VACUUM INTO` made it, with no anchor beside it.
+ */
+const verifyCopy = async (path: string, onProgress?: (events: number) => void): Promise<AuditReport> => {
+  const problems = integrityProblems(path);
+  if (problems.length > 0)
+    throw new BackupNotVerified({ path, reason: `integrity check: ${problems.slice(0, 3).join("; ")}` });
+  const copy = LibsqlJournal.openReadOnly(path);
+  try {
     const audit = await auditJournal(copy, onProgress ? { onProgress } : {});
     if (!audit.clean) {
       const first = audit.findings[0];

@@ -43,6 +43,7 @@ import { numberPlaceholders, postgresDialect, statements } from "../sql/statemen
 import { type ConnectRetry, connectWithRetry } from "./connect.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { CommitListener, commitChannel } from "./notify.js";
+import { readableSchemaKey } from "./readOnly.js";
 import { maskUrl } from "./url.js";
 
 export interface PostgresJournalOptions {
@@ -62,6 +63,11 @@ export interface PostgresJournalOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Check at open that the keys read this journal (default true; the audit opens without). */
   readonly keyCheck?: boolean;
+  /**
+   * Open for reading only: no migration (the schema must hold this version's journal), and every
+   * connection's transactions are read-only (`default_transaction_read_only`).
+   */
+  readonly readOnly?: boolean;
 }
 
 interface Pending {
@@ -143,14 +149,16 @@ export class PostgresJournal implements Journal {
       connectionTimeoutMillis: 5000,
       // Every connection resolves the shared, unqualified statements in the journal's schema.
       // Law 1 needs durable commits whatever the server's default.
-      options: `-c search_path=${schema} -c synchronous_commit=on -c idle_in_transaction_session_timeout=${Math.max(1, Math.round(options.idleInTransactionMs ?? 10_000))}`,
+      options: `-c search_path=${schema} -c synchronous_commit=on -c idle_in_transaction_session_timeout=${Math.max(1, Math.round(options.idleInTransactionMs ?? 10_000))}${options.readOnly ? " -c default_transaction_read_only=on" : ""}`,
       application_name: "holdfast",
     });
     // An idle connection dropped by the server surfaces on the next query; it must not crash the process.
     pool.on("error", () => {});
     try {
       await connectWithRetry(pool, location, options.retry);
-      const key = await migrate(pool, location, schema);
+      const key = options.readOnly
+        ? await readableSchemaKey(pool, location, schema)
+        : await migrate(pool, location, schema);
       const journal = new PostgresJournal(pool, location, schema, key, keyring, options);
       if (options.keyCheck !== false) await journal.read(keyCheckProgram(SQL, keyring));
       return journal;

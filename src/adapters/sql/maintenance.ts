@@ -20,6 +20,7 @@ import type {
 import { checkPrunable, type RetentionCandidate, selectForPruning } from "../../runtime/retention.js";
 import { appendAllProgram, applyProjections } from "./append.js";
 import { all, get, type Program, run } from "./program.js";
+import { RunFoldCheck } from "./RunFoldCheck.js";
 import { type EventRow, toStored } from "./rows.js";
 import type { Statements } from "./statements.js";
 
@@ -113,7 +114,9 @@ function* storedDigest(name: string, ring: Keyring | null): Program<{ digest: st
 /**
  * Replace every inline projection with a fold of the events from position 0, using the write
  * path's own projection step, so a rebuilt row is what the inline update would have written.
- * The caller holds the write transaction; an event that does not decode throws and undoes it all.
+ * Every run stream is folded through its machine on the way (`RunFoldCheck`). The caller holds
+ * the write transaction; an event that does not decode, or that its run's machine does not
+ * accept (`RebuildRefused`), throws and undoes it all.
  */
 function* rebuildBody(
   sql: Statements,
@@ -124,10 +127,12 @@ function* rebuildBody(
   for (const projection of projections)
     before.set(projection.name, (yield* storedDigest(projection.name, ring)).digest);
   for (const projection of projections) yield* run(MAINTENANCE.deleteProjection, [projection.name]);
+  const folds = new RunFoldCheck();
   let after = 0;
   for (;;) {
     const rows = yield* all<EventRow>(MAINTENANCE.eventsPage, [after, PAGE]);
     const recorded = rows.map((row) => decodeRow(toStored(row), ring));
+    for (const event of recorded) folds.accept(event);
     if (recorded.length > 0) yield* applyProjections(sql, recorded, projections, ring);
     const last = recorded.at(-1);
     if (!last || rows.length < PAGE) break;

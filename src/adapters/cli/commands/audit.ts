@@ -1,19 +1,26 @@
 import { InvalidArgumentError } from "commander";
+import { describeAnchor } from "../../../runtime/anchor.js";
 import {
   type AuditFinding,
   type AuditReport,
   auditJournal,
   parseExpectedHead,
 } from "../../../runtime/audit.js";
-import { ExitCode } from "../CliError.js";
-import { withExistingJournal } from "../journalAccess.js";
+import { writeAnchor } from "../../libsql/anchor.js";
+import { ExitCode, usageError } from "../CliError.js";
+import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 
 export interface AuditOptions {
   readonly db?: string;
   readonly json?: boolean;
   readonly expectHead?: ReturnType<typeof parseExpectedHead>;
+  /** After a deliberate restore: anchor the current head when the audit finds nothing else. */
+  readonly acceptHead?: boolean;
 }
+
+/** The findings `--accept-head` settles: the anchor's own. Any other finding keeps the anchor as it is. */
+const ANCHOR_KINDS: ReadonlySet<AuditFinding["kind"]> = new Set(["lost-commits", "anchor-damaged"]);
 
 /** Progress goes to stderr every this many events, so long audits show they are moving. */
 export const AUDIT_PROGRESS_EVERY = 10_000;
@@ -51,6 +58,10 @@ const humanLines = (report: AuditReport, location: string): string[] => {
     lines.push("events were appended during the audit: cache rows changed since were not compared");
   lines.push(`head digest: ${report.headDigest}`);
   lines.push(`anchor: ${report.headDigest}@${report.lastPosition}  (check later with --expect-head)`);
+  if (report.anchor)
+    lines.push(
+      `head anchor: ${describeAnchor(report.anchor)}: ${report.anchor.holds ? "held by the log" : "NOT in the log"}`,
+    );
   if (report.expectedHead)
     lines.push(
       `expected head ${report.expectedHead.digest}${report.expectedHead.position === null ? "" : `@${report.expectedHead.position}`}: ${report.expectedHead.matches ? "matches" : "DIFFERS"}`,
@@ -67,22 +78,66 @@ const humanLines = (report: AuditReport, location: string): string[] => {
   lines.push(`${count} finding${count === 1 ? "" : "s"}:`);
   for (const f of report.findings) lines.push(`  ${f.kind.padEnd(28)} ${where(f).padEnd(36)} ${f.detail}`);
   if (report.findingsOmitted > 0) lines.push(`  … and ${report.findingsOmitted} more (not listed)`);
-  lines.push("nothing was changed; see docs/audit.md for what each kind means");
+  lines.push("the journal was not changed; see docs/audit.md for what each kind means");
   return lines;
+};
+
+/** What `--accept-head` did: the anchor written, or why not. */
+interface Accepted {
+  readonly written: boolean;
+  readonly anchor: AuditReport["lastEvent"];
+  readonly reason: string;
+}
+
+/**
+ * `--accept-head`: the audit found nothing but the anchor's own findings, so the log as it stands
+ * is whole and becomes what the anchor names. Written only after a person asked, never by itself.
+ */
+const acceptHead = (report: AuditReport, location: string): Accepted => {
+  const others = report.findings.filter((f) => !ANCHOR_KINDS.has(f.kind)).length + report.findingsOmitted;
+  if (others > 0)
+    return {
+      written: false,
+      anchor: null,
+      reason: `the anchor was not changed: the audit has ${others} other finding${others === 1 ? "" : "s"}; resolve ${others === 1 ? "it" : "them"} first`,
+    };
+  if (report.sealedUnchecked > 0)
+    return {
+      written: false,
+      anchor: null,
+      reason:
+        "the anchor was not changed: encrypted events were not checked; set HOLDFAST_ENCRYPTION_KEY and run it again",
+    };
+  const head = report.lastEvent ?? { position: 0, streamId: "", version: 0, hash: "" };
+  writeAnchor(location, head);
+  return {
+    written: true,
+    anchor: head,
+    reason:
+      head.position === 0
+        ? "head anchor written: the journal holds no events"
+        : `head anchor written: ${describeAnchor(head)} is the accepted head`,
+  };
 };
 
 /**
  * `holdfast audit`: verify the whole log, read-only. Exit 0 when clean, 1 with findings (each
- * with its kind, stream, version and detail).
+ * with its kind, stream, version and detail). `--accept-head` writes the head anchor anew when
+ * the only findings are the anchor's (after a deliberate restore) and then exits 0.
  */
 export const auditCommand = async (
   options: AuditOptions,
   io: Io,
   stderr: NodeJS.WritableStream,
 ): Promise<number> =>
-  withExistingJournal(
+  withExistingReader(
     options.db,
     async (journal) => {
+      if (options.acceptHead && journal.engine !== "libsql")
+        throw usageError(
+          "--accept-head is for libSQL journals",
+          "a PostgreSQL journal keeps no head anchor (docs/decisions/0012-head-anchor-and-read-only-opens.md)",
+        );
       const report = await auditJournal(journal, {
         expectHead: options.expectHead ?? null,
         progressEvery: AUDIT_PROGRESS_EVERY,
@@ -90,8 +145,14 @@ export const auditCommand = async (
           stderr.write(`audit: ${events} events checked…\n`);
         },
       });
-      if (options.json) await io.out.json({ journal: journal.location, ...report });
-      else await io.out.lines(humanLines(report, journal.location));
+      const accepted = options.acceptHead ? acceptHead(report, journal.location) : null;
+      if (options.json)
+        await io.out.json({ journal: journal.location, ...report, ...(accepted ? { accepted } : {}) });
+      else {
+        await io.out.lines(humanLines(report, journal.location));
+        if (accepted) await io.out.line(accepted.reason);
+      }
+      if (accepted) return accepted.written ? ExitCode.ok : ExitCode.failed;
       return report.clean ? ExitCode.ok : ExitCode.failed;
     },
     NO_KEY_CHECK,

@@ -1,6 +1,6 @@
 import { subscribe } from "../../../runtime/subscribe.js";
 import { eventLine, shortHash } from "../eventFormat.js";
-import { withExistingJournal } from "../journalAccess.js";
+import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 
 export interface EventsOptions {
@@ -17,7 +17,7 @@ export const EVENTS_BATCH = 500;
 
 /** `holdfast events`: every event after a position, in position order. */
 export const eventsCommand = async (options: EventsOptions, io: Io): Promise<number> =>
-  withExistingJournal(options.db, async (journal) => {
+  withExistingReader(options.db, async (journal) => {
     let after = options.after;
     let remaining = options.limit ?? Number.POSITIVE_INFINITY;
     let printed = 0;

@@ -1,5 +1,5 @@
 import type { RunRow } from "../../../projections/index.js";
-import { withExistingJournal } from "../journalAccess.js";
+import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 import { table } from "../table.js";
 
@@ -17,7 +17,7 @@ const statusText = (run: RunRow): string =>
 
 /** `holdfast runs`: every run and its status, oldest first. */
 export const runsCommand = async (options: RunsOptions, io: Io): Promise<number> =>
-  withExistingJournal(options.db, async (journal) => {
+  withExistingReader(options.db, async (journal) => {
     const rows = (await journal.projectionRows<RunRow>("runs"))
       .filter((run) => options.status === undefined || run.status === options.status)
       .toSorted((a, b) => a.admittedAt.localeCompare(b.admittedAt) || a.runId.localeCompare(b.runId));

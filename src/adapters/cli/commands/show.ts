@@ -3,7 +3,7 @@ import { contextOf, foldRun } from "../../../machines/index.js";
 import type { CallRow, RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
 import { eventLine, shortHash, summarizeEvent } from "../eventFormat.js";
-import { withExistingJournal } from "../journalAccess.js";
+import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 import { table } from "../table.js";
 import { type HeldCommand, heldCommands } from "./decide.js";
@@ -33,7 +33,7 @@ const commandsFor = (
  * for a held run, the stream version and the exact commands that resolve it.
  */
 export const showCommand = async (runId: string, options: ShowOptions, io: Io): Promise<number> =>
-  withExistingJournal(options.db, async (journal) => {
+  withExistingReader(options.db, async (journal) => {
     const run = await journal.projection<RunRow>("runs", runId);
     if (!run) throw new RunNotFound({ runId });
     const calls = (await journal.projectionRows<CallRow>("calls"))
