@@ -3,6 +3,7 @@ import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/adapters/libsql/migrations.js";
 import { type RecordedEvent, runStreamId } from "../../src/events/index.js";
 import {
   JournalTooNew,
@@ -117,7 +118,7 @@ describe("readers are not workers", () => {
       store: db,
       agents: [makeStepsAgent()],
       tools: makeTableTools(witness).all,
-      recovery: { leaseMs: 500 },
+      recovery: { leaseMs: 3_000 },
     });
     try {
       expect(runtime.recovery.interrupted).toContain(runId);
@@ -209,7 +210,9 @@ describe("the read-only open refuses what is not this holdfast's journal, and ch
       expect(error).toBeInstanceOf(expected);
       if (version === 1)
         expect(error).toMatchObject({
-          reason: expect.stringContaining("schema version 1, and this holdfast reads version 2"),
+          reason: expect.stringContaining(
+            `schema version 1, and this holdfast reads version ${LATEST_SCHEMA_VERSION}`,
+          ),
         });
       expect(journalBytes(db)).toEqual(before);
     }

@@ -646,7 +646,7 @@ export const journalContract = (
         const { journal, store } = await givenRuns();
         const clean = await auditJournal(journal, { pageSize: 3 });
         expect(clean.findings).toEqual([]);
-        expect(clean).toMatchObject({ clean: true, events: 13, streams: 4, runs: 4 });
+        expect(clean).toMatchObject({ clean: true, events: 14, streams: 4, runs: 4 });
         await store.corrupt("run-r1", 3, JSON.stringify({ ...(done("r1", 0) as object), result: { ok: 1 } }));
         const after = await auditJournal(journal, { pageSize: 3 });
         expect(after.findings).toEqual([
@@ -695,7 +695,7 @@ export const journalContract = (
           type: "retention.pruned",
           streams: expect.arrayContaining([
             expect.objectContaining({ streamId: "run-r1", version: 4, hash: heads.r1?.hash }),
-            expect.objectContaining({ streamId: "run-r2", version: 4, hash: heads.r2?.hash }),
+            expect.objectContaining({ streamId: "run-r2", version: 5, hash: heads.r2?.hash }),
           ]),
         });
         const audit = await auditJournal(journal);

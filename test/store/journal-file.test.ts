@@ -163,7 +163,8 @@ describe("journal file", () => {
     if (asRoot) {
       // Only root can hand the file to someone else: the journal is root's, opened by \`nobody\`.
       chmodSync(dir, 0o777);
-      for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) chmodSync(file, 0o666);
+      for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-anchor`])
+        if (existsSync(file)) chmodSync(file, 0o666);
     }
     const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
       cwd: ROOT,
