@@ -6,7 +6,7 @@
  *   npm run torture -- --trials 300 [--seed S] [--json]
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
- *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
+ *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -33,6 +33,7 @@ const { values } = parseArgs({
     workers: { type: "string" },
     runs: { type: "string", default: "200" },
     kills: { type: "string", default: "30" },
+    pauses: { type: "string", default: "30" },
     "lease-ms": { type: "string", default: "3000" },
   },
 });
@@ -245,10 +246,11 @@ const multiWorker = async () => {
     workers: Number(values.workers ?? "3"),
     runs: Number(values.runs),
     kills: Number(values.kills),
+    pauses: Number(values.pauses),
     leaseMs: Number(values["lease-ms"]),
   };
   for (const [name, value] of Object.entries(numbers)) {
-    if (!Number.isInteger(value) || value < (name === "kills" ? 0 : 1)) {
+    if (!Number.isInteger(value) || value < (name === "kills" || name === "pauses" ? 0 : 1)) {
       process.stderr.write(
         `torture: --${name === "leaseMs" ? "lease-ms" : name} takes a positive whole number\n`,
       );

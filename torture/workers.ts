@@ -11,10 +11,17 @@
  * A killed worker's id is either this host's `<host>:<pid>:<random>` (a peer sees the pid is gone
  * and takes its runs at once) or a made-up id of "another host" (a peer can only wait for the
  * lease to run out); each restart picks one at random, and the take-overs are reported per kind.
+ *
+ * Pauses as well as kills: every worker stops itself once (SIGSTOP, `HOLDFAST_PAUSE_AT`) right
+ * after an owner's lease check and before the effect — the window law 10's fencing proofs close —
+ * and is continued (SIGCONT) only after more than its lease, when a peer may have taken the run.
+ * And operators: between waves, held runs are decided per call with `holdfast decide`, run with a
+ * live worker's `HOLDFAST_WORKER_ID` in its environment (as `kubectl exec` would), from the
+ * witnesses' evidence; the worker must go on undisturbed.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -36,6 +43,8 @@ export interface WorkersTortureOptions {
   readonly workers: number;
   readonly runs: number;
   readonly kills: number;
+  /** At least this many pauses past the lease (each worker pauses once, after a lease check). */
+  readonly pauses: number;
   readonly seed: number;
   readonly leaseMs: number;
   /** Keep the schema and the trial folder afterwards. */
@@ -68,6 +77,8 @@ interface WorkerProcess {
   started: boolean;
   exited: boolean;
   killedAt: number | null;
+  /** When it stopped itself at its pause point (null: not paused now). */
+  pausedAt: number | null;
   stderr: string;
   /** Inputs written to its stdin and not yet reported admitted. */
   readonly pending: Set<number>;
@@ -192,6 +203,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           HOLDFAST_STORE: "",
           HOLDFAST_WORKER_ID: "",
           HOLDFAST_CRASH_AT: "",
+          // Once, after a few effects: stopped right after a lease check, before the effect.
+          HOLDFAST_PAUSE_AT: "after-lease-check",
+          HOLDFAST_PAUSE_SKIP: String(Math.floor(rng() * 4)),
         },
         stdio: ["pipe", "pipe", "pipe"],
       },
@@ -205,6 +219,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       started: false,
       exited: false,
       killedAt: null,
+      pausedAt: null,
       stderr: "",
       pending: new Set(),
       exit: new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal }))),
@@ -315,9 +330,107 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     }
   };
 
+  // Pauses: a worker that stopped itself is continued after more than its lease.
+  let pauses = 0;
+  let lastContinued = 0;
+  const pauseTimes: number[] = [];
+  const stateOf = (pid: number | undefined): string | null => {
+    if (pid === undefined) return null;
+    try {
+      // /proc/<pid>/stat: "pid (comm) S …" — the state follows the command name's parenthesis.
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    } catch {
+      return null;
+    }
+  };
+  const watchPauses = setInterval(() => {
+    for (const w of processes) {
+      if (w.exited || w.killedAt !== null || w.pausedAt !== null) continue;
+      if (stateOf(w.child.pid) !== "T") continue;
+      w.pausedAt = Date.now();
+      pauses++;
+      const holdFor = options.leaseMs + 500 + Math.floor(rng() * 1500);
+      pauseTimes.push(holdFor);
+      setTimeout(() => {
+        if (!w.exited) w.child.kill("SIGCONT");
+        w.pausedAt = null;
+        lastContinued = Date.now();
+      }, holdFor);
+    }
+  }, 50);
+
+  // Operators: decide held runs per call from the witnesses, with a live worker's id in the environment.
+  let operatorDecisions = 0;
+  const witnessed = (key: string): boolean =>
+    (server.counts.get(key) ?? 0) > 0 ||
+    ["send.txt", "shell.txt"].some((file) => {
+      try {
+        return readFileSync(join(dir, "witness", file), "utf8")
+          .split("\n")
+          .some((l) => l.endsWith(` ${key}`));
+      } catch {
+        return false;
+      }
+    });
+  const decideHeld = async (most: number) => {
+    // Evidence is complete only when no worker is stopped or just woke up mid-effect.
+    while (processes.some((w) => w.pausedAt !== null) || Date.now() - lastContinued < 2_000) await sleep(100);
+    const live = slots.filter(
+      (w): w is WorkerProcess => w?.started === true && !w.exited && w.killedAt === null,
+    );
+    if (live.length === 0) return;
+    const held = (await journal.projectionRows<RunRow>("runs")).filter(
+      (r) => r.status === "held" && !r.needsAttention,
+    );
+    for (const run of held.slice(0, most)) {
+      const events = await journal.readStream(`run-${run.runId}`);
+      const intents = new Map<string, { attempt: number; key: string }>();
+      const closed = new Set<string>();
+      for (const { event } of events) {
+        if (event.type === "call.intended")
+          intents.set(event.callId, { attempt: event.attempt, key: event.idempotencyKey });
+        if (
+          event.type === "call.completed" ||
+          event.type === "call.failed" ||
+          event.type === "call.reconciled"
+        )
+          closed.add(`${event.callId}#${event.attempt}`);
+      }
+      const inDoubt = [...intents].filter(([callId, i]) => !closed.has(`${callId}#${i.attempt}`));
+      const args = [
+        "decide",
+        run.runId,
+        "--based-on",
+        String(events.length),
+        "--by",
+        "torture-operator",
+        "--json",
+      ];
+      if (inDoubt.length === 0) args.push("resume");
+      for (const [callId, { key }] of inDoubt) {
+        const seen = witnessed(key);
+        args.push("--call", callId, seen ? "confirmed-completed" : "confirmed-not-completed");
+        args.push("--call-note", callId, seen ? `the witness saw ${key}` : `no witness saw ${key}`);
+      }
+      const worker = pick(live);
+      const decided = spawnSync(process.execPath, ["--import", "tsx", CLI, ...args, "--db", store], {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 60_000,
+        env: { ...process.env, HOLDFAST_STORE: "", HOLDFAST_WORKER_ID: worker.workerId ?? "" },
+      });
+      if (decided.status === 0) operatorDecisions++;
+      // A decision refused because the run moved first is what an operator sees too: show, decide again.
+      else if (!/nothing was written/.test(decided.stderr))
+        errors.push(`holdfast decide ${run.runId} failed (${decided.status}): ${decided.stderr.trim()}`);
+    }
+  };
+
   const snapshots: Outcomes[] = [];
   let kills = 0;
   for (let k = 0; k < options.kills; k++) {
+    if (k % 5 === 4) await decideHeld(3);
     await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
     await sleep(100 + Math.floor(rng() * 900));
     // Never the last worker standing: a live peer must be there to take the victim's runs over
@@ -351,6 +464,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     snapshots.push(await outcomesNow(journal));
   }
   await feed(options.runs);
+  await decideHeld(10);
 
   // Until every input is admitted and every run (children too) is completed or held.
   const deadline = Date.now() + (options.timeoutMs ?? Math.max(120_000, options.runs * 3_000));
@@ -367,6 +481,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     errors.push(`the runs did not all settle within ${Math.round((options.timeoutMs ?? 0) / 1000)} s`);
   log(`settled: ${last.rows.length} runs; stopping the workers`);
 
+  clearInterval(watchPauses);
+  while (processes.some((w) => w.pausedAt !== null && !w.exited)) await sleep(100);
+  if (pauses < options.pauses)
+    errors.push(`only ${pauses} pauses past the lease happened, ${options.pauses} were asked for`);
   // Each worker must stop cleanly on SIGTERM; one still starting up is given the time to start first.
   const startBy = Date.now() + 60_000;
   while (slots.some((w) => w && !w.exited && !w.started) && Date.now() < startBy) await sleep(50);
@@ -460,6 +578,12 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     childRuns: rows.length - topRows.length,
     inputsAdmitted: admitted.size,
     kills,
+    pauses,
+    pausedMs: {
+      min: pauseTimes.length ? Math.min(...pauseTimes) : null,
+      max: pauseTimes.length ? Math.max(...pauseTimes) : null,
+    },
+    operatorDecisions,
     restarts: processes.length - options.workers,
     duplicates: check.duplicates,
     lost: check.lost,
@@ -497,6 +621,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.unsettled.length > 0 ||
     summary.runs < options.runs ||
     summary.kills < options.kills ||
+    summary.pauses < options.pauses ||
     summary.takeOvers.overBound.length > 0 ||
     errors.length > 0;
   return { summary, failed };

@@ -12,7 +12,7 @@ interface TakeOver {
 }
 
 describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
-  it("three holdfast workers on one database, a random one SIGKILLed six times: no duplicate effect, no lost outcome, every run completed or held, each take-over within lease + 2 s, a clean log", async () => {
+  it("three holdfast workers on one database, SIGKILLed six times and paused past their lease after a lease check, an operator deciding with a worker's id: no duplicate effect, no lost outcome, every run completed or held, each take-over within lease + 2 s, a clean log", async () => {
     // PostgreSQL down is a failure with the URL and how to start it, never a skip.
     await requirePg();
     const run = spawnSync(
@@ -29,6 +29,8 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
         "24",
         "--kills",
         "6",
+        "--pauses",
+        "3",
         "--lease-ms",
         "3000",
         "--seed",
@@ -50,6 +52,8 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.runs).toBe(24);
     expect(summary.held + summary.completed).toBe(summary.runs + summary.childRuns);
     expect(summary.kills).toBe(6);
+    // Workers stopped past their lease right after a lease check, then continued.
+    expect(summary.pauses, context).toBeGreaterThanOrEqual(3);
     // The one timing the issue asks for: each take-over within the lease plus 2 s of the death.
     expect(summary.takeOvers.boundMs).toBe(5000);
     expect(summary.takeOvers.count, context).toBeGreaterThan(0);
