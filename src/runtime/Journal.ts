@@ -1,4 +1,3 @@
-import { Context } from "effect";
 import type { AnyEvent, Keyring, RecordedEvent, StoredRow } from "../events/index.js";
 
 /**
@@ -243,4 +242,3 @@ export interface Journal extends JournalReader {
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
 }
 
-export class JournalTag extends Context.Tag("holdfast/Journal")<JournalTag, Journal>() {}

@@ -6,6 +6,7 @@ import {
   type EventOf,
   type HoldReason,
   type Masker,
+  RunId,
   runStreamId,
 } from "../events/index.js";
 import {
@@ -349,6 +350,7 @@ export const decide = async (
   runId: string,
   request: DecisionRequest,
 ): Promise<DecisionOutcome> => {
+  decodeInput(RunId, runId, "runId");
   decodeInput(DecisionRequestSchema, request, "decision");
   if (core.isLive(runId)) throw new RunNotHeld({ runId, status: "running" });
   const { fold, corrupt } = await loadHeldRun(core, runId);
@@ -367,6 +369,7 @@ export const grantRetry = async (
   callId: string,
   request: RetryGrantRequest,
 ): Promise<DecisionOutcome> => {
+  decodeInput(RunId, runId, "runId");
   decodeInput(RetryGrantRequestSchema, request, "retry grant");
   if (core.isLive(runId)) throw new RunNotHeld({ runId, status: "running" });
   const { fold } = await loadHeldRun(core, runId);
