@@ -241,4 +241,3 @@ export interface Journal extends JournalReader {
    */
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
 }
-

@@ -93,11 +93,11 @@ export class RunWriter {
     return this.current.snapshot.can(event);
   }
 
-  /** Fold the stream as the journal holds it now (after another writer moved it). */
-  async refresh(): Promise<RunFold> {
+  /** Fold the stream as the journal holds it now (after another writer moved it); its events. */
+  async refresh(): Promise<ReadonlyArray<RecordedEvent>> {
     const events = await this.journal.readStream(this.streamId);
     this.current = foldRun(events.map((e) => e.event));
-    return this.current;
+    return events;
   }
 
   private async write(
@@ -127,6 +127,8 @@ export type OutcomeRecord =
   | "recorded"
   /** The same outcome was there already (a retried commit that had gone through). */
   | "duplicate"
+  /** The run had moved on to another owner, whose journal already says the same (e.g. proved not started). */
+  | "known"
   /** The run had moved on to another owner: appended as the call's outcome after all (the run was held for it). */
   | "late"
   /** The call was closed already, or the run cannot take it any more: kept as `conflict.recorded`. */
@@ -144,7 +146,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * claim moved on, the outcome is recorded without this worker's fence, on the stream as it is now:
  * as the call's outcome if the machine still takes it there (the new owner held the run for it),
  * else as `conflict.recorded` carrying it — the first outcome stands, history is never rewritten.
- * "late" and "conflict" mean this execution no longer owns the run: it must stop.
+ * "late", "known" and "conflict" mean this execution no longer owns the run: it must stop.
  */
 export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promise<OutcomeRecord> => {
   let fenced = true;
@@ -154,9 +156,9 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
     let verdict: "outcome" | "duplicate" | "conflict" = "outcome";
     try {
       if (stale) {
-        await writer.refresh();
-        verdict = appendableOutcome(writer, outcome);
-        if (verdict === "duplicate") return "duplicate";
+        const events = await writer.refresh();
+        verdict = appendableOutcome(writer, outcome, events);
+        if (verdict === "duplicate") return fenced ? "duplicate" : "known";
       }
       await writer.append([
         verdict === "outcome" ? outcome : conflictFor(writer.runId, writer.fold, outcome),
@@ -192,7 +194,11 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
 const isRejected = (error: unknown): boolean =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
 
-const appendableOutcome = (writer: RunWriter, outcome: Outcome): "outcome" | "duplicate" | "conflict" => {
+const appendableOutcome = (
+  writer: RunWriter,
+  outcome: Outcome,
+  events: ReadonlyArray<RecordedEvent>,
+): "outcome" | "duplicate" | "conflict" => {
   if (writer.accepts(outcome)) return "outcome";
   const call = contextOf(writer.fold).calls[outcome.callId];
   const same =
@@ -202,7 +208,17 @@ const appendableOutcome = (writer: RunWriter, outcome: Outcome): "outcome" | "du
       call.status === "completed" &&
       call.resultDigest === outcome.resultDigest) ||
       (outcome.type === "call.failed" && call.status === "failed"));
-  return same ? "duplicate" : "conflict";
+  // A definite failure of an attempt that recovery already proved never started says the same.
+  const provenNotStarted =
+    outcome.type === "call.failed" &&
+    events.some(
+      ({ event }) =>
+        event.type === "call.reconciled" &&
+        event.callId === outcome.callId &&
+        event.attempt === outcome.attempt &&
+        event.outcome === "not-completed",
+    );
+  return same || provenNotStarted ? "duplicate" : "conflict";
 };
 
 const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent => {

@@ -333,10 +333,17 @@ export class LeaseLost extends Data.TaggedError("LeaseLost")<{
 export class RunMovedOn extends Data.TaggedError("RunMovedOn")<{
   readonly runId: string;
   readonly callId: string;
-  readonly recordedAs: "late" | "conflict";
+  /** `late`: appended as the call's outcome; `known`: the journal already said the same; `conflict`: kept as conflict.recorded. */
+  readonly recordedAs: "late" | "known" | "conflict";
 }> {
   override get message(): string {
-    return `run ${this.runId} moved on without this worker while call ${this.callId} ran; its outcome was recorded ${this.recordedAs === "late" ? "late, as the call's outcome" : "as conflict.recorded"} and this execution stops (\`holdfast show ${this.runId}\`)`;
+    const how =
+      this.recordedAs === "late"
+        ? "was recorded late, as the call's outcome"
+        : this.recordedAs === "known"
+          ? "was already known to the journal"
+          : "was recorded as conflict.recorded";
+    return `run ${this.runId} moved on without this worker while call ${this.callId} ran; its outcome ${how}, and this execution stops (\`holdfast show ${this.runId}\`)`;
   }
 }
 
