@@ -11,7 +11,7 @@ const tempDir = useTempDir();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("law 5 — history is immutable", () => {
-  it("a second, different outcome that reaches the runtime is recorded as conflict.recorded and never overwrites the first", async () => {
+  it("F16: a second, different outcome that reaches the runtime is recorded as conflict.recorded and never overwrites the first", async () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");
     const witness = join(dir, "witness.txt");
