@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // test/cli/cliProcess.ts collects garbage to see whether in-process CLI runs left journals open.
+    execArgv: ["--expose-gc"],
   },
 });

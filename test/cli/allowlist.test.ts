@@ -69,7 +69,10 @@ describe("holdfast allowlist (in order, one module)", () => {
     const gone = "0".repeat(64);
     writeFileSync(list, JSON.stringify({ gone_tool: gone, read_page: listed }));
     writeFileSync(tools, moduleText("version 2: edited after the audit"));
-    const result = await runCli(["allowlist", "check", "--module", tools, "--file", list, "--json"]);
+    // A process of its own: this one keeps the module as first imported, before the edit.
+    const result = await runCli(["allowlist", "check", "--module", tools, "--file", list, "--json"], {
+      process: true,
+    });
     expect(result.code).toBe(1);
     const report = JSON.parse(result.stdout) as {
       ok: boolean;

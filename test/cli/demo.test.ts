@@ -78,6 +78,7 @@ describe("holdfast demo", () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");
     const crashed = await runCli(["demo", "--db", db], {
+      process: true,
       env: { HOLDFAST_CRASH_AT: "after-effect-before-outcome", HOLDFAST_CRASH_CALL: "notify" },
     });
     expect(crashed.signal).toBe("SIGKILL");
@@ -107,6 +108,7 @@ describe("holdfast demo", () => {
   it("after a crash right after a shell call's intent, the receipts prove it never ran: recovery reconciles it and runs it once", async () => {
     const db = join(tempDir(), "journal.db");
     const crashed = await runCli(["demo", "--db", db], {
+      process: true,
       env: { HOLDFAST_CRASH_AT: "after-intent", HOLDFAST_CRASH_CALL: "shell" },
     });
     expect(crashed.signal).toBe("SIGKILL");
@@ -129,6 +131,7 @@ describe("holdfast demo", () => {
   it("after a crash right after a shell call's outcome, the next demo resumes that run and does not repeat finished calls", async () => {
     const db = join(tempDir(), "journal.db");
     const crashed = await runCli(["demo", "--db", db, "--json"], {
+      process: true,
       env: { HOLDFAST_CRASH_AT: "after-outcome", HOLDFAST_CRASH_CALL: "shell" },
     });
     expect(crashed.signal).toBe("SIGKILL");

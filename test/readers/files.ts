@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
-import { main } from "../../src/adapters/cli/main.js";
+import { runCli } from "../cli/cliProcess.js";
 
 /** The files that are the journal's content: the database, its WAL and its head anchor (not the -shm index). */
 export const JOURNAL_FILES = ["", "-wal", "-anchor"] as const;
@@ -42,16 +41,8 @@ export interface CliRun {
 
 /** `holdfast` in this process (the command functions, parser and error mapping of the real CLI). */
 export const cli = async (args: ReadonlyArray<string>): Promise<CliRun> => {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = "";
-  let err = "";
-  stdout.on("data", (chunk) => {
-    out += chunk;
-  });
-  stderr.on("data", (chunk) => {
-    err += chunk;
-  });
-  const code = await main([...args], { stdout, stderr });
-  return { code, stdout: out, stderr: err };
+  const { code, stdout, stderr } = await runCli(args);
+  // Only a child process killed by a signal has no exit code.
+  if (code === null) throw new Error(`holdfast ${args.join(" ")} has no exit code`);
+  return { code, stdout, stderr };
 };

@@ -39,11 +39,19 @@ const nonNegativeInt =
 
 const DB_HELP = "journal file (default: $HOLDFAST_STORE, else .holdfast/journal.db)";
 
+interface Streams {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+}
+
 /**
  * Commander prints its own usage errors; this rewrites them into the two lines every holdfast
- * error has, naming the command's help.
+ * error has, naming the command's help. Help and the version go to the `stdout` main() was given.
  */
-const usageOutput = (name: string, stderr: NodeJS.WritableStream) => ({
+const usageOutput = (name: string, { stdout, stderr }: Streams) => ({
+  writeOut: (text: string) => {
+    stdout.write(text);
+  },
   writeErr: (text: string) => {
     stderr.write(text);
   },
@@ -53,19 +61,20 @@ const usageOutput = (name: string, stderr: NodeJS.WritableStream) => ({
   },
 });
 
-const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: number) => void): Command => {
+const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void): Command => {
+  const { stderr } = streams;
   const program = new Command("holdfast")
     .description("Durable execution for AI-agent runs: inspect the journal, or try the demo.")
     .version(version(), "-V, --version")
     .exitOverride()
-    .configureOutput(usageOutput("holdfast", stderr))
+    .configureOutput(usageOutput("holdfast", streams))
     .showSuggestionAfterError(true);
 
   const command = (name: string) =>
     program
       .command(name)
       .exitOverride()
-      .configureOutput(usageOutput(`holdfast ${name.split(" ")[0]}`, stderr));
+      .configureOutput(usageOutput(`holdfast ${name.split(" ")[0]}`, streams));
 
   command("demo")
     .description("run a small agent (a scripted planner, then real file and shell tools) on the journal")
@@ -211,7 +220,7 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .command("add <tool>")
     .description("pin a tool's current source in the safe list (you audited that running it twice is safe)")
     .exitOverride()
-    .configureOutput(usageOutput("holdfast allowlist add", stderr))
+    .configureOutput(usageOutput("holdfast allowlist add", streams))
     .requiredOption("--module <path>", "the ES module that exports the tool definition")
     .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
     .option("--json", "print one JSON document instead of text")
@@ -220,7 +229,7 @@ const buildProgram = (io: Io, stderr: NodeJS.WritableStream, setCode: (code: num
     .command("check")
     .description("compare every listed tool's pin with its current source; exit 1 on any difference")
     .exitOverride()
-    .configureOutput(usageOutput("holdfast allowlist check", stderr))
+    .configureOutput(usageOutput("holdfast allowlist check", streams))
     .requiredOption("--module <path>", "the ES module that exports the tool definitions")
     .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
     .option("--json", "print one JSON document instead of text")
@@ -261,14 +270,11 @@ const commanderExit = (error: CommanderError): number => {
  * throws and never prints a stack trace: failures are two lines on stderr, `holdfast: <reason>` and
  * `hint: <what to do>`.
  */
-export async function main(
-  argv: string[],
-  streams: { readonly stdout: NodeJS.WritableStream; readonly stderr: NodeJS.WritableStream } = process,
-): Promise<number> {
+export async function main(argv: string[], streams: Streams = process): Promise<number> {
   if (streams.stdout === process.stdout) ignoreClosedPipe();
   const io: Io = { out: new Output(streams.stdout) };
   let code: number = ExitCode.ok;
-  const program = buildProgram(io, streams.stderr, (value) => {
+  const program = buildProgram(io, streams, (value) => {
     code = value;
   });
   if (argv.length === 0) {
