@@ -60,7 +60,8 @@ export const isSecretParam = (name: string): boolean => {
   return isSecretKey(name) || SECRET_PARAMS.has(k) || SECRET_PARAM_SUFFIXES.some((s) => k.endsWith(s));
 };
 
-const MASK_TOKEN = /^«secret:[^»]*»$/;
+/** A value masked already: by this masker, or as `maskUrl` prints a password (`****`). */
+const MASK_TOKEN = /^(?:«secret:[^»]*»|\*{4,})$/;
 
 /**
  * The password of a URL's user-info. WHATWG URL reads the user up to the first `:` and the
