@@ -67,13 +67,14 @@ const MASK_TOKEN = /^(?:«secret:[^»]*»|\*{4,})$/;
  * The password of a URL's user-info. WHATWG URL reads the user up to the first `:` and the
  * password up to the last `@` before the host, so a raw `@` in a password is part of it.
  */
-const URL_USERINFO = /([a-z][a-z0-9+.-]*:\/\/[^\s/?#:@]*:)([^\s/?#]+)@/gi;
+const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/[^\s/?#:@]*:)([^\s/?#]+)@/gi;
 
 /**
  * `name=value` after `?`, `&` or `;` (a query or form body), or at the start of a word (`password=…`
- * in a log line). The value ends where a query value ends; a quoted value ends at its quote.
+ * in a log line). The value ends where a query value ends; a quoted value ends at its quote (looked
+ * for within 1 KiB, so text full of unclosed quotes costs linear time).
  */
-const PARAMETER = /(^|[?&;\s,({[])([A-Za-z][A-Za-z0-9_.-]*)=("[^"]*"|'[^']*'|[^&#\s"'<>]+)/g;
+const PARAMETER = /(^|[?&;\s,({[])([A-Za-z][A-Za-z0-9_.-]*)=("[^"]{0,1024}"|'[^']{0,1024}'|[^&#\s"'<>]+)/g;
 
 const maskShapes = (text: string): string => {
   let out = text;
