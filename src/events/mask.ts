@@ -1,9 +1,12 @@
 /**
  * Secret masking, applied to every argument, result, checkpoint, document and error before it is
  * written anywhere (law 8). Three nets, in order:
- *  1. registered secret values (exact match, also inside longer strings);
+ *  1. registered secret values (exact match, also inside longer strings), in their raw,
+ *     JSON-escaped and URL-encoded forms;
  *  2. values under key names that mean "secret" (`password`, `token`, `api_key`, `authorization`, …);
- *  3. well-known token shapes (provider API keys, bearer tokens, JWTs, private keys).
+ *  3. shapes of credentials in any string: provider API keys, bearer tokens, JWTs, private keys, the
+ *     password of a URL (`scheme://user:secret@host`) and secret query or form parameters
+ *     (`?api_key=…`, `&password=…`, `sig=…`).
  * Each match becomes `«secret:NAME»`.
  */
 
@@ -46,6 +49,78 @@ export const isSecretKey = (key: string): boolean => {
   return SECRET_KEYS.has(k) || SECRET_SUFFIXES.some((s) => k.endsWith(s));
 };
 
+/** Query parameter names (normalized) that carry secrets in URLs, beyond the secret key names. */
+const SECRET_PARAMS = new Set(["key", "sig", "signature", "code"]);
+/** Suffixes of query parameter names that carry secrets (`X-Amz-Signature`, `X-Amz-Security-Token`). */
+const SECRET_PARAM_SUFFIXES = ["token", "signature", "credential"];
+
+/** Whether a URL query or form parameter of this name carries a secret (`password`, `api_key`, `sig`, …). */
+export const isSecretParam = (name: string): boolean => {
+  const k = normalizeKey(name);
+  return isSecretKey(name) || SECRET_PARAMS.has(k) || SECRET_PARAM_SUFFIXES.some((s) => k.endsWith(s));
+};
+
+/** A value masked already: by this masker, or as `maskUrl` prints a password (`****`). */
+const MASK_TOKEN = /^(?:«secret:[^»]*»|\*{4,})$/;
+
+/**
+ * The password of a URL's user-info. WHATWG URL reads the user up to the first `:` and the
+ * password up to the last `@` before the host, so a raw `@` in a password is part of it.
+ */
+const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/[^\s/?#:@]*:)([^\s/?#]+)@/gi;
+
+/**
+ * `name=value` after `?`, `&` or `;` (a query or form body), or at the start of a word (`password=…`
+ * in a log line). The value ends where a query value ends; a quoted value ends at its quote (looked
+ * for within 1 KiB, so text full of unclosed quotes costs linear time).
+ */
+const PARAMETER = /(^|[?&;\s,({[])([A-Za-z][A-Za-z0-9_.-]*)=("[^"]{0,1024}"|'[^']{0,1024}'|[^&#\s"'<>]+)/g;
+
+const maskShapes = (text: string): string => {
+  let out = text;
+  if (out.includes("://"))
+    out = out.replace(URL_USERINFO, (match: string, head: string, password: string) =>
+      MASK_TOKEN.test(password) ? match : `${head}${maskToken("url-password")}@`,
+    );
+  if (out.includes("="))
+    out = out.replace(PARAMETER, (match: string, lead: string, name: string, value: string) => {
+      if (MASK_TOKEN.test(value)) return match;
+      // Short generic names (`key`, `sig`) are secrets only inside a query; `password=` anywhere.
+      const inQuery = lead === "?" || lead === "&" || lead === ";";
+      if (!(inQuery ? isSecretParam(name) : isSecretKey(name))) return match;
+      return `${lead}${name}=${maskToken(name)}`;
+    });
+  return out;
+};
+
+const lowerHex = (text: string): string => text.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase());
+
+/**
+ * The forms a registered value takes when it has been through a JSON encoder or a URL: raw,
+ * JSON-escaped (also with `\uXXXX` for non-ASCII), percent-encoded (either hex case), form-encoded
+ * (`+` for spaces), and as a WHATWG URL writes a password.
+ */
+export const encodedForms = (value: string): ReadonlyArray<string> => {
+  const json = JSON.stringify(value).slice(1, -1);
+  const percent = encodeURIComponent(value);
+  const form = new URLSearchParams([["", value]]).toString().slice(1);
+  const userinfo = new URL("http://h");
+  userinfo.password = value;
+  return [
+    ...new Set([
+      value,
+      json,
+      json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+      percent,
+      lowerHex(percent),
+      form,
+      lowerHex(form),
+      userinfo.password,
+      lowerHex(userinfo.password),
+    ]),
+  ];
+};
+
 /** Shapes of credentials that are secrets wherever they appear. */
 const TOKEN_SHAPES: ReadonlyArray<{ name: string; pattern: RegExp; keep?: string }> = [
   {
@@ -84,19 +159,20 @@ export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Mask
       }
       return { name, value };
     })
+    .flatMap(({ name, value }) => encodedForms(value).map((form) => ({ name, form })))
     // Longest first, so a secret that contains another is replaced whole.
-    .sort((a, b) => b.value.length - a.value.length);
+    .sort((a, b) => b.form.length - a.form.length);
 
   const maskString = (text: string): string => {
     let out = text;
-    for (const { name, value } of registered) {
-      if (out.includes(value)) out = out.split(value).join(maskToken(name));
+    for (const { name, form } of registered) {
+      if (out.includes(form)) out = out.split(form).join(maskToken(name));
     }
     for (const { name, pattern, keep } of TOKEN_SHAPES) {
       pattern.lastIndex = 0;
       out = out.replace(pattern, `${keep ?? ""}${maskToken(name)}`);
     }
-    return out;
+    return maskShapes(out);
   };
 
   const walk = (value: unknown, seen: WeakSet<object>): unknown => {
@@ -127,6 +203,6 @@ export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Mask
   return {
     mask: <A>(value: A): A => walk(value, new WeakSet()) as A,
     maskString,
-    names: registered.map((s) => s.name),
+    names: [...new Set(registered.map((s) => s.name))],
   };
 };

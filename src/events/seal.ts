@@ -1,25 +1,39 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
 import { Data } from "effect";
 
 /**
- * Payload encryption (DESIGN §9, docs/decisions/0007): the fields of an event that carry what
- * agents, tools and people said — arguments, results, checkpoints, documents, errors, notes — are
- * stored AES-256-GCM encrypted. Everything the journal, the machines and an operator need without
- * the key (types, ids, versions, digests, statuses) stays readable, and the hash chain covers the
- * stored bytes, so it verifies without the key.
+ * Payload encryption (DESIGN §9, docs/decisions/0009 and 0013): the fields of an event that carry
+ * what agents, tools and people said — arguments, results, checkpoints, documents, errors, notes,
+ * hold reasons, conflict details, who decided — are stored AES-256-GCM encrypted. What the journal
+ * needs to order, guard and chain events without the key (types, ids, versions, digests, statuses)
+ * stays readable, and the hash chain covers the stored bytes, so it verifies without the key.
  */
 
-/** The payload fields that are sealed when a key is configured, wherever they occur at the top level. */
+/**
+ * The payload fields that are sealed when a key is configured, wherever they occur at the top level.
+ * A run that can be read at all is read with the key (opening checks it), so sealing a field hides
+ * nothing the runtime needs; only the keyless audit loses it, and it verifies chains only.
+ */
 export const SEALED_FIELDS: ReadonlyArray<string> = [
   "args",
   "attempted",
+  // run.resumed (who resumed it: a worker, or the person who decided) and document authors.
+  "by",
   "calls",
+  "decidedBy",
+  // conflict.recorded: the two outcomes described in words.
+  "detail",
   "error",
   "evidence",
+  "grantedBy",
   "input",
   "note",
   "output",
   "probe",
+  // run.stopped's reason; call.replay-authorized's is a fixed word, sealed alike for one rule.
+  "reason",
+  // run.held: each reason's detail carries a tool's error text.
+  "reasons",
   "recorded",
   "result",
   "state",
@@ -29,10 +43,25 @@ export const SEALED_FIELDS: ReadonlyArray<string> = [
 /** Marks a stored payload with sealed fields; lists them. Sorts first in canonical JSON. */
 export const SEALED_MARK = "$sealed";
 
-const FORMAT = "hf1";
+/** `hf1.<keyId>.<iv>.<ct+tag>`: the key itself with a random IV. Read, no longer written. */
+const FORMAT_V1 = "hf1";
+/** `hf2.<keyId>.<salt>.<iv>.<ct+tag>`: a key derived from the key and the salt, with a random IV. */
+const FORMAT = "hf2";
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
+const SALT_BYTES = 16;
+const SUBKEY_INFO = "holdfast hf2 subkey";
+
+/**
+ * How many values one derived key seals before the next is drawn. AES-GCM with random IVs is
+ * safe for 2^32 values per key (NIST SP 800-38D §8.3); a subkey never comes near it, and the
+ * derivation (an HKDF) is paid once per this many seals (docs/decisions/0013).
+ */
+export const DEFAULT_SEALS_PER_SUBKEY = 2 ** 16;
+
+/** Opened values' subkeys kept per process, so reading a log derives each salt's key once. */
+const SUBKEY_CACHE = 1024;
 
 /** A key's public name: the first 8 hex digits of a hash of it (never the key itself). */
 export const keyIdOf = (key: Uint8Array): string =>
@@ -49,20 +78,35 @@ export class SealError extends Data.TaggedError("SealError")<{
   }
 }
 
+export interface KeyringOptions {
+  /** Values sealed with one derived key (default {@link DEFAULT_SEALS_PER_SUBKEY}); tests make it small. */
+  readonly sealsPerSubkey?: number;
+}
+
+const deriveSubkey = (key: Buffer, salt: Buffer): Buffer =>
+  Buffer.from(hkdfSync("sha256", key, salt, SUBKEY_INFO, KEY_BYTES));
+
 /**
  * The keys of one process: the current one seals, every one opens (old keys stay after a
- * rotation, for the events written with them).
+ * rotation, for the events written with them). Sealing uses keys derived from the current key and
+ * a random salt, a fresh one every `sealsPerSubkey` values, so the random-IV limit of AES-GCM
+ * applies to each derived key and never to the configured key.
  */
 export class Keyring {
   readonly currentId: string;
-  private readonly current: Buffer;
   private readonly byId: ReadonlyMap<string, Buffer>;
+  private readonly sealsPerSubkey: number;
+  private subkey: { readonly salt: string; readonly key: Buffer; left: number } | null = null;
+  private readonly opened = new Map<string, Buffer>();
 
-  constructor(current: Uint8Array, old: ReadonlyArray<Uint8Array> = []) {
+  constructor(current: Uint8Array, old: ReadonlyArray<Uint8Array> = [], options: KeyringOptions = {}) {
     for (const key of [current, ...old])
       if (key.length !== KEY_BYTES)
         throw new Error(`an encryption key has ${KEY_BYTES} bytes, not ${key.length}`);
-    this.current = Buffer.from(current);
+    const perSubkey = options.sealsPerSubkey ?? DEFAULT_SEALS_PER_SUBKEY;
+    if (!Number.isInteger(perSubkey) || perSubkey < 1 || perSubkey > 2 ** 32)
+      throw new RangeError(`sealsPerSubkey must be a whole number from 1 to 2^32, not ${perSubkey}`);
+    this.sealsPerSubkey = perSubkey;
     this.currentId = keyIdOf(current);
     const byId = new Map<string, Buffer>();
     for (const key of [current, ...old]) byId.set(keyIdOf(key), Buffer.from(key));
@@ -74,13 +118,14 @@ export class Keyring {
     return [...this.byId.keys()];
   }
 
-  /** `hf1.<keyId>.<iv>.<ciphertext+tag>` (base64url); `aad` binds it to where it is stored. */
+  /** `hf2.<keyId>.<salt>.<iv>.<ciphertext+tag>` (base64url); `aad` binds it to where it is stored. */
   seal(plaintext: string, aad: string): string {
+    const subkey = this.sealingSubkey();
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv("aes-256-gcm", this.current, iv);
+    const cipher = createCipheriv("aes-256-gcm", subkey.key, iv);
     cipher.setAAD(Buffer.from(aad));
     const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final(), cipher.getAuthTag()]);
-    return `${FORMAT}.${this.currentId}.${iv.toString("base64url")}.${body.toString("base64url")}`;
+    return `${FORMAT}.${this.currentId}.${subkey.salt}.${iv.toString("base64url")}.${body.toString("base64url")}`;
   }
 
   /** Open a sealed value; throws {@link SealError}. */
@@ -92,28 +137,82 @@ export class Keyring {
   keyFor(id: string): Buffer | undefined {
     return this.byId.get(id);
   }
+
+  /** The key a value sealed with key `id` and `salt` opens with (derived once, then remembered). */
+  subkeyFor(id: string, salt: string): Buffer | undefined {
+    const key = this.byId.get(id);
+    if (!key) return undefined;
+    const name = `${id}.${salt}`;
+    let subkey = this.opened.get(name);
+    if (!subkey) {
+      subkey = deriveSubkey(key, Buffer.from(salt, "base64url"));
+      this.remember(name, subkey);
+    }
+    return subkey;
+  }
+
+  private sealingSubkey(): { readonly salt: string; readonly key: Buffer; left: number } {
+    if (!this.subkey || this.subkey.left === 0) {
+      const salt = randomBytes(SALT_BYTES);
+      const key = deriveSubkey(this.byId.get(this.currentId)!, salt);
+      this.subkey = { salt: salt.toString("base64url"), key, left: this.sealsPerSubkey };
+      this.remember(`${this.currentId}.${this.subkey.salt}`, key);
+    }
+    this.subkey.left -= 1;
+    return this.subkey;
+  }
+
+  private remember(name: string, subkey: Buffer): void {
+    if (this.opened.size >= SUBKEY_CACHE) this.opened.delete(this.opened.keys().next().value!);
+    this.opened.set(name, subkey);
+  }
 }
 
-const parts = (sealed: string): { keyId: string; iv: Buffer; body: Buffer } => {
-  const [format, keyId, iv, body] = sealed.split(".");
-  if (format !== FORMAT || !keyId || !iv || !body)
-    throw new SealError({
-      reason: "malformed",
-      keyId: null,
-      detail: "the sealed value is not in the hf1 format",
-    });
-  return { keyId, iv: Buffer.from(iv, "base64url"), body: Buffer.from(body, "base64url") };
+interface SealedParts {
+  readonly format: typeof FORMAT_V1 | typeof FORMAT;
+  readonly keyId: string;
+  readonly salt: string | null;
+  readonly iv: Buffer;
+  readonly body: Buffer;
+}
+
+const malformed = (detail: string, keyId: string | null = null): SealError =>
+  new SealError({ reason: "malformed", keyId, detail });
+
+const parts = (sealed: string): SealedParts => {
+  const fields = sealed.split(".");
+  const [format, keyId] = fields;
+  if (format === FORMAT_V1 && fields.length === 4 && keyId && fields[2] && fields[3])
+    return {
+      format,
+      keyId,
+      salt: null,
+      iv: Buffer.from(fields[2], "base64url"),
+      body: Buffer.from(fields[3], "base64url"),
+    };
+  if (format === FORMAT && fields.length === 5 && keyId && fields[2] && fields[3] && fields[4]) {
+    if (Buffer.from(fields[2], "base64url").length !== SALT_BYTES)
+      throw malformed("the sealed value's salt is truncated", keyId);
+    return {
+      format,
+      keyId,
+      salt: fields[2],
+      iv: Buffer.from(fields[3], "base64url"),
+      body: Buffer.from(fields[4], "base64url"),
+    };
+  }
+  throw malformed("the sealed value is in neither the hf2 nor the hf1 format");
 };
 
 const openWith = (ring: Keyring | null, sealed: string, aad: string): string => {
-  const { keyId, iv, body } = parts(sealed);
+  const { keyId, salt, iv, body } = parts(sealed);
   if (!ring)
     throw new SealError({
       reason: "no-key",
       keyId,
       detail: `it is encrypted with key ${keyId} and HOLDFAST_ENCRYPTION_KEY is not set; set it to that key`,
     });
-  const key = ring.keyFor(keyId);
+  const key = salt === null ? ring.keyFor(keyId) : ring.subkeyFor(keyId, salt);
   if (!key)
     throw new SealError({
       reason: "unknown-key",
@@ -121,7 +220,7 @@ const openWith = (ring: Keyring | null, sealed: string, aad: string): string => 
       detail: `it is encrypted with key ${keyId}, which is neither HOLDFAST_ENCRYPTION_KEY (key ${ring.currentId}) nor in HOLDFAST_ENCRYPTION_OLD_KEYS; set the key it was written with`,
     });
   if (iv.length !== IV_BYTES || body.length < TAG_BYTES)
-    throw new SealError({ reason: "malformed", keyId, detail: "the sealed value is truncated" });
+    throw malformed("the sealed value is truncated", keyId);
   try {
     const decipher = createDecipheriv("aes-256-gcm", key, iv);
     decipher.setAAD(Buffer.from(aad));
@@ -205,11 +304,25 @@ export const openPayload = (
   return out;
 };
 
-/** Projection rows are sealed whole: `{"$sealed":"hf1…"}`, bound to their projection and key. */
-const projectionAad = (name: string, key: string): string => `projection\u0000${name}\u0000${key}`;
+/**
+ * Projection rows are sealed whole: `{"$sealed":"hf2…"}`, bound to their projection, key and
+ * position (the position of the last event the row reflects, stored beside it), so an older
+ * sealed value of the same row cannot be put back under the current position unnoticed. Rows
+ * sealed in the hf1 format were bound to projection and key only; a rebuild re-seals them.
+ */
+const projectionAad = (name: string, key: string, position: number | null): string =>
+  position === null
+    ? `projection\u0000${name}\u0000${key}`
+    : `projection\u0000${name}\u0000${key}\u0000${position}`;
 
-export const sealProjectionValue = (ring: Keyring | null, name: string, key: string, json: string): string =>
-  ring ? JSON.stringify({ [SEALED_MARK]: ring.seal(json, projectionAad(name, key)) }) : json;
+export const sealProjectionValue = (
+  ring: Keyring | null,
+  at: { readonly name: string; readonly key: string; readonly position: number },
+  json: string,
+): string =>
+  ring
+    ? JSON.stringify({ [SEALED_MARK]: ring.seal(json, projectionAad(at.name, at.key, at.position)) })
+    : json;
 
 /**
  * The JSON text of a stored projection value, opened when sealed. Throws {@link SealError} naming
@@ -217,22 +330,26 @@ export const sealProjectionValue = (ring: Keyring | null, name: string, key: str
  */
 export const openProjectionValue = (
   ring: Keyring | null,
-  name: string,
-  key: string,
+  at: { readonly name: string; readonly key: string; readonly position: number },
   stored: string,
 ): string => {
   if (!stored.startsWith(`{"${SEALED_MARK}":`)) return stored;
   const parsed = JSON.parse(stored) as Record<string, unknown>;
   const sealed = parsed[SEALED_MARK];
   if (typeof sealed !== "string") return stored;
+  const bound = sealed.startsWith(`${FORMAT_V1}.`) ? null : at.position;
+  const row = `projection ${at.name}/${at.key}`;
   try {
-    return openWith(ring, sealed, projectionAad(name, key));
+    return openWith(ring, sealed, projectionAad(at.name, at.key, bound));
   } catch (error) {
     if (!(error instanceof SealError)) throw error;
     throw new SealError({
       reason: error.reason,
       keyId: error.keyId,
-      detail: `projection ${name}/${key} cannot be decrypted: ${error.detail}`,
+      detail:
+        error.reason === "authentication"
+          ? `${row} (position ${at.position}) cannot be decrypted: it does not authenticate with key ${error.keyId}: the row was changed, or put back from an older version of itself; \`holdfast audit\` shows what differs and \`holdfast rebuild\` recomputes the rows from the events`
+          : `${row} cannot be decrypted: ${error.detail}`,
     });
   }
 };

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
@@ -15,7 +16,7 @@ const startWorkerCli = (args: ReadonlyArray<string>, env: Record<string, string>
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", MAIN, "worker", ...args], {
     cwd: ROOT,
     env: { ...process.env, HOLDFAST_STORE: "", HOLDFAST_WORKER_ID: "", HOLDFAST_CRASH_AT: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [args.includes("--stdin") ? "pipe" : "ignore", "pipe", "pipe"],
   });
   const lines: Array<Record<string, unknown>> = [];
   let stderr = "";
@@ -33,9 +34,9 @@ const startWorkerCli = (args: ReadonlyArray<string>, env: Record<string, string>
   const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
     child.on("close", (code, signal) => resolve({ code, signal })),
   );
-  const waitFor = async (kind: string) => {
+  const waitFor = async (kind: string, count = 1) => {
     const deadline = Date.now() + 30_000;
-    while (!lines.some((l) => l.kind === kind)) {
+    while (lines.filter((l) => l.kind === kind).length < count) {
       if (Date.now() > deadline) throw new Error(`no "${kind}" line: ${JSON.stringify(lines)} ${stderr}`);
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -102,6 +103,114 @@ describe("holdfast worker", () => {
       ).toBeNull();
     } finally {
       await journal.close();
+    }
+  }, 60_000);
+
+  /** A worker module: the recovery-table agent and tools, plus `extra` (its secrets). */
+  const moduleWith = (dir: string, extra: string): string => {
+    const path = join(dir, "agents.mts");
+    writeFileSync(path, `export { agents, tools } from ${JSON.stringify(MODULE)};\n${extra}\n`);
+    return path;
+  };
+  /** Every byte holdfast keeps for a journal: the file, its WAL, shared memory and anchor. */
+  const journalBytes = (dir: string): Buffer =>
+    Buffer.concat(
+      readdirSync(dir)
+        .filter((f) => f.startsWith("journal.db"))
+        .map((f) => readFileSync(join(dir, f))),
+    );
+
+  it("F14: a worker module exporting `secrets`: a tool argument carrying one is stored masked, the tool gets the real value", async () => {
+    const dir = tempDir();
+    const SECRET = "smtp-Pa55word-8c1f0e";
+    const witness = join(tempDir(), "witness.txt");
+    // An agent that logs in with the secret from its configuration (never from a stored value).
+    const module = join(dir, "mailer.mts");
+    writeFileSync(
+      module,
+      [
+        `import { defineAgent } from ${JSON.stringify(join(ROOT, "src", "index.ts"))};`,
+        `import { makeTableTools } from ${JSON.stringify(join(ROOT, "test", "support", "table-tools.ts"))};`,
+        `export const secrets = { SMTP_PASSWORD: ${JSON.stringify(SECRET)} };`,
+        "export const tools = makeTableTools(process.env.HF_WITNESS).all;",
+        "export const agents = [defineAgent({ name: 'mailer', version: '1',",
+        "  run: async (turn) => turn.tool('record', { label: 'login ' + secrets.SMTP_PASSWORD }) })];",
+      ].join("\n"),
+    );
+    const worker = startWorkerCli(
+      ["--store", join(dir, "journal.db"), "--module", module, "--lease-ms", "3000", "--stdin", "--json"],
+      { HF_WITNESS: witness },
+    );
+    try {
+      await worker.waitFor("started");
+      worker.child.stdin?.write(
+        `${JSON.stringify({ chatId: "c", inputId: "i", agent: "mailer", content: null })}\n`,
+      );
+      expect(await worker.waitFor("settled")).toMatchObject({ status: "completed" });
+    } finally {
+      worker.child.kill("SIGTERM");
+    }
+    expect(await worker.exit, worker.stderr()).toEqual({ code: 0, signal: null });
+    // The tool ran with the real value (its own witness has it); the journal never stored it.
+    expect(readFileSync(witness, "utf8")).toBe(`login ${SECRET}\n`);
+    const bytes = journalBytes(dir);
+    expect(bytes.includes(SECRET)).toBe(false);
+    expect(bytes.includes("login «secret:SMTP_PASSWORD»")).toBe(true);
+    expect(JSON.stringify(worker.lines)).not.toContain(SECRET);
+  }, 60_000);
+
+  it("F14: a refused input line carrying a secret named by `secretEnv` is printed masked, the reason too", async () => {
+    const dir = tempDir();
+    const SECRET = "smtp-Env-Pa55word-41d9a2";
+    const module = moduleWith(dir, `export const secretEnv = ["SMTP_PASSWORD"];`);
+    const worker = startWorkerCli(
+      ["--store", join(dir, "journal.db"), "--module", module, "--lease-ms", "3000", "--stdin", "--json"],
+      { HF_WITNESS: join(dir, "witness.txt"), SMTP_PASSWORD: SECRET },
+    );
+    try {
+      await worker.waitFor("started");
+      // An agent the worker does not have, and a line that is not JSON (whose parse error quotes it).
+      worker.child.stdin?.write(
+        `${JSON.stringify({ chatId: "c", inputId: "i", agent: "nope", content: SECRET })}\n{"chatId": "c", "content": "${SECRET}"\n`,
+      );
+      await worker.waitFor("refused", 2);
+    } finally {
+      worker.child.kill("SIGTERM");
+    }
+    expect(await worker.exit, worker.stderr()).toEqual({ code: 0, signal: null });
+    const refused = worker.lines.filter((l) => l.kind === "refused");
+    expect(refused).toHaveLength(2);
+    for (const line of refused) {
+      expect(JSON.stringify(line)).not.toContain(SECRET);
+      expect(String(line.line)).toContain("«secret:SMTP_PASSWORD»");
+    }
+  }, 60_000);
+
+  it("F14: secrets that are not strings, or a secretEnv variable that is not set, stop the worker with a clear error that prints no value", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const env = { HF_WITNESS: join(dir, "witness.txt") };
+    const cases = [
+      ["export const secrets = { PIN: 123456 };", "PIN"],
+      ['export const secrets = ["hunter2-value"];', "secrets"],
+      ['export const secretEnv = ["HF_TEST_UNSET_SECRET_9d1"];', "HF_TEST_UNSET_SECRET_9d1"],
+      ['export const secretEnv = "SMTP_PASSWORD";', "secretEnv"],
+    ] as const;
+    const results = await Promise.all(
+      cases.map(([source], i) => {
+        const sub = join(dir, `m${i}`);
+        mkdirSync(sub);
+        return runCli(["worker", "--store", db, "--module", moduleWith(sub, source)], { env });
+      }),
+    );
+    for (const [i, [source, named]] of cases.entries()) {
+      const result = results[i]!;
+      expect(result.code, source).toBe(1);
+      const { reason, hint } = expectTwoLineError(result.stderr);
+      expect(reason, source).toContain(named);
+      expect(hint, source).toMatch(/secrets|secretEnv/);
+      expect(result.stderr).not.toContain("hunter2-value");
+      expect(result.stderr).not.toContain("123456");
     }
   }, 60_000);
 });

@@ -262,8 +262,8 @@ describe.each([libsql, postgres])("payload encryption on $name", (engine) => {
     const all = await rotated.readAll({ after: 0, limit: 100 });
     expect(all).toHaveLength(countBefore + 1);
     const rows = await engine.rows(store);
-    expect(rows.at(-1)!.data).toContain(`hf1.${keyIdOf(Buffer.from(newKey, "hex"))}.`);
-    expect(firstOld.data).toContain(`hf1.${keyIdOf(Buffer.from(oldKey, "hex"))}.`);
+    expect(rows.at(-1)!.data).toContain(`hf2.${keyIdOf(Buffer.from(newKey, "hex"))}.`);
+    expect(firstOld.data).toContain(`hf2.${keyIdOf(Buffer.from(oldKey, "hex"))}.`);
     await rotated.close();
     journals.splice(journals.indexOf(rotated), 1);
 
@@ -301,7 +301,7 @@ describe.each([libsql, postgres])("payload encryption on $name", (engine) => {
 
     // Flip one character of a sealed value, behind the journal's back.
     const target = (await engine.rows(store)).find((r) => isSealed(JSON.parse(r.data)))!;
-    const marker = target.data.indexOf(".", target.data.indexOf("hf1.") + 13) + 3;
+    const marker = target.data.indexOf(".", target.data.indexOf("hf2.") + 13) + 3;
     const flipped = `${target.data.slice(0, marker)}${target.data[marker] === "A" ? "B" : "A"}${target.data.slice(marker + 1)}`;
     if (engine.name === "libSQL") {
       const db = new Database(store);
@@ -320,6 +320,224 @@ describe.each([libsql, postgres])("payload encryption on $name", (engine) => {
     ]);
   });
 });
+
+describe.each([libsql, postgres])("F13: what encryption covers, on $name", (engine) => {
+  /** Free text in every event field that can carry a tool's or a person's words. */
+  const TEXT = {
+    holdDetail: "canary-hold-detail-4111-1111",
+    conflictDetail: "canary-conflict-detail-90ab",
+    decidedBy: "canary-decided-by-77e1",
+    grantedBy: "canary-granted-by-13f0",
+    author: "canary-author-c4d2",
+    stopReason: "canary-stop-reason-5b6e",
+  } as const;
+  const runId = "f13";
+  const streamId = `run-${runId}`;
+  const admitted = {
+    type: "run.admitted" as const,
+    runId,
+    chatId: "c13",
+    inputId: "i",
+    inputDigest: "d".repeat(64),
+    agent: { name: "secretive", version: "1" },
+    machine: "run@2",
+    input: null,
+  };
+  const held = {
+    type: "run.held" as const,
+    runId,
+    reasons: [
+      { code: "indefinite-failure" as const, callId: `${runId}/0`, detail: TEXT.holdDetail },
+    ] as const,
+  };
+
+  it("F13: with a key, hold reasons, conflict details, decidedBy, grantedBy, document authors and stop reasons are sealed; the key opens them all", async () => {
+    const store = await engine.store();
+    const key = freshKey();
+    const journal = await track(engine.open(store, keyEnv(key)));
+    await journal.append({
+      streamId,
+      expectedVersion: "no-stream",
+      events: [
+        admitted,
+        {
+          type: "call.intended",
+          runId,
+          callId: `${runId}/0`,
+          seq: 0,
+          attempt: 1,
+          kind: "tool",
+          name: "lookup",
+          args: {},
+          fingerprint: "f".repeat(64),
+          disposition: "hold",
+          pin: null,
+          reconciler: null,
+          idempotencyKey: `${runId}/0#1`,
+        },
+        held,
+        {
+          type: "decision.recorded",
+          runId,
+          basedOnVersion: 3,
+          decidedBy: TEXT.decidedBy,
+          calls: [{ callId: `${runId}/0`, decision: "resume", note: "" }],
+          run: "continue",
+          note: "",
+        },
+        { type: "run.resumed", runId, by: TEXT.decidedBy },
+        {
+          type: "conflict.recorded",
+          runId,
+          callId: `${runId}/0`,
+          kind: "outcome",
+          detail: TEXT.conflictDetail,
+          recorded: null,
+          attempted: null,
+        },
+        {
+          type: "retry.granted",
+          runId,
+          callId: `${runId}/0`,
+          attempts: 1,
+          grantedBy: TEXT.grantedBy,
+          note: "",
+        },
+        { type: "run.stopped", runId, reason: TEXT.stopReason },
+      ],
+    });
+    await journal.append({
+      streamId: "chat-c13",
+      expectedVersion: "no-stream",
+      events: [
+        {
+          type: "document.replaced",
+          chatId: "c13",
+          document: "durable_plan",
+          revision: 1,
+          value: { title: "t", items: [] },
+          digest: "a".repeat(64),
+          by: { person: TEXT.author },
+        },
+        {
+          type: "document.conflicted",
+          chatId: "c13",
+          document: "durable_plan",
+          expectedRevision: 0,
+          actualRevision: 1,
+          by: { person: TEXT.author },
+        },
+      ],
+    });
+    const bytes = await engine.scan(store);
+    for (const [field, value] of Object.entries(TEXT)) expect(bytes.includes(value), field).toBe(false);
+    // The key opens every one of them again.
+    const read = JSON.stringify(await journal.readAll({ after: 0, limit: 100 }));
+    for (const value of Object.values(TEXT)) expect(read).toContain(value);
+    // What the journal needs without the key stays readable: types, ids, codes are in the rows.
+    expect(bytes).toContain("run.held");
+    expect(bytes).toContain(`${runId}/0`);
+  });
+
+  it("F13: a sealed projection row put back from an older version of itself is refused on read, and the audit finds it", async () => {
+    const store = await engine.store();
+    const key = freshKey();
+    const journal = await track(engine.open(store, keyEnv(key)));
+    await journal.append({ streamId, expectedVersion: "no-stream", events: [admitted] });
+    const older = await projectionRow(engine, store, runId);
+    await journal.append({ streamId, expectedVersion: 1, events: [held] });
+    const newer = await projectionRow(engine, store, runId);
+    expect(newer.position).toBeGreaterThan(older.position);
+    expect(await journal.projection("runs", runId)).toMatchObject({ status: "held" });
+
+    // The older sealed value alone, under the row's current position: the read refuses it.
+    await putProjectionRow(engine, store, runId, older.value, newer.position);
+    await expect(journal.projection("runs", runId)).rejects.toMatchObject({
+      _tag: "SealError",
+      reason: "authentication",
+    });
+    const report = await auditJournal(journal);
+    expect(report.clean).toBe(false);
+    expect(report.findings).toEqual([
+      expect.objectContaining({
+        kind: "undecryptable",
+        projection: "runs",
+        detail: expect.stringContaining(`runs/${runId}`),
+      }),
+    ]);
+
+    // The whole older row (value and position): it opens, and the audit finds it is not what the events say.
+    await putProjectionRow(engine, store, runId, older.value, older.position);
+    expect(await journal.projection("runs", runId)).toMatchObject({ status: "running" });
+    const rolledBack = await auditJournal(journal);
+    expect(rolledBack.findings).toEqual([
+      expect.objectContaining({ kind: "projection-different", projection: "runs", key: runId }),
+    ]);
+
+    // A rebuild recomputes the row from the events and seals it for its position again.
+    await putProjectionRow(engine, store, runId, older.value, newer.position);
+    await journal.rebuildProjections();
+    expect(await journal.projection("runs", runId)).toMatchObject({ status: "held" });
+    expect((await auditJournal(journal)).findings).toEqual([]);
+  });
+});
+
+/** A stored `runs` row as SQL sees it. */
+const projectionRow = async (
+  engine: Engine,
+  store: string,
+  key: string,
+): Promise<{ value: string; position: number }> => {
+  if (engine.name === "libSQL") {
+    const db = new Database(store);
+    try {
+      const row = db
+        .prepare("SELECT value, position FROM projections WHERE name = 'runs' AND key = ?")
+        .get(key) as {
+        value: string;
+        position: number;
+      };
+      return { value: row.value, position: Number(row.position) };
+    } finally {
+      db.close();
+    }
+  }
+  const client = await admin(store);
+  const { rows } = await client.query<{ value: string; position: string }>(
+    "SELECT value, position FROM projections WHERE name = 'runs' AND key = $1",
+    [key],
+  );
+  return { value: rows[0]!.value, position: Number(rows[0]!.position) };
+};
+
+/** Write a `runs` row behind the journal's back. */
+const putProjectionRow = async (
+  engine: Engine,
+  store: string,
+  key: string,
+  value: string,
+  position: number,
+): Promise<void> => {
+  if (engine.name === "libSQL") {
+    const db = new Database(store);
+    try {
+      db.prepare("UPDATE projections SET value = ?, position = ? WHERE name = 'runs' AND key = ?").run(
+        value,
+        position,
+        key,
+      );
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = await admin(store);
+  await client.query("UPDATE projections SET value = $1, position = $2 WHERE name = 'runs' AND key = $3", [
+    value,
+    position,
+    key,
+  ]);
+};
 
 describe("payload encryption across processes", () => {
   it("a run killed after an outcome recovers under the key with no duplicate effect, and nothing readable is stored", async () => {

@@ -69,4 +69,67 @@ describe("masking", () => {
       fingerprintOf(new Uint8Array(32), { kind: "tool", name: "login", args: { password: "one" } }),
     ).not.toBe(a);
   });
+
+  it("F8: credentials in URL user-info and secret query parameters are masked in any string", () => {
+    const m = makeMasker({});
+    // The review's three forms (law8 third case).
+    expect(m.maskString("postgres://app:hunter2-very-secret@db:5432/x")).toBe(
+      "postgres://app:«secret:url-password»@db:5432/x",
+    );
+    expect(m.maskString("https://api.example.com/v1?api_key=abcd1234efgh5678")).toBe(
+      "https://api.example.com/v1?api_key=«secret:api_key»",
+    );
+    expect(m.mask({ url: "https://u:p4ssw0rd-long@host/" }).url).toBe(
+      "https://u:«secret:url-password»@host/",
+    );
+    // An empty user, a raw `@` in the password (WHATWG URL reads up to the last `@`), inside a sentence.
+    expect(m.maskString("failed: postgres://:s3cr3t-pw@db/x (refused)")).toBe(
+      "failed: postgres://:«secret:url-password»@db/x (refused)",
+    );
+    expect(m.maskString("postgres://app:p@ss-s3cr3t@db/x")).toBe("postgres://app:«secret:url-password»@db/x");
+    // Query and form credentials, whatever the position and case.
+    expect(m.maskString("postgres://db/x?user=app&password=s3cr3t-pw&schema=s")).toBe(
+      "postgres://db/x?user=app&password=«secret:password»&schema=s",
+    );
+    expect(
+      m.maskString("GET /a?X-Amz-Signature=0a1b2c3d&sig=zz99&Token=t0k3n&sslpassword=k3y&key=AIzaLike"),
+    ).toBe(
+      "GET /a?X-Amz-Signature=«secret:X-Amz-Signature»&sig=«secret:sig»&Token=«secret:Token»&sslpassword=«secret:sslpassword»&key=«secret:key»",
+    );
+    expect(m.maskString("login failed: password=hunter2 for ada")).toBe(
+      "login failed: password=«secret:password» for ada",
+    );
+    // Ordinary URLs and parameters stay as they are.
+    for (const plain of [
+      "http://example.com:8080/path?page=2&q=tokens",
+      "see https://docs.example.com/a@b",
+      "maxTokens=512 sort=key",
+      "mailto:ada@example.com",
+      // Masked already, as maskUrl prints a store URL.
+      "postgres://app:****@db/x?password=****",
+    ])
+      expect(m.maskString(plain)).toBe(plain);
+  });
+
+  it("F8: a registered secret is masked in its raw, JSON-escaped and URL-encoded forms", () => {
+    const secret = 'p@ss "w/rd" 100%+ü';
+    const m = makeMasker({ DB: secret });
+    const userinfo = new URL("postgres://h");
+    userinfo.password = secret;
+    const forms = [
+      secret,
+      JSON.stringify(secret).slice(1, -1),
+      JSON.stringify(secret).slice(1, -1).replace("ü", "\\u00fc"),
+      encodeURIComponent(secret),
+      encodeURIComponent(secret).toLowerCase(),
+      new URLSearchParams({ p: secret }).toString().slice("p=".length),
+      userinfo.password,
+    ];
+    expect(new Set(forms).size).toBe(forms.length);
+    for (const form of forms)
+      expect(m.maskString(`before ${form} after`), form).toBe("before «secret:DB» after");
+    // The JSON text of a body that carried the secret, stored as a string.
+    const body = JSON.stringify({ connection: { pass: secret } });
+    expect(m.mask({ body }).body).not.toContain("w/rd");
+  });
 });

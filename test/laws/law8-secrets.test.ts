@@ -2,8 +2,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
+import { maskUrl } from "../../src/adapters/store.js";
 import { DefiniteFailure, defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { CallFailed } from "../../src/runtime/errors.js";
+import { expectTwoLineError, runCli } from "../cli/cliProcess.js";
+import { freshKey } from "../support/keys.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -75,5 +78,86 @@ describe("law 8 — secrets never reach disk", () => {
     await rt.close();
     const afterClose = rawBytes(dir);
     for (const secret of [API_KEY, PASSWORD, TOKEN_SHAPED]) expect(has(afterClose, secret)).toBe(false);
+  });
+
+  it("F8: maskUrl masks by parsing: the password in the user-info (empty user, raw @) and secret query parameters; an unparseable URL is never printed", () => {
+    expect(maskUrl("postgres://:s3cr3t-pw@db/x")).toBe("postgres://:****@db/x");
+    expect(maskUrl("postgres://db/x?user=app&password=s3cr3t-pw")).toBe(
+      "postgres://db/x?user=app&password=****",
+    );
+    expect(maskUrl("postgres://app:p@ss-s3cr3t@db/x")).toBe("postgres://app:****@db/x");
+    expect(
+      maskUrl("postgresql://app:pw-s3cr3t@db:5432/x?schema=hf&sslpassword=k3y-s3cr3t&sslmode=require"),
+    ).toBe("postgresql://app:****@db:5432/x?schema=hf&sslpassword=****&sslmode=require");
+    expect(maskUrl("https://api.example.com/v1?api_key=s3cr3t&token=s3cr3t&sig=s3cr3t&page=2")).toBe(
+      "https://api.example.com/v1?api_key=****&token=****&sig=****&page=2",
+    );
+    // Nothing secret, or a file path: unchanged.
+    for (const plain of [
+      "postgres://app@db.internal:5432/agents?schema=holdfast",
+      "/var/lib/holdfast/journal.db",
+    ])
+      expect(maskUrl(plain)).toBe(plain);
+    for (const broken of [
+      "postgres://app:s3cr3t@[::1/x",
+      "postgres://app:s3cr3t@db:99999999/x",
+      "postgres://app:s3cr3t@d b/x",
+    ])
+      expect(maskUrl(broken)).toBe("«unparseable url»");
+  });
+
+  it("F8: holdfast runs --db never prints a store URL's password, in the user-info or in ?password=", async () => {
+    const urls = [
+      "postgres://:s3cr3t-pw@127.0.0.1:1/x",
+      "postgres://app@127.0.0.1:1/x?password=s3cr3t-pw",
+      "postgres://app:p@ss-s3cr3t-pw@127.0.0.1:1/x",
+    ];
+    const results = await Promise.all(urls.map((url) => runCli(["runs", "--db", url])));
+    for (const [i, result] of results.entries()) {
+      expect(result.code, urls[i]).toBe(3);
+      expect(result.stdout + result.stderr, urls[i]).not.toContain("s3cr3t-pw");
+      // Still a useful message: it names where it tried.
+      const { reason } = expectTwoLineError(result.stderr);
+      expect(reason).toContain("127.0.0.1:1");
+    }
+  }, 60_000);
+
+  it("F13: with HOLDFAST_ENCRYPTION_KEY set, a tool error (run.held reasons) and who decided are not in the raw database and WAL bytes", async () => {
+    const dir = tempDir();
+    const CARD = "4111-1111-1111-1111";
+    const DECIDER = "ops-canary-decider-5e7a";
+    process.env.HOLDFAST_ENCRYPTION_KEY = freshKey();
+    try {
+      const flaky = defineTool({
+        name: "flaky",
+        args: Schema.Struct({}),
+        run: async () => {
+          throw new Error(`card ${CARD} declined by gateway`);
+        },
+      });
+      const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(flaky, {}) });
+      const rt = await openRuntime({ store: join(dir, "journal.db"), agents: [agent], tools: [flaky] });
+      const run = await rt.submit({ chatId: "c", inputId: "i", agent: "a", content: null });
+      const held = await run.result;
+      expect(held.status).toBe("held");
+      // The reader with the key still sees the reason: sealing hides it from the disk only.
+      expect(JSON.stringify(held)).toContain(CARD);
+      const version = (await rt.events(run.runId)).length;
+      await rt.decide(run.runId, {
+        decision: "stop",
+        basedOnVersion: version,
+        decidedBy: DECIDER,
+        note: "gave up",
+      });
+      expect(JSON.stringify(await rt.events(run.runId))).toContain(DECIDER);
+      const whileOpen = rawBytes(dir);
+      await rt.close();
+      for (const bytes of [whileOpen, rawBytes(dir)]) {
+        expect(has(bytes, CARD)).toBe(false);
+        expect(has(bytes, DECIDER)).toBe(false);
+      }
+    } finally {
+      delete process.env.HOLDFAST_ENCRYPTION_KEY;
+    }
   });
 });

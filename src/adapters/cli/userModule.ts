@@ -32,3 +32,77 @@ export const importUserModule = async (
     );
   }
 };
+
+const SECRETS_HINT =
+  'export const secrets = { SMTP_PASSWORD: "…" } (string values), or export const secretEnv = ["SMTP_PASSWORD"] to name environment variables that hold them';
+
+const isVariableName = (name: unknown): name is string =>
+  typeof name === "string" && /^[A-Za-z_][A-Za-z0-9_]*$/.test(name);
+
+/**
+ * The secrets a module registers for masking (law 8): `export const secrets = { NAME: value }`,
+ * and `export const secretEnv = ["NAME"]` naming environment variables that hold them (the name
+ * is the secret's name). Each value is checked here — a string of at least `minLength` characters,
+ * a named variable set — with an error that names the secret and never prints a value.
+ */
+export const moduleSecrets = (
+  path: string,
+  exported: Record<string, unknown>,
+  env: Readonly<Record<string, string | undefined>>,
+  minLength: number,
+): Record<string, string> => {
+  const secrets: Record<string, string> = {};
+  const add = (name: string, value: string, from: string) => {
+    if (value.length < minLength)
+      throw new CliError(
+        ExitCode.failed,
+        `the secret ${name} (${from}) is shorter than ${minLength} characters; masking it would garble ordinary text`,
+        SECRETS_HINT,
+      );
+    if (secrets[name] !== undefined && secrets[name] !== value)
+      throw new CliError(
+        ExitCode.failed,
+        `${path} names the secret ${name} twice, with two different values (\`secrets\` and \`secretEnv\`)`,
+        "give each secret one name",
+      );
+    secrets[name] = value;
+  };
+  const given = exported.secrets;
+  if (given !== undefined) {
+    if (typeof given !== "object" || given === null || Array.isArray(given))
+      throw new CliError(
+        ExitCode.failed,
+        `${path} exports \`secrets\`, but not as an object of secret values by name`,
+        SECRETS_HINT,
+      );
+    for (const [name, value] of Object.entries(given)) {
+      if (typeof value !== "string")
+        throw new CliError(
+          ExitCode.failed,
+          `${path} exports \`secrets\` with ${name} as ${value === undefined ? "undefined (an unset variable?)" : `a ${typeof value}`}, not a string`,
+          SECRETS_HINT,
+        );
+      add(name, value, "`secrets`");
+    }
+  }
+  const named = exported.secretEnv;
+  if (named !== undefined) {
+    if (!Array.isArray(named) || !named.every(isVariableName))
+      throw new CliError(
+        ExitCode.failed,
+        `${path} exports \`secretEnv\`, but not as an array of environment variable names`,
+        SECRETS_HINT,
+      );
+    for (const name of named) {
+      const value = env[name];
+      if (value === undefined || value === "")
+        throw new CliError(
+          ExitCode.failed,
+          `${name}, named in \`secretEnv\` of ${path}, is not set`,
+          `set ${name} in the worker's environment, or take it out of secretEnv`,
+        );
+      add(name, value, "`secretEnv`");
+    }
+  }
+  return secrets;
+};

@@ -3,13 +3,7 @@ import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, stat
 import { uptime } from "node:os";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
-import {
-  decodeRow,
-  type Keyring,
-  openProjectionValue,
-  type RecordedEvent,
-  type StoredRow,
-} from "../../events/index.js";
+import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
@@ -33,7 +27,13 @@ import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
 import { keyCheckProgram } from "../sql/keys.js";
-import { projectionPageProgram, pruneProgram, rebuildProgram } from "../sql/maintenance.js";
+import {
+  openStoredProjection,
+  type ProjectionRowSql,
+  projectionPageProgram,
+  pruneProgram,
+  rebuildProgram,
+} from "../sql/maintenance.js";
 import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
   type AdmissionRow,
@@ -685,13 +685,15 @@ export class LibsqlJournal implements Journal {
   }
 
   async projection<S>(name: string, key: string): Promise<S | null> {
-    const row = await this.read(() => this.row<{ value: string }>(SQL.projection, name, key));
-    return row ? (JSON.parse(openProjectionValue(this.keyring, name, key, row.value)) as S) : null;
+    const row = await this.read(() => this.row<ProjectionRowSql>(SQL.projection, name, key));
+    return row ? (JSON.parse(openStoredProjection(this.keyring, name, { key, ...row })) as S) : null;
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
-    const rows = await this.read(() => this.rows<{ key: string; value: string }>(SQL.projectionRows, name));
-    return rows.map((r) => JSON.parse(openProjectionValue(this.keyring, name, r.key, r.value)) as S);
+    const rows = await this.read(() =>
+      this.rows<ProjectionRowSql & { key: string }>(SQL.projectionRows, name),
+    );
+    return rows.map((r) => JSON.parse(openStoredProjection(this.keyring, name, r)) as S);
   }
 
   // ---------------------------------------------------------------- ownership

@@ -1,12 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
-import {
-  decodeRow,
-  type Keyring,
-  openProjectionValue,
-  type RecordedEvent,
-  type StoredRow,
-} from "../../events/index.js";
+import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
@@ -26,7 +20,13 @@ import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
 import { keyCheckProgram } from "../sql/keys.js";
-import { projectionPageProgram, pruneProgram, rebuildProgram } from "../sql/maintenance.js";
+import {
+  openStoredProjection,
+  type ProjectionRowSql,
+  projectionPageProgram,
+  pruneProgram,
+  rebuildProgram,
+} from "../sql/maintenance.js";
 import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
 import {
   type AdmissionRow,
@@ -413,13 +413,13 @@ export class PostgresJournal implements Journal {
   }
 
   async projection<S>(name: string, key: string): Promise<S | null> {
-    const row = await this.row<{ value: string }>(SQL.projection, [name, key]);
-    return row ? (JSON.parse(openProjectionValue(this.keyring, name, key, row.value)) as S) : null;
+    const row = await this.row<ProjectionRowSql>(SQL.projection, [name, key]);
+    return row ? (JSON.parse(openStoredProjection(this.keyring, name, { key, ...row })) as S) : null;
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {
-    return (await this.rows<{ key: string; value: string }>(SQL.projectionRows, [name])).map(
-      (r) => JSON.parse(openProjectionValue(this.keyring, name, r.key, r.value)) as S,
+    return (await this.rows<ProjectionRowSql & { key: string }>(SQL.projectionRows, [name])).map(
+      (r) => JSON.parse(openStoredProjection(this.keyring, name, r)) as S,
     );
   }
 

@@ -151,9 +151,18 @@ export function* applyProjections(
         const id = JSON.stringify([projection.name, key]);
         let known = states.get(id);
         if (!known) {
-          const row = yield* get<{ value: string }>(sql.projection, [projection.name, key]);
+          const row = yield* get<{ value: string; position: number | string }>(sql.projection, [
+            projection.name,
+            key,
+          ]);
           const state = row
-            ? JSON.parse(openProjectionValue(ring, projection.name, key, row.value))
+            ? JSON.parse(
+                openProjectionValue(
+                  ring,
+                  { name: projection.name, key, position: Number(row.position) },
+                  row.value,
+                ),
+              )
             : undefined;
           known = { name: projection.name, key, state, position: 0 };
           states.set(id, known);
@@ -167,7 +176,7 @@ export function* applyProjections(
     yield* run(sql.upsertProjection, [
       name,
       key,
-      sealProjectionValue(ring, name, key, JSON.stringify(state)),
+      sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
       position,
     ]);
 }

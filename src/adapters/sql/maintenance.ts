@@ -6,6 +6,7 @@ import {
   type Keyring,
   openProjectionValue,
   runStreamId,
+  SealError,
   type StoredRow,
   SYSTEM_STREAM,
 } from "../../events/index.js";
@@ -55,16 +56,27 @@ export const MAINTENANCE = {
 /** Events are read this many at a time: a rebuild streams the log through bounded memory. */
 const PAGE = 500;
 
-interface ProjectionRowSql {
-  readonly key: string;
+/** A projection row's value and position as SQL returns them. */
+export interface ProjectionRowSql {
   readonly value: string;
   readonly position: number | string;
 }
 
+/** The JSON text of a stored projection row, opened when sealed (its position is bound in). */
+export const openStoredProjection = (
+  ring: Keyring | null,
+  name: string,
+  row: ProjectionRowSql & { readonly key: string },
+): string => openProjectionValue(ring, { name, key: row.key, position: Number(row.position) }, row.value);
+
 /** A stored projection row, its value opened when sealed. */
-const toProjectionRow = (name: string, row: ProjectionRowSql, ring: Keyring | null): StoredProjectionRow => ({
+const toProjectionRow = (
+  name: string,
+  row: ProjectionRowSql & { readonly key: string },
+  ring: Keyring | null,
+): StoredProjectionRow => ({
   key: row.key,
-  value: openProjectionValue(ring, name, row.key, row.value),
+  value: openStoredProjection(ring, name, row),
   position: Number(row.position),
 });
 
@@ -85,24 +97,37 @@ export function* projectionPageProgram(
 ): Program<StoredProjectionRow[]> {
   const rows =
     after === null
-      ? yield* all<ProjectionRowSql>(MAINTENANCE.projectionFirst, [name, limit])
-      : yield* all<ProjectionRowSql>(MAINTENANCE.projectionAfter, [name, after, limit]);
+      ? yield* all<ProjectionRowSql & { key: string }>(MAINTENANCE.projectionFirst, [name, limit])
+      : yield* all<ProjectionRowSql & { key: string }>(MAINTENANCE.projectionAfter, [name, after, limit]);
   return rows.map((row) => toProjectionRow(name, row, ring));
 }
 
 /**
  * A digest and count of a projection's stored rows, read page by page. Values are compared as
  * canonical JSON: an inline row keeps the key order of the live event, a rebuilt one that of the
- * stored (canonical) payload, and that difference is not a change.
+ * stored (canonical) payload, and that difference is not a change. A sealed row that does not open
+ * (changed, put back from another position, or under a key no longer configured) counts by its
+ * stored text: a rebuild is what replaces it, so it must not stop there.
  */
 function* storedDigest(name: string, ring: Keyring | null): Program<{ digest: string; rows: number }> {
   const hash = createHash("sha256");
   let rows = 0;
   let after: string | null = null;
   for (;;) {
-    const page: StoredProjectionRow[] = yield* projectionPageProgram(name, after, PAGE, ring);
-    for (const row of page)
-      hash.update(`${row.key}\u0000${canonicalValue(row.value)}\u0000${row.position}\n`);
+    const page: ReadonlyArray<ProjectionRowSql & { key: string }> =
+      after === null
+        ? yield* all<ProjectionRowSql & { key: string }>(MAINTENANCE.projectionFirst, [name, PAGE])
+        : yield* all<ProjectionRowSql & { key: string }>(MAINTENANCE.projectionAfter, [name, after, PAGE]);
+    for (const row of page) {
+      let value: string;
+      try {
+        value = canonicalValue(openStoredProjection(ring, name, row));
+      } catch (error) {
+        if (!(error instanceof SealError)) throw error;
+        value = `unopened\u0000${row.value}`;
+      }
+      hash.update(`${row.key}\u0000${value}\u0000${Number(row.position)}\n`);
+    }
     rows += page.length;
     const last = page.at(-1);
     if (!last || page.length < PAGE) break;

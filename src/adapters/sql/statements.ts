@@ -46,8 +46,9 @@ export const statements = (dialect: Dialect) =>
     activeRuns: `SELECT run_id FROM run_guard WHERE active = 1 ORDER BY ${dialect.guardOrder}`,
     activate: "INSERT INTO run_guard (run_id, chat_id, active) VALUES (?, ?, 1)",
     finish: "UPDATE run_guard SET active = 0 WHERE run_id = ?",
-    projection: "SELECT value FROM projections WHERE name = ? AND key = ?",
-    projectionRows: "SELECT key, value FROM projections WHERE name = ? ORDER BY position",
+    // The position is read with the value: a sealed row is bound to it (docs/decisions/0013).
+    projection: "SELECT value, position FROM projections WHERE name = ? AND key = ?",
+    projectionRows: "SELECT key, value, position FROM projections WHERE name = ? ORDER BY position",
     upsertProjection:
       "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
     /** The run's owner; a released row (no owner, the epoch kept) is no claim. */

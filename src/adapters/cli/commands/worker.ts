@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline";
 import { InvalidArgumentError } from "commander";
-import type { HoldReason } from "../../../events/index.js";
+import { type HoldReason, MIN_SECRET_LENGTH, makeMasker } from "../../../events/index.js";
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
@@ -11,7 +11,7 @@ import { openStore, resolveStore } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
 import { describeFailure } from "../failure.js";
 import type { Io } from "../Output.js";
-import { importUserModule } from "../userModule.js";
+import { importUserModule, moduleSecrets } from "../userModule.js";
 
 export interface WorkerOptions {
   /** The journal (default: `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
@@ -19,7 +19,7 @@ export interface WorkerOptions {
   /** Default: `HOLDFAST_WORKER_ID`, else `<host>:<pid>:<random>`. */
   readonly workerId?: string;
   readonly leaseMs: number;
-  /** An ES module exporting `agents` and `tools` arrays. */
+  /** An ES module exporting `agents` and `tools` arrays, and optionally `secrets` or `secretEnv`. */
   readonly module?: string;
   /** The safe list file (default: ./holdfast.allowlist.json when present). */
   readonly allowlist?: string;
@@ -116,10 +116,15 @@ const isArrayOf = (value: unknown, fields: ReadonlyArray<string>): value is unkn
       fields.every((f) => (item as Record<string, unknown>)[f] !== undefined),
   );
 
-/** Import the module that defines what this worker can run: `export const agents = [...]`, `tools = [...]`. */
+/**
+ * Import the module that defines what this worker can run: `export const agents = [...]`,
+ * `tools = [...]`, and the secrets its runs must never store: `secrets = { NAME: value }` and/or
+ * `secretEnv = ["NAME"]` (environment variables holding them), as `openRuntime({ secrets })` takes.
+ */
 export const loadWorkerModule = async (
   modulePath: string,
-): Promise<{ agents: AnyAgentDef[]; tools: AnyToolDef[] }> => {
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<{ agents: AnyAgentDef[]; tools: AnyToolDef[]; secrets: Record<string, string> }> => {
   const { path, exported } = await importUserModule(modulePath, "your `agents` and `tools` arrays");
   const agents = exported.agents ?? [];
   const tools = exported.tools ?? [];
@@ -144,7 +149,8 @@ export const loadWorkerModule = async (
       "export const agents = [...]: a worker can only resume runs of agents it has",
     );
   }
-  return { agents: agents as AnyAgentDef[], tools: tools as AnyToolDef[] };
+  const secrets = moduleSecrets(path, exported, env, MIN_SECRET_LENGTH);
+  return { agents: agents as AnyAgentDef[], tools: tools as AnyToolDef[], secrets };
 };
 
 const validWorkerId = (id: string): boolean => id.length > 0 && id.length <= 200 && !/\s/.test(id);
@@ -194,10 +200,13 @@ const runWorker = async (
   stopSignal: Promise<string>,
   io: Io,
 ): Promise<number> => {
-  const { agents, tools } = await loadWorkerModule(modulePath);
+  const { agents, tools, secrets } = await loadWorkerModule(modulePath);
+  // What a worker prints goes to a log: masked like anything the journal stores (law 8).
+  const masker = makeMasker(secrets);
   const emit = async (report: Report) => {
+    const masked = masker.mask(report);
     await io.out.line(
-      options.json ? JSON.stringify({ ...report, at: new Date().toISOString() }) : text(report),
+      options.json ? JSON.stringify({ ...masked, at: new Date().toISOString() }) : text(masked),
     );
   };
 
@@ -206,6 +215,7 @@ const runWorker = async (
     store,
     agents,
     tools,
+    secrets,
     workerId,
     ...(options.allowlist === undefined ? {} : { allowlist: options.allowlist }),
     recovery: { onOpen: false, leaseMs: options.leaseMs, concurrency: options.concurrency },
@@ -348,7 +358,12 @@ const runWorker = async (
         });
         watch(handle.runId);
       } catch (error) {
-        await emit({ kind: "refused", line: line.slice(0, 200), reason: describeFailure(error).reason });
+        // Masked before it is cut short: a cut could leave the start of a secret that no longer matches.
+        await emit({
+          kind: "refused",
+          line: masker.maskString(line).slice(0, 200),
+          reason: describeFailure(error).reason,
+        });
       }
     })();
     submissions.add(submission);
