@@ -25,7 +25,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { openStore } from "../src/adapters/store.js";
+import { maskUrl, openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import type { Journal } from "../src/runtime/Journal.js";
@@ -577,7 +577,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const topRows = rows.filter((r) => !r.chatId.startsWith("child:"));
   const summary = {
     seed: options.seed,
-    store: options.store.replace(/(\/\/[^:/@]+:)[^@]*@/, "$1****@"),
+    store: maskUrl(options.store),
     schema: options.keep ? schema : `${schema} (dropped)`,
     ...(options.keep ? { folder: dir } : {}),
     workers: options.workers,
