@@ -22,6 +22,7 @@ import {
 } from "./heads.js";
 import { RebuiltProjections } from "./projections.js";
 import { type AdmissionCheck, RunChecks, type RunTrack } from "./runs.js";
+import { type AuditSpill, memorySpill } from "./spill.js";
 
 export interface AuditReport {
   readonly clean: boolean;
@@ -64,6 +65,25 @@ export interface LogAuditorOptions {
   readonly keyring?: Keyring | null;
   /** The journal's head anchor: the log must still hold the event it names (`lost-commits`). */
   readonly anchor?: HeadAnchor | null;
+  /**
+   * Where rows and records not needed at hand are set aside (default: {@link memorySpill}). The
+   * caller closes it after `finish`.
+   */
+  readonly spill?: AuditSpill;
+  /** Rebuilt rows each projection keeps at hand; the rest wait in the spill. Default 2 000. */
+  readonly rowsInMemory?: number;
+}
+
+/** What a {@link LogAuditor} holds in memory now: what stays bounded while the log grows. */
+export interface Retained {
+  /** Streams seen: each keeps its head (version and hash). */
+  readonly streams: number;
+  /** Runs whose machine fold is held: only runs that have not ended. */
+  readonly runFolds: number;
+  /** Runs whose call records are held: only runs that have not ended. */
+  readonly callRecords: number;
+  /** Rebuilt projection rows held (at most `rowsInMemory` per projection; none once compared). */
+  readonly rows: number;
 }
 
 interface StreamState {
@@ -73,19 +93,26 @@ interface StreamState {
   run: RunTrack | null;
   /** An event of this stream could not be opened without a key: the rest get chain checks only. */
   sealed: boolean;
+  /** Retention recorded removing this stream: each of its rows is `pruned-stream-present`. */
+  pruned: boolean;
 }
+
+/** The spill space of the ids of the streams retention recorded as removed. */
+const PRUNED = "pruned";
 
 /**
  * The audit's checks, pure: fed the stored rows in position order (one page at a time), then the
- * stored caches. Holds per stream only its chain head and, for runs, the machine fold and a small
- * record per call; per projection the rebuilt rows. Never the events themselves.
+ * stored caches. Holds per stream its chain head; for a run that has not ended its machine fold
+ * and a small record per call, for one that ended its status; per projection the rows touched
+ * last. The rest waits in the spill. Never the events themselves.
  */
 export class LogAuditor {
   private readonly findings: Findings;
   private readonly streams = new Map<string, StreamState>();
   private readonly runs: RunChecks;
   private readonly rebuilt: RebuiltProjections;
-  private readonly prunedIds = new Set<string>();
+  private readonly spill: AuditSpill;
+  private prunedCount = 0;
   private readonly expected: ExpectedHeadCheck;
   private readonly headAnchor: HeadAnchorCheck;
   private readonly keyring: Keyring | null;
@@ -99,8 +126,15 @@ export class LogAuditor {
     this.keyring = options.keyring ?? null;
     this.expected = new ExpectedHeadCheck(options.expectHead ?? null);
     this.headAnchor = new HeadAnchorCheck(options.anchor ?? null);
-    this.runs = new RunChecks(this.findings);
-    this.rebuilt = new RebuiltProjections(options.projections ?? inlineProjections, this.findings);
+    const spill = options.spill ?? memorySpill();
+    this.spill = spill;
+    this.runs = new RunChecks(this.findings, spill);
+    this.rebuilt = new RebuiltProjections(
+      options.projections ?? inlineProjections,
+      this.findings,
+      spill,
+      Math.max(1, options.rowsInMemory ?? 2_000),
+    );
   }
 
   get events(): number {
@@ -114,6 +148,14 @@ export class LogAuditor {
   /** Events whose encrypted contents could not be checked (no key). */
   get sealedUnchecked(): number {
     return this.sealedCount;
+  }
+
+  /** What is held in memory now (tests use it to show that memory follows open runs, not the log). */
+  retained(): Retained {
+    const runs: RunTrack[] = [];
+    for (const s of this.streams.values()) if (s.run) runs.push(s.run);
+    const { folds, callRecords } = this.runs.retained(runs);
+    return { streams: this.streams.size, runFolds: folds, callRecords, rows: this.rebuilt.retained() };
   }
 
   // ------------------------------------------------------------------ the log
@@ -130,10 +172,11 @@ export class LogAuditor {
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
-      stream = { version: 0, hash: GENESIS_HASH, run: null, sealed: false };
+      const pruned = this.spill.get(PRUNED, row.streamId) !== undefined;
+      stream = { version: 0, hash: GENESIS_HASH, run: null, sealed: false, pruned };
       this.streams.set(row.streamId, stream);
     }
-    if (this.prunedIds.has(row.streamId))
+    if (stream.pruned)
       this.findings.add({
         ...at,
         kind: "pruned-stream-present",
@@ -174,7 +217,9 @@ export class LogAuditor {
   private notePruned(entries: ReadonlyArray<PrunedHead>, position: number): void {
     for (const entry of entries) {
       this.headAnchor.notePruned(entry, position);
-      if (this.streams.has(entry.streamId)) {
+      const stream = this.streams.get(entry.streamId);
+      if (stream) {
+        stream.pruned = true;
         this.findings.add({
           streamId: entry.streamId,
           version: entry.version,
@@ -183,7 +228,11 @@ export class LogAuditor {
           detail: "retention recorded this stream as removed, but its events are still in the log",
         });
       }
-      this.prunedIds.add(entry.streamId);
+      // Kept in the spill: a journal pruned for years lists more removed streams than it holds.
+      if (this.spill.get(PRUNED, entry.streamId) === undefined) {
+        this.spill.put(PRUNED, entry.streamId, "");
+        this.prunedCount += 1;
+      }
       this.expected.notePruned(entry);
     }
   }
@@ -231,7 +280,11 @@ export class LogAuditor {
       for (const [streamId, s] of streams)
         yield { streamId, version: s.version, sealed: s.sealed, run: s.run };
     }
-    return this.runs.guardMismatches(runStreams(), activeRunIds, this.prunedIds);
+    return this.runs.guardMismatches(
+      runStreams(),
+      activeRunIds,
+      (streamId) => this.spill.get(PRUNED, streamId) !== undefined,
+    );
   }
 
   /** Record findings the driver confirmed (guard mismatches still true after re-reading). */
@@ -258,7 +311,7 @@ export class LogAuditor {
       lastPosition: this.last,
       headDigest: digest,
       projections: this.rebuilt.rowCounts(),
-      prunedStreams: this.prunedIds.size,
+      prunedStreams: this.prunedCount,
       expectedHead: expected.result,
       movedDuringAudit: moved,
       sealedUnchecked: this.sealedCount,

@@ -24,7 +24,24 @@ export interface Head {
   readonly hash: string;
 }
 
-const utf8Order = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+const isSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdfff;
+
+/**
+ * UTF-8 byte order without encoding every pair of ids the sort compares: up to their first
+ * differing UTF-16 unit two strings encode alike, and two differing units outside the surrogate
+ * range order as their UTF-8 bytes do. Only a surrogate there (a pair, or a lone one that UTF-8
+ * writes as U+FFFD) needs the bytes themselves.
+ */
+const utf8Order = (a: string, b: string): number => {
+  const common = Math.min(a.length, b.length);
+  for (let i = 0; i < common; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    return isSurrogate(x) || isSurrogate(y) ? Buffer.compare(Buffer.from(a), Buffer.from(b)) : x - y;
+  }
+  return a.length === b.length ? 0 : Buffer.compare(Buffer.from(a), Buffer.from(b));
+};
 
 /**
  * The head digest: sha256 (hex) of the UTF-8 text made of one line `streamId:version:hash\n` per

@@ -1,14 +1,16 @@
 import { SealError } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
-import type { JournalReader, StoredProjectionRow } from "../Journal.js";
+import type { AnchorReading, JournalReader, StoredProjectionRow } from "../Journal.js";
 import { type AuditReport, LogAuditor } from "./auditor.js";
 import type { AuditFinding } from "./findings.js";
 import type { ExpectedHead } from "./heads.js";
+import { type AuditSpill, memorySpill } from "./spill.js";
 
-export { type AuditReport, LogAuditor, type LogAuditorOptions } from "./auditor.js";
+export { type AuditReport, LogAuditor, type LogAuditorOptions, type Retained } from "./auditor.js";
 export { type AuditFinding, FINDING_KINDS, type FindingKind } from "./findings.js";
 export { type ExpectedHead, type Head, headDigest, parseExpectedHead } from "./heads.js";
 export type { AdmissionCheck } from "./runs.js";
+export { type AuditSpill, memorySpill } from "./spill.js";
 
 export interface AuditOptions {
   /** Report a finding when the head digest (or the heads as of a position) differs. */
@@ -19,6 +21,14 @@ export interface AuditOptions {
   readonly onProgress?: (events: number) => void;
   readonly progressEvery?: number;
   readonly maxFindings?: number;
+  /**
+   * Makes the spill where the audit sets aside rebuilt rows and ended runs' call records; the audit
+   * closes it when done. Default {@link memorySpill}; the adapters' `temporarySpill` moves to a
+   * temporary file past a threshold, which is what keeps the audit of a long log in bounded memory.
+   */
+  readonly spill?: () => AuditSpill;
+  /** Rebuilt rows each projection keeps at hand (default 2 000); the rest wait in the spill. */
+  readonly rowsInMemory?: number;
 }
 
 /**
@@ -35,15 +45,31 @@ export const auditJournal = async (
   journal: JournalReader,
   options: AuditOptions = {},
 ): Promise<AuditReport> => {
-  const pageSize = options.pageSize ?? 1000;
-  const every = options.progressEvery ?? 10_000;
   // Read before the log: the anchor names a committed event, so a log read afterwards holds it.
   const anchor = journal.headAnchor ? await journal.headAnchor() : { kind: "none" as const };
+  const spill = (options.spill ?? memorySpill)();
+  try {
+    return await auditWith(journal, options, anchor, spill);
+  } finally {
+    spill.close();
+  }
+};
+
+const auditWith = async (
+  journal: JournalReader,
+  options: AuditOptions,
+  anchor: AnchorReading,
+  spill: AuditSpill,
+): Promise<AuditReport> => {
+  const pageSize = options.pageSize ?? 1000;
+  const every = options.progressEvery ?? 10_000;
   const auditor = new LogAuditor({
     expectHead: options.expectHead ?? null,
     keyring: journal.keyring,
     anchor: anchor.kind === "anchored" ? anchor.anchor : null,
+    spill,
     ...(options.maxFindings === undefined ? {} : { maxFindings: options.maxFindings }),
+    ...(options.rowsInMemory === undefined ? {} : { rowsInMemory: options.rowsInMemory }),
   });
   if (anchor.kind === "damaged")
     auditor.confirm([

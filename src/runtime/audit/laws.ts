@@ -10,6 +10,27 @@ interface CallLaw {
   allowance: number;
 }
 
+type SavedCall = [callId: string, attempt: number, allowance: number, outcomes: Array<[number, number]>];
+interface Saved {
+  readonly held: boolean;
+  readonly calls: ReadonlyArray<SavedCall>;
+}
+
+const CONCERNS: ReadonlySet<string> = new Set([
+  "call.intended",
+  "call.completed",
+  "call.failed",
+  "call.reconciled",
+  "call.replay-authorized",
+  "retry.granted",
+  "decision.recorded",
+  "run.held",
+  "run.resumed",
+  "run.completed",
+  "run.failed",
+  "run.stopped",
+]);
+
 /**
  * The laws across one run's events, checked on their own, independently of the machine: no
  * outcome without intent, no new attempt without an authorization, one outcome per call attempt,
@@ -18,6 +39,29 @@ interface CallLaw {
 export class RunLaws {
   private held = false;
   private readonly calls = new Map<string, CallLaw>();
+
+  /** Whether `check` looks at events of this type (others pass without reading the record). */
+  static concerns(type: AnyEvent["type"]): boolean {
+    return CONCERNS.has(type);
+  }
+
+  /** The record as text, to set aside while nothing needs it (a run that ended). */
+  save(): string {
+    const calls: SavedCall[] = [];
+    for (const [callId, call] of this.calls)
+      calls.push([callId, call.attempt, call.allowance, [...call.outcomes]]);
+    return JSON.stringify({ held: this.held, calls } satisfies Saved);
+  }
+
+  /** A record from {@link RunLaws.save}. */
+  static restore(text: string): RunLaws {
+    const saved = JSON.parse(text) as Saved;
+    const laws = new RunLaws();
+    laws.held = saved.held;
+    for (const [callId, attempt, allowance, outcomes] of saved.calls)
+      laws.calls.set(callId, { attempt, allowance, outcomes: new Map(outcomes) });
+    return laws;
+  }
 
   /** Check one event of the run and take it into account; the law it breaks, or null. */
   check(event: AnyEvent): Breach | null {

@@ -2,22 +2,36 @@ import { digestOf, type RecordedEvent } from "../../events/index.js";
 import {
   emptyFold,
   type RunFold,
+  type RunStatus,
   runMachineFor,
   statusOf,
   step,
   TransitionRejected,
 } from "../../machines/index.js";
 import type { Admission } from "../Journal.js";
-import type { AuditFinding, Findings } from "./findings.js";
+import type { AuditFinding, Breach, Findings } from "./findings.js";
 import { RunLaws } from "./laws.js";
+import type { AuditSpill } from "./spill.js";
 
-/** What the audit keeps of one run while it reads the log. */
+/** Where a run that ended stands: all that a later event of it needs from the fold. */
+interface Ended {
+  readonly status: RunStatus;
+  readonly machine: string;
+  /** The machine context's version (a late `conflict.recorded` moves it on). */
+  version: number;
+}
+
+/**
+ * What the audit keeps of one run while it reads the log. A run that ended keeps neither its fold
+ * nor its call records in memory: its status, with the call records set aside in the spill.
+ */
 export interface RunTrack {
-  readonly runId: string;
-  /** The machine fold; null before run.admitted, or when the machine version is unknown. */
+  /** The machine fold; null before run.admitted, when the machine version is unknown, or once ended. */
   fold: RunFold | null;
   machineKnown: boolean;
-  readonly laws: RunLaws;
+  /** The call records; null once the run ended (they wait in the spill). */
+  laws: RunLaws | null;
+  ended: Ended | null;
 }
 
 /** An admission the journal must hold for a `run.admitted` (the driver looks it up). */
@@ -39,7 +53,28 @@ export interface RunStream {
   readonly run: RunTrack | null;
 }
 
-const FINISHED = new Set(["completed", "failed", "stopped"]);
+/** The spill space of the call records of runs that ended, by stream id. */
+const LAWS = "laws";
+
+const FINISHED: ReadonlySet<RunStatus> = new Set(["completed", "failed", "stopped"]);
+
+/** A run's status as folded so far; null when it has none (no `run.admitted`, unknown machine). */
+const statusOfRun = (run: RunTrack): RunStatus | null =>
+  run.ended?.status ?? (run.fold ? statusOf(run.fold) : null);
+
+/**
+ * A fold standing where an ended run stopped, for the machine to judge a later event of it: the
+ * run's status with a context holding its id and version and no calls. No state after the end
+ * takes a call event, so the verdict is the one the whole fold would give.
+ */
+const foldAtEnd = (runId: string, ended: Ended): RunFold => {
+  const empty = emptyFold(ended.machine);
+  const snapshot = empty.machine.resolveState({
+    value: ended.status,
+    context: { ...empty.snapshot.context, runId, version: ended.version },
+  });
+  return { snapshot, machine: empty.machine };
+};
 
 /**
  * The checks of run streams: every run folds through its recorded machine version, the laws
@@ -50,7 +85,10 @@ export class RunChecks {
   private count = 0;
   private readonly pendingAdmissions: AdmissionCheck[] = [];
 
-  constructor(private readonly findings: Findings) {}
+  constructor(
+    private readonly findings: Findings,
+    private readonly spill: AuditSpill,
+  ) {}
 
   /** Runs seen. */
   get runs(): number {
@@ -63,7 +101,7 @@ export class RunChecks {
     const at = { streamId: recorded.streamId, version: recorded.version, position: recorded.position };
     let run = stream.run;
     if (!run) {
-      run = { runId: recorded.streamId.slice(4), fold: null, machineKnown: true, laws: new RunLaws() };
+      run = { fold: null, machineKnown: true, laws: new RunLaws(), ended: null };
       stream.run = run;
       this.count += 1;
     }
@@ -76,7 +114,7 @@ export class RunChecks {
         streamId: recorded.streamId,
         version: recorded.version,
       });
-      if (run.fold === null && run.machineKnown) {
+      if (run.fold === null && run.ended === null && run.machineKnown) {
         if (runMachineFor(event.machine)) run.fold = emptyFold(event.machine);
         else {
           run.machineKnown = false;
@@ -88,7 +126,7 @@ export class RunChecks {
         }
       }
     }
-    const law = run.laws.check(event);
+    const law = this.checkLaws(run, recorded);
     if (law) this.findings.add({ ...at, ...law });
     if (event.type === "checkpoint.saved" && digestOf(event.state) !== event.digest)
       this.findings.add({
@@ -110,7 +148,8 @@ export class RunChecks {
         detail: "the recorded result does not match its digest",
       });
     if (law || !run.machineKnown) return;
-    if (run.fold === null) {
+    const fold = run.ended ? foldAtEnd(recorded.streamId.slice("run-".length), run.ended) : run.fold;
+    if (fold === null) {
       this.findings.add({
         ...at,
         kind: "transition-rejected",
@@ -118,16 +157,54 @@ export class RunChecks {
       });
       return;
     }
+    let next: RunFold;
     try {
-      run.fold = step(run.fold, event);
+      next = step(fold, event);
     } catch (error) {
       if (!(error instanceof TransitionRejected)) throw error;
       this.findings.add({
         ...at,
         kind: "transition-rejected",
-        detail: `${event.type} is not accepted in state "${error.state}" of ${run.fold.snapshot.context.machine}`,
+        detail: `${event.type} is not accepted in state "${error.state}" of ${fold.snapshot.context.machine}`,
       });
+      return;
     }
+    if (run.ended) {
+      run.ended.version = next.snapshot.context.version;
+      return;
+    }
+    const status = statusOf(next);
+    if (!FINISHED.has(status)) {
+      run.fold = next;
+      return;
+    }
+    // The run ended: a later event of it needs only its status here, and its call records.
+    run.ended = { status, machine: next.snapshot.context.machine, version: next.snapshot.context.version };
+    run.fold = null;
+    if (run.laws) this.spill.put(LAWS, recorded.streamId, run.laws.save());
+    run.laws = null;
+  }
+
+  /** The laws for one event; an ended run's call records come back from the spill if it needs them. */
+  private checkLaws(run: RunTrack, recorded: RecordedEvent): Breach | null {
+    if (run.laws) return run.laws.check(recorded.event);
+    if (!RunLaws.concerns(recorded.event.type)) return null;
+    const saved = this.spill.get(LAWS, recorded.streamId);
+    const laws = saved === undefined ? new RunLaws() : RunLaws.restore(saved);
+    const law = laws.check(recorded.event);
+    this.spill.put(LAWS, recorded.streamId, laws.save());
+    return law;
+  }
+
+  /** How many of these runs have their fold, and their call records, in memory. */
+  retained(runs: Iterable<RunTrack>): { readonly folds: number; readonly callRecords: number } {
+    let folds = 0;
+    let callRecords = 0;
+    for (const run of runs) {
+      if (run.fold) folds += 1;
+      if (run.laws) callRecords += 1;
+    }
+    return { folds, callRecords };
   }
 
   /** Admissions to look up in the journal, collected since the last call. */
@@ -155,26 +232,32 @@ export class RunChecks {
       });
   }
 
-  /** Runs whose active-run guard disagrees with their fold (the driver confirms each). */
+  /**
+   * Runs whose active-run guard disagrees with their status (the driver confirms each). `pruned`:
+   * whether retention recorded removing a stream.
+   */
   guardMismatches(
     streams: Iterable<RunStream>,
     activeRunIds: ReadonlySet<string>,
-    pruned: ReadonlySet<string>,
+    pruned: (streamId: string) => boolean,
   ): Array<AuditFinding & { readonly runId: string }> {
     const found: Array<AuditFinding & { readonly runId: string }> = [];
     const known = new Set<string>();
     for (const s of streams) {
-      if (s.sealed && s.streamId.startsWith("run-")) known.add(s.streamId.slice("run-".length));
+      if (!s.streamId.startsWith("run-")) continue;
+      const runId = s.streamId.slice("run-".length);
+      // A run read without its key: known, but its status is not.
+      if (s.sealed) known.add(runId);
       const run = s.run;
       if (!run || s.sealed) continue;
-      known.add(run.runId);
-      if (!run.fold) continue;
-      const status = statusOf(run.fold);
+      known.add(runId);
+      const status = statusOfRun(run);
+      if (status === null) continue;
       const finished = FINISHED.has(status);
-      const active = activeRunIds.has(run.runId);
+      const active = activeRunIds.has(runId);
       if (finished === !active) continue;
       found.push({
-        runId: run.runId,
+        runId,
         streamId: s.streamId,
         version: s.version,
         kind: "guard-mismatch",
@@ -190,7 +273,7 @@ export class RunChecks {
         streamId: `run-${runId}`,
         version: null,
         kind: "guard-mismatch",
-        detail: pruned.has(`run-${runId}`)
+        detail: pruned(`run-${runId}`)
           ? "retention removed this run, but the active-run guard still marks it active"
           : "the active-run guard marks this run active, but the log has no such run",
       });
