@@ -1,5 +1,5 @@
+import { auditStore } from "../../src/adapters/auditStore.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { auditJournal } from "../../src/runtime/audit.js";
 
 /**
  * `node --import tsx bench/tools/audit-child.ts <journal>`: audit one journal in a process of its
@@ -12,7 +12,7 @@ const startRssKiB = process.resourceUsage().maxRSS;
 const journal = LibsqlJournal.open(path);
 try {
   const started = performance.now();
-  const report = await auditJournal(journal, { maxFindings: 20 });
+  const report = await auditStore(journal, { maxFindings: 20 });
   const seconds = (performance.now() - started) / 1000;
   const kinds = [...new Set(report.findings.map((f) => f.kind))];
   process.stdout.write(

@@ -1,9 +1,10 @@
 import type { RecordedEvent } from "../events/index.js";
 import { runStreamId } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
-import { type AuditOptions, type AuditReport, auditJournal } from "../runtime/audit.js";
+import type { AuditOptions, AuditReport } from "../runtime/audit.js";
 import { type DocumentState, PLAN, readDocument } from "../runtime/documents.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
+import { auditStore } from "./auditStore.js";
 import { openStoreReader } from "./store.js";
 
 export interface ReaderOptions {
@@ -59,7 +60,7 @@ export const openReader = async (options: ReaderOptions = {}): Promise<Reader> =
     engine: journal.engine,
     location: journal.location,
     subscribe: (subscription) => subscribe(journal, subscription),
-    audit: (auditOptions) => auditJournal(journal, auditOptions),
+    audit: (auditOptions) => auditStore(journal, auditOptions),
     runs: () => journal.projectionRows<RunRow>("runs"),
     run: (runId) => journal.projection<RunRow>("runs", runId),
     events: (runId) => journal.readStream(runStreamId(runId)),

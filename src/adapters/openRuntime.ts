@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Schema } from "effect";
 import type { RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
-import { type AuditOptions, type AuditReport, auditJournal } from "../runtime/audit.js";
+import type { AuditOptions, AuditReport } from "../runtime/audit.js";
 import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
@@ -21,6 +21,7 @@ import { MIN_LEASE_MS } from "../runtime/ownership.js";
 import { applyRetention, resolveRetention } from "../runtime/retention.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { loadAllowlist } from "./allowlist.js";
+import { auditStore } from "./auditStore.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
 import { openStore } from "./store.js";
 
@@ -216,7 +217,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),
-    audit: (auditOptions) => auditJournal(journal, auditOptions),
+    audit: (auditOptions) => auditStore(journal, auditOptions),
     subscribe: (subscription) => subscribe(journal, subscription),
     documents: makeDocuments(journal, engine.masker),
     decide: (runId, request) => engine.decide(runId, request),

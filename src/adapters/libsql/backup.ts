@@ -3,7 +3,8 @@ import { dirname, resolve } from "node:path";
 import { Data } from "effect";
 import Database from "libsql";
 import { SYSTEM_STREAM } from "../../events/index.js";
-import { type AuditReport, auditJournal } from "../../runtime/audit.js";
+import type { AuditReport } from "../../runtime/audit.js";
+import { auditStore } from "../auditStore.js";
 import { LibsqlJournal } from "./LibsqlJournal.js";
 import { readOnlyUri } from "./readOnly.js";
 
@@ -134,7 +135,7 @@ const verifyCopy = async (path: string, onProgress?: (events: number) => void): 
     throw new BackupNotVerified({ path, reason: `integrity check: ${problems.slice(0, 3).join("; ")}` });
   const copy = LibsqlJournal.openReadOnly(path);
   try {
-    const audit = await auditJournal(copy, onProgress ? { onProgress } : {});
+    const audit = await auditStore(copy, onProgress ? { onProgress } : {});
     if (!audit.clean) {
       const first = audit.findings[0];
       throw new BackupNotVerified({

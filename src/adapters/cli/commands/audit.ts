@@ -1,11 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { describeAnchor } from "../../../runtime/anchor.js";
-import {
-  type AuditFinding,
-  type AuditReport,
-  auditJournal,
-  parseExpectedHead,
-} from "../../../runtime/audit.js";
+import { type AuditFinding, type AuditReport, parseExpectedHead } from "../../../runtime/audit.js";
+import { auditStore } from "../../auditStore.js";
 import { writeAnchor } from "../../libsql/anchor.js";
 import { ExitCode, usageError } from "../CliError.js";
 import { withExistingReader } from "../journalAccess.js";
@@ -138,7 +134,7 @@ export const auditCommand = async (
           "--accept-head is for libSQL journals",
           "a PostgreSQL journal keeps no head anchor (docs/decisions/0012-head-anchor-and-read-only-opens.md)",
         );
-      const report = await auditJournal(journal, {
+      const report = await auditStore(journal, {
         expectHead: options.expectHead ?? null,
         progressEvery: AUDIT_PROGRESS_EVERY,
         onProgress: (events) => {

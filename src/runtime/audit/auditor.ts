@@ -1,0 +1,322 @@
+import {
+  decodeRow,
+  EventDecodeError,
+  EventDecryptError,
+  GENESIS_HASH,
+  type Keyring,
+  type RecordedEvent,
+  type StoredRow,
+} from "../../events/index.js";
+import { type AnyProjection, inlineProjections } from "../../projections/index.js";
+import type { PrunedHead } from "../anchor.js";
+import type { Admission, HeadAnchor, StoredProjectionRow } from "../Journal.js";
+import { checkChain, misplaced } from "./chain.js";
+import { type AuditFinding, Findings } from "./findings.js";
+import {
+  type ExpectedHead,
+  ExpectedHeadCheck,
+  type ExpectedHeadResult,
+  type Head,
+  HeadAnchorCheck,
+  headDigest,
+} from "./heads.js";
+import { RebuiltProjections } from "./projections.js";
+import { type AdmissionCheck, RunChecks, type RunTrack } from "./runs.js";
+import { type AuditSpill, memorySpill } from "./spill.js";
+
+export interface AuditReport {
+  readonly clean: boolean;
+  readonly findings: ReadonlyArray<AuditFinding>;
+  /** Findings beyond `maxFindings`, counted but not kept. */
+  readonly findingsOmitted: number;
+  readonly events: number;
+  readonly streams: number;
+  readonly runs: number;
+  /** The position of the last event audited. */
+  readonly lastPosition: number;
+  /** sha256 over every stream head (docs/audit.md); anchor it as `headDigest@lastPosition`. */
+  readonly headDigest: string;
+  readonly projections: ReadonlyArray<{ readonly name: string; readonly rows: number }>;
+  /** Streams the log records as removed by retention. */
+  readonly prunedStreams: number;
+  readonly expectedHead: ExpectedHeadResult | null;
+  /** Events were appended while the audit ran: cache rows changed since were not compared. */
+  readonly movedDuringAudit: boolean;
+  /**
+   * Events with encrypted fields that no key was given to open: their chains were verified, their
+   * contents (and the runs and projections built from them) were not. 0 with the key.
+   */
+  readonly sealedUnchecked: number;
+  /**
+   * The head anchor the journal keeps outside its database (libSQL), and whether the log still
+   * holds the event it names; null when there is none (PostgreSQL, or a journal not opened since).
+   */
+  readonly anchor: (HeadAnchor & { readonly holds: boolean }) | null;
+  /** The last event audited (null: an empty log): what `holdfast audit --accept-head` anchors. */
+  readonly lastEvent: HeadAnchor | null;
+}
+
+export interface LogAuditorOptions {
+  readonly expectHead?: ExpectedHead | null;
+  readonly projections?: ReadonlyArray<AnyProjection>;
+  /** Findings kept in the report; more are counted. Default 1000. */
+  readonly maxFindings?: number;
+  /** The keys that open encrypted fields (the journal's); null: such events get chain checks only. */
+  readonly keyring?: Keyring | null;
+  /** The journal's head anchor: the log must still hold the event it names (`lost-commits`). */
+  readonly anchor?: HeadAnchor | null;
+  /**
+   * Where rows and records not needed at hand are set aside (default: {@link memorySpill}). The
+   * caller closes it after `finish`.
+   */
+  readonly spill?: AuditSpill;
+  /** Rebuilt rows each projection keeps at hand; the rest wait in the spill. Default 2 000. */
+  readonly rowsInMemory?: number;
+}
+
+/** What a {@link LogAuditor} holds in memory now: what stays bounded while the log grows. */
+export interface Retained {
+  /** Streams seen: each keeps its head (version and hash). */
+  readonly streams: number;
+  /** Runs whose machine fold is held: only runs that have not ended. */
+  readonly runFolds: number;
+  /** Runs whose call records are held: only runs that have not ended. */
+  readonly callRecords: number;
+  /** Rebuilt projection rows held (at most `rowsInMemory` per projection; none once compared). */
+  readonly rows: number;
+}
+
+interface StreamState {
+  /** The highest version seen and its hash: the stream's head, and what the next row must chain to. */
+  version: number;
+  hash: string;
+  run: RunTrack | null;
+  /** An event of this stream could not be opened without a key: the rest get chain checks only. */
+  sealed: boolean;
+  /** Retention recorded removing this stream: each of its rows is `pruned-stream-present`. */
+  pruned: boolean;
+}
+
+/** The spill space of the ids of the streams retention recorded as removed. */
+const PRUNED = "pruned";
+
+/**
+ * The audit's checks, pure: fed the stored rows in position order (one page at a time), then the
+ * stored caches. Holds per stream its chain head; for a run that has not ended its machine fold
+ * and a small record per call, for one that ended its status; per projection the rows touched
+ * last. The rest waits in the spill. Never the events themselves.
+ */
+export class LogAuditor {
+  private readonly findings: Findings;
+  private readonly streams = new Map<string, StreamState>();
+  private readonly runs: RunChecks;
+  private readonly rebuilt: RebuiltProjections;
+  private readonly spill: AuditSpill;
+  private prunedCount = 0;
+  private readonly expected: ExpectedHeadCheck;
+  private readonly headAnchor: HeadAnchorCheck;
+  private readonly keyring: Keyring | null;
+  private eventCount = 0;
+  private last = 0;
+  private sealedCount = 0;
+  private lastRow: HeadAnchor | null = null;
+
+  constructor(options: LogAuditorOptions = {}) {
+    this.findings = new Findings(options.maxFindings ?? 1000);
+    this.keyring = options.keyring ?? null;
+    this.expected = new ExpectedHeadCheck(options.expectHead ?? null);
+    this.headAnchor = new HeadAnchorCheck(options.anchor ?? null);
+    const spill = options.spill ?? memorySpill();
+    this.spill = spill;
+    this.runs = new RunChecks(this.findings, spill);
+    this.rebuilt = new RebuiltProjections(
+      options.projections ?? inlineProjections,
+      this.findings,
+      spill,
+      Math.max(1, options.rowsInMemory ?? 2_000),
+    );
+  }
+
+  get events(): number {
+    return this.eventCount;
+  }
+
+  get lastPosition(): number {
+    return this.last;
+  }
+
+  /** Events whose encrypted contents could not be checked (no key). */
+  get sealedUnchecked(): number {
+    return this.sealedCount;
+  }
+
+  /** What is held in memory now (tests use it to show that memory follows open runs, not the log). */
+  retained(): Retained {
+    const runs: RunTrack[] = [];
+    for (const s of this.streams.values()) if (s.run) runs.push(s.run);
+    const { folds, callRecords } = this.runs.retained(runs);
+    return { streams: this.streams.size, runFolds: folds, callRecords, rows: this.rebuilt.retained() };
+  }
+
+  // ------------------------------------------------------------------ the log
+
+  /** Check one stored row. Rows must come in position order. */
+  feed(row: StoredRow): void {
+    this.expected.beforeRow(row.position, () => this.currentHeads());
+    this.eventCount += 1;
+    this.last = row.position;
+    this.lastRow = { position: row.position, streamId: row.streamId, version: row.version, hash: row.hash };
+    this.headAnchor.noteRow(row.position, row.hash);
+    this.findings.rowHasFinding = false;
+    const at = { streamId: row.streamId, version: row.version, position: row.position };
+
+    let stream = this.streams.get(row.streamId);
+    if (!stream) {
+      const pruned = this.spill.get(PRUNED, row.streamId) !== undefined;
+      stream = { version: 0, hash: GENESIS_HASH, run: null, sealed: false, pruned };
+      this.streams.set(row.streamId, stream);
+    }
+    if (stream.pruned)
+      this.findings.add({
+        ...at,
+        kind: "pruned-stream-present",
+        detail: "retention recorded this stream as removed",
+      });
+    for (const finding of checkChain(row, stream)) this.findings.add(finding);
+    if (stream.sealed) {
+      this.sealedCount += 1;
+      return;
+    }
+
+    let recorded: RecordedEvent;
+    try {
+      recorded = decodeRow(row, this.keyring);
+    } catch (error) {
+      if (error instanceof EventDecryptError && error.reason === "no-key") {
+        // Without the key the chain is all that can be verified (DESIGN §9): say so, do not guess.
+        stream.sealed = true;
+        this.sealedCount += 1;
+        return;
+      }
+      if (error instanceof EventDecryptError) {
+        this.findings.add({ ...at, kind: "undecryptable", detail: error.cause });
+        return;
+      }
+      const cause = error instanceof EventDecodeError ? error.cause : String(error);
+      this.findings.add({ ...at, kind: "undecodable", detail: cause });
+      return;
+    }
+    const event = recorded.event;
+    const wrong = misplaced(row.streamId, event);
+    if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
+    else if (row.streamId.startsWith("run-")) this.runs.check(recorded, stream);
+    else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
+    this.rebuilt.evolve(recorded);
+  }
+
+  private notePruned(entries: ReadonlyArray<PrunedHead>, position: number): void {
+    for (const entry of entries) {
+      this.headAnchor.notePruned(entry, position);
+      const stream = this.streams.get(entry.streamId);
+      if (stream) {
+        stream.pruned = true;
+        this.findings.add({
+          streamId: entry.streamId,
+          version: entry.version,
+          position,
+          kind: "pruned-stream-present",
+          detail: "retention recorded this stream as removed, but its events are still in the log",
+        });
+      }
+      // Kept in the spill: a journal pruned for years lists more removed streams than it holds.
+      if (this.spill.get(PRUNED, entry.streamId) === undefined) {
+        this.spill.put(PRUNED, entry.streamId, "");
+        this.prunedCount += 1;
+      }
+      this.expected.notePruned(entry);
+    }
+  }
+
+  /** Admissions to look up in the journal, collected since the last call. */
+  takeAdmissionChecks(): AdmissionCheck[] {
+    return this.runs.takeAdmissionChecks();
+  }
+
+  /** The journal's admission row for a check (null: none). */
+  admissionFound(check: AdmissionCheck, admission: Admission | null): void {
+    this.runs.admissionFound(check, admission);
+  }
+
+  // ------------------------------------------------------------------ projections
+
+  /**
+   * Compare a page of a projection's stored rows with the rebuilt ones. A stored row newer than
+   * the audited log is only a finding if the log did not move meanwhile (decided in `finish`).
+   */
+  compareStored(name: string, stored: ReadonlyArray<StoredProjectionRow>): void {
+    this.rebuilt.compareStored(name, stored, this.last);
+  }
+
+  /** After every stored page of a projection: rebuilt rows never seen are missing. */
+  endProjection(name: string): void {
+    this.rebuilt.endProjection(name);
+  }
+
+  // ------------------------------------------------------------------ the end
+
+  private currentHeads(): Head[] {
+    const heads: Head[] = [];
+    for (const [streamId, s] of this.streams) heads.push({ streamId, version: s.version, hash: s.hash });
+    return heads;
+  }
+
+  /**
+   * Runs whose active-run guard disagrees with their fold. The driver re-reads each run's head:
+   * a run that moved during the audit is not a finding.
+   */
+  guardMismatches(activeRunIds: ReadonlySet<string>): Array<AuditFinding & { readonly runId: string }> {
+    const streams = this.streams;
+    function* runStreams() {
+      for (const [streamId, s] of streams)
+        yield { streamId, version: s.version, sealed: s.sealed, run: s.run };
+    }
+    return this.runs.guardMismatches(
+      runStreams(),
+      activeRunIds,
+      (streamId) => this.spill.get(PRUNED, streamId) !== undefined,
+    );
+  }
+
+  /** Record findings the driver confirmed (guard mismatches still true after re-reading). */
+  confirm(findings: ReadonlyArray<AuditFinding>): void {
+    for (const f of findings) this.findings.add(f);
+  }
+
+  /** Close the audit. `moved`: events were appended after the audited log ended. */
+  finish(moved: boolean): AuditReport {
+    this.findings.settle(moved);
+    const heads = this.currentHeads();
+    const digest = headDigest(heads);
+    const expected = this.expected.finish(heads, digest, this.last);
+    if (expected.finding) this.findings.add(expected.finding);
+    const anchored = this.headAnchor.finish(this.last);
+    if (anchored.finding) this.findings.add(anchored.finding);
+    return {
+      clean: this.findings.list.length === 0 && this.findings.omitted === 0,
+      findings: this.findings.list,
+      findingsOmitted: this.findings.omitted,
+      events: this.eventCount,
+      streams: this.streams.size,
+      runs: this.runs.runs,
+      lastPosition: this.last,
+      headDigest: digest,
+      projections: this.rebuilt.rowCounts(),
+      prunedStreams: this.prunedCount,
+      expectedHead: expected.result,
+      movedDuringAudit: moved,
+      sealedUnchecked: this.sealedCount,
+      anchor: anchored.anchor,
+      lastEvent: this.lastRow,
+    };
+  }
+}

@@ -1,0 +1,169 @@
+import type { AnyEvent } from "../../events/index.js";
+import type { Breach } from "./findings.js";
+
+interface CallLaw {
+  /** The latest attempt with an intent. */
+  attempt: number;
+  /** Outcomes recorded per attempt. */
+  readonly outcomes: Map<number, number>;
+  /** How many further attempts something authorized. */
+  allowance: number;
+}
+
+type SavedCall = [callId: string, attempt: number, allowance: number, outcomes: Array<[number, number]>];
+interface Saved {
+  readonly held: boolean;
+  readonly calls: ReadonlyArray<SavedCall>;
+}
+
+const CONCERNS: ReadonlySet<string> = new Set([
+  "call.intended",
+  "call.completed",
+  "call.failed",
+  "call.reconciled",
+  "call.replay-authorized",
+  "retry.granted",
+  "decision.recorded",
+  "run.held",
+  "run.resumed",
+  "run.completed",
+  "run.failed",
+  "run.stopped",
+]);
+
+/**
+ * The laws across one run's events, checked on their own, independently of the machine: no
+ * outcome without intent, no new attempt without an authorization, one outcome per call attempt,
+ * no decision on a run that is not held.
+ */
+export class RunLaws {
+  private held = false;
+  private readonly calls = new Map<string, CallLaw>();
+
+  /** Whether `check` looks at events of this type (others pass without reading the record). */
+  static concerns(type: AnyEvent["type"]): boolean {
+    return CONCERNS.has(type);
+  }
+
+  /** The record as text, to set aside while nothing needs it (a run that ended). */
+  save(): string {
+    const calls: SavedCall[] = [];
+    for (const [callId, call] of this.calls)
+      calls.push([callId, call.attempt, call.allowance, [...call.outcomes]]);
+    return JSON.stringify({ held: this.held, calls } satisfies Saved);
+  }
+
+  /** A record from {@link RunLaws.save}. */
+  static restore(text: string): RunLaws {
+    const saved = JSON.parse(text) as Saved;
+    const laws = new RunLaws();
+    laws.held = saved.held;
+    for (const [callId, attempt, allowance, outcomes] of saved.calls)
+      laws.calls.set(callId, { attempt, allowance, outcomes: new Map(outcomes) });
+    return laws;
+  }
+
+  /** Check one event of the run and take it into account; the law it breaks, or null. */
+  check(event: AnyEvent): Breach | null {
+    switch (event.type) {
+      case "call.intended": {
+        const call = this.calls.get(event.callId);
+        if (!call) {
+          this.calls.set(event.callId, { attempt: event.attempt, outcomes: new Map(), allowance: 0 });
+          if (event.attempt > 1)
+            return {
+              kind: "replay-without-authorization",
+              detail: `attempt ${event.attempt} of ${event.callId} has no earlier attempt`,
+            };
+          return null;
+        }
+        const authorized = call.allowance > 0;
+        call.attempt = Math.max(call.attempt, event.attempt);
+        call.allowance = Math.max(0, call.allowance - 1);
+        if (!authorized)
+          return {
+            kind: "replay-without-authorization",
+            detail: `attempt ${event.attempt} of ${event.callId} started with nothing authorizing it (replay, reconciliation, decision or retry grant)`,
+          };
+        return null;
+      }
+      case "call.completed":
+      case "call.failed":
+      case "call.reconciled":
+      case "call.replay-authorized": {
+        const call = this.calls.get(event.callId);
+        if (!call || call.attempt < event.attempt)
+          return {
+            kind: "outcome-without-intent",
+            detail: `${event.type} for attempt ${event.attempt} of ${event.callId}, which was never intended`,
+          };
+        if (event.type === "call.replay-authorized") {
+          call.allowance = Math.max(call.allowance, 1);
+          return null;
+        }
+        if (event.type === "call.reconciled" && event.outcome === "not-completed")
+          call.allowance = Math.max(call.allowance, 1);
+        return countOutcome(call, event.attempt, event.callId, event.type);
+      }
+      case "retry.granted": {
+        const call = this.calls.get(event.callId);
+        if (!call)
+          return {
+            kind: "outcome-without-intent",
+            detail: `retry.granted for ${event.callId}, which was never intended`,
+          };
+        call.allowance = Math.max(call.allowance, event.attempts);
+        return null;
+      }
+      case "decision.recorded": {
+        if (!this.held)
+          return {
+            kind: "decision-not-held",
+            detail: `a decision (${event.run}) on a run that was not held`,
+          };
+        this.held = false;
+        for (const decided of event.calls) {
+          const call = this.calls.get(decided.callId);
+          if (!call)
+            return {
+              kind: "outcome-without-intent",
+              detail: `the decision names ${decided.callId}, which was never intended`,
+            };
+          if (decided.decision === "new-attempt" || decided.decision === "confirmed-not-completed")
+            call.allowance = Math.max(call.allowance, 1);
+          if (decided.decision === "confirmed-completed" || decided.decision === "confirmed-not-completed") {
+            const duplicate = countOutcome(
+              call,
+              call.attempt,
+              decided.callId,
+              `a ${decided.decision} decision`,
+            );
+            if (duplicate) return duplicate;
+          }
+        }
+        return null;
+      }
+      case "run.held":
+        this.held = true;
+        return null;
+      case "run.resumed":
+      case "run.completed":
+      case "run.failed":
+      case "run.stopped":
+        this.held = false;
+        return null;
+      default:
+        return null;
+    }
+  }
+}
+
+const countOutcome = (call: CallLaw, attempt: number, callId: string, what: string): Breach | null => {
+  const seen = call.outcomes.get(attempt) ?? 0;
+  call.outcomes.set(attempt, seen + 1);
+  if (seen === 0) return null;
+  return {
+    kind: "duplicate-outcome",
+    detail: `${what} is a second outcome for attempt ${attempt} of ${callId} (a different outcome must be a conflict.recorded)`,
+  };
+};
