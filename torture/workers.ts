@@ -337,7 +337,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   let lastContinued = 0;
   const pauseTimes: number[] = [];
   /** When each pause began and ended: a take-over can wait on a peer that was stopped. */
-  const pauseSpans: Array<{ from: number; to: number }> = [];
+  const pauseSpans: Array<{ workerId: string | null; from: number; to: number }> = [];
   const stateOf = (pid: number | undefined): string | null => {
     if (pid === undefined) return null;
     try {
@@ -358,7 +358,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       pauseTimes.push(holdFor);
       setTimeout(() => {
         if (!w.exited) w.child.kill("SIGCONT");
-        pauseSpans.push({ from: w.pausedAt ?? Date.now() - holdFor, to: Date.now() });
+        pauseSpans.push({ workerId: w.workerId, from: w.pausedAt ?? Date.now() - holdFor, to: Date.now() });
         w.pausedAt = null;
         lastContinued = Date.now();
       }, holdFor);
@@ -521,14 +521,20 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const bound = options.leaseMs + 2_000;
   const takeOvers: TakeOver[] = [];
   const ofLiveWorkers: string[] = [];
+  /** Runs taken from a worker while it was stopped at its pause point (after a lease check). */
+  let ofPausedWorkers = 0;
   for (const e of events) {
     if (e.event.type !== "run.claimed" || e.event.previousWorkerId === null) continue;
+    const at = Date.parse(e.recordedAt);
+    const previous = e.event.previousWorkerId;
+    if (pauseSpans.some((p) => p.workerId === previous && p.from <= at && at <= p.to)) ofPausedWorkers++;
     const victim = victims.get(e.event.previousWorkerId);
-    if (!victim) {
+    // Taken while it was still alive (a pause, a late heartbeat), even if it was killed later.
+    if (!victim || at < victim.diedAt) {
       ofLiveWorkers.push(`${e.event.runId} from ${e.event.previousWorkerId} to ${e.event.workerId}`);
       continue;
     }
-    const claimedAt = Date.parse(e.recordedAt);
+    const claimedAt = at;
     takeOvers.push({
       runId: e.event.runId,
       victim: e.event.previousWorkerId,
@@ -613,8 +619,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       overBound: takeOvers.filter((t) => t.ms > bound && !t.peerPaused),
       /** Over the bound while a peer was paused: reported, not a failure. */
       overBoundWhilePaused: takeOvers.filter((t) => t.ms > bound && t.peerPaused).length,
-      /** Taken from a worker that was not killed: its lease ran out while it was alive (a slow heartbeat). */
+      /** Taken from a worker that was not killed: its lease ran out while it was alive (a pause, a slow heartbeat). */
       ofLiveWorkers,
+      /** Taken from a worker while it was stopped at its pause point, right after a lease check. */
+      ofPausedWorkers,
     },
     claimsLeft,
     recoveryPassFailures: Object.fromEntries(passFailures),
