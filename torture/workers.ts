@@ -12,8 +12,8 @@
  * and takes its runs at once) or a made-up id of "another host" (a peer can only wait for the
  * lease to run out); each restart picks one at random, and the take-overs are reported per kind.
  *
- * Pauses as well as kills: every worker stops itself once (SIGSTOP, `HOLDFAST_PAUSE_AT`) right
- * after an owner's lease check and before the effect — the window law 10's fencing proofs close —
+ * Pauses as well as kills: every worker stops itself (SIGSTOP, `HOLDFAST_PAUSE_AT`) after its first
+ * few effects and then every 40th, right after an owner's lease check and before the effect — the window law 10's fencing proofs close —
  * and is continued (SIGCONT) only after more than its lease, when a peer may have taken the run.
  * And operators: between waves, held runs are decided per call with `holdfast decide`, run with a
  * live worker's `HOLDFAST_WORKER_ID` in its environment (as `kubectl exec` would), from the
@@ -205,9 +205,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           HOLDFAST_STORE: "",
           HOLDFAST_WORKER_ID: "",
           HOLDFAST_CRASH_AT: "",
-          // Once, after a few effects: stopped right after a lease check, before the effect.
+          // After a few effects, then every 40th: stopped right after a lease check, before the effect.
           HOLDFAST_PAUSE_AT: "after-lease-check",
           HOLDFAST_PAUSE_SKIP: String(Math.floor(rng() * 4)),
+          HOLDFAST_PAUSE_EVERY: "40",
         },
         stdio: ["pipe", "pipe", "pipe"],
       },

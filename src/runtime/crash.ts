@@ -51,8 +51,9 @@ export const crashPointFor = (name: CrashPointName, callName: string): void => {
 
 /**
  * Named pause points for the multi-worker torture: a no-op unless `HOLDFAST_PAUSE_AT` names the
- * point, in which case the process stops itself with SIGSTOP right there, once (after
- * `HOLDFAST_PAUSE_SKIP` hits), as a long GC, a swapped-out page or a VM migration would stop it.
+ * point, in which case the process stops itself with SIGSTOP right there (after
+ * `HOLDFAST_PAUSE_SKIP` hits, and again every `HOLDFAST_PAUSE_EVERY` hits when set), as a long GC,
+ * a swapped-out page or a VM migration would stop it.
  * Whoever runs it sends SIGCONT. Only `after-lease-check` exists: between the owner's lease check
  * and the effect, the window law 10's fencing proofs close.
  */
@@ -65,6 +66,9 @@ export const pausePointFor = (name: PausePointName, callName: string): void => {
   if (!env || env.HOLDFAST_PAUSE_AT !== name) return;
   if (env.HOLDFAST_PAUSE_CALL && env.HOLDFAST_PAUSE_CALL !== callName) return;
   const skip = Number(env.HOLDFAST_PAUSE_SKIP ?? 0);
-  if (pauseHits++ !== skip) return;
+  const every = Number(env.HOLDFAST_PAUSE_EVERY ?? 0);
+  const hit = pauseHits++;
+  const due = hit === skip || (every > 0 && hit > skip && (hit - skip) % every === 0);
+  if (!due) return;
   globalThis.process.kill(globalThis.process.pid, "SIGSTOP");
 };
