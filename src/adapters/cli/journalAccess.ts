@@ -21,7 +21,7 @@ const FIRST_RUN_HINT = "run `holdfast demo` first, or pass --db with the path of
  * folder) or an empty file is refused here, before anything is opened. A file whose head anchor
  * is still there is left to the open, which says what was lost. A PostgreSQL URL passes as it is.
  */
-const requireJournalFile = (store: string): void => {
+export const requireJournalFile = (store: string): void => {
   if (isPostgresUrl(store)) return;
   const location = resolve(libsqlPath(store));
   if (existsSync(anchorPathOf(location))) return;

@@ -13,6 +13,7 @@ import { DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, parseKeepDays, pruneCommand } fro
 import { rebuildCommand } from "./commands/rebuild.js";
 import { retryCommand } from "./commands/retry.js";
 import { RUN_STATUSES, runsCommand } from "./commands/runs.js";
+import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
 import { DEFAULT_LEASE_MS, parseConcurrency, parseLeaseMs, workerCommand } from "./commands/worker.js";
 import { describeFailure, failureLines } from "./failure.js";
@@ -95,6 +96,20 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
     .action(async (runId: string, options) => setCode(await showCommand(runId, options, io)));
+
+  command("serve")
+    .description("serve the Recovery panel, the JSON API and live events (bound to 127.0.0.1; Ctrl-C stops)")
+    .option("--port <n>", "the port (0 picks a free one)", nonNegativeInt("--port"), 4640)
+    .option("--host <host>", "the address to bind (another than loopback needs HOLDFAST_TOKEN)", "127.0.0.1")
+    .option("--token-file <path>", "where the token is kept (default: token next to the journal)")
+    .option(
+      "--allow-host <host:port>",
+      "also answer this Host header (behind a proxy); repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print where it listens as one JSON line")
+    .action(async (options) => setCode(await serveCommand(options, io)));
 
   command("events")
     .description("list the journal's events in position order")

@@ -1,0 +1,69 @@
+import { DEFAULT_HOST, DEFAULT_PORT, serve } from "../../http/serve.js";
+import { resolveStore } from "../../store.js";
+import { usageError } from "../CliError.js";
+import { requireJournalFile } from "../journalAccess.js";
+import type { Io } from "../Output.js";
+
+export interface ServeCommandOptions {
+  readonly db?: string;
+  readonly port?: number;
+  readonly host?: string;
+  readonly tokenFile?: string;
+  readonly allowHost?: ReadonlyArray<string>;
+  readonly json?: boolean;
+}
+
+/**
+ * `holdfast serve`: the JSON API, the live event stream and the Recovery panel, until SIGINT or
+ * SIGTERM. Prints where it listens and where the token is (never the token).
+ */
+export const serveCommand = async (options: ServeCommandOptions, io: Io): Promise<number> => {
+  requireJournalFile(resolveStore(options.db).store);
+  if (options.port !== undefined && (!Number.isInteger(options.port) || options.port > 65_535)) {
+    throw usageError(
+      `--port ${String(options.port)} is not a port number`,
+      "pass 0–65535 (0 picks a free one)",
+    );
+  }
+  const server = await serve({
+    ...(options.db === undefined ? {} : { store: options.db }),
+    port: options.port ?? DEFAULT_PORT,
+    host: options.host ?? DEFAULT_HOST,
+    ...(options.tokenFile === undefined ? {} : { tokenFile: options.tokenFile }),
+    ...(options.allowHost === undefined ? {} : { allowedHosts: options.allowHost }),
+  });
+  const tokenWhere =
+    server.token.from === "environment"
+      ? "HOLDFAST_TOKEN"
+      : server.token.from === "option"
+        ? "the option given"
+        : `${server.token.path}${server.token.from === "file-created" ? " (made now, mode 0600)" : ""}`;
+  if (options.json) {
+    await io.out.json({
+      url: server.url,
+      host: server.host,
+      port: server.port,
+      journal: server.location,
+      token: { from: server.token.from, ...(server.token.path ? { path: server.token.path } : {}) },
+    });
+  } else {
+    await io.out.lines([
+      `holdfast serve: the Recovery panel and the API at ${server.url}`,
+      `  journal  ${server.location} (read-only for reads; decisions through an operator runtime)`,
+      `  token    ${tokenWhere}: sign in with it, or send Authorization: Bearer <token>`,
+      "  Ctrl-C stops it",
+    ]);
+  }
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  await server.close();
+  if (!options.json) await io.out.line("holdfast serve: stopped");
+  return 0;
+};

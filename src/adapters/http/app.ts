@@ -1,0 +1,315 @@
+import { Either, ParseResult, Schema } from "effect";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { getCookie } from "hono/cookie";
+import type { EventType } from "../../events/index.js";
+import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
+import type { DecisionRequest } from "../../runtime/decide.js";
+import { readDocument } from "../../runtime/documents.js";
+import type { JournalReader } from "../../runtime/Journal.js";
+import { ApiError, sendError } from "./errors.js";
+import type { Auth, Env, OperatorPort } from "./types.js";
+
+export type { Auth, Env, OperatorPort };
+
+import { type LiveOptions, LiveStreams, liveEvents } from "./events.js";
+import { panelRoutes } from "./panel.js";
+import {
+  AuditReply,
+  DecideBody,
+  DecisionReply,
+  EventsQuery,
+  Health,
+  openApiDocument,
+  Plan,
+  PlanBody,
+  RetryBody,
+  RunsPage,
+  RunsQuery,
+  RunView,
+} from "./schemas.js";
+import {
+  CONTENT_SECURITY_POLICY,
+  CSRF_HEADER,
+  SESSION_COOKIE,
+  type Session,
+  Sessions,
+  sameOrigin,
+  tokenMatches,
+} from "./security.js";
+import { runsPage, runView } from "./views.js";
+
+export interface AppOptions {
+  /** Reads: a read-only journal (never recovery, claims or writes). */
+  readonly reader: JournalReader;
+  /** Mutations, opened on first use. */
+  readonly operator: () => Promise<OperatorPort>;
+  /** Run the audit (with the bounded spill). */
+  readonly audit: (options?: AuditOptions) => Promise<AuditReport>;
+  readonly token: string;
+  /** Host header values served (DNS rebinding); see `allowedHosts`. */
+  readonly hosts: ReadonlySet<string>;
+  /** The package version, for the OpenAPI document and the panel's footer. */
+  readonly version: string;
+  /** The `--db` the commands the panel shows should carry (undefined: the default journal). */
+  readonly db?: string;
+  readonly live?: LiveOptions;
+  /** Where the static files are (htmx and the panel's script and style). */
+  readonly assets: Readonly<Record<string, { readonly path: string; readonly type: string }>>;
+}
+
+const decodeWith = <A, I>(schema: Schema.Schema<A, I>, value: unknown, what: string): A => {
+  const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "error" })(value);
+  if (Either.isRight(decoded)) return decoded.right;
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left);
+  const first = issues[0];
+  throw new ApiError(
+    422,
+    "invalid-input",
+    `${what}: ${issues.map((i) => `${i.path.length ? i.path.join(".") : "(the value)"}: ${i.message}`).join("; ")}`,
+    first?.path.length ? { field: first.path.join(".") } : {},
+  );
+};
+
+const encodeWith = <S extends Schema.Schema.AnyNoContext>(
+  schema: S,
+  value: Schema.Schema.Type<S>,
+): Schema.Schema.Encoded<S> => Schema.encodeSync(schema)(value);
+
+/** A decoded value without its absent optional fields (`exactOptionalPropertyTypes`). */
+type Present<T> = { [K in keyof T]: Exclude<T[K], undefined> };
+const present = <T extends object>(value: T): Present<T> =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Present<T>;
+
+const jsonBody = async (c: Context): Promise<unknown> => {
+  const type = c.req.header("content-type") ?? "";
+  if (!type.toLowerCase().startsWith("application/json")) {
+    throw new ApiError(
+      415,
+      "unsupported-media-type",
+      "send the body as JSON (Content-Type: application/json)",
+    );
+  }
+  try {
+    return await c.req.json();
+  } catch {
+    throw new ApiError(422, "invalid-json", "the body is not JSON");
+  }
+};
+
+/**
+ * The HTTP server: JSON API under `/api`, the Recovery panel at `/`. Every request passes the Host
+ * check; the API takes `Authorization: Bearer <token>` or the panel's session cookie; a mutation
+ * made with the cookie must carry the session's CSRF token and come from this origin.
+ */
+export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close(): void } => {
+  const app = new Hono<Env>();
+  const sessions = new Sessions();
+  const streams = new LiveStreams();
+
+  app.onError((error, c) => sendError(c, error));
+  app.notFound((c) =>
+    c.req.path.startsWith("/api/")
+      ? c.json({ error: { code: "not-found", message: `no route ${c.req.method} ${c.req.path}` } }, 404)
+      : c.text("Not found", 404),
+  );
+
+  // Host header allowlist (DNS rebinding) and security headers on every reply.
+  app.use("*", async (c, next) => {
+    const host = (c.req.header("host") ?? "").toLowerCase();
+    if (!options.hosts.has(host)) {
+      return c.json(
+        {
+          error: {
+            code: "host-not-allowed",
+            message: `this server does not answer for host ${JSON.stringify(host)}`,
+            hint: `open it as one of: ${[...options.hosts].join(", ")}`,
+          },
+        },
+        403,
+      );
+    }
+    await next();
+    c.header("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("Referrer-Policy", "no-referrer");
+    c.header("X-Frame-Options", "DENY");
+    c.header("Cross-Origin-Opener-Policy", "same-origin");
+    c.header("Cross-Origin-Resource-Policy", "same-origin");
+    if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
+  });
+
+  // Who is asking: a bearer token, or a browser session.
+  app.use("*", async (c, next) => {
+    const header = c.req.header("authorization");
+    let auth: Auth | null = null;
+    if (header !== undefined) {
+      const match = /^Bearer\s+(.+)$/i.exec(header);
+      if (!match || !tokenMatches(match[1]!.trim(), options.token)) {
+        return c.json(
+          {
+            error: {
+              code: "unauthorized",
+              message: "the bearer token is wrong",
+              hint: "send Authorization: Bearer <token>",
+            },
+          },
+          401,
+          { "WWW-Authenticate": 'Bearer realm="holdfast"' },
+        );
+      }
+      auth = { kind: "token" };
+    } else {
+      const session = sessions.get(getCookie(c, SESSION_COOKIE));
+      if (session) auth = { kind: "session", session };
+    }
+    c.set("auth", auth);
+    await next();
+  });
+
+  /** The API needs either; a session's mutation also its CSRF token and this origin. */
+  const requireApiAuth: MiddlewareHandler<Env> = async (c, next) => {
+    const auth = c.get("auth");
+    if (auth === null) {
+      return c.json(
+        {
+          error: {
+            code: "unauthorized",
+            message: "this needs the server's token",
+            hint: "send Authorization: Bearer <token> (the token file `holdfast serve` printed, or HOLDFAST_TOKEN)",
+          },
+        },
+        401,
+        { "WWW-Authenticate": 'Bearer realm="holdfast"' },
+      );
+    }
+    if (auth.kind === "session" && c.req.method !== "GET" && c.req.method !== "HEAD") {
+      const refused = csrfRefusal(c, auth.session, c.req.header(CSRF_HEADER));
+      if (refused) return c.json({ error: { code: "forbidden", message: refused } }, 403);
+    }
+    await next();
+  };
+
+  app.use("/api/*", requireApiAuth);
+
+  app.get("/api/openapi.json", (c) => c.json(openApiDocument(options.version)));
+
+  app.get("/api/health", (c) =>
+    c.json(
+      encodeWith(Health, {
+        status: "ok",
+        engine: options.reader.engine,
+        location: options.reader.location,
+        readOnly: true,
+        liveStreams: streams.count,
+      }),
+    ),
+  );
+
+  app.get("/api/runs", async (c) => {
+    const query = decodeWith(RunsQuery, c.req.query(), "query");
+    const page = await runsPage(options.reader, present(query));
+    return c.json(encodeWith(RunsPage, page as typeof RunsPage.Type));
+  });
+
+  app.get("/api/runs/:runId", async (c) => {
+    const view = await runView(options.reader, c.req.param("runId"), options.db);
+    return c.json(encodeWith(RunView, view as unknown as typeof RunView.Type));
+  });
+
+  app.post("/api/runs/:runId/decisions", async (c) => {
+    const body = decodeWith(DecideBody, await jsonBody(c), "decision");
+    const operator = await options.operator();
+    const outcome = await operator.decide(c.req.param("runId"), present(body) as DecisionRequest);
+    outcome.result.catch(() => undefined);
+    return c.json(
+      encodeWith(DecisionReply, {
+        runId: outcome.runId,
+        version: outcome.version,
+        unchecked: [...outcome.unchecked],
+      }),
+    );
+  });
+
+  app.post("/api/runs/:runId/calls/:callId/retries", async (c) => {
+    const body = decodeWith(RetryBody, await jsonBody(c), "retry grant");
+    const operator = await options.operator();
+    const outcome = await operator.grantRetry(c.req.param("runId"), c.req.param("callId"), present(body));
+    outcome.result.catch(() => undefined);
+    return c.json(
+      encodeWith(DecisionReply, {
+        runId: outcome.runId,
+        version: outcome.version,
+        unchecked: [...outcome.unchecked],
+      }),
+    );
+  });
+
+  app.get("/api/chats/:chatId/plan", async (c) => {
+    const chatId = c.req.param("chatId");
+    const plan = await readDocument(options.reader, chatId, "plan");
+    return c.json(encodeWith(Plan, { chatId, value: plan.value, revision: plan.revision }));
+  });
+
+  app.put("/api/chats/:chatId/plan", async (c) => {
+    const chatId = c.req.param("chatId");
+    const body = decodeWith(PlanBody, await jsonBody(c), "plan");
+    const operator = await options.operator();
+    const plan = await operator.documents.replace(chatId, body as typeof body & { readonly value: unknown });
+    return c.json(encodeWith(Plan, { chatId, value: plan.value, revision: plan.revision }));
+  });
+
+  app.post("/api/audit", async (c) => {
+    const report = await options.audit();
+    return c.json(encodeWith(AuditReply, report as unknown as typeof AuditReply.Type));
+  });
+
+  app.get("/api/events", (c) => {
+    const query = decodeWith(EventsQuery, c.req.query(), "query");
+    const resumeFrom = c.req.header("last-event-id");
+    const resumed = resumeFrom !== undefined && /^\d+$/.test(resumeFrom) ? Number(resumeFrom) : undefined;
+    const split = (value: string | undefined) =>
+      value === undefined
+        ? undefined
+        : value
+            .split(",")
+            .map((s) => s.trim())
+            .filter((s) => s !== "");
+    const filter = present({
+      streamIds: split(query.stream),
+      runIds: split(query.run),
+      chatIds: split(query.chat),
+      types: split(query.type) as EventType[] | undefined,
+    });
+    return liveEvents(
+      c,
+      options.reader,
+      { after: resumed ?? query.after ?? 0, filter },
+      streams,
+      options.live,
+    );
+  });
+
+  app.all("/api/*", (c) =>
+    c.json({ error: { code: "not-found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),
+  );
+
+  panelRoutes(app, { ...options, sessions, streams, csrfRefusal });
+
+  return {
+    app,
+    close: () => streams.closeAll(),
+  };
+};
+
+/** Why a cookie-authenticated mutation is refused (null: it may go on). */
+export const csrfRefusal = (c: Context, session: Session, presented: string | undefined): string | null => {
+  const origin = sameOrigin(
+    { origin: c.req.header("origin"), secFetchSite: c.req.header("sec-fetch-site") },
+    c.req.header("host") ?? "",
+  );
+  if (!origin.ok) return `refused: ${origin.why}; nothing was written`;
+  if (presented === undefined || presented === "" || !tokenMatches(presented, session.csrf)) {
+    return "refused: the form's CSRF token is missing or wrong (the page is out of date, or another site sent this); reload the page and try again; nothing was written";
+  }
+  return null;
+};

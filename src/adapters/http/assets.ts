@@ -1,0 +1,104 @@
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+
+/** htmx 4 and its SSE extension, served from the installed package (no CDN, no build step). */
+export const vendorAssets = (): Record<string, { readonly path: string; readonly type: string }> => ({
+  "htmx.js": { path: require.resolve("htmx.org/dist/htmx.min.js"), type: "text/javascript; charset=utf-8" },
+  "hx-sse.js": {
+    path: require.resolve("htmx.org/dist/ext/hx-sse.min.js"),
+    type: "text/javascript; charset=utf-8",
+  },
+});
+
+/**
+ * The panel's own script: the "live / reconnecting" state of the event stream, and copying the
+ * head digest. Everything else works without it (forms post, links navigate).
+ */
+export const PANEL_JS = `"use strict";
+(() => {
+  const status = () => document.getElementById("live-status");
+  const show = (state, text) => {
+    const el = status();
+    if (!el) return;
+    el.dataset.state = state;
+    el.textContent = text;
+  };
+  document.addEventListener("htmx:sse:after:connection", () => show("live", "live"));
+  document.addEventListener("htmx:sse:error", () => show("reconnecting", "reconnecting…"));
+  document.addEventListener("htmx:sse:close", (event) => {
+    const reason = event.detail && event.detail.reason;
+    if (reason !== "removed" && reason !== "cleanup") show("reconnecting", "reconnecting…");
+  });
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    const source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent.trim()).then(() => {
+      button.textContent = "copied";
+    });
+  });
+})();
+`;
+
+export const PANEL_CSS = `:root {
+  color-scheme: light dark;
+  --bg: #fbfbfa; --fg: #1d1d1f; --muted: #5f6368; --line: #d9d9de; --card: #ffffff;
+  --accent: #1f5fbf; --held: #a0461a; --held-bg: #fff1e6; --ok: #1d7a3a; --bad: #b3261e; --bad-bg: #fdecea;
+  --focus: #1f5fbf;
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #17181a; --fg: #e8e8ea; --muted: #a4a7ad; --line: #35373c; --card: #1f2023;
+    --accent: #8ab4f8; --held: #ffb27a; --held-bg: #3a2516; --ok: #7ddc94; --bad: #f28b82; --bad-bg: #3b1c1a;
+    --focus: #8ab4f8;
+  }
+}
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; background: var(--bg); color: var(--fg); }
+a { color: var(--accent); }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+header.top { display: flex; gap: 1.5rem; align-items: center; padding: .75rem 1.5rem; border-bottom: 1px solid var(--line); flex-wrap: wrap; }
+header.top .brand { font-weight: 700; }
+header.top .tagline { color: var(--muted); }
+header.top nav { display: flex; gap: 1rem; }
+header.top .who { margin-left: auto; display: flex; gap: .75rem; align-items: center; }
+main { padding: 1rem 1.5rem 3rem; max-width: 72rem; }
+h1 { font-size: 1.4rem; margin: .5rem 0 1rem; }
+h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; background: var(--card); }
+th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-weight: 600; color: var(--muted); }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
+pre { background: var(--card); border: 1px solid var(--line); padding: .5rem; overflow-x: auto; white-space: pre-wrap; word-break: break-all; margin: 0; }
+.status { font-weight: 600; }
+.status-held { color: var(--held); }
+.status-completed { color: var(--ok); }
+.status-failed, .status-stopped { color: var(--bad); }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: 1rem; margin: 1rem 0; }
+.call-held { border-color: var(--held); background: var(--held-bg); }
+.banner { border-radius: 6px; padding: .75rem 1rem; margin: 1rem 0; border: 1px solid var(--line); background: var(--card); }
+.banner-error { border-color: var(--bad); background: var(--bad-bg); }
+.banner-stale { border-color: var(--held); background: var(--held-bg); }
+.banner-ok { border-color: var(--ok); }
+dl.evidence { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: .5rem 0 1rem; }
+dl.evidence dt { color: var(--muted); }
+dl.evidence dd { margin: 0; }
+fieldset { border: 1px solid var(--line); border-radius: 6px; padding: .75rem 1rem; margin: .5rem 0; }
+legend { font-weight: 600; padding: 0 .25rem; }
+.choice { display: block; padding: .3rem 0; }
+.choice .meaning { display: block; color: var(--muted); margin-left: 1.6rem; }
+label.field { display: block; margin: .75rem 0 .25rem; font-weight: 600; }
+textarea, input[type=text], input[type=password], input[type=number], select { font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: 4px; padding: .4rem .5rem; }
+textarea { width: 100%; min-height: 4rem; }
+button, .button { font: inherit; padding: .45rem .9rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: var(--bg); cursor: pointer; text-decoration: none; display: inline-block; }
+button.secondary, .button.secondary { background: transparent; color: var(--accent); }
+form.inline { display: inline; }
+.filters { display: flex; gap: .75rem; align-items: end; flex-wrap: wrap; margin: .5rem 0 1rem; }
+.filters label { display: flex; flex-direction: column; font-size: .9em; color: var(--muted); }
+#live-status { font-size: .85em; color: var(--muted); }
+#live-status[data-state="reconnecting"] { color: var(--held); font-weight: 600; }
+.muted { color: var(--muted); }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+`;

@@ -1,0 +1,316 @@
+import { JSONSchema, Schema } from "effect";
+import { CallKind, DecisionKind, Disposition, HoldReason } from "../../events/index.js";
+
+/**
+ * The JSON API's bodies and replies, as Effect Schemas: requests are decoded by them (a bad body is
+ * a 422 naming the field), replies encoded by them, and `/api/openapi.json` is generated from them.
+ */
+
+const RunStatus = Schema.Literal("running", "interrupted", "held", "completed", "failed", "stopped");
+
+export const ErrorReply = Schema.Struct({
+  error: Schema.Struct({
+    code: Schema.String,
+    message: Schema.String,
+    hint: Schema.optional(Schema.String),
+    runId: Schema.optional(Schema.String),
+    callId: Schema.optional(Schema.String),
+    /** A stale decision: the version the run is at now. */
+    currentVersion: Schema.optional(Schema.Number),
+    /** A plan conflict: the revision the plan is at now. */
+    currentRevision: Schema.optional(Schema.Number),
+    field: Schema.optional(Schema.String),
+  }),
+}).annotations({ identifier: "Error" });
+
+export const Health = Schema.Struct({
+  status: Schema.Literal("ok"),
+  engine: Schema.String,
+  location: Schema.String,
+  /** Reads never write: the server reads the journal read-only. */
+  readOnly: Schema.Boolean,
+  /** Event streams (SSE) open now. */
+  liveStreams: Schema.Number,
+}).annotations({ identifier: "Health" });
+
+export const RunSummary = Schema.Struct({
+  runId: Schema.String,
+  chatId: Schema.String,
+  inputId: Schema.String,
+  agent: Schema.String,
+  status: RunStatus,
+  needsAttention: Schema.Boolean,
+  heldReasons: Schema.Array(HoldReason),
+  calls: Schema.Number,
+  conflicts: Schema.Number,
+  version: Schema.Number,
+  admittedAt: Schema.String,
+  updatedAt: Schema.String,
+  position: Schema.Number,
+}).annotations({ identifier: "RunSummary" });
+
+export const RunsQuery = Schema.Struct({
+  status: Schema.optional(RunStatus),
+  holdReason: Schema.optional(HoldReason.fields.code),
+  chat: Schema.optional(Schema.NonEmptyString),
+  agent: Schema.optional(Schema.NonEmptyString),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
+  cursor: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+$/))),
+}).annotations({ identifier: "RunsQuery" });
+
+export const RunsPage = Schema.Struct({
+  runs: Schema.Array(RunSummary),
+  held: Schema.Number,
+  total: Schema.Number,
+  next: Schema.NullOr(Schema.String),
+}).annotations({ identifier: "RunsPage" });
+
+const DecisionChoice = Schema.Struct({
+  decision: DecisionKind,
+  meaning: Schema.String,
+  noteRequired: Schema.Boolean,
+  command: Schema.String,
+});
+
+export const CallView = Schema.Struct({
+  callId: Schema.String,
+  seq: Schema.Number,
+  attempt: Schema.Number,
+  kind: CallKind,
+  name: Schema.String,
+  disposition: Disposition,
+  status: Schema.Literal("in-doubt", "authorized", "completed", "failed", "unknown"),
+  outcomeCommitted: Schema.Boolean,
+  via: Schema.NullOr(Schema.Literal("live", "reconciled", "confirmed")),
+  args: Schema.Unknown,
+  idempotencyKey: Schema.String,
+  fingerprint: Schema.String,
+  pin: Schema.NullOr(Schema.String),
+  reconciler: Schema.NullOr(Schema.String),
+  evidence: Schema.NullOr(Schema.Struct({ outcome: Schema.String, evidence: Schema.Unknown })),
+  error: Schema.NullOr(Schema.Struct({ name: Schema.String, message: Schema.String })),
+  retriesLeft: Schema.Number,
+  holdReasons: Schema.Array(HoldReason),
+  decisions: Schema.Array(DecisionChoice),
+  retry: Schema.NullOr(Schema.Struct({ command: Schema.String, meaning: Schema.String })),
+}).annotations({ identifier: "CallView" });
+
+const EventLine = Schema.Struct({
+  streamId: Schema.String,
+  version: Schema.Number,
+  position: Schema.Number,
+  eventId: Schema.String,
+  recordedAt: Schema.String,
+  type: Schema.String,
+  hash: Schema.String,
+  prevHash: Schema.String,
+  payload: Schema.Unknown,
+  summary: Schema.String,
+});
+
+export const RunView = Schema.Struct({
+  run: RunSummary,
+  version: Schema.Number,
+  calls: Schema.Array(CallView),
+  runActions: Schema.Array(
+    Schema.Struct({ decision: DecisionKind, meaning: Schema.String, command: Schema.String }),
+  ),
+  events: Schema.Array(EventLine),
+  folded: Schema.Boolean,
+}).annotations({ identifier: "RunView" });
+
+const Person = Schema.String.pipe(
+  Schema.filter((s) => s.trim() !== "" || "say who you are (decidedBy/grantedBy/by must not be empty)"),
+);
+
+export const CallDecisionBody = Schema.Struct({
+  decision: DecisionKind,
+  note: Schema.optional(Schema.String),
+  /** For confirmed-completed: the call's result, checked against the tool's result Schema. */
+  result: Schema.optional(Schema.Unknown),
+});
+
+export const DecideBody = Schema.Struct({
+  basedOnVersion: Schema.Int.pipe(Schema.nonNegative()),
+  decidedBy: Person,
+  /** Per call: the in-doubt calls decided together on this version. */
+  calls: Schema.optional(Schema.Record({ key: Schema.String, value: CallDecisionBody })),
+  /** The run-level shorthand, when exactly one call is in doubt (or none). */
+  decision: Schema.optional(DecisionKind),
+  note: Schema.optional(Schema.String),
+  result: Schema.optional(Schema.Unknown),
+}).annotations({ identifier: "DecideBody" });
+
+export const DecisionReply = Schema.Struct({
+  runId: Schema.String,
+  version: Schema.Number,
+  /** Results that could not be checked: the server has no Schema for that tool. */
+  unchecked: Schema.Array(Schema.String),
+}).annotations({ identifier: "DecisionReply" });
+
+export const RetryBody = Schema.Struct({
+  attempts: Schema.Int.pipe(Schema.between(1, 100)),
+  grantedBy: Person,
+  note: Schema.optional(Schema.String),
+}).annotations({ identifier: "RetryBody" });
+
+export const Plan = Schema.Struct({
+  chatId: Schema.String,
+  value: Schema.Unknown,
+  revision: Schema.Number,
+}).annotations({ identifier: "Plan" });
+
+export const PlanBody = Schema.Struct({
+  expectedRevision: Schema.Int.pipe(Schema.nonNegative()),
+  value: Schema.Unknown,
+  by: Person,
+}).annotations({ identifier: "PlanBody" });
+
+export const AuditReply = Schema.Struct({
+  clean: Schema.Boolean,
+  findings: Schema.Array(Schema.Unknown),
+  findingsOmitted: Schema.Number,
+  events: Schema.Number,
+  streams: Schema.Number,
+  runs: Schema.Number,
+  lastPosition: Schema.Number,
+  /** Anchor it off the machine as `headDigest@lastPosition`. */
+  headDigest: Schema.String,
+  projections: Schema.Array(Schema.Struct({ name: Schema.String, rows: Schema.Number })),
+  prunedStreams: Schema.Number,
+  movedDuringAudit: Schema.Boolean,
+  sealedUnchecked: Schema.Number,
+}).annotations({ identifier: "AuditReply" });
+
+export const EventsQuery = Schema.Struct({
+  after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
+  stream: Schema.optional(Schema.NonEmptyString),
+  chat: Schema.optional(Schema.NonEmptyString),
+  run: Schema.optional(Schema.NonEmptyString),
+  /** Event types, comma-separated. */
+  type: Schema.optional(Schema.NonEmptyString),
+}).annotations({ identifier: "EventsQuery" });
+
+const components = {
+  ErrorReply,
+  Health,
+  RunSummary,
+  RunsPage,
+  CallView,
+  RunView,
+  DecideBody,
+  DecisionReply,
+  RetryBody,
+  Plan,
+  PlanBody,
+  AuditReply,
+} as const;
+
+const queryParameters = (schema: Schema.Struct<Schema.Struct.Fields>) =>
+  Object.entries(schema.fields).map(([name, field]) => ({
+    name,
+    in: "query",
+    required: false,
+    schema: JSONSchema.make(Schema.asSchema(field as Schema.Schema.Any), { target: "openApi3.1" }),
+  }));
+
+/** The OpenAPI 3.1 document of the JSON API, generated from the Schemas above. */
+export const openApiDocument = (version: string): Record<string, unknown> => {
+  const definitions: Record<string, JSONSchema.JsonSchema7> = {};
+  const ref = (schema: Schema.Schema.Any): JSONSchema.JsonSchema7 =>
+    JSONSchema.fromAST(schema.ast, {
+      definitions,
+      definitionPath: "#/components/schemas/",
+      target: "openApi3.1",
+    });
+  const schemas: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(components)) schemas[name] = ref(schema);
+  const json = (schema: Schema.Schema.Any) => ({ "application/json": { schema: ref(schema) } });
+  const errors = (...statuses: number[]) =>
+    Object.fromEntries(
+      statuses.map((status) => [String(status), { description: "error", content: json(ErrorReply) }]),
+    );
+  const ok = (schema: Schema.Schema.Any) => ({ "200": { description: "ok", content: json(schema) } });
+  const runId = { name: "runId", in: "path", required: true, schema: { type: "string" } };
+  const callId = { name: "callId", in: "path", required: true, schema: { type: "string" } };
+  const chatId = { name: "chatId", in: "path", required: true, schema: { type: "string" } };
+  return {
+    openapi: "3.1.0",
+    info: { title: "holdfast", version, description: "The journal's runs, held calls and decisions." },
+    components: {
+      schemas: { ...definitions, ...schemas },
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      "/api/health": {
+        get: { summary: "The server and its journal", responses: { ...ok(Health), ...errors(401) } },
+      },
+      "/api/runs": {
+        get: {
+          summary: "Runs, held first; filter by status, hold reason, chat, agent; paginated",
+          parameters: queryParameters(RunsQuery),
+          responses: { ...ok(RunsPage), ...errors(401, 422) },
+        },
+      },
+      "/api/runs/{runId}": {
+        get: {
+          summary: "A run: its calls with their evidence, what can be decided, its events",
+          parameters: [runId],
+          responses: { ...ok(RunView), ...errors(401, 404) },
+        },
+      },
+      "/api/runs/{runId}/decisions": {
+        post: {
+          summary: "Decide a held run's in-doubt calls, on the version you looked at",
+          parameters: [runId],
+          requestBody: { required: true, content: json(DecideBody) },
+          responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 422) },
+        },
+      },
+      "/api/runs/{runId}/calls/{callId}/retries": {
+        post: {
+          summary: "Allow a definitely failed call more attempts",
+          parameters: [runId, callId],
+          requestBody: { required: true, content: json(RetryBody) },
+          responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 422) },
+        },
+      },
+      "/api/chats/{chatId}/plan": {
+        get: {
+          summary: "A chat's plan and its revision",
+          parameters: [chatId],
+          responses: { ...ok(Plan), ...errors(401) },
+        },
+        put: {
+          summary:
+            "Replace a chat's plan if it is still at expectedRevision (else 409, recorded as a conflict)",
+          parameters: [chatId],
+          requestBody: { required: true, content: json(PlanBody) },
+          responses: { ...ok(Plan), ...errors(401, 403, 409, 422) },
+        },
+      },
+      "/api/audit": {
+        post: {
+          summary:
+            "Run the audit of the whole journal (reads only); the head digest to anchor off the machine",
+          responses: { ...ok(AuditReply), ...errors(401, 403) },
+        },
+      },
+      "/api/events": {
+        get: {
+          summary:
+            "Server-Sent Events: every event after `after` (or Last-Event-ID), then live; id = position; heartbeats",
+          parameters: [
+            ...queryParameters(EventsQuery),
+            { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" } },
+          ],
+          responses: {
+            "200": { description: "an event stream", content: { "text/event-stream": {} } },
+            ...errors(401, 422),
+          },
+        },
+      },
+    },
+  };
+};

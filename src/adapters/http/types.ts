@@ -1,0 +1,19 @@
+import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
+import type { DocumentState } from "../../runtime/documents.js";
+import type { Session } from "./security.js";
+
+/** What the server changes the journal through: the same runtime paths as the CLI and the library. */
+export interface OperatorPort {
+  decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
+  grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
+  readonly documents: {
+    replace(
+      chatId: string,
+      request: { readonly expectedRevision: number; readonly value: unknown; readonly by: string },
+    ): Promise<DocumentState>;
+  };
+}
+
+export type Auth = { readonly kind: "token" } | { readonly kind: "session"; readonly session: Session };
+
+export type Env = { Variables: { auth: Auth | null } };

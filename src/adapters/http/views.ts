@@ -1,0 +1,212 @@
+import type { DecisionKind, HoldReason, RecordedEvent } from "../../events/index.js";
+import { runStreamId } from "../../events/index.js";
+import { type CallStatus, contextOf, foldRun, type RunContext } from "../../machines/index.js";
+import type { RunRow } from "../../projections/index.js";
+import { RunNotFound } from "../../runtime/errors.js";
+import type { JournalReader } from "../../runtime/Journal.js";
+import { DECISION_MEANINGS, type HeldCommand, heldCommands } from "../cli/commands/decide.js";
+import { eventLine, summarizeEvent } from "../cli/eventFormat.js";
+
+/** What the runs list can be filtered by. */
+export interface RunsQuery {
+  readonly status?: RunRow["status"];
+  /** Runs held for this reason (`in-doubt`, `indefinite-failure`, …). */
+  readonly holdReason?: HoldReason["code"];
+  readonly chat?: string;
+  readonly agent?: string;
+  /** At most this many (default 50, at most 500). */
+  readonly limit?: number;
+  /** The `next` of the previous page. */
+  readonly cursor?: string;
+}
+
+export interface RunsPage {
+  readonly runs: ReadonlyArray<RunRow>;
+  /** Held runs in the whole journal (the "Needs you" count), whatever the filter. */
+  readonly held: number;
+  readonly total: number;
+  /** Pass as `cursor` for the next page; null on the last one. */
+  readonly next: string | null;
+}
+
+/** Held runs first (oldest first: they have waited longest), then the rest, newest first. */
+const order = (a: RunRow, b: RunRow): number => {
+  const heldA = a.status === "held" ? 0 : 1;
+  const heldB = b.status === "held" ? 0 : 1;
+  if (heldA !== heldB) return heldA - heldB;
+  if (heldA === 0)
+    return a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : a.runId < b.runId ? -1 : 1;
+  return a.position !== b.position ? b.position - a.position : a.runId < b.runId ? -1 : 1;
+};
+
+/** One page of runs, held first, with the filters applied. The cursor is the offset, opaque to callers. */
+export const runsPage = async (journal: JournalReader, query: RunsQuery = {}): Promise<RunsPage> => {
+  const all = await journal.projectionRows<RunRow>("runs");
+  const held = all.filter((run) => run.status === "held").length;
+  const matching = all
+    .filter(
+      (run) =>
+        (query.status === undefined || run.status === query.status) &&
+        (query.chat === undefined || run.chatId === query.chat) &&
+        (query.agent === undefined || run.agent === query.agent) &&
+        (query.holdReason === undefined || run.heldReasons.some((r) => r.code === query.holdReason)),
+    )
+    .toSorted(order);
+  const limit = Math.min(500, Math.max(1, query.limit ?? 50));
+  const offset = query.cursor === undefined ? 0 : Number.parseInt(query.cursor, 10);
+  const start = Number.isSafeInteger(offset) && offset > 0 ? offset : 0;
+  const runs = matching.slice(start, start + limit);
+  const next = start + limit < matching.length ? String(start + limit) : null;
+  return { runs, held, total: matching.length, next };
+};
+
+export interface DecisionChoice {
+  readonly decision: DecisionKind;
+  /** The same words `holdfast show` prints. */
+  readonly meaning: string;
+  /** Both confirmations need a note. */
+  readonly noteRequired: boolean;
+  /** The CLI command that does the same. */
+  readonly command: string;
+}
+
+export interface CallView {
+  readonly callId: string;
+  readonly seq: number;
+  readonly attempt: number;
+  readonly kind: string;
+  readonly name: string;
+  readonly disposition: string;
+  /** Where the call stands as the run's machine folds it. */
+  readonly status: CallStatus;
+  /** Whether an outcome of its latest attempt is committed in the journal. */
+  readonly outcomeCommitted: boolean;
+  readonly via: "live" | "reconciled" | "confirmed" | null;
+  /** The intent's arguments, as stored (masked). */
+  readonly args: unknown;
+  readonly idempotencyKey: string;
+  readonly fingerprint: string;
+  /** The safe-list pin the intent recorded (null: the tool is not on the safe list). */
+  readonly pin: string | null;
+  readonly reconciler: string | null;
+  /** What the reconciler answered for this attempt, if it proved anything. */
+  readonly evidence: { readonly outcome: string; readonly evidence: unknown } | null;
+  readonly error: { readonly name: string; readonly message: string } | null;
+  readonly retriesLeft: number;
+  /** Why the run is held, for this call. */
+  readonly holdReasons: ReadonlyArray<HoldReason>;
+  /** The decisions that apply now (for a call in doubt), in the order `show` prints them. */
+  readonly decisions: ReadonlyArray<DecisionChoice>;
+  /** A retry grant applies (a definite failure the agent did not handle). */
+  readonly retry: { readonly command: string; readonly meaning: string } | null;
+}
+
+export interface RunView {
+  readonly run: RunRow;
+  /** The stream version decisions are based on. */
+  readonly version: number;
+  readonly calls: ReadonlyArray<CallView>;
+  /** Run-level actions of a held run (stop, resume) when no call is in doubt. */
+  readonly runActions: ReadonlyArray<{
+    readonly decision: DecisionKind;
+    readonly meaning: string;
+    readonly command: string;
+  }>;
+  readonly events: ReadonlyArray<ReturnType<typeof eventLine> & { readonly summary: string }>;
+  /** Whether the machine could fold the stream (false: corrupt, see the audit). */
+  readonly folded: boolean;
+}
+
+const NOTE_REQUIRED: ReadonlySet<DecisionKind> = new Set(["confirmed-completed", "confirmed-not-completed"]);
+
+/** Everything an operator needs to judge a run: each call, its evidence, and what can be decided. */
+export const runView = async (journal: JournalReader, runId: string, db?: string): Promise<RunView> => {
+  const run = await journal.projection<RunRow>("runs", runId);
+  if (!run) throw new RunNotFound({ runId });
+  const events = await journal.readStream(runStreamId(runId));
+  let context: RunContext | null = null;
+  try {
+    context = contextOf(foldRun(events.map((e) => e.event)));
+  } catch {
+    context = null;
+  }
+  const version = events.at(-1)?.version ?? 0;
+  const commands: HeldCommand[] =
+    run.status === "held" && context ? heldCommands(runId, context, run.heldReasons, db) : [];
+
+  const intents = new Map<string, Extract<RecordedEvent["event"], { type: "call.intended" }>>();
+  const evidence = new Map<string, { outcome: string; evidence: unknown }>();
+  const errors = new Map<string, { name: string; message: string }>();
+  const committed = new Map<string, boolean>();
+  for (const { event } of events) {
+    if (event.type === "call.intended") {
+      intents.set(event.callId, event);
+      committed.set(event.callId, false);
+      evidence.delete(event.callId);
+      errors.delete(event.callId);
+    } else if (event.type === "call.completed" || event.type === "call.failed") {
+      if (intents.get(event.callId)?.attempt === event.attempt) committed.set(event.callId, true);
+      if (event.type === "call.failed")
+        errors.set(event.callId, { name: event.error.name, message: event.error.message });
+    } else if (event.type === "call.reconciled") {
+      if (intents.get(event.callId)?.attempt === event.attempt) {
+        committed.set(event.callId, true);
+        evidence.set(event.callId, { outcome: event.outcome, evidence: event.evidence });
+      }
+    } else if (event.type === "decision.recorded") {
+      for (const call of event.calls) {
+        if (call.decision === "confirmed-completed") committed.set(call.callId, true);
+      }
+    }
+  }
+
+  const calls: CallView[] = [...intents.values()]
+    .toSorted((a, b) => a.seq - b.seq)
+    .map((intent): CallView => {
+      const state = context?.calls[intent.callId];
+      const decisions = commands
+        .filter((c) => c.action === "decide" && c.callId === intent.callId && c.decision !== undefined)
+        .map((c) => ({
+          decision: c.decision as DecisionKind,
+          meaning: c.meaning,
+          noteRequired: NOTE_REQUIRED.has(c.decision as DecisionKind),
+          command: c.command,
+        }));
+      const retry = commands.find((c) => c.action === "retry" && c.callId === intent.callId);
+      return {
+        callId: intent.callId,
+        seq: intent.seq,
+        attempt: intent.attempt,
+        kind: intent.kind,
+        name: intent.name,
+        disposition: intent.disposition,
+        status: state?.status ?? "in-doubt",
+        outcomeCommitted: committed.get(intent.callId) ?? false,
+        via: state?.via ?? null,
+        args: intent.args,
+        idempotencyKey: intent.idempotencyKey,
+        fingerprint: intent.fingerprint,
+        pin: intent.pin,
+        reconciler: intent.reconciler,
+        evidence: evidence.get(intent.callId) ?? null,
+        error: errors.get(intent.callId) ?? null,
+        retriesLeft: state?.retriesLeft ?? 0,
+        holdReasons: run.status === "held" ? run.heldReasons.filter((r) => r.callId === intent.callId) : [],
+        decisions,
+        retry: retry ? { command: retry.command, meaning: retry.meaning } : null,
+      };
+    });
+  const runActions = commands
+    .filter((c) => c.action === "decide" && c.callId === undefined && c.decision !== undefined)
+    .map((c) => ({ decision: c.decision as DecisionKind, meaning: c.meaning, command: c.command }));
+  return {
+    run,
+    version,
+    calls,
+    runActions,
+    events: events.map((e) => ({ ...eventLine(e), summary: summarizeEvent(e.event) })),
+    folded: context !== null,
+  };
+};
+
+export { DECISION_MEANINGS };
