@@ -176,11 +176,13 @@ const runsSection = async (reader: JournalReader, query: Record<string, string>)
   </div>`;
 };
 
-/** Where a call's safe-list pin stands, in words. */
-const pinText = (call: CallView): string =>
-  call.pin === null
-    ? "not on the safe list: never replayed without proof or a decision"
-    : `on the safe list, pinned ${call.pin.slice(0, 19)}…`;
+/** Where a call stands with the safe list, in words: replay needs its pin to still match. */
+const pinText = (call: CallView): string => {
+  const pin = call.pin === null ? "" : ` (source ${call.pin.slice(0, 12)}…)`;
+  return call.disposition === "replay"
+    ? `on the safe list when it started, pinned to its source${pin}: replayed only while the pin still matches`
+    : `not on the safe list${pin}: never replayed without proof or a decision`;
+};
 
 const evidenceList = (call: CallView): Html => html`<dl class="evidence">
   <dt>call</dt><dd class="mono">${call.callId}</dd>

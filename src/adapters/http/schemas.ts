@@ -224,7 +224,10 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
       target: "openApi3.1",
     });
   const schemas: Record<string, unknown> = {};
-  for (const [name, schema] of Object.entries(components)) schemas[name] = ref(schema);
+  for (const [name, schema] of Object.entries(components)) {
+    const made = ref(schema);
+    if (!(name in definitions)) schemas[name] = made;
+  }
   const json = (schema: Schema.Schema.Any) => ({ "application/json": { schema: ref(schema) } });
   const errors = (...statuses: number[]) =>
     Object.fromEntries(

@@ -13,6 +13,7 @@ export interface RunsQuery {
   /** Runs held for this reason (`in-doubt`, `indefinite-failure`, …). */
   readonly holdReason?: HoldReason["code"];
   readonly chat?: string;
+  /** An agent's name (any version) or `name@version`. */
   readonly agent?: string;
   /** At most this many (default 50, at most 500). */
   readonly limit?: number;
@@ -48,7 +49,7 @@ export const runsPage = async (journal: JournalReader, query: RunsQuery = {}): P
       (run) =>
         (query.status === undefined || run.status === query.status) &&
         (query.chat === undefined || run.chatId === query.chat) &&
-        (query.agent === undefined || run.agent === query.agent) &&
+        (query.agent === undefined || run.agent === query.agent || run.agent.startsWith(`${query.agent}@`)) &&
         (query.holdReason === undefined || run.heldReasons.some((r) => r.code === query.holdReason)),
     )
     .toSorted(order);
@@ -86,7 +87,7 @@ export interface CallView {
   readonly args: unknown;
   readonly idempotencyKey: string;
   readonly fingerprint: string;
-  /** The safe-list pin the intent recorded (null: the tool is not on the safe list). */
+  /** The digest of the tool's source the intent recorded (the safe list pins it); null for document calls. */
   readonly pin: string | null;
   readonly reconciler: string | null;
   /** What the reconciler answered for this attempt, if it proved anything. */
