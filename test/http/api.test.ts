@@ -16,6 +16,8 @@ const setUp = async (options: { readonly embedded?: boolean } = {}) => {
   return given;
 };
 
+/** A reply's JSON; the expectations check it field by field. */
+// biome-ignore lint/suspicious/noExplicitAny: replies are read as loosely as a client would read them
 const body = async (response: Response) => (await response.json()) as Record<string, any>;
 
 /** Every API route, with a body that would be accepted, to check what no credentials get. */
