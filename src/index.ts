@@ -31,6 +31,7 @@ export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./
 export type {
   AgentDef,
   CallContext,
+  ModelCallOptions,
   ReconcileContext,
   Reconciler,
   ReconcileVerdict,
