@@ -185,6 +185,52 @@ describe.each(MODES)("holdfast/ai, %s", (mode) => {
     await runtime.close();
   });
 
+  it("a tool call that fails definitely reaches the model as a tool error, and the loop goes on", async () => {
+    const { runtime, witness } = await openAiRuntime(tempDir(), { mode, bookFails: "definite" });
+    const { runId, result } = await submitTrip(runtime);
+    expect(result).toMatchObject({
+      status: "completed",
+      output: { text: expect.stringContaining("I could not book it"), steps: 3 },
+    });
+    expect(await eventsOf(runtime, runId)).toContainEqual(
+      expect.objectContaining({ type: "call.failed", callId: `${runId}/3`, definite: true }),
+    );
+    expect(count(witness, "tool:book:HF-501")).toBe(1);
+    expect(count(witness, `model:${mode}:3`)).toBe(1);
+    await runtime.close();
+  });
+
+  it("a tool call left in doubt holds the run; the loop's next model call is refused, the model not asked", async () => {
+    const { runtime, witness } = await openAiRuntime(tempDir(), { mode, bookFails: "indefinite" });
+    const { runId, result } = await submitTrip(runtime);
+    expect(result).toMatchObject({
+      status: "held",
+      reasons: [{ code: "indefinite-failure", callId: `${runId}/3` }],
+    });
+    expect(count(witness, "tool:book:HF-501")).toBe(1);
+    expect(count(witness, `model:${mode}:3`)).toBe(0);
+    expect(intents(await eventsOf(runtime, runId))).toHaveLength(4);
+    await runtime.close();
+  });
+
+  it("after a resume decision on a tool call in doubt, the model is told its outcome is unknown", async () => {
+    const { runtime, witness } = await openAiRuntime(tempDir(), { mode, bookFails: "indefinite" });
+    const { runId } = await submitTrip(runtime);
+    const decided = await runtime.decide(runId, {
+      basedOnVersion: await versionOf(runtime, runId),
+      decidedBy: "ada",
+      decision: "resume",
+      note: "the airline does not answer; tell the customer",
+    });
+    expect(await decided.result).toMatchObject({
+      status: "completed",
+      output: { text: expect.stringMatching(/I could not book it: .*outcome of call .* is unknown/) },
+    });
+    expect(count(witness, "tool:book:HF-501")).toBe(1);
+    expect([1, 2, 3].map((step) => count(witness, `model:${mode}:${step}`))).toEqual([1, 1, 1]);
+    await runtime.close();
+  });
+
   it("a registered secret in the prompt never reaches the journal, yet the fingerprint covers it", async () => {
     const secret = "Atlantis-7f3a9c";
     const dir = tempDir();

@@ -12,7 +12,7 @@ import { generateText, jsonSchema, type LanguageModelMiddleware, stepCountIs, st
 import { MockLanguageModelV3 } from "ai/test";
 import { Schema } from "effect";
 import { fromAiTool, journaledModel, journaledTools, type ModelPolicy } from "../../src/ai.js";
-import { defineAgent, defineTool } from "../../src/index.js";
+import { DefiniteFailure, defineAgent, defineTool } from "../../src/index.js";
 
 type CallOptions = Parameters<NonNullable<LanguageModelMiddleware["wrapGenerate"]>>[0]["params"];
 
@@ -24,6 +24,8 @@ export interface AiSetupOptions {
   readonly parallel?: boolean;
   /** Milliseconds the `lookup` tool takes, per city (parallel calls finishing out of order). */
   readonly lookupMs?: Readonly<Record<string, number>>;
+  /** How `book` fails: definitely (`DefiniteFailure`), or without proof (a reset connection). */
+  readonly bookFails?: "definite" | "indefinite";
   /** How the provider fails on a given step (1-based), before it answers. */
   readonly failStep?: { readonly step: number; readonly error: () => unknown; readonly times: number };
 }
@@ -67,6 +69,9 @@ const script = (options: CallOptions, parallel: boolean) => {
       toolCalls: [{ id: "call-book-1", name: "book", input: { flight } }],
     };
   }
+  const booked = results.find((r) => r.toolName === "book")?.output;
+  if (booked?.type === "error-text" || booked?.type === "error-json")
+    return { step, text: `I could not book it: ${JSON.stringify(booked.value)}`, toolCalls: [] };
   return { step, text: `Booked your flight to ${city}. Have a good trip!`, toolCalls: [] };
 };
 
@@ -171,6 +176,8 @@ export const makeAiTools = (options: AiSetupOptions) => {
       }),
       execute: async ({ flight }, { toolCallId }) => {
         appendFileSync(options.witness, `tool:book:${flight}\n`);
+        if (options.bookFails === "definite") throw new DefiniteFailure(`no seats left on ${flight}`);
+        if (options.bookFails === "indefinite") throw new Error("socket hang up");
         return { booked: flight, confirmation: `CONF-${flight}`, toolCallId };
       },
     }),
