@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { APICallError, streamText } from "ai";
+import { APICallError, generateText, streamText } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
@@ -314,6 +314,56 @@ describe("holdfast/ai streams", () => {
     expect(await versionOf(runtime, run.runId)).toBe(4); // admitted, intended, completed, run.completed
     await runtime.close();
   });
+});
+
+describe("holdfast/ai idempotency keys", () => {
+  it.each(MODES)(
+    "%s: the policy's idempotencyHeader carries the call's key to the provider",
+    async (mode) => {
+      const usage = {
+        inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+        outputTokens: { total: 1, text: 1, reasoning: 0 },
+      };
+      const finishReason = { unified: "stop" as const, raw: "stop" };
+      const model = new MockLanguageModelV3({
+        doGenerate: async () => ({
+          content: [{ type: "text", text: "ok" }],
+          finishReason,
+          usage,
+          warnings: [],
+        }),
+        doStream: async () => ({
+          stream: new ReadableStream({
+            start(controller) {
+              controller.enqueue({ type: "finish", usage, finishReason });
+              controller.close();
+            },
+          }),
+        }),
+      });
+      const agent = defineAgent({
+        name: "keyed",
+        version: "1",
+        run: async (turn) => {
+          const journaled = journaledModel(turn, model, { idempotencyHeader: "Idempotency-Key" });
+          if (mode === "generate") return (await generateText({ model: journaled, prompt: "hi" })).text;
+          return streamText({ model: journaled, prompt: "hi" }).text;
+        },
+      });
+      const runtime = await openRuntime({
+        store: join(tempDir(), "journal.db"),
+        agents: [agent],
+        allowlist: {},
+      });
+      const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "keyed", content: null });
+      expect((await run.result).status).toBe("completed");
+      const sent = mode === "generate" ? model.doGenerateCalls : model.doStreamCalls;
+      expect(sent.map((call) => call.headers?.["Idempotency-Key"])).toEqual([`${run.runId}/0#1`]);
+      // The key is transport: not part of what the intent records.
+      expect(JSON.stringify(await eventsOf(runtime, run.runId))).not.toContain("Idempotency-Key");
+      await runtime.close();
+    },
+  );
 });
 
 describe("Effect Schemas for AI SDK tools", () => {

@@ -29,6 +29,12 @@ export interface ModelPolicy {
    * leaves the call in doubt (law 4).
    */
   readonly definite?: (error: unknown) => boolean;
+  /**
+   * Send the call's idempotency key (`<callId>#<attempt>`) to the provider in this request header
+   * (e.g. `"Idempotency-Key"`): a provider or gateway that honours it can refuse a repeat, and its
+   * logs tie a request to its call — evidence for a person deciding a call in doubt.
+   */
+  readonly idempotencyHeader?: string;
 }
 
 /** The stored outcome of a streamed call: its parts (deltas merged, raw chunks left out). */
@@ -39,6 +45,18 @@ interface StoredStream {
 
 const nameOf = (model: LanguageModelV3, policy: ModelPolicy): string =>
   policy.name ?? `${model.provider}/${model.modelId}`;
+
+/** The provider's request, with the call's idempotency key in a header when the policy asks for it. */
+const request = <R>(
+  policy: ModelPolicy,
+  params: CallOptions,
+  idempotencyKey: string,
+  bound: () => PromiseLike<R>,
+  direct: (params: CallOptions) => PromiseLike<R>,
+): PromiseLike<R> =>
+  policy.idempotencyHeader
+    ? direct({ ...params, headers: { ...params.headers, [policy.idempotencyHeader]: idempotencyKey } })
+    : bound();
 
 const callOptions = (policy: ModelPolicy): ModelCallOptions =>
   policy.inDoubt ? { inDoubt: policy.inDoubt } : {};
@@ -134,10 +152,10 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
     const stored = await turn.model(
       nameOf(model, policy),
       intentArgs("generate", model, params),
-      async () => {
+      async (_args, { idempotencyKey }) => {
         let result: GenerateResult;
         try {
-          result = await doGenerate();
+          result = await request(policy, params, idempotencyKey, doGenerate, (p) => model.doGenerate(p));
         } catch (error) {
           throw asFailure(error, policy);
         }
@@ -174,11 +192,11 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
     const call = turn.model(
       nameOf(model, policy),
       intentArgs("stream", model, params),
-      async (): Promise<unknown> => {
+      async (_args, { idempotencyKey }): Promise<unknown> => {
         live = true;
         let source: StreamResult;
         try {
-          source = await doStream();
+          source = await request(policy, params, idempotencyKey, doStream, (p) => model.doStream(p));
         } catch (error) {
           throw asFailure(error, policy);
         }
