@@ -1,4 +1,3 @@
-export { fromStored, toStored } from "./codec.js";
 export {
   journaledMiddleware,
   journaledModel,

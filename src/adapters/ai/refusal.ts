@@ -6,6 +6,12 @@ import { APICallError, InvalidPromptError, LoadAPIKeyError, UnsupportedFunctiona
  * feature the provider cannot take). 408 (timeout), 409 (conflict, e.g. the same request still in
  * progress), 425 (too early) and 499 (client closed) prove nothing, as for the built-in HTTP tool.
  * Anything else — a timeout, a reset, a 5xx, a stream cut in the middle — leaves the call in doubt.
+ *
+ * @example
+ * // Also treat the provider's "overloaded" answer as a refusal:
+ * journaledModel(turn, model, {
+ *   definite: (e) => refusedRequest(e) || (APICallError.isInstance(e) && e.statusCode === 529),
+ * });
  */
 export const refusedRequest = (error: unknown): boolean => {
   if (APICallError.isInstance(error)) {
