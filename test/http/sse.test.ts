@@ -144,6 +144,39 @@ describe("GET /api/events (Server-Sent Events)", () => {
     expect(connection.received).toBe(0);
   });
 
+  it("a client that stops reading is dropped after slowClientMs, and the server keeps none of the events it did not take", async () => {
+    // 20,002 events, about 11 MB of stream: far more than the socket buffers hold (about 4 MB here).
+    const { store, server } = await given(2_000, { pollMs: 20, slowClientMs: 300 });
+    const taken = new Received();
+    const connection = await connect(server, "", {
+      onMessage: (message) => {
+        if (message.event !== "close") taken.take(message);
+      },
+    });
+    await connection.until(() => connection.received >= 1, "a first event");
+    connection.pause();
+    await waitUntil(async () => (await liveStreams(server)) === 0, "the slow stream to be dropped");
+
+    // Reading again, it gets what the socket buffers held, the close message and the end: not the
+    // rest of the log, which the server never read for it.
+    connection.resume();
+    await connection.ended;
+    const everything = await everythingIn(store);
+    const lastEventId = Number(connection.lastEventId);
+    expect(taken.disorder).toEqual([]);
+    expect(taken.count).toBe(lastEventId); // positions 1…lastEventId: none lost before the drop
+    expect(lastEventId).toBeLessThan(everything.length / 2);
+    const close = connection.closeMessage?.data ?? "(no close message)";
+    expect(close).toContain('"reason":"slow-client"');
+    expect(close).toContain(`Last-Event-ID ${lastEventId} `);
+
+    // That Last-Event-ID takes it on from the next event.
+    const next = collector();
+    const resumed = await connect(server, "", { lastEventId: String(lastEventId), onMessage: next.take });
+    await resumed.until(() => next.messages.length >= 1, "an event");
+    expect(positionOf(next.messages[0]!)).toBe(lastEventId + 1);
+  });
+
   it("without the token, /api/events answers 401 and opens no stream", async () => {
     const { server } = await given(1, {});
     const without = await fetch(`${server.url}/api/events`);
