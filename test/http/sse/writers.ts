@@ -14,14 +14,14 @@ const echoes = defineAgent({
 });
 
 /**
- * A new journal holding `finished` completed runs of 4 calls (10 events each: `many-0`, …, over
- * chats `chat-0` … `chat-49`) and then the run `many-open` (chat `chat-open`) with a call in doubt
- * (2 events): `finished × 10 + 2` events, appended straight through the journal.
+ * A new journal holding `finished` completed runs of `calls` calls (`2 × calls + 2` events each:
+ * `many-0`, …, over chats `chat-0` … `chat-49`) and then the run `many-open` (chat `chat-open`)
+ * with a call in doubt (2 events), appended straight through the journal, one commit per run.
  */
-export const journalWithRuns = async (store: string, finished: number): Promise<void> => {
+export const journalWithRuns = async (store: string, finished: number, calls: number): Promise<void> => {
   const journal = LibsqlJournal.open(store);
   try {
-    await writeManyRuns(journal, { finished, calls: 4, chats: 50 });
+    await writeManyRuns(journal, { finished, calls, chats: 50 });
   } finally {
     await journal.close();
   }
