@@ -172,6 +172,11 @@ describe("the JSON API: reads", () => {
     const unknown = await g.request("/api/runs?colour=red");
     expect(unknown.status).toBe(422);
     expect((await g.request("/api/nothing-here")).status).toBe(404);
+    const badType = await g.request("/api/events?type=run.admitted,run.finished");
+    expect(badType.status).toBe(422);
+    const typeError = (await body(badType)).error;
+    expect(typeError).toMatchObject({ code: "invalid-input", field: "type" });
+    expect(typeError.message).toContain('"run.finished"');
   });
 
   it("serves an OpenAPI 3.1 document generated from the Schemas, with every route", async () => {
