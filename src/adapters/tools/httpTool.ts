@@ -2,7 +2,7 @@ import { Schema } from "effect";
 import type { Reconciler, ToolDef } from "../../runtime/define.js";
 import { defineTool } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
-import { moduleSource } from "./moduleSource.js";
+import { builtInSource } from "./moduleSource.js";
 
 export const HttpArgs = Schema.Struct({
   url: Schema.String.pipe(Schema.pattern(/^https?:\/\//)),
@@ -130,7 +130,7 @@ export const makeHttpTool = (
     description: "Send an HTTP request with an idempotency key; returns the status and the body.",
     args: HttpArgs,
     reconciler,
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ url, method, headers, body }, { idempotencyKey }) => {
       let response: Response;
       try {

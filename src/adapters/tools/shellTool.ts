@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
-import { moduleSource } from "./moduleSource.js";
+import { builtInSource } from "./moduleSource.js";
 import {
   createReceipt,
   ensureFolder,
@@ -178,7 +178,7 @@ export const makeShellTool = (
     description: "Run a shell command (sh -c) in the work folder; returns its exit status and output.",
     args: ShellArgs,
     reconciler: shellReconciler(receiptsDir, maxOutputBytes),
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ command }, context) => {
       const { idempotencyKey } = context;
       const { receipt, start } = takeAttempt(idempotencyKey);

@@ -4,7 +4,7 @@ import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { type FileState, fileState, sha256Of } from "./fileState.js";
-import { moduleSource } from "./moduleSource.js";
+import { builtInSource } from "./moduleSource.js";
 import {
   createReceipt,
   ensureFolder,
@@ -185,7 +185,7 @@ export const makeWriteFileTool = (
     description: "Write a UTF-8 text file inside the work folder (parent folders are created).",
     args: WriteFileArgs,
     reconciler: writeFileReconciler(root, receiptsDir),
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ path, content }, context) => {
       const { idempotencyKey: key } = context;
       const target = prepareTarget(root, path);
