@@ -3,6 +3,7 @@ import { Schema } from "effect";
 import type { RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";
+import { type ChatCheckpoint, readCheckpoint } from "../runtime/checkpoint.js";
 import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
@@ -109,6 +110,14 @@ export interface Runtime {
   runs(): Promise<ReadonlyArray<RunRow>>;
   /** The events of one run, decoded. */
   events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /**
+   * The chat's latest checkpoint (what its agent saved with `turn.checkpoint(...)`, masked), or null
+   * when it has none. A checkpoint that does not match its digest is `CheckpointInvalid`.
+   * @example
+   * const saved = await runtime.checkpoint("chat-42");
+   * if (saved) console.log(saved.runId, saved.afterSeq, saved.state);
+   */
+  checkpoint(chatId: string): Promise<ChatCheckpoint | null>;
   /** Let live runs settle, release ownership, close the journal. */
   close(): Promise<void>;
 }
@@ -223,6 +232,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     events: (runId) => journal.readStream(`run-${runId}`),
+    checkpoint: (chatId) => readCheckpoint(journal, chatId),
     close: () => engine.close(),
   };
 };

@@ -163,6 +163,17 @@ export class RebuildRefused extends Data.TaggedError("RebuildRefused")<{
   }
 }
 
+/** A chat's stored checkpoint does not match its recorded digest (law 11): surfaced, never repaired. */
+export class CheckpointInvalid extends Data.TaggedError("CheckpointInvalid")<{
+  readonly chatId: string;
+  readonly runId: string;
+  readonly afterSeq: number;
+}> {
+  override get message(): string {
+    return `the checkpoint of chat ${this.chatId} (saved by run ${this.runId} after call ${this.afterSeq}) does not match its digest (nothing was repaired); run \`holdfast audit\` to see every finding, and restore the journal from a backup if it was altered`;
+  }
+}
+
 /** The call at `seq` differs from its recorded intent (law 7). The run is held. */
 export class DeterminismViolation extends Data.TaggedError("DeterminismViolation")<{
   readonly runId: string;
