@@ -8,6 +8,7 @@ import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { auditStore } from "./auditStore.js";
 import { openStoreReader } from "./store.js";
 
+/** What `openReader` opens. */
 export interface ReaderOptions {
   /** The journal: a file path or a `postgres://` URL (default `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
   readonly store?: string;

@@ -26,6 +26,7 @@ import { auditStore } from "./auditStore.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
 import { openStore } from "./store.js";
 
+/** What `openRuntime` takes: the journal, the agents and tools it runs, the safe list, secrets, recovery. */
 export interface RuntimeOptions {
   /** A journal file path (default `.holdfast/journal.db`, or `HOLDFAST_STORE`). */
   readonly store?: string;
@@ -179,7 +180,13 @@ const RuntimeOptionsSchema = Schema.Struct({
 /** A sortable, readable run id: time, then randomness. */
 const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
 
-/** Open a runtime on a journal; recovers interrupted runs unless told not to. */
+/**
+ * Open a runtime on a journal; recovers interrupted runs unless told not to.
+ *
+ * @example
+ * const runtime = await openRuntime({ store: ".holdfast/journal.db", agents: [assistant], tools: [sendEmail] });
+ * for (const held of runtime.recovery.held) console.log("held for a person:", held.runId);
+ */
 export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
   // Everything is checked before anything is opened or recovered.
   const checked = decodeInput(RuntimeOptionsSchema, options, "openRuntime options");

@@ -30,12 +30,14 @@ export class ActiveRunExists extends Data.TaggedError("ActiveRunExists")<{
   }
 }
 
+/** The journal holds no run with this id. */
 export class RunNotFound extends Data.TaggedError("RunNotFound")<{ readonly runId: string }> {
   override get message(): string {
     return `run ${this.runId} is not in this journal; list runs with \`holdfast runs\``;
   }
 }
 
+/** A run names an agent this runtime was not given. */
 export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
   readonly agent: string;
   readonly known: ReadonlyArray<string>;
@@ -45,6 +47,7 @@ export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
   }
 }
 
+/** A call names a tool this runtime was not given. */
 export class UnknownTool extends Data.TaggedError("UnknownTool")<{
   readonly tool: string;
   readonly known: ReadonlyArray<string>;
@@ -122,6 +125,7 @@ export class JournalTooNew extends Data.TaggedError("JournalTooNew")<{
   }
 }
 
+/** The journal was closed before the operation could use it. */
 export class JournalClosed extends Data.TaggedError("JournalClosed")<{ readonly location: string }> {
   override get message(): string {
     return `journal ${this.location} is closed; open a new runtime`;
@@ -294,6 +298,7 @@ export class RetryNotAllowed extends Data.TaggedError("RetryNotAllowed")<{
   }
 }
 
+/** A retry grant asked for more attempts than the runtime allows. */
 export class RetryLimitExceeded extends Data.TaggedError("RetryLimitExceeded")<{
   readonly runId: string;
   readonly callId: string;
@@ -305,6 +310,7 @@ export class RetryLimitExceeded extends Data.TaggedError("RetryLimitExceeded")<{
   }
 }
 
+/** A decision or grant names a call the run does not have. */
 export class CallNotFound extends Data.TaggedError("CallNotFound")<{
   readonly runId: string;
   readonly callId: string;

@@ -4,6 +4,7 @@ import { defineTool } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { builtInSource } from "./moduleSource.js";
 
+/** The arguments of `http_request`: url, and optionally method, headers and body. */
 export const HttpArgs = Schema.Struct({
   url: Schema.String.pipe(Schema.pattern(/^https?:\/\//)),
   method: Schema.optionalWith(Schema.Literal("GET", "POST", "PUT", "PATCH", "DELETE"), {
@@ -16,6 +17,7 @@ export const HttpArgs = Schema.Struct({
 });
 export type HttpArgs = typeof HttpArgs.Type;
 
+/** What `http_request` returns: the status, the body, and a redirect's location. */
 export interface HttpResult {
   readonly status: number;
   readonly body: unknown;
@@ -41,6 +43,7 @@ export type HttpLookup =
   | { readonly found: false; readonly reserved?: false }
   | { readonly found: "unknown"; readonly reason: string };
 
+/** How `makeHttpTool` sends and reconciles: the key lookup (required), name, timeout, key header. */
 export interface HttpToolOptions {
   /** Tool name; default `http_request`. */
   readonly name?: string;

@@ -17,6 +17,7 @@ import {
 } from "./receipts.js";
 import { checkTarget, prepareTarget } from "./targetPath.js";
 
+/** The arguments of `write_file`: a path inside the work folder and the UTF-8 content. */
 export const WriteFileArgs = Schema.Struct({
   /** Relative to the work folder; `/` separates folders. */
   path: Schema.NonEmptyString,
@@ -24,6 +25,7 @@ export const WriteFileArgs = Schema.Struct({
 });
 export type WriteFileArgs = typeof WriteFileArgs.Type;
 
+/** What `write_file` returns: the path written, its size and SHA-256. */
 export interface WriteFileResult {
   /** The path written, relative to the work folder, with `/` separators. */
   readonly path: string;
@@ -31,6 +33,7 @@ export interface WriteFileResult {
   readonly sha256: string;
 }
 
+/** Where `makeWriteFileTool` keeps its receipts (default `<workDir>.receipts`). */
 export interface WriteFileToolOptions {
   /**
    * Where each attempt's receipts are kept; default `<workDir>.receipts`. It must be on the same

@@ -18,6 +18,7 @@ export {
 export type { AdmissionCheck } from "./runs.js";
 export { type AuditSpill, memorySpill } from "./spill.js";
 
+/** How an audit reads the log: the expected head, page size, progress, spill. */
 export interface AuditOptions {
   /** Report a finding when the head digest (or the heads as of a position) differs. */
   readonly expectHead?: ExpectedHead | null;
