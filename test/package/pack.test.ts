@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  */
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const NPM = process.platform === "win32" ? "npm.cmd" : "npm";
+const NPM = "npm";
 
 interface Pkg {
   readonly name: string;
@@ -84,10 +84,11 @@ beforeAll(() => {
   ])
     cpSync(join(ROOT, entry), join(stage, entry), { recursive: true });
   symlinkSync(join(ROOT, "node_modules"), join(stage, "node_modules"), "dir");
-  const packed = JSON.parse(
-    run(NPM, ["pack", "--json", "--pack-destination", dir], stage, 180_000).stdout.replace(/^[^[]*/, ""),
-  ) as Array<{ filename: string; files: Array<{ path: string }> }>;
-  const tarball = join(dir, packed[0]!.filename);
+  run(NPM, ["pack", "--pack-destination", dir], stage, 180_000);
+  const tarballs = readdirSync(dir).filter((name) => name.endsWith(".tgz"));
+  if (tarballs.length !== 1)
+    throw new Error(`npm pack made ${tarballs.length} tarballs: ${tarballs.join(", ")}`);
+  const tarball = join(dir, tarballs[0]!);
 
   consumer = join(dir, "consumer");
   mkdirSync(consumer);
