@@ -5,8 +5,8 @@ import { fileURLToPath } from "node:url";
 /**
  * Relative specifiers a module names literally: a quoted `./` or `../` path after `from` (imports
  * and re-exports, type-only ones too), after `import` or inside `import(…)`. A match inside a
- * comment or a string only adds a file to the pin (or an unresolved line): the pin can only get
- * stricter, never miss a file.
+ * comment or a string only adds a file to the pin (or an unresolved line): the pin may be stricter
+ * than needed, never blind to a file the module imports by a literal relative path.
  */
 const RELATIVE_SPECIFIER = /(?:\bfrom|\bimport\s*\(?)\s*(["'])(\.\.?\/[^"'\n]+)\1/g;
 
