@@ -68,6 +68,7 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
 // biome-ignore lint/suspicious/noExplicitAny: tools of any argument and result types
 export type AnyToolDef = ToolDef<any, any, any>;
 
+/** What `defineTool` takes: name, argument Schema, `run`, and optionally a disposition, reconciler, result Schema and pinned source. */
 export interface ToolSpec<A, I, R, RI = unknown> {
   readonly name: string;
   readonly description?: string;

@@ -16,6 +16,7 @@ import { allowedHosts, isLoopback, loadToken, TOKEN_VARIABLE, type TokenSource }
 export const DEFAULT_PORT = 4640;
 export const DEFAULT_HOST = "127.0.0.1";
 
+/** What `serve` listens on, which journal it reads, and how it authenticates. */
 export interface ServeOptions {
   /** The journal: a file path or a `postgres://` URL (default `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
   readonly store?: string;
@@ -38,6 +39,7 @@ export interface ServeOptions {
   readonly live?: LiveOptions;
 }
 
+/** A running `holdfast serve`: where it listens, its token, and `close()`. */
 export interface Server {
   /** Where it listens, e.g. `http://127.0.0.1:4640`. */
   readonly url: string;
