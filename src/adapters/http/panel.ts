@@ -53,6 +53,12 @@ const age = (since: string, now = Date.now()): string => {
 
 const pretty = (value: unknown): string => JSON.stringify(value, null, 2) ?? "null";
 
+/**
+ * Every page. Its referrer policy is `same-origin`, not the replies' `no-referrer`: under
+ * `no-referrer` a browser sends `Origin: null` on the page's own form posts, which the Origin check
+ * refuses as an opaque origin (every sign-in and decision was refused); `same-origin` still sends
+ * no referrer to another origin.
+ */
 const layout = (
   title: string,
   session: Session | null,
@@ -63,6 +69,7 @@ const layout = (
   <head>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <meta name="referrer" content="same-origin" />
     <meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": false}' />
     <title>${title} · holdfast</title>
     <link rel="stylesheet" href="/static/panel.css" />
