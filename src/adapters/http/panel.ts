@@ -499,29 +499,31 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     }),
   );
 
-  app.get(
-    "/panel/live",
-    page((c) => {
-      const run = c.req.query("run");
-      const resumeFrom = c.req.header("last-event-id");
-      const after =
-        resumeFrom !== undefined && /^\d+$/.test(resumeFrom)
-          ? Number(resumeFrom)
-          : Number(c.req.query("after") ?? 0);
-      // The panel only needs to know that something changed: one short message per event.
-      return liveEvents(
-        c,
-        reader,
-        {
-          after: Number.isSafeInteger(after) && after >= 0 ? after : 0,
-          filter: run ? { runIds: [run] } : {},
-        },
-        options.streams,
-        options.live,
-        (recorded) => ({ event: "journal", data: String(recorded.position) }),
-      );
-    }),
-  );
+  app.get("/panel/live", (c) => {
+    // Not the login redirect of the pages: a stream that answers with the login page looks
+    // connected to the page's script while nothing live ever comes (after a restart, say).
+    if (c.get("auth")?.kind !== "session") {
+      return c.text("Sign in again: this session has ended (the server restarted, or it expired).", 401);
+    }
+    const run = c.req.query("run");
+    const resumeFrom = c.req.header("last-event-id");
+    const after =
+      resumeFrom !== undefined && /^\d+$/.test(resumeFrom)
+        ? Number(resumeFrom)
+        : Number(c.req.query("after") ?? 0);
+    // The panel only needs to know that something changed: one short message per event.
+    return liveEvents(
+      c,
+      reader,
+      {
+        after: Number.isSafeInteger(after) && after >= 0 ? after : 0,
+        filter: run ? { runIds: [run] } : {},
+      },
+      options.streams,
+      options.live,
+      (recorded) => ({ event: "journal", data: String(recorded.position) }),
+    );
+  });
 
   const lastPositionOf = (view: RunView): number => view.events.at(-1)?.position ?? 0;
 
