@@ -433,7 +433,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             <input type="hidden" name="next" value="${c.req.query("next") ?? "/"}" />
             <label class="field" for="token">The server's token</label>
             <input id="token" type="password" name="token" autocomplete="current-password" required size="48" />
-            <p class="muted">It is in <code>.holdfast/token</code> next to the journal, or in <code>HOLDFAST_TOKEN</code>.</p>
+            <p class="muted">It is in the file <code>token</code> next to the journal (<code>.holdfast/token</code> for the default one), or in <code>HOLDFAST_TOKEN</code>.</p>
             <label class="field" for="name">Your name (recorded with every decision you make)</label>
             <input id="name" type="text" name="name" required size="32" />
             <p><button type="submit">Sign in</button></p>
