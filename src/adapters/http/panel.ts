@@ -781,7 +781,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             chatId,
             banner(
               "stale",
-              html`Conflict: the plan changed while you edited it (you edited revision ${String(expected)}; it is at revision ${String(reply.body.error.currentRevision ?? "?")} now). Your edit was not saved and nothing was overwritten; the conflict is recorded. The current plan is shown above; your text is below — merge it and save again.`,
+              html`Conflict: the plan changed while you edited it (you edited revision ${String(expected)}; it is at revision ${String(reply.body.error.currentRevision ?? "?")} now). Your edit was not saved and nothing was overwritten; the conflict is recorded. The current plan is shown below, and your text in the form under it: merge them and save again.`,
             ),
             text,
             409,
