@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server as NodeServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -19,6 +20,7 @@ import { endedRun, type HeldRun, heldRun, openPanelRuntime, waitFor } from "./br
  * HOLDFAST_SCREENSHOTS=1 to write the screenshots docs/panel.md shows.
  */
 const tempDir = useTempDir();
+const ROOT = join(import.meta.dirname, "..", "..");
 
 let browser: Browser;
 beforeAll(async () => {
@@ -87,6 +89,22 @@ const text = async (locator: Locator): Promise<string> =>
   ((await locator.textContent()) ?? "").replace(/\s+/g, " ").trim();
 
 const eventCount = async (runtime: Runtime, runId: string) => (await runtime.events(runId)).length;
+
+describe("docs/panel.md", () => {
+  it("gives each decision's meaning in the words of `holdfast show`, and shows only screenshots the tests take", () => {
+    const page = readFileSync(join(ROOT, "docs", "panel.md"), "utf8");
+    for (const [decision, meaning] of Object.entries(DECISION_MEANINGS)) {
+      expect(page).toContain(`| \`${decision}\``);
+      expect(page).toContain(meaning);
+    }
+    const shown = [...page.matchAll(/\]\(panel\/([\w-]+)\.png\)/g)].map((m) => m[1]);
+    const taken = [
+      ...readFileSync(import.meta.filename, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g),
+    ].map((m) => m[1]);
+    expect(shown.toSorted()).toEqual(taken.toSorted());
+    for (const name of shown) expect(existsSync(join(ROOT, "docs", "panel", `${name}.png`))).toBe(true);
+  });
+});
 
 describe("signing in", () => {
   it("the form with the server's token sets an HttpOnly SameSite=Strict session cookie; a wrong token is refused and sets none", async () => {
@@ -257,6 +275,7 @@ describe("a decision made through the page ends exactly as the same decision thr
     await page.locator("#confirm").waitFor();
     expect(await text(page.locator("main"))).toContain(DECISION_MEANINGS[c.decision]);
     expect(await eventCount(runtime, web.runId)).toBe(web.version);
+    if (c.decision === "confirmed-completed") await screenshot(page, "confirm");
     const [confirmed] = await Promise.all([postResponse(page, "/decide"), page.click("#confirm")]);
     expect(confirmed.status()).toBe(303);
     expect(await text(page.locator(".banner-ok"))).toContain(`Recorded: `);
@@ -419,6 +438,7 @@ describe("refusals write nothing", () => {
     expect(JSON.parse(await text(page.locator("#plan-current")))).toEqual(agents);
     expect(await page.locator("#plan-value").inputValue()).toBe(mine);
     expect(await runtime.documents.read("planned")).toEqual({ value: agents, revision: 1 });
+    await screenshot(page, "plan-conflict");
   });
 
   it("a decision posted by a form on another origin is refused, with the victim's session in the browser", async () => {
