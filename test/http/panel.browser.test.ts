@@ -229,6 +229,30 @@ describe("the run page", () => {
   });
 });
 
+describe("the recorded notice", () => {
+  it("is shown once, after the form that recorded it; a link cannot show one", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "once", "notice");
+    const call = run.calls[0]!;
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${run.runId}?decided=${encodeURIComponent("It happened (confirmed completed)")}`,
+    );
+    expect(await page.locator(".banner-ok").count()).toBe(0);
+
+    await review(page, call, "stop");
+    await Promise.all([page.waitForURL(`${server.url}/runs/${run.runId}`), page.click("#confirm")]);
+    expect(await text(page.locator(".banner-ok"))).toBe(
+      `Recorded: Stop the run for ${call}. The run goes on where its agent runs.`,
+    );
+    await page.reload();
+    expect(await page.locator(".banner-ok").count()).toBe(0);
+  });
+});
+
 interface DecisionCase {
   readonly decision: DecisionKind;
   readonly note?: string;
@@ -279,6 +303,12 @@ describe("a decision made through the page ends exactly as the same decision thr
     const [confirmed] = await Promise.all([postResponse(page, "/decide"), page.click("#confirm")]);
     expect(confirmed.status()).toBe(303);
     expect(await text(page.locator(".banner-ok"))).toContain(`Recorded: `);
+    if (c.result !== undefined) {
+      // This tool declares no result Schema: the page says the result was taken as given.
+      expect(await text(page.locator(".banner-ok"))).toContain(
+        `(the result given for ${webCall} was not checked: no result Schema for it here)`,
+      );
+    }
 
     const reply = await api(server, `/api/runs/${byApi.runId}/decisions`, {
       basedOnVersion: byApi.version,

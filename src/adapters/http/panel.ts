@@ -402,6 +402,27 @@ const formText = (form: Record<string, unknown>, name: string): string => {
 export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
   const { reader, sessions } = options;
 
+  /**
+   * What was just recorded, shown once on the run page the form redirects to. Kept here per session,
+   * not in the URL: a link carrying "Recorded: …" must not show a confirmation of something nobody
+   * recorded.
+   */
+  const recorded = new Map<string, { readonly runId: string; readonly text: string }>();
+  const remember = (session: Session, runId: string, text: string): void => {
+    recorded.delete(session.id);
+    recorded.set(session.id, { runId, text });
+    for (const oldest of recorded.keys()) {
+      if (recorded.size <= 1000) break;
+      recorded.delete(oldest);
+    }
+  };
+  const recall = (session: Session, runId: string): string | undefined => {
+    const notice = recorded.get(session.id);
+    if (notice?.runId !== runId) return undefined;
+    recorded.delete(session.id);
+    return notice.text;
+  };
+
   app.get("/static/:file", (c) => {
     const file = param(c, "file");
     if (file === "panel.js")
@@ -565,7 +586,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           const loaded = Number(c.req.query("loaded"));
           return c.html(runState(view, Number.isSafeInteger(loaded) ? loaded : view.version));
         }
-        const decided = c.req.query("decided");
+        const decided = recall(session, runId);
         return await showRun(
           c,
           session,
@@ -628,6 +649,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           ),
         );
       }
+      let unchecked: ReadonlyArray<string> = [];
       try {
         const operator = await options.operator();
         const request = callId
@@ -651,6 +673,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             };
         const outcome = await operator.decide(runId, request);
         outcome.result.catch(() => undefined);
+        unchecked = outcome.unchecked;
       } catch (error) {
         const reply = errorReply(error);
         if (reply.body.error.code === "stale-decision") {
@@ -673,7 +696,14 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         );
       }
       const what = callId ? `${DECISION_LABELS[kind]} for ${callId}` : DECISION_LABELS[kind];
-      return c.redirect(`/runs/${encodeURIComponent(runId)}?decided=${encodeURIComponent(what)}`, 303);
+      remember(
+        session,
+        runId,
+        unchecked.length === 0
+          ? what
+          : `${what} (the result given for ${unchecked.join(", ")} was not checked: no result Schema for it here)`,
+      );
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );
 
@@ -705,10 +735,8 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           reply.status === 409 ? 409 : 422,
         );
       }
-      return c.redirect(
-        `/runs/${encodeURIComponent(runId)}?decided=${encodeURIComponent(`${attempts} more attempt(s) for ${callId}`)}`,
-        303,
-      );
+      remember(session, runId, `${attempts} more attempt(s) for ${callId}`);
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );
 
