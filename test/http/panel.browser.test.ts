@@ -556,6 +556,17 @@ describe("the audit page", () => {
 });
 
 describe("the live state of the page", () => {
+  it("is live after every load of a page, however its scripts arrive", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "once", "reloaded");
+    const page = await signIn(await newContext(), server.url, server.token.token);
+    // A race, so many loads: the panel's script is revalidated on each one, htmx comes from the cache.
+    for (let load = 0; load < 30; load++) {
+      await page.goto(`${server.url}${load % 2 === 0 ? "/" : `/runs/${run.runId}`}`);
+      await waitLive(page, 5_000);
+    }
+  });
+
   it("says reconnecting when the server goes away, and signed out when it comes back without the session", async () => {
     const dir = tempDir();
     const store = join(dir, "journal.db");

@@ -58,6 +58,11 @@ const pretty = (value: unknown): string => JSON.stringify(value, null, 2) ?? "nu
  * `no-referrer` a browser sends `Origin: null` on the page's own form posts, which the Origin check
  * refuses as an opaque origin (every sign-in and decision was refused); `same-origin` still sends
  * no referrer to another origin.
+ *
+ * The scripts are plain (not deferred) at the end of the body, in order: htmx then starts on
+ * DOMContentLoaded, after its SSE extension and the panel's listeners are in place. Deferred, htmx
+ * started from a timer that could run before the later scripts had loaded, and the page stayed
+ * "connecting…" (or never connected).
  */
 const layout = (
   title: string,
@@ -73,9 +78,6 @@ const layout = (
     <meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": false}' />
     <title>${title} · holdfast</title>
     <link rel="stylesheet" href="/static/panel.css" />
-    <script src="/static/htmx.js" defer></script>
-    <script src="/static/hx-sse.js" defer></script>
-    <script src="/static/panel.js" defer></script>
   </head>
   <body>
     <header class="top">
@@ -104,6 +106,9 @@ const layout = (
     </header>
     ${live === null ? "" : html`<div id="live" hx-sse:connect="${live}" hidden></div>`}
     <main id="main">${body}</main>
+    <script src="/static/htmx.js"></script>
+    <script src="/static/hx-sse.js"></script>
+    <script src="/static/panel.js"></script>
   </body>
 </html>`;
 
