@@ -5,9 +5,8 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DECISION_MEANINGS } from "../../src/adapters/cli/commands/decide.js";
-import { type Server, serve } from "../../src/adapters/http/serve.js";
 import type { DecisionKind } from "../../src/events/index.js";
-import { openReader, openRuntime, type Runtime } from "../../src/index.js";
+import { openReader, openRuntime, type Runtime, type Server, serve } from "../../src/index.js";
 import { lineOf, runWorker } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 import { countOf } from "../support/witness.js";
@@ -218,12 +217,11 @@ describe("the run page", () => {
       outcome: "not committed: the journal does not know whether it happened",
       "idempotency key": `${call}#1`,
       disposition: "hold",
-      // Every tool intent records its source pin; that alone does not put the tool on the safe list.
-      "safe list": "not on the safe list: never replayed without proof or a decision",
       arguments: '{ "label": "evidence" }',
     });
-    expect(evidence["source pin"]).toMatch(
-      /^[0-9a-f]{16}… \(SHA-256 of the tool's source when the call was made\)$/,
+    // Every tool intent records its source pin; that alone does not put the tool on the safe list.
+    expect(evidence["safe list"]).toMatch(
+      /^not on the safe list \(source [0-9a-f]{12}…\): never replayed without proof or a decision$/,
     );
     expect(await text(page.locator("#run-status"))).toBe("held");
   });
