@@ -150,6 +150,11 @@ describe("the JSON API: reads", () => {
     );
     expect(b).toMatchObject({ name: "notify", status: "in-doubt" });
     expect(b.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);
+    // Both calls failed in doubt at once: the run's reasons name both.
+    expect(a.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);
+    expect(view.run.heldReasons.map((r: { callId: string }) => r.callId).sort()).toEqual(
+      [a.callId, b.callId].sort(),
+    );
 
     const flakyView = await body(await g.request(`/api/runs/${failed.runId}`));
     expect(flakyView.calls[0]).toMatchObject({
