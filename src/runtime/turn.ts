@@ -113,7 +113,10 @@ export class TurnImpl implements Turn, AttemptHost {
     throw new RunHeld({ runId: this.runId, reasons });
   }
 
-  private async appendHold(reasons: ReadonlyArray<HoldReason>, extra: ReadonlyArray<AnyEvent>): Promise<void> {
+  private async appendHold(
+    reasons: ReadonlyArray<HoldReason>,
+    extra: ReadonlyArray<AnyEvent>,
+  ): Promise<void> {
     const status = statusOf(this.writer.fold);
     // Held already by a sibling call: this call's reason joins the others, so every call in doubt is named.
     const held = status === "held" ? contextOf(this.writer.fold).heldReasons : [];

@@ -131,7 +131,9 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     await next();
     c.header("Content-Security-Policy", CONTENT_SECURITY_POLICY);
     c.header("X-Content-Type-Options", "nosniff");
-    c.header("Referrer-Policy", "no-referrer");
+    // Not no-referrer: under it a browser sends `Origin: null` on a page's own form posts, which the
+    // Origin check must refuse; same-origin sends no referrer to any other origin.
+    c.header("Referrer-Policy", "same-origin");
     c.header("X-Frame-Options", "DENY");
     c.header("Cross-Origin-Opener-Policy", "same-origin");
     c.header("Cross-Origin-Resource-Policy", "same-origin");

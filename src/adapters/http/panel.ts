@@ -54,7 +54,7 @@ const age = (since: string, now = Date.now()): string => {
 const pretty = (value: unknown): string => JSON.stringify(value, null, 2) ?? "null";
 
 /**
- * Every page. Its referrer policy is `same-origin`, not the replies' `no-referrer`: under
+ * Every page. Its referrer policy is `same-origin` (as the replies' header says): under
  * `no-referrer` a browser sends `Origin: null` on the page's own form posts, which the Origin check
  * refuses as an opaque origin (every sign-in and decision was refused); `same-origin` still sends
  * no referrer to another origin.
