@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { McpToolset } from "../../src/adapters/mcp/index.js";
 import { CallFailed } from "../../src/index.js";
 import { everythingServer, filesystemServer, testServer } from "../support/mcp.js";
 import { useTempDir } from "../support/tmp.js";
@@ -82,25 +83,37 @@ describe("holdfast/mcp: every tools/call is a journaled call", () => {
     });
   });
 
-  it("annotations never decide replay: a readOnlyHint tool off the safe list is recorded as hold; on it, with its pin, as replay", async () => {
+  it("annotations never decide replay: a readOnlyHint tool is recorded as hold unless it asks for replay and the safe list holds its pin", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "a.txt"), "a");
-    const { toolset } = await given.toolset(filesystemServer(dir));
-    const read = toolset.tool("read_text_file");
+    const plain = (await given.toolset(filesystemServer(dir))).toolset;
+    const asking = (await given.toolset(filesystemServer(dir), { replay: ["read_text_file"] })).toolset;
+    const read = asking.tool("read_text_file");
     expect(read.mcp.annotations.readOnlyHint).toBe(true);
-    const agent = async (turn: Parameters<typeof toolset.callTool>[0]) =>
-      toolset.callTool(turn, "read_text_file", { path: join(dir, "a.txt") });
+    expect(plain.tool("read_text_file").pin).toBe(read.pin);
+    const dispositionWith = async (toolset: McpToolset, safe: Record<string, string>) => {
+      const runtime = await given.runtime(
+        tempDir(),
+        toolset,
+        async (turn) => toolset.callTool(turn, "read_text_file", { path: join(dir, "a.txt") }),
+        safe,
+      );
+      const { result, events } = await runOnce(runtime);
+      expect(result).toMatchObject({ status: "completed" });
+      return intentsOf(events).map((i) => i.disposition);
+    };
+    expect(await dispositionWith(plain, {})).toEqual(["hold"]);
+    expect(await dispositionWith(plain, { [read.name]: read.pin })).toEqual(["hold"]);
+    expect(await dispositionWith(asking, {})).toEqual(["hold"]);
+    expect(await dispositionWith(asking, { [read.name]: "0".repeat(64) })).toEqual(["hold"]);
+    expect(await dispositionWith(asking, { [read.name]: read.pin })).toEqual(["replay"]);
+  });
 
-    const off = await runOnce(await given.runtime(join(dir), toolset, agent));
-    expect(intentsOf(off.events).map((i) => i.disposition)).toEqual(["hold"]);
-
-    const wrongPin = await runOnce(
-      await given.runtime(join(tempDir()), toolset, agent, { [read.name]: "0".repeat(64) }),
+  it("a replay request for a tool the server does not list is refused when the toolset is made", async () => {
+    const connection = given.toolset(filesystemServer(tempDir()), { replay: ["read_everything"] });
+    await expect(connection).rejects.toThrow(
+      /names "read_everything", which secure-filesystem-server 0\.2\.0 does not list/,
     );
-    expect(intentsOf(wrongPin.events).map((i) => i.disposition)).toEqual(["hold"]);
-
-    const on = await runOnce(await given.runtime(join(tempDir()), toolset, agent, { [read.name]: read.pin }));
-    expect(intentsOf(on.events).map((i) => i.disposition)).toEqual(["replay"]);
   });
 
   it("an isError answer is a definite failure: call.failed with the server's text, the agent gets CallFailed", async () => {

@@ -41,6 +41,14 @@ export interface McpToolsetOptions {
   /** Holdfast names for some tools, by their MCP name (instead of `<prefix>__<tool>`). */
   readonly names?: Readonly<Record<string, string>>;
   /**
+   * The MCP tools whose in-doubt calls may be replayed — by their names on the server, and
+   * `"tools/list"` for the listing. Asking is not enough: recovery replays a call only while the
+   * safe list holds the tool's pin (server name + version + tool name + input-schema digest), so
+   * this is the code's half of the double opt-in and the safe list the audited half. Annotations
+   * such as `readOnlyHint` never put a tool here. Default: none, every call in doubt is held.
+   */
+  readonly replay?: ReadonlyArray<string>;
+  /**
    * How long a request may wait for its answer, in ms (default 60 000, the SDK's). Past it the SDK
    * gives up and asks the server to cancel; the call stays in doubt, since the tool may have run.
    */
@@ -67,6 +75,9 @@ export interface McpToolset {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** The listing's name in `replay`: a method, which no tool name can be (MCP tool names have no "/"). */
+const LISTING = "tools/list";
 
 /** The `_meta` key under which each `tools/call` carries its attempt's idempotency key. */
 export const IDEMPOTENCY_META_KEY = "holdfast/idempotency-key";
@@ -155,9 +166,9 @@ const callOnce = async (
 /**
  * The tools of a connected MCP server as holdfast tools: every `tools/call` a journaled call
  * (intent before, outcome after) whose intent records the server's name and version, the tool's
- * input-schema digest and its annotations. Recovery replays an in-doubt call only through the safe
- * list, pinned by server name + version + tool name + input-schema digest; annotations such as
- * `readOnlyHint` are shown, never trusted. The listing is taken once, here: restart the process
+ * input-schema digest and its annotations. An in-doubt call is held, unless its tool is named in
+ * `replay` and the safe list holds its pin (server name + version + tool name + input-schema
+ * digest); annotations such as `readOnlyHint` are shown, never trusted. The listing is taken once, here: restart the process
  * (or make a new toolset) to pick up a server's new tools.
  *
  * @example
@@ -192,13 +203,22 @@ export const mcpToolset = async (client: Client, options: McpToolsetOptions = {}
     seen.add(info.holdfastName);
   }
 
+  const replay = new Set(options.replay ?? []);
+  const unlisted = [...replay].filter((name) => name !== LISTING && !infos.some((i) => i.tool === name));
+  if (unlisted.length > 0) {
+    throw new TypeError(
+      `mcpToolset({ replay }) names ${unlisted.map((n) => `"${n}"`).join(", ")}, which ${server.name} ${server.version} does not list; listed: ${infos.map((i) => i.tool).join(", ") || "none"}`,
+    );
+  }
+  const dispositionOf = (name: string) => (replay.has(name) ? "replay" : "hold");
+
   const tools = infos.map((info): McpToolDef => {
     const def = defineTool<McpArguments, McpArguments, CallToolResult>({
       name: info.holdfastName,
       description: info.description ?? info.title ?? "",
       args: argumentsSchema(info),
-      // Replay is asked for, and granted only while the safe list holds this pin (else: hold).
-      disposition: "replay",
+      // Asked for here, granted by the runtime only while the safe list holds this pin (else: hold).
+      disposition: dispositionOf(info.tool),
       source: toolPinSource(server, info.tool, info.inputSchemaDigest),
       probe: () => probeOf(info),
       run: (args, context) => callOnce(client, info, args, context, timeoutMs),
@@ -210,7 +230,7 @@ export const mcpToolset = async (client: Client, options: McpToolsetOptions = {}
     name: listingName,
     description: `tools/list of MCP server ${server.name} ${server.version}`,
     args: Schema.Struct({}),
-    disposition: "replay",
+    disposition: dispositionOf(LISTING),
     source: listingPinSource(server),
     probe: () => ({ mcp: "tools/list", server }),
     run: async () => ({ server, tools: describeAll(await listAll(client, listingAt, timeoutMs)) }),
