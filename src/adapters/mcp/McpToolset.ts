@@ -92,9 +92,9 @@ const isObject = (value: unknown): value is McpArguments =>
  */
 const argumentsSchema = (info: McpToolInfo) =>
   Schema.declare(isObject, {
-    identifier: `${info.holdfastName} arguments`,
-    description: `the arguments of MCP tool ${info.tool} of ${info.server.name} ${info.server.version}`,
+    // No identifier: it would put the schema under $defs behind a $ref, which some providers refuse.
     jsonSchema: info.inputSchema as object,
+    message: () => `the arguments of MCP tool ${info.tool} must be a JSON object`,
   });
 
 const serverOf = (client: Client): McpServerInfo => {
