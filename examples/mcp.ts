@@ -18,7 +18,7 @@ import { defineAgent, openRuntime, type RunResult, type Runtime } from "../src/i
 import { type McpCallProbe, mcpToolset } from "../src/mcp.js";
 
 /** The installed server's entry point (elsewhere: `npx -y @modelcontextprotocol/server-filesystem <dir>`). */
-const FILESYSTEM_SERVER = (() => {
+const SERVER = (() => {
   const manifest = createRequire(import.meta.url).resolve(
     "@modelcontextprotocol/server-filesystem/package.json",
   );
@@ -29,9 +29,8 @@ const FILESYSTEM_SERVER = (() => {
 const open = async (dir: string) => {
   const notes = join(dir, "notes");
   const client = new Client({ name: "notes-agent", version: "1.0.0" });
-  await client.connect(
-    new StdioClientTransport({ command: process.execPath, args: [FILESYSTEM_SERVER, notes] }),
-  );
+  const transport = new StdioClientTransport({ command: process.execPath, args: [SERVER, notes] });
+  await client.connect(transport);
   const files = await mcpToolset(client, { prefix: "files", replay: ["read_text_file"] });
 
   const scribe = defineAgent({
