@@ -119,6 +119,9 @@ const listAll = async (client: Client, at: McpRequestAt, timeoutMs: number): Pro
       throw failureOf(error, at);
     }
     tools.push(...page.tools);
+    if (page.nextCursor !== undefined && page.nextCursor === cursor) {
+      throw failureOf(new Error(`the server answered cursor ${cursor} with itself again`), at);
+    }
     cursor = page.nextCursor;
   } while (cursor !== undefined);
   return tools;
@@ -168,8 +171,8 @@ const callOnce = async (
  * (intent before, outcome after) whose intent records the server's name and version, the tool's
  * input-schema digest and its annotations. An in-doubt call is held, unless its tool is named in
  * `replay` and the safe list holds its pin (server name + version + tool name + input-schema
- * digest); annotations such as `readOnlyHint` are shown, never trusted. The listing is taken once, here: restart the process
- * (or make a new toolset) to pick up a server's new tools.
+ * digest); annotations such as `readOnlyHint` are shown, never trusted. The listing is taken
+ * once, here: restart the process (or make a new toolset) to pick up a server's new tools.
  *
  * @example
  * const client = new Client({ name: "my-agent", version: "1.0.0" });
