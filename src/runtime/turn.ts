@@ -205,6 +205,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const disposition =
       def.disposition === "replay" && !this.deps.replayAllowed(def) ? "hold" : def.disposition;
     const reconciler = def.reconciler;
+    const probe = reconciler ? reconciler.probe : def.probe;
     return this.call<R>({
       kind: "tool",
       name,
@@ -213,9 +214,7 @@ export class TurnImpl implements Turn, AttemptHost {
       disposition,
       pin: def.pin,
       reconciler: reconciler?.name ?? null,
-      ...(reconciler?.probe
-        ? { probe: (args: unknown, ctx: CallContext) => reconciler.probe?.(args, ctx) }
-        : {}),
+      ...(probe ? { probe: (args: unknown, ctx: CallContext) => probe(args, ctx) } : {}),
       run: def.run as (args: unknown, context: CallContext) => Promise<R>,
     });
   }

@@ -40,6 +40,19 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   ".": ["openRuntime", "openReader", "defineTool", "defineAgent", "CheckpointInvalid"],
   "./tools": ["makeShellTool", "makeWriteFileTool", "makeHttpTool", "moduleSource"],
   "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill"],
+  "./mcp": ["mcpToolset", "McpCallInDoubt"],
+};
+
+/**
+ * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
+ * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested.
+ */
+const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk"] as const;
+const peerSpec = (name: string): string => {
+  const version = (pkg as unknown as { devDependencies: Record<string, string> }).devDependencies[name];
+  if (!version)
+    throw new Error(`${name} is an optional peer but not a devDependency: the pack test cannot pin it`);
+  return `${name}@${version}`;
 };
 
 let dir = "";
@@ -97,7 +110,12 @@ beforeAll(() => {
     JSON.stringify({ name: "consumer", private: true, type: "module" }),
   );
   // The dependencies are in npm's cache since `npm ci`; the registry is asked only for what is not.
-  run(NPM, ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], consumer, 180_000);
+  run(
+    NPM,
+    ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball, ...OPTIONAL_PEERS.map(peerSpec)],
+    consumer,
+    180_000,
+  );
 }, 300_000);
 
 afterAll(() => {
