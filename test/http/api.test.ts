@@ -149,6 +149,9 @@ describe("the JSON API: reads", () => {
       },
     );
     expect(b).toMatchObject({ name: "notify", status: "in-doubt" });
+    // What the intent recorded for checking later is part of the evidence; a call without one shows null.
+    expect(a.probe).toBeNull();
+    expect(b.probe).toEqual({ server: "mail", version: "2.1.0", annotations: { readOnlyHint: false } });
     expect(b.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);
     // Both calls failed in doubt at once: the run's reasons name both.
     expect(a.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);

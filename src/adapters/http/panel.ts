@@ -206,6 +206,7 @@ const evidenceList = (call: CallView): Html => html`<dl class="evidence">
   <dt>reconciler</dt><dd>${call.reconciler ?? "none"}${call.evidence ? html` — proved <strong>${call.evidence.outcome}</strong>` : ""}</dd>
   ${call.holdReasons.map((r) => html`<dt>held because</dt><dd><strong>${r.code}</strong>: ${r.detail}</dd>`)}
   <dt>arguments</dt><dd><pre>${pretty(call.args)}</pre></dd>
+  ${call.probe === null ? "" : html`<dt>recorded for checking</dt><dd><pre>${pretty(call.probe)}</pre></dd>`}
   ${call.evidence ? html`<dt>reconciler answer</dt><dd><pre>${pretty(call.evidence.evidence)}</pre></dd>` : ""}
 </dl>`;
 
