@@ -270,3 +270,76 @@ export const stopInterruptedRuns = async (
     await journal.close();
   }
 };
+
+/**
+ * A run recovery has held: admitted, one call in doubt (an intent without outcome), interrupted,
+ * held for that call. This is what the Recovery panel's "Needs you" list shows.
+ */
+export const heldStream = (p: StreamParams): AnyEvent[] => {
+  const callId = callIdOf(p.runId, 0);
+  return [
+    admitted(p),
+    intended(p, 0),
+    { type: "run.interrupted", runId: p.runId, detectedBy: "bench-recovery", inDoubt: [callId] },
+    {
+      type: "run.held",
+      runId: p.runId,
+      reasons: [
+        {
+          code: "in-doubt",
+          callId,
+          detail: `tool "${noopTool.name}" attempt 1 has an intent but no outcome`,
+        },
+      ],
+    },
+  ];
+};
+
+export const heldRunId = (n: number): string => `held-${n}`;
+
+/**
+ * A journal of `runs` runs for the server's list: every `heldEvery`-th run held (a call in doubt),
+ * the others completed with one call, so each run is 4 events; written `RUNS_PER_FLUSH` runs per
+ * commit, held runs spread through the log.
+ */
+export const writeRunsFixture = async (
+  path: string,
+  options: {
+    readonly runs: number;
+    readonly heldEvery: number;
+    readonly onProgress?: (done: number, total: number) => void;
+  },
+): Promise<{ readonly runs: number; readonly held: number; readonly events: number }> => {
+  const journal = LibsqlJournal.open(path);
+  try {
+    const key = journal.fingerprintKey;
+    const shape = { key, runId: "shape", chatId: "shape", inputId: "shape", calls: 1 };
+    for (const [events, expected] of [
+      [heldStream(shape), "held"],
+      [fillerStream(shape), "completed"],
+    ] as const) {
+      const status = statusOf(foldRun(events));
+      if (status !== expected)
+        throw new Error(`bench fixture: a stream folds to "${status}", expected "${expected}"`);
+    }
+    let held = 0;
+    let events = 0;
+    for (let start = 0; start < options.runs; start += RUNS_PER_FLUSH) {
+      const requests: AppendRequest[] = [];
+      for (let n = start; n < Math.min(options.runs, start + RUNS_PER_FLUSH); n++) {
+        const isHeld = n % options.heldEvery === 0;
+        const runId = isHeld ? heldRunId(held++) : `done-${n}`;
+        const p = { key, runId, chatId: `chat-${runId}`, inputId: "input", calls: 1 };
+        const stream = isHeld ? heldStream(p) : fillerStream(p);
+        events += stream.length;
+        requests.push({ streamId: runStreamId(runId), expectedVersion: "no-stream", events: stream });
+      }
+      await journal.appendAll(requests);
+      options.onProgress?.(Math.min(options.runs, start + RUNS_PER_FLUSH), options.runs);
+    }
+    checkpoint(journal);
+    return { runs: options.runs, held, events };
+  } finally {
+    await journal.close();
+  }
+};

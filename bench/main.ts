@@ -15,6 +15,7 @@ import { FloorProbe } from "./sections/floor.js";
 import { postgresSection } from "./sections/postgres.js";
 import { recoverySection } from "./sections/recovery.js";
 import { sequentialSection } from "./sections/sequential.js";
+import { serverSection } from "./sections/server.js";
 import { subscriptionsSection } from "./sections/subscriptions.js";
 
 /**
@@ -29,6 +30,7 @@ const SECTIONS: ReadonlyArray<Section> = [
   auditSection,
   subscriptionsSection,
   postgresSection,
+  serverSection,
 ];
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");

@@ -27,6 +27,7 @@ export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openR
 export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";
+export type { ChatCheckpoint } from "./runtime/checkpoint.js";
 export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 export type {
   AgentDef,
@@ -60,6 +61,7 @@ export {
   CallFailed,
   CallNotFound,
   CallNotInDoubt,
+  CheckpointInvalid,
   DecisionNeedsCalls,
   DefiniteFailure,
   DeterminismViolation,

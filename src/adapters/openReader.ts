@@ -2,11 +2,13 @@ import type { RecordedEvent } from "../events/index.js";
 import { runStreamId } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";
+import { type ChatCheckpoint, readCheckpoint } from "../runtime/checkpoint.js";
 import { type DocumentState, PLAN, readDocument } from "../runtime/documents.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { auditStore } from "./auditStore.js";
 import { openStoreReader } from "./store.js";
 
+/** What `openReader` opens. */
 export interface ReaderOptions {
   /** The journal: a file path or a `postgres://` URL (default `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
   readonly store?: string;
@@ -36,6 +38,8 @@ export interface Reader {
   run(runId: string): Promise<RunRow | null>;
   /** The events of one run, decoded. */
   events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /** The chat's latest checkpoint, or null; `CheckpointInvalid` when it does not match its digest. */
+  checkpoint(chatId: string): Promise<ChatCheckpoint | null>;
   /** Per-chat documents, read only (the plan is `"plan"`). */
   readonly documents: {
     read(chatId: string, document?: string): Promise<DocumentState>;
@@ -64,6 +68,7 @@ export const openReader = async (options: ReaderOptions = {}): Promise<Reader> =
     runs: () => journal.projectionRows<RunRow>("runs"),
     run: (runId) => journal.projection<RunRow>("runs", runId),
     events: (runId) => journal.readStream(runStreamId(runId)),
+    checkpoint: (chatId) => readCheckpoint(journal, chatId),
     documents: { read: (chatId, document = PLAN) => readDocument(journal, chatId, document) },
     close: () => journal.close(),
   };

@@ -3,6 +3,7 @@ import { Schema } from "effect";
 import type { RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";
+import { type ChatCheckpoint, readCheckpoint } from "../runtime/checkpoint.js";
 import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
@@ -25,6 +26,7 @@ import { auditStore } from "./auditStore.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
 import { openStore } from "./store.js";
 
+/** What `openRuntime` takes: the journal, the agents and tools it runs, the safe list, secrets, recovery. */
 export interface RuntimeOptions {
   /** A journal file path (default `.holdfast/journal.db`, or `HOLDFAST_STORE`). */
   readonly store?: string;
@@ -109,6 +111,14 @@ export interface Runtime {
   runs(): Promise<ReadonlyArray<RunRow>>;
   /** The events of one run, decoded. */
   events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /**
+   * The chat's latest checkpoint (what its agent saved with `turn.checkpoint(...)`, masked), or null
+   * when it has none. A checkpoint that does not match its digest is `CheckpointInvalid`.
+   * @example
+   * const saved = await runtime.checkpoint("chat-42");
+   * if (saved) console.log(saved.runId, saved.afterSeq, saved.state);
+   */
+  checkpoint(chatId: string): Promise<ChatCheckpoint | null>;
   /** Let live runs settle, release ownership, close the journal. */
   close(): Promise<void>;
 }
@@ -170,7 +180,13 @@ const RuntimeOptionsSchema = Schema.Struct({
 /** A sortable, readable run id: time, then randomness. */
 const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
 
-/** Open a runtime on a journal; recovers interrupted runs unless told not to. */
+/**
+ * Open a runtime on a journal; recovers interrupted runs unless told not to.
+ *
+ * @example
+ * const runtime = await openRuntime({ store: ".holdfast/journal.db", agents: [assistant], tools: [sendEmail] });
+ * for (const held of runtime.recovery.held) console.log("held for a person:", held.runId);
+ */
 export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
   // Everything is checked before anything is opened or recovered.
   const checked = decodeInput(RuntimeOptionsSchema, options, "openRuntime options");
@@ -223,6 +239,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     events: (runId) => journal.readStream(`run-${runId}`),
+    checkpoint: (chatId) => readCheckpoint(journal, chatId),
     close: () => engine.close(),
   };
 };

@@ -6,7 +6,8 @@ import {
   type LibsqlJournalOptions,
   type LibsqlReaderOptions,
 } from "./libsql/LibsqlJournal.js";
-import { PostgresJournal, type PostgresJournalOptions } from "./postgres/PostgresJournal.js";
+import { loadPostgresJournal } from "./postgres/load.js";
+import type { PostgresJournalOptions } from "./postgres/options.js";
 import { isPostgresUrl, maskUrl } from "./postgres/url.js";
 
 export { isPostgresUrl, maskUrl };
@@ -56,7 +57,8 @@ export interface OpenStoreOptions {
  */
 export const openStore = async (store?: string, options: OpenStoreOptions = {}): Promise<Journal> => {
   const resolved = resolveStore(store);
-  if (isPostgresUrl(resolved.store)) return PostgresJournal.open(resolved.store, options.postgres);
+  if (isPostgresUrl(resolved.store))
+    return (await loadPostgresJournal(maskUrl(resolved.store))).open(resolved.store, options.postgres);
   return openJournal(store, options.libsql);
 };
 
@@ -82,6 +84,9 @@ export const openStoreReader = async (
 ): Promise<JournalReader> => {
   const resolved = resolveStore(store);
   if (isPostgresUrl(resolved.store))
-    return PostgresJournal.open(resolved.store, { ...options.postgres, readOnly: true });
+    return (await loadPostgresJournal(maskUrl(resolved.store))).open(resolved.store, {
+      ...options.postgres,
+      readOnly: true,
+    });
   return LibsqlJournal.openReadOnly(libsqlPath(resolved.store), options.libsql);
 };

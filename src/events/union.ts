@@ -16,6 +16,7 @@ export const AnyEvent = Schema.Union(
   SystemEvent,
 );
 export type AnyEvent = typeof AnyEvent.Type;
+/** The `type` of every event the journal records (`"call.intended"`, `"run.held"`, …). */
 export type EventType = AnyEvent["type"];
 export type EventOf<T extends EventType> = Extract<AnyEvent, { type: T }>;
 

@@ -2,6 +2,7 @@ import type { CallKind, Disposition, ErrorInfo, RecordedEvent } from "../events/
 import type { CallStatus } from "../machines/index.js";
 import type { Projection } from "./projection.js";
 
+/** One call as the calls projection holds it: its status and whether its outcome is committed. */
 export interface CallRow {
   readonly callId: string;
   readonly runId: string;

@@ -1,5 +1,6 @@
 import type { Projection } from "./projection.js";
 
+/** One chat as the chats projection holds it: its last run and its latest checkpoint. */
 export interface ChatRow {
   readonly chatId: string;
   readonly lastRunId: string;

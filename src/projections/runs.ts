@@ -2,6 +2,7 @@ import type { HoldReason, RecordedEvent } from "../events/index.js";
 import type { RunStatus } from "../machines/index.js";
 import type { Projection } from "./projection.js";
 
+/** One run as the runs projection holds it: status, why it is held, counts, times. */
 export interface RunRow {
   readonly runId: string;
   readonly chatId: string;

@@ -101,6 +101,7 @@ export interface PrunedRunRecord {
   readonly prunedAt: string;
 }
 
+/** What retention removed (or, on a dry run, would remove). */
 export interface PruneReport {
   readonly dryRun: boolean;
   readonly pruned: ReadonlyArray<PrunedRun>;

@@ -9,6 +9,7 @@ import { execute, type RunResult } from "./execute.js";
 import { decodeInput } from "./input.js";
 import { storedCopy } from "./json.js";
 
+/** An input for an agent: `chatId` + `inputId` identify it (same ids and content: the same run). */
 export interface SubmitRequest {
   readonly chatId: string;
   readonly inputId: string;
@@ -16,6 +17,7 @@ export interface SubmitRequest {
   readonly content: unknown;
 }
 
+/** A submitted run: its id, whether it was already admitted, and its `result`. */
 export interface RunHandle {
   readonly runId: string;
   /** True when (chatId, inputId) was admitted before with the same content: no new work was started. */

@@ -142,7 +142,7 @@ const intentOf = <R>(
   extraProbe?: Readonly<Record<string, unknown>>,
 ): EventOf<"call.intended"> => {
   const probed = spec.probe
-    ? storedCopy(spec.probe(spec.runArgs, context), `reconciler probe of "${spec.name}"`)
+    ? storedCopy(spec.probe(spec.runArgs, context), `probe of "${spec.name}"`)
     : undefined;
   const probe =
     extraProbe === undefined ? probed : { ...(probed as Record<string, unknown> | undefined), ...extraProbe };

@@ -68,6 +68,7 @@ export interface DecisionRequest {
   readonly result?: unknown;
 }
 
+/** A retry grant: how many more attempts a definitely failed call may have, and who grants them. */
 export interface RetryGrantRequest {
   readonly attempts: number;
   readonly grantedBy: string;

@@ -62,12 +62,15 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly pin: string;
   /** The Schema of the tool's result: checks a result a person supplies with `confirmed-completed`. */
   readonly result: Schema.Schema.AnyNoContext | null;
+  /** What the intent records beside the arguments, for a tool without a reconciler (see {@link ToolSpec.probe}). */
+  readonly probe?: (args: A, context: CallContext) => unknown;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: tools of any argument and result types
 export type AnyToolDef = ToolDef<any, any, any>;
 
+/** What `defineTool` takes: name, argument Schema, `run`, and optionally a disposition, reconciler, result Schema and pinned source. */
 export interface ToolSpec<A, I, R, RI = unknown> {
   readonly name: string;
   readonly description?: string;
@@ -76,6 +79,13 @@ export interface ToolSpec<A, I, R, RI = unknown> {
   readonly result?: Schema.Schema<R, RI>;
   readonly disposition?: Disposition;
   readonly reconciler?: Reconciler<A>;
+  /**
+   * What the intent records beside the arguments (its `probe`, masked), computed before the
+   * effect: what the call was made against, for a person or an auditor reading the journal later
+   * (an MCP tool's server, version, schema digest and annotations). Not fingerprinted, and never
+   * read by recovery. A tool with a reconciler records its reconciler's probe: give one or the other.
+   */
+  readonly probe?: (args: A, context: CallContext) => unknown;
   /**
    * The source text pinned by the allowlist. Defaults to the text of `run`; pass the module's
    * source when `run` delegates to other code whose changes must also void the pin.
@@ -104,6 +114,11 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
   if (disposition === "reconcile" && !spec.reconciler) {
     throw new TypeError(`tool "${spec.name}" has disposition "reconcile" but names no reconciler`);
   }
+  if (spec.probe && spec.reconciler) {
+    throw new TypeError(
+      `tool "${spec.name}" has a probe and a reconciler: the intent records one probe; give it to the reconciler`,
+    );
+  }
   return {
     name: spec.name,
     description: spec.description ?? "",
@@ -112,6 +127,7 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
     reconciler: spec.reconciler ?? null,
     pin: sha256Hex(spec.source ?? spec.run.toString()),
     result: (spec.result as Schema.Schema.AnyNoContext | undefined) ?? null,
+    ...(spec.probe ? { probe: spec.probe } : {}),
     run: spec.run,
   };
 };

@@ -18,6 +18,7 @@ export const PLAN_MAX_ITEMS = 100;
 export const PLAN_MAX_BYTES = 64 * 1024;
 
 export const PlanItem = Schema.Struct({ id: Schema.String, text: Schema.String, done: Schema.Boolean });
+/** The plan: a title and at most 100 items `{ id, text, done }`. */
 export const PlanValue = Schema.Struct({ title: Schema.String, items: Schema.Array(PlanItem) });
 export type PlanValue = typeof PlanValue.Type;
 
@@ -30,6 +31,7 @@ export const DURABLE_PLAN_DESCRIPTION = [
   "the plan records intentions; the journal records what happened.",
 ].join(" ");
 
+/** A per-chat document as read: its value (null before the first write) and its revision. */
 export interface DocumentState {
   readonly value: unknown;
   readonly revision: number;
@@ -165,4 +167,5 @@ export const makeDocuments = (journal: Journal, masker: Masker) => ({
     });
   },
 });
+/** `runtime.documents`: read and replace a chat's documents (the plan) with the expected-revision rule. */
 export type Documents = ReturnType<typeof makeDocuments>;

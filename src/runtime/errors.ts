@@ -30,12 +30,14 @@ export class ActiveRunExists extends Data.TaggedError("ActiveRunExists")<{
   }
 }
 
+/** The journal holds no run with this id. */
 export class RunNotFound extends Data.TaggedError("RunNotFound")<{ readonly runId: string }> {
   override get message(): string {
     return `run ${this.runId} is not in this journal; list runs with \`holdfast runs\``;
   }
 }
 
+/** A run names an agent this runtime was not given. */
 export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
   readonly agent: string;
   readonly known: ReadonlyArray<string>;
@@ -45,6 +47,7 @@ export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
   }
 }
 
+/** A call names a tool this runtime was not given. */
 export class UnknownTool extends Data.TaggedError("UnknownTool")<{
   readonly tool: string;
   readonly known: ReadonlyArray<string>;
@@ -122,6 +125,7 @@ export class JournalTooNew extends Data.TaggedError("JournalTooNew")<{
   }
 }
 
+/** The journal was closed before the operation could use it. */
 export class JournalClosed extends Data.TaggedError("JournalClosed")<{ readonly location: string }> {
   override get message(): string {
     return `journal ${this.location} is closed; open a new runtime`;
@@ -160,6 +164,17 @@ export class RebuildRefused extends Data.TaggedError("RebuildRefused")<{
 }> {
   override get message(): string {
     return `rebuild refused: ${this.eventType} at ${this.streamId}@${this.version} (position ${this.position}) ${this.reason}, so no projection was changed; run \`holdfast audit\` to see every finding, and restore the journal from a backup if its events were altered`;
+  }
+}
+
+/** A chat's stored checkpoint does not match its recorded digest (law 11): surfaced, never repaired. */
+export class CheckpointInvalid extends Data.TaggedError("CheckpointInvalid")<{
+  readonly chatId: string;
+  readonly runId: string;
+  readonly afterSeq: number;
+}> {
+  override get message(): string {
+    return `the checkpoint of chat ${this.chatId} (saved by run ${this.runId} after call ${this.afterSeq}) does not match its digest (nothing was repaired); run \`holdfast audit\` to see every finding, and restore the journal from a backup if it was altered`;
   }
 }
 
@@ -283,6 +298,7 @@ export class RetryNotAllowed extends Data.TaggedError("RetryNotAllowed")<{
   }
 }
 
+/** A retry grant asked for more attempts than the runtime allows. */
 export class RetryLimitExceeded extends Data.TaggedError("RetryLimitExceeded")<{
   readonly runId: string;
   readonly callId: string;
@@ -294,6 +310,7 @@ export class RetryLimitExceeded extends Data.TaggedError("RetryLimitExceeded")<{
   }
 }
 
+/** A decision or grant names a call the run does not have. */
 export class CallNotFound extends Data.TaggedError("CallNotFound")<{
   readonly runId: string;
   readonly callId: string;

@@ -10,6 +10,7 @@ import type { Fence } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { type Classification, classifyInDoubt, inspectRun, latestIntents } from "./recover.js";
 
+/** What a recovery pass did: runs interrupted, resumed, held, replayed, reconciled, left to others. */
 export interface RecoveryReport {
   /** Runs found active with no live owner. */
   readonly interrupted: ReadonlyArray<string>;

@@ -13,6 +13,7 @@ const SubscribeOptionsSchema = Schema.Struct({
   pollMs: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.positive())),
 });
 
+/** Which events a subscription yields: by stream, chat, run or type. */
 export interface SubscriptionFilter {
   /** Only these streams (`run-…`, `chat-…`, `system`). */
   readonly streamIds?: ReadonlyArray<string>;
@@ -23,6 +24,7 @@ export interface SubscriptionFilter {
   readonly types?: ReadonlyArray<EventType>;
 }
 
+/** Where a subscription starts (`after`, a position) and what it yields. */
 export interface SubscribeOptions {
   /** Start after this global position (0 = from the beginning). Save `event.position` to resume. */
   readonly after?: number;

@@ -103,21 +103,32 @@ export class TurnImpl implements Turn, AttemptHost {
     this.lost = true;
   }
 
+  /** Holds of sibling calls, one after another: each reads the reasons the one before wrote. */
+  private holding: Promise<void> = Promise.resolve();
+
   async hold(reasons: [HoldReason, ...HoldReason[]], extra: ReadonlyArray<AnyEvent> = []): Promise<never> {
+    const held = this.holding.then(() => this.appendHold(reasons, extra));
+    this.holding = held.catch(() => undefined);
+    await held;
+    throw new RunHeld({ runId: this.runId, reasons });
+  }
+
+  private async appendHold(
+    reasons: ReadonlyArray<HoldReason>,
+    extra: ReadonlyArray<AnyEvent>,
+  ): Promise<void> {
     const status = statusOf(this.writer.fold);
     // Held already by a sibling call: this call's reason joins the others, so every call in doubt is named.
     const held = status === "held" ? contextOf(this.writer.fold).heldReasons : [];
     const added = reasons.filter((r) => !held.some((h) => h.callId === r.callId && h.code === r.code));
-    if (!this.lost && (status === "running" || (status === "held" && added.length > 0))) {
-      try {
-        const all = [...held, ...added] as [HoldReason, ...HoldReason[]];
-        await this.writer.append([...extra, { type: "run.held", runId: this.runId, reasons: all }]);
-      } catch (error) {
-        if (error instanceof FencedOut) this.lost = true;
-        throw error;
-      }
+    if (this.lost || !(status === "running" || (status === "held" && added.length > 0))) return;
+    try {
+      const all = [...held, ...added] as [HoldReason, ...HoldReason[]];
+      await this.writer.append([...extra, { type: "run.held", runId: this.runId, reasons: all }]);
+    } catch (error) {
+      if (error instanceof FencedOut) this.lost = true;
+      throw error;
     }
-    throw new RunHeld({ runId: this.runId, reasons });
   }
 
   /** The run is no longer running (held, finished) or no longer this execution's: the agent must stop. */
@@ -199,6 +210,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const disposition =
       def.disposition === "replay" && !this.deps.replayAllowed(def) ? "hold" : def.disposition;
     const reconciler = def.reconciler;
+    const probe = reconciler ? reconciler.probe : def.probe;
     return this.call<R>({
       kind: "tool",
       name,
@@ -207,9 +219,7 @@ export class TurnImpl implements Turn, AttemptHost {
       disposition,
       pin: def.pin,
       reconciler: reconciler?.name ?? null,
-      ...(reconciler?.probe
-        ? { probe: (args: unknown, ctx: CallContext) => reconciler.probe?.(args, ctx) }
-        : {}),
+      ...(probe ? { probe: (args: unknown, ctx: CallContext) => probe(args, ctx) } : {}),
       run: def.run as (args: unknown, context: CallContext) => Promise<R>,
     });
   }

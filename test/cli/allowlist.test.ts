@@ -99,3 +99,90 @@ describe("holdfast allowlist (in order, one module)", () => {
     expect(readFileSync(list, "utf8")).toBe(before);
   });
 });
+
+/**
+ * `fetch_title` pins its module (moduleSource); `fetch_size` pins only the text of its `run`. Both
+ * call `clean`, a helper in the same file, and `trim` from a helper module beside it.
+ */
+const helperModuleText = (cleanBody: string): string => `
+import { Schema } from ${JSON.stringify(import.meta.resolve("effect"))};
+import { defineTool } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "index.ts")).href)};
+import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "tools", "moduleSource.ts")).href)};
+import { trim } from "./trim.mjs";
+
+const clean = (text) => ${cleanBody};
+
+export const fetchTitle = defineTool({
+  name: "fetch_title",
+  args: Schema.Struct({ url: Schema.String }),
+  disposition: "replay",
+  ...moduleSource(import.meta.url),
+  run: async ({ url }) => clean(trim(url)),
+});
+
+export const fetchSize = defineTool({
+  name: "fetch_size",
+  args: Schema.Struct({ url: Schema.String }),
+  disposition: "replay",
+  run: async ({ url }) => clean(trim(url)).length,
+});
+`;
+
+describe("holdfast allowlist: a tool pinned by its module (in order, one module)", () => {
+  let helperDir = "";
+  let helperTools = "";
+  let helperList = "";
+
+  beforeAll(() => {
+    helperDir = mkdtempSync(join(tmpdir(), "holdfast-cli-allowlist-helpers-"));
+    helperTools = join(helperDir, "tools.mjs");
+    helperList = join(helperDir, "holdfast.allowlist.json");
+    writeFileSync(helperTools, helperModuleText("text.toLowerCase()"));
+    writeFileSync(join(helperDir, "trim.mjs"), "export const trim = (text) => text.trim();\n");
+  });
+
+  afterAll(() => {
+    if (helperDir) rmSync(helperDir, { recursive: true, force: true });
+  });
+
+  const check = async () => {
+    // A process of its own each time: this one keeps the module as first imported.
+    const result = await runCli(
+      ["allowlist", "check", "--module", helperTools, "--file", helperList, "--json"],
+      {
+        process: true,
+      },
+    );
+    const report = JSON.parse(result.stdout) as { tools: Array<{ tool: string; status: string }> };
+    return { code: result.code, statuses: Object.fromEntries(report.tools.map((t) => [t.tool, t.status])) };
+  };
+
+  it("both tools are added and check passes while nothing changed", async () => {
+    for (const tool of ["fetch_title", "fetch_size"]) {
+      // A process, as the checks: a pin of run's text depends on the loader that compiled it.
+      const added = await runCli(["allowlist", "add", tool, "--module", helperTools, "--file", helperList], {
+        process: true,
+      });
+      expect(added.code).toBe(0);
+    }
+    expect(await check()).toEqual({ code: 0, statuses: { fetch_size: "ok", fetch_title: "ok" } });
+  });
+
+  it("an edit to a helper in the same module makes check report the module-pinned tool as changed (exit 1)", async () => {
+    writeFileSync(helperTools, helperModuleText("text.toUpperCase()"));
+    // fetch_size's run text is unchanged, so its pin cannot see the edit: what moduleSource is for.
+    expect(await check()).toEqual({ code: 1, statuses: { fetch_size: "ok", fetch_title: "mismatch" } });
+  });
+
+  it("an edit to a helper module it imports makes check report it as changed too", async () => {
+    // Pin the module as it is now, then edit only the imported helper.
+    const added = await runCli(
+      ["allowlist", "add", "fetch_title", "--module", helperTools, "--file", helperList],
+      { process: true },
+    );
+    expect(added.code).toBe(0);
+    expect(await check()).toEqual({ code: 0, statuses: { fetch_size: "ok", fetch_title: "ok" } });
+    writeFileSync(join(helperDir, "trim.mjs"), "export const trim = (text) => text.trim().slice(0, 80);\n");
+    expect(await check()).toEqual({ code: 1, statuses: { fetch_size: "ok", fetch_title: "mismatch" } });
+  });
+});

@@ -103,6 +103,66 @@ describe("holdfast show", () => {
   });
 });
 
+describe("holdfast show --chat", () => {
+  const demoChat = async (): Promise<{ db: string; runId: string; chatId: string }> => {
+    const { db, runId } = demoJournal();
+    const runs = JSON.parse((await runCli(["runs", "--db", db, "--json"])).stdout) as RunJson[];
+    return { db, runId, chatId: runs[0]!.chatId };
+  };
+
+  it("--json gives the chat's runs and its latest checkpoint: run, call, masked state, digest", async () => {
+    const { db, runId, chatId } = await demoChat();
+    const result = await runCli(["show", "--chat", chatId, "--db", db, "--json"]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const shown = JSON.parse(result.stdout) as {
+      chatId: string;
+      lastRunId: string;
+      runs: Array<{ runId: string; status: string }>;
+      checkpoint: { runId: string; afterSeq: number; state: { plan: { items: Array<{ done: boolean }> } } };
+    };
+    expect(shown).toMatchObject({ chatId, lastRunId: runId, runs: [{ runId, status: "completed" }] });
+    // The demo's last checkpoint follows its last call (seq 5), with every plan item done.
+    expect(shown.checkpoint).toMatchObject({
+      runId,
+      afterSeq: 5,
+      digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(shown.checkpoint.state.plan.items.every((item) => item.done)).toBe(true);
+  });
+
+  it("prints the chat, its runs and the checkpoint's state", async () => {
+    const { db, runId, chatId } = await demoChat();
+    const result = await runCli(["show", "--chat", chatId, "--db", db]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`chat ${chatId}`);
+    expect(result.stdout).toMatch(new RegExp(`${runId}\\s+│\\s+\\S+\\s+│\\s+demo@1\\s+│\\s+completed`));
+    expect(result.stdout).toContain(`checkpoint saved by run ${runId} after call ${runId}/5`);
+    expect(result.stdout).toContain('"plan": {');
+  });
+
+  it("a chat that is not in the journal exits 1 and says how to find chats", async () => {
+    const { db } = demoJournal();
+    const result = await runCli(["show", "--chat", "no-such-chat", "--db", db]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(expectTwoLineError(result.stderr)).toEqual({
+      reason: "chat no-such-chat is not in this journal",
+      hint: "list runs and their chats with `holdfast runs`",
+    });
+  });
+
+  it("a run id with --chat, or neither, is a usage error (exit 2)", async () => {
+    const { db, runId, chatId } = await demoChat();
+    const both = await runCli(["show", runId, "--chat", chatId, "--db", db]);
+    expect(both.code).toBe(2);
+    expect(expectTwoLineError(both.stderr).reason).toBe("show takes a run id or --chat, not both");
+    const neither = await runCli(["show", "--db", db]);
+    expect(neither.code).toBe(2);
+    expect(expectTwoLineError(neither.stderr).reason).toBe("show needs a run id, or --chat <chatId>");
+  });
+});
+
 describe("read-only commands", () => {
   it("on a journal path that does not exist exit 1, say so, and create nothing", async () => {
     const dir = tempDir();

@@ -49,6 +49,22 @@ const twoInDoubt = async () => {
 
 const types = async (rt: Runtime, runId: string) => (await rt.events(runId)).map((e) => e.event.type);
 
+describe("a run held by sibling calls", () => {
+  it("two calls in doubt at once: the run's held reasons name both (each hold reads the one before)", async () => {
+    const { rt, runId, a, b } = await twoInDoubt();
+    const row = (await rt.runs()).find((r) => r.runId === runId);
+    expect(row?.heldReasons.map((r) => r.callId).sort()).toEqual([a, b].sort());
+    const held = (await rt.events(runId)).filter((e) => e.event.type === "run.held").at(-1)?.event;
+    expect(held).toMatchObject({
+      reasons: expect.arrayContaining([
+        expect.objectContaining({ callId: a }),
+        expect.objectContaining({ callId: b }),
+      ]),
+    });
+    await rt.close();
+  });
+});
+
 describe("per-call decisions", () => {
   it("F1: A happened, B did not — one decision per call, applied together; new-attempt for B never re-runs A", async () => {
     const { rt, runId, version, effects, failing, a, b } = await twoInDoubt();

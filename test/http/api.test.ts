@@ -149,7 +149,15 @@ describe("the JSON API: reads", () => {
       },
     );
     expect(b).toMatchObject({ name: "notify", status: "in-doubt" });
+    // What the intent recorded for checking later is part of the evidence; a call without one shows null.
+    expect(a.probe).toBeNull();
+    expect(b.probe).toEqual({ server: "mail", version: "2.1.0", annotations: { readOnlyHint: false } });
     expect(b.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);
+    // Both calls failed in doubt at once: the run's reasons name both.
+    expect(a.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);
+    expect(view.run.heldReasons.map((r: { callId: string }) => r.callId).sort()).toEqual(
+      [a.callId, b.callId].sort(),
+    );
 
     const flakyView = await body(await g.request(`/api/runs/${failed.runId}`));
     expect(flakyView.calls[0]).toMatchObject({
@@ -172,6 +180,11 @@ describe("the JSON API: reads", () => {
     const unknown = await g.request("/api/runs?colour=red");
     expect(unknown.status).toBe(422);
     expect((await g.request("/api/nothing-here")).status).toBe(404);
+    const badType = await g.request("/api/events?type=run.admitted,run.finished");
+    expect(badType.status).toBe(422);
+    const typeError = (await body(badType)).error;
+    expect(typeError).toMatchObject({ code: "invalid-input", field: "type" });
+    expect(typeError.message).toContain('"run.finished"');
   });
 
   it("serves an OpenAPI 3.1 document generated from the Schemas, with every route", async () => {

@@ -28,6 +28,9 @@ export const givenServer = async (dir: string, options: { readonly embedded?: bo
       name: label === "A" ? "charge" : "notify",
       args: Schema.Struct({ amount: Schema.optional(Schema.Number) }),
       result: Schema.Struct({ done: Schema.String }),
+      ...(label === "B"
+        ? { probe: () => ({ server: "mail", version: "2.1.0", annotations: { readOnlyHint: false } }) }
+        : {}),
       run: async () => {
         effects.push(label);
         if (failing.has(label)) throw new Error(`${label}: connection reset after send`);

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve } from "../../src/index.js";
@@ -103,6 +103,20 @@ describe("holdfast serve", () => {
       );
       expect(existsSync(join(db, "..", "token"))).toBe(false);
       await expect(serve({ store: db, port: 0, token: "short" })).rejects.toThrow(/at least 24/);
+      // A token file named on purpose counts once it exists; it is never made for a wide bind.
+      const tokenFile = join(db, "..", "ops-token");
+      await expect(serve({ store: db, host: "0.0.0.0", port: 0, tokenFile })).rejects.toThrow(
+        /existing file/,
+      );
+      expect(existsSync(tokenFile)).toBe(false);
+      writeFileSync(tokenFile, "a-long-enough-token-from-a-file-5678\n", { mode: 0o600 });
+      const fromFile = await serve({ store: db, host: "0.0.0.0", port: 0, tokenFile });
+      expect(fromFile.token).toMatchObject({
+        from: "file",
+        path: tokenFile,
+        token: "a-long-enough-token-from-a-file-5678",
+      });
+      await fromFile.close();
       const server = await serve({
         store: db,
         host: "0.0.0.0",

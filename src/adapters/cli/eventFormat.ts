@@ -67,6 +67,16 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return event.reason;
     case "conflict.recorded":
       return `${event.kind}: ${event.detail}`;
+    case "decision.recorded": {
+      const calls = event.calls.map(
+        (c) => `${seqOf(c.callId)} ${c.decision}${c.note ? ` (${brief(c.note, 40)})` : ""}`,
+      );
+      return `by ${event.decidedBy} on version ${event.basedOnVersion}: ${calls.length ? calls.join(", ") : "the run"}; run ${event.run}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
+    }
+    case "retry.granted":
+      return `${seqOf(event.callId)} ${event.attempts} more attempt(s), by ${event.grantedBy}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
+    case "run.claimed":
+      return `by ${event.workerId} (epoch ${event.epoch})${event.previousWorkerId ? `, taken from ${event.previousWorkerId}` : ""}`;
     default: {
       const { type: _type, ...rest } = event;
       return brief(rest);

@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { ExitCode } from "./CliError.js";
+import { ExitCode, usageError } from "./CliError.js";
 import { allowlistAddCommand, allowlistCheckCommand } from "./commands/allowlist.js";
 import { auditCommand, parseExpectHead } from "./commands/audit.js";
 import { backupCommand } from "./commands/backup.js";
@@ -15,6 +15,7 @@ import { retryCommand } from "./commands/retry.js";
 import { RUN_STATUSES, runsCommand } from "./commands/runs.js";
 import { serveCommand } from "./commands/serve.js";
 import { showCommand } from "./commands/show.js";
+import { showChatCommand } from "./commands/showChat.js";
 import { DEFAULT_LEASE_MS, parseConcurrency, parseLeaseMs, workerCommand } from "./commands/worker.js";
 import { describeFailure, failureLines } from "./failure.js";
 import { type Io, Output } from "./Output.js";
@@ -91,11 +92,21 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--json", "print a JSON array instead of a table")
     .action(async (options) => setCode(await runsCommand(options, io)));
 
-  command("show <runId>")
-    .description("show a run: its calls, whether each outcome is committed, held reasons, its events")
+  command("show [runId]")
+    .description(
+      "show a run: its calls, whether each outcome is committed, held reasons, its events; or, with --chat, a chat's runs and its latest checkpoint",
+    )
+    .option("--chat <chatId>", "show this chat instead of a run")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (runId: string, options) => setCode(await showCommand(runId, options, io)));
+    .action(async (runId: string | undefined, options) => {
+      if (runId !== undefined && options.chat !== undefined)
+        throw usageError("show takes a run id or --chat, not both", "see `holdfast show --help`");
+      if (options.chat !== undefined) return setCode(await showChatCommand(options.chat, options, io));
+      if (runId === undefined)
+        throw usageError("show needs a run id, or --chat <chatId>", "see `holdfast show --help`");
+      setCode(await showCommand(runId, options, io));
+    });
 
   command("serve")
     .description("serve the Recovery panel, the JSON API and live events (bound to 127.0.0.1; Ctrl-C stops)")

@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Schema } from "effect";
 import { defineTool } from "../../runtime/define.js";
-import { moduleSource } from "../tools/moduleSource.js";
+import { builtInSource } from "../tools/moduleSource.js";
 
 /**
  * The demo's `notify`: appends a message to `outbox.txt` in the work folder, standing in for an
@@ -14,7 +14,7 @@ export const makeNotifyTool = (workDir: string) =>
     name: "notify",
     description: "Send a short message (demo: appended to outbox.txt).",
     args: Schema.Struct({ to: Schema.String, message: Schema.String }),
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ to, message }, { idempotencyKey }) => {
       const folder = resolve(workDir);
       mkdirSync(folder, { recursive: true, mode: 0o700 });

@@ -1,7 +1,7 @@
 import { Either, ParseResult, Schema } from "effect";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import type { EventType } from "../../events/index.js";
+import { EVENT_TYPES, type EventType } from "../../events/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import type { DecisionRequest } from "../../runtime/decide.js";
 import { readDocument } from "../../runtime/documents.js";
@@ -131,7 +131,9 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     await next();
     c.header("Content-Security-Policy", CONTENT_SECURITY_POLICY);
     c.header("X-Content-Type-Options", "nosniff");
-    c.header("Referrer-Policy", "no-referrer");
+    // Not no-referrer: under it a browser sends `Origin: null` on a page's own form posts, which the
+    // Origin check must refuse; same-origin sends no referrer to any other origin.
+    c.header("Referrer-Policy", "same-origin");
     c.header("X-Frame-Options", "DENY");
     c.header("Cross-Origin-Opener-Policy", "same-origin");
     c.header("Cross-Origin-Resource-Policy", "same-origin");
@@ -278,7 +280,7 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       streamIds: split(query.stream),
       runIds: split(query.run),
       chatIds: split(query.chat),
-      types: split(query.type) as EventType[] | undefined,
+      types: eventTypes(split(query.type)),
     });
     return liveEvents(
       c,
@@ -299,6 +301,22 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     app,
     close: () => streams.closeAll(),
   };
+};
+
+/** `?type=` names event types; an unknown one would silently match nothing, so it is a 422. */
+const eventTypes = (names: ReadonlyArray<string> | undefined): EventType[] | undefined => {
+  if (names === undefined) return undefined;
+  const known = new Set<string>(EVENT_TYPES);
+  const unknown = names.filter((name) => !known.has(name));
+  if (unknown.length > 0) {
+    throw new ApiError(
+      422,
+      "invalid-input",
+      `query: type: ${unknown.map((u) => JSON.stringify(u)).join(", ")} is not an event type (docs/events.md lists them)`,
+      { field: "type" },
+    );
+  }
+  return names as EventType[];
 };
 
 /** Why a cookie-authenticated mutation is refused (null: it may go on). */

@@ -12,7 +12,7 @@ export const vendorAssets = (): Record<string, { readonly path: string; readonly
 });
 
 /**
- * The panel's own script: the "live / reconnecting" state of the event stream, and copying the
+ * The panel's own script: the "live / reconnecting / signed out" state of the event stream, and copying the
  * head digest. Everything else works without it (forms post, links navigate).
  */
 export const PANEL_JS = `"use strict";
@@ -24,11 +24,26 @@ export const PANEL_JS = `"use strict";
     el.dataset.state = state;
     el.textContent = text;
   };
+  const signedOut = () => {
+    const el = status();
+    return el !== null && el.dataset.state === "signed-out";
+  };
+  const reconnecting = () => {
+    if (!signedOut()) show("reconnecting", "reconnecting…");
+  };
   document.addEventListener("htmx:sse:after:connection", () => show("live", "live"));
-  document.addEventListener("htmx:sse:error", () => show("reconnecting", "reconnecting…"));
+  // A stream that ended cleanly is retried without an error: say so from the first retry on.
+  document.addEventListener("htmx:sse:before:connection", (event) => {
+    const connection = event.detail && event.detail.connection;
+    if (connection && connection.attempt > 0) reconnecting();
+  });
+  document.addEventListener("htmx:sse:error", (event) => {
+    if (event.detail && event.detail.status === 401) show("signed-out", "signed out: reload to sign in again");
+    else reconnecting();
+  });
   document.addEventListener("htmx:sse:close", (event) => {
     const reason = event.detail && event.detail.reason;
-    if (reason !== "removed" && reason !== "cleanup") show("reconnecting", "reconnecting…");
+    if (reason !== "removed" && reason !== "cleanup") reconnecting();
   });
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
@@ -98,7 +113,7 @@ form.inline { display: inline; }
 .filters { display: flex; gap: .75rem; align-items: end; flex-wrap: wrap; margin: .5rem 0 1rem; }
 .filters label { display: flex; flex-direction: column; font-size: .9em; color: var(--muted); }
 #live-status { font-size: .85em; color: var(--muted); }
-#live-status[data-state="reconnecting"] { color: var(--held); font-weight: 600; }
+#live-status[data-state="reconnecting"], #live-status[data-state="signed-out"] { color: var(--held); font-weight: 600; }
 .muted { color: var(--muted); }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;

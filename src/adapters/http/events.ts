@@ -106,18 +106,22 @@ export const liveEvents = (
           slowClientMs,
         );
         if (!sent) {
-          // Best effort: a client that reads nothing may never see it; the connection ends anyway.
+          // Queued behind the event the client has not taken, then the stream ends (`stream.close()`
+          // once this callback returns): a client that reads again gets that event, this message
+          // and the end, and resumes after that event. Aborting instead would discard both, and
+          // the client would see a clean end with no reason. Nothing more is read for it; what
+          // stays queued is that one event and this message.
           void stream.writeSSE({
             event: "close",
             data: JSON.stringify({
               reason: "slow-client",
-              message: `the client took no event for ${slowClientMs} ms; reconnect with Last-Event-ID ${recorded.position - 1} to resume`,
+              message: `the client took no event for ${slowClientMs} ms; reconnect with Last-Event-ID ${recorded.position} to resume`,
             }),
           });
           console.error(
             `holdfast serve: an event stream was dropped: its client took no event for ${slowClientMs} ms`,
           );
-          stop();
+          stopped = true;
           break;
         }
       }

@@ -53,6 +53,17 @@ const age = (since: string, now = Date.now()): string => {
 
 const pretty = (value: unknown): string => JSON.stringify(value, null, 2) ?? "null";
 
+/**
+ * Every page. Its referrer policy is `same-origin` (as the replies' header says): under
+ * `no-referrer` a browser sends `Origin: null` on the page's own form posts, which the Origin check
+ * refuses as an opaque origin (every sign-in and decision was refused); `same-origin` still sends
+ * no referrer to another origin.
+ *
+ * The scripts are plain (not deferred) at the end of the body, in order: htmx then starts on
+ * DOMContentLoaded, after its SSE extension and the panel's listeners are in place. Deferred, htmx
+ * started from a timer that could run before the later scripts had loaded, and the page stayed
+ * "connecting…" (or never connected).
+ */
 const layout = (
   title: string,
   session: Session | null,
@@ -63,12 +74,10 @@ const layout = (
   <head>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <meta name="referrer" content="same-origin" />
     <meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": false}' />
     <title>${title} · holdfast</title>
     <link rel="stylesheet" href="/static/panel.css" />
-    <script src="/static/htmx.js" defer></script>
-    <script src="/static/hx-sse.js" defer></script>
-    <script src="/static/panel.js" defer></script>
   </head>
   <body>
     <header class="top">
@@ -97,6 +106,9 @@ const layout = (
     </header>
     ${live === null ? "" : html`<div id="live" hx-sse:connect="${live}" hidden></div>`}
     <main id="main">${body}</main>
+    <script src="/static/htmx.js"></script>
+    <script src="/static/hx-sse.js"></script>
+    <script src="/static/panel.js"></script>
   </body>
 </html>`;
 
@@ -194,6 +206,7 @@ const evidenceList = (call: CallView): Html => html`<dl class="evidence">
   <dt>reconciler</dt><dd>${call.reconciler ?? "none"}${call.evidence ? html` — proved <strong>${call.evidence.outcome}</strong>` : ""}</dd>
   ${call.holdReasons.map((r) => html`<dt>held because</dt><dd><strong>${r.code}</strong>: ${r.detail}</dd>`)}
   <dt>arguments</dt><dd><pre>${pretty(call.args)}</pre></dd>
+  ${call.probe === null ? "" : html`<dt>recorded for checking</dt><dd><pre>${pretty(call.probe)}</pre></dd>`}
   ${call.evidence ? html`<dt>reconciler answer</dt><dd><pre>${pretty(call.evidence.evidence)}</pre></dd>` : ""}
 </dl>`;
 
@@ -395,6 +408,27 @@ const formText = (form: Record<string, unknown>, name: string): string => {
 export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
   const { reader, sessions } = options;
 
+  /**
+   * What was just recorded, shown once on the run page the form redirects to. Kept here per session,
+   * not in the URL: a link carrying "Recorded: …" must not show a confirmation of something nobody
+   * recorded.
+   */
+  const recorded = new Map<string, { readonly runId: string; readonly text: string }>();
+  const remember = (session: Session, runId: string, text: string): void => {
+    recorded.delete(session.id);
+    recorded.set(session.id, { runId, text });
+    for (const oldest of recorded.keys()) {
+      if (recorded.size <= 1000) break;
+      recorded.delete(oldest);
+    }
+  };
+  const recall = (session: Session, runId: string): string | undefined => {
+    const notice = recorded.get(session.id);
+    if (notice?.runId !== runId) return undefined;
+    recorded.delete(session.id);
+    return notice.text;
+  };
+
   app.get("/static/:file", (c) => {
     const file = param(c, "file");
     if (file === "panel.js")
@@ -426,7 +460,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             <input type="hidden" name="next" value="${c.req.query("next") ?? "/"}" />
             <label class="field" for="token">The server's token</label>
             <input id="token" type="password" name="token" autocomplete="current-password" required size="48" />
-            <p class="muted">It is in <code>.holdfast/token</code> next to the journal, or in <code>HOLDFAST_TOKEN</code>.</p>
+            <p class="muted">It is in the file <code>token</code> next to the journal (<code>.holdfast/token</code> for the default one), or in <code>HOLDFAST_TOKEN</code>.</p>
             <label class="field" for="name">Your name (recorded with every decision you make)</label>
             <input id="name" type="text" name="name" required size="32" />
             <p><button type="submit">Sign in</button></p>
@@ -492,29 +526,31 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     }),
   );
 
-  app.get(
-    "/panel/live",
-    page((c) => {
-      const run = c.req.query("run");
-      const resumeFrom = c.req.header("last-event-id");
-      const after =
-        resumeFrom !== undefined && /^\d+$/.test(resumeFrom)
-          ? Number(resumeFrom)
-          : Number(c.req.query("after") ?? 0);
-      // The panel only needs to know that something changed: one short message per event.
-      return liveEvents(
-        c,
-        reader,
-        {
-          after: Number.isSafeInteger(after) && after >= 0 ? after : 0,
-          filter: run ? { runIds: [run] } : {},
-        },
-        options.streams,
-        options.live,
-        (recorded) => ({ event: "journal", data: String(recorded.position) }),
-      );
-    }),
-  );
+  app.get("/panel/live", (c) => {
+    // Not the login redirect of the pages: a stream that answers with the login page looks
+    // connected to the page's script while nothing live ever comes (after a restart, say).
+    if (c.get("auth")?.kind !== "session") {
+      return c.text("Sign in again: this session has ended (the server restarted, or it expired).", 401);
+    }
+    const run = c.req.query("run");
+    const resumeFrom = c.req.header("last-event-id");
+    const after =
+      resumeFrom !== undefined && /^\d+$/.test(resumeFrom)
+        ? Number(resumeFrom)
+        : Number(c.req.query("after") ?? 0);
+    // The panel only needs to know that something changed: one short message per event.
+    return liveEvents(
+      c,
+      reader,
+      {
+        after: Number.isSafeInteger(after) && after >= 0 ? after : 0,
+        filter: run ? { runIds: [run] } : {},
+      },
+      options.streams,
+      options.live,
+      (recorded) => ({ event: "journal", data: String(recorded.position) }),
+    );
+  });
 
   const lastPositionOf = (view: RunView): number => view.events.at(-1)?.position ?? 0;
 
@@ -556,7 +592,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           const loaded = Number(c.req.query("loaded"));
           return c.html(runState(view, Number.isSafeInteger(loaded) ? loaded : view.version));
         }
-        const decided = c.req.query("decided");
+        const decided = recall(session, runId);
         return await showRun(
           c,
           session,
@@ -619,6 +655,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           ),
         );
       }
+      let unchecked: ReadonlyArray<string> = [];
       try {
         const operator = await options.operator();
         const request = callId
@@ -642,6 +679,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             };
         const outcome = await operator.decide(runId, request);
         outcome.result.catch(() => undefined);
+        unchecked = outcome.unchecked;
       } catch (error) {
         const reply = errorReply(error);
         if (reply.body.error.code === "stale-decision") {
@@ -664,7 +702,14 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         );
       }
       const what = callId ? `${DECISION_LABELS[kind]} for ${callId}` : DECISION_LABELS[kind];
-      return c.redirect(`/runs/${encodeURIComponent(runId)}?decided=${encodeURIComponent(what)}`, 303);
+      remember(
+        session,
+        runId,
+        unchecked.length === 0
+          ? what
+          : `${what} (the result given for ${unchecked.join(", ")} was not checked: no result Schema for it here)`,
+      );
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );
 
@@ -696,10 +741,8 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           reply.status === 409 ? 409 : 422,
         );
       }
-      return c.redirect(
-        `/runs/${encodeURIComponent(runId)}?decided=${encodeURIComponent(`${attempts} more attempt(s) for ${callId}`)}`,
-        303,
-      );
+      remember(session, runId, `${attempts} more attempt(s) for ${callId}`);
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );
 
@@ -772,7 +815,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             chatId,
             banner(
               "stale",
-              html`Conflict: the plan changed while you edited it (you edited revision ${String(expected)}; it is at revision ${String(reply.body.error.currentRevision ?? "?")} now). Your edit was not saved and nothing was overwritten; the conflict is recorded. The current plan is shown above; your text is below — merge it and save again.`,
+              html`Conflict: the plan changed while you edited it (you edited revision ${String(expected)}; it is at revision ${String(reply.body.error.currentRevision ?? "?")} now). Your edit was not saved and nothing was overwritten; the conflict is recorded. The current plan is shown below, and your text in the form under it: merge them and save again.`,
             ),
             text,
             409,

@@ -83,6 +83,7 @@ export const CallView = Schema.Struct({
   outcomeCommitted: Schema.Boolean,
   via: Schema.NullOr(Schema.Literal("live", "reconciled", "confirmed")),
   args: Schema.Unknown,
+  probe: Schema.Unknown,
   idempotencyKey: Schema.String,
   fingerprint: Schema.String,
   pin: Schema.NullOr(Schema.String),

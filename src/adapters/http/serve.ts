@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -16,6 +16,7 @@ import { allowedHosts, isLoopback, loadToken, TOKEN_VARIABLE, type TokenSource }
 export const DEFAULT_PORT = 4640;
 export const DEFAULT_HOST = "127.0.0.1";
 
+/** What `serve` listens on, which journal it reads, and how it authenticates. */
 export interface ServeOptions {
   /** The journal: a file path or a `postgres://` URL (default `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
   readonly store?: string;
@@ -38,6 +39,7 @@ export interface ServeOptions {
   readonly live?: LiveOptions;
 }
 
+/** A running `holdfast serve`: where it listens, its token, and `close()`. */
 export interface Server {
   /** Where it listens, e.g. `http://127.0.0.1:4640`. */
   readonly url: string;
@@ -85,10 +87,15 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
     throw new Error(`the port ${String(port)} is not a port number (0–65535; 0 picks a free one)`);
   }
   const store = resolveStore(options.store).store;
-  const explicitToken = options.token ?? (process.env[TOKEN_VARIABLE] || undefined);
+  // Beyond loopback the token must be one someone set: the option, HOLDFAST_TOKEN, or a token file
+  // named on purpose that already exists — never one made now in the default place.
+  const explicitToken =
+    options.token ??
+    (process.env[TOKEN_VARIABLE] || undefined) ??
+    (options.tokenFile !== undefined && existsSync(options.tokenFile) ? "from the token file" : undefined);
   if (!isLoopback(host) && explicitToken === undefined) {
     throw new Error(
-      `serving on ${host} (not loopback) needs a token set on purpose: set ${TOKEN_VARIABLE} (at least 24 random characters) or pass --token-file; a token written to a file by default is for loopback only`,
+      `serving on ${host} (not loopback) needs a token set on purpose: set ${TOKEN_VARIABLE} (at least 24 random characters) or pass --token-file with an existing file (mode 0600); a token made now is for loopback only`,
     );
   }
   const token = loadToken(options.tokenFile ?? defaultTokenFile(store), options.token);

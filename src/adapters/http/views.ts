@@ -85,6 +85,11 @@ export interface CallView {
   readonly via: "live" | "reconciled" | "confirmed" | null;
   /** The intent's arguments, as stored (masked). */
   readonly args: unknown;
+  /**
+   * What the intent recorded for a later check, as stored (masked): a reconciler's probe, or a tool's
+   * own (an MCP call's server, version, schema digest and annotations). Null when there is none.
+   */
+  readonly probe: unknown;
   readonly idempotencyKey: string;
   readonly fingerprint: string;
   /** The digest of the tool's source the intent recorded (the safe list pins it); null for document calls. */
@@ -185,6 +190,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         outcomeCommitted: committed.get(intent.callId) ?? false,
         via: state?.via ?? null,
         args: intent.args,
+        probe: intent.probe ?? null,
         idempotencyKey: intent.idempotencyKey,
         fingerprint: intent.fingerprint,
         pin: intent.pin,

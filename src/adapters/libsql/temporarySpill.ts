@@ -9,6 +9,7 @@ import { KeyFilter } from "./KeyFilter.js";
 type Db = InstanceType<typeof Database>;
 type Statement = Database.Statement<unknown[]>;
 
+/** When the spill moves to a file, where, and whether it is sealed. */
 export interface TemporarySpillOptions {
   /** Entries kept in memory before everything moves to the file (default 20 000, about 10 MiB). */
   readonly memoryEntries?: number;

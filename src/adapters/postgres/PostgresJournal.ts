@@ -40,35 +40,14 @@ import {
   toStored,
 } from "../sql/rows.js";
 import { numberPlaceholders, postgresDialect, statements } from "../sql/statements.js";
-import { type ConnectRetry, connectWithRetry } from "./connect.js";
+import { connectWithRetry } from "./connect.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { CommitListener, commitChannel } from "./notify.js";
+import type { PostgresJournalOptions } from "./options.js";
 import { readableSchemaKey } from "./readOnly.js";
 import { maskUrl } from "./url.js";
 
-export interface PostgresJournalOptions {
-  /** The schema holding the journal's tables; else the URL's `?schema=`, else `holdfast`. */
-  readonly schema?: string;
-  /** Connections in the pool. Default 4: one committer, the rest for reads and claims. */
-  readonly poolSize?: number;
-  readonly retry?: ConnectRetry;
-  /** Called inside the group commit, between the batch's writes and COMMIT (tests). */
-  readonly onBeforeCommit?: () => void | Promise<void>;
-  /**
-   * The server ends a session idle inside a transaction for this long (default 10 000 ms), so a
-   * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
-   */
-  readonly idleInTransactionMs?: number;
-  /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Check at open that the keys read this journal (default true; the audit opens without). */
-  readonly keyCheck?: boolean;
-  /**
-   * Open for reading only: no migration (the schema must hold this version's journal), and every
-   * connection's transactions are read-only (`default_transaction_read_only`).
-   */
-  readonly readOnly?: boolean;
-}
+export type { PostgresJournalOptions } from "./options.js";
 
 interface Pending {
   readonly requests: ReadonlyArray<AppendRequest>;

@@ -1,12 +1,6 @@
 import type pg from "pg";
 import { JournalUnavailable } from "../../runtime/errors.js";
-
-export interface ConnectRetry {
-  /** Connection attempts before giving up. Default 5. */
-  readonly attempts?: number;
-  /** Wait after the first failed attempt; doubles after each. Default 200 ms. */
-  readonly initialDelayMs?: number;
-}
+import type { ConnectRetry } from "./options.js";
 
 /** Server answers that another attempt will not change: wrong password, missing database, no rights. */
 const FINAL_CODES = new Set(["28000", "28P01", "3D000", "42501"]);

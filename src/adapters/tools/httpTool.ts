@@ -2,8 +2,9 @@ import { Schema } from "effect";
 import type { Reconciler, ToolDef } from "../../runtime/define.js";
 import { defineTool } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
-import { moduleSource } from "./moduleSource.js";
+import { builtInSource } from "./moduleSource.js";
 
+/** The arguments of `http_request`: url, and optionally method, headers and body. */
 export const HttpArgs = Schema.Struct({
   url: Schema.String.pipe(Schema.pattern(/^https?:\/\//)),
   method: Schema.optionalWith(Schema.Literal("GET", "POST", "PUT", "PATCH", "DELETE"), {
@@ -16,6 +17,7 @@ export const HttpArgs = Schema.Struct({
 });
 export type HttpArgs = typeof HttpArgs.Type;
 
+/** What `http_request` returns: the status, the body, and a redirect's location. */
 export interface HttpResult {
   readonly status: number;
   readonly body: unknown;
@@ -41,6 +43,7 @@ export type HttpLookup =
   | { readonly found: false; readonly reserved?: false }
   | { readonly found: "unknown"; readonly reason: string };
 
+/** How `makeHttpTool` sends and reconciles: the key lookup (required), name, timeout, key header. */
 export interface HttpToolOptions {
   /** Tool name; default `http_request`. */
   readonly name?: string;
@@ -130,7 +133,7 @@ export const makeHttpTool = (
     description: "Send an HTTP request with an idempotency key; returns the status and the body.",
     args: HttpArgs,
     reconciler,
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ url, method, headers, body }, { idempotencyKey }) => {
       let response: Response;
       try {

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
-import { moduleSource } from "./moduleSource.js";
+import { builtInSource } from "./moduleSource.js";
 import {
   createReceipt,
   ensureFolder,
@@ -21,9 +21,11 @@ import {
   shellEnvironment,
 } from "./shellEnvironment.js";
 
+/** The arguments of `shell`: the command, run with `sh -c`. */
 export const ShellArgs = Schema.Struct({ command: Schema.NonEmptyString });
 export type ShellArgs = typeof ShellArgs.Type;
 
+/** What `shell` returns: the exit code and the (capped) output. */
 export interface ShellResult {
   /** The exit status; 128 + the signal number when the command was killed by a signal. */
   readonly exitCode: number;
@@ -31,6 +33,7 @@ export interface ShellResult {
   readonly stderr: string;
 }
 
+/** How `makeShellTool` runs commands: timeout, output cap, receipts folder, environment. */
 export interface ShellToolOptions {
   /** Where start and exit receipts are kept; default `<workDir>.receipts`. */
   readonly receiptsDir?: string;
@@ -178,7 +181,7 @@ export const makeShellTool = (
     description: "Run a shell command (sh -c) in the work folder; returns its exit status and output.",
     args: ShellArgs,
     reconciler: shellReconciler(receiptsDir, maxOutputBytes),
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ command }, context) => {
       const { idempotencyKey } = context;
       const { receipt, start } = takeAttempt(idempotencyKey);

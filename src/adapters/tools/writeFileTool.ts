@@ -4,7 +4,7 @@ import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { type FileState, fileState, sha256Of } from "./fileState.js";
-import { moduleSource } from "./moduleSource.js";
+import { builtInSource } from "./moduleSource.js";
 import {
   createReceipt,
   ensureFolder,
@@ -17,6 +17,7 @@ import {
 } from "./receipts.js";
 import { checkTarget, prepareTarget } from "./targetPath.js";
 
+/** The arguments of `write_file`: a path inside the work folder and the UTF-8 content. */
 export const WriteFileArgs = Schema.Struct({
   /** Relative to the work folder; `/` separates folders. */
   path: Schema.NonEmptyString,
@@ -24,6 +25,7 @@ export const WriteFileArgs = Schema.Struct({
 });
 export type WriteFileArgs = typeof WriteFileArgs.Type;
 
+/** What `write_file` returns: the path written, its size and SHA-256. */
 export interface WriteFileResult {
   /** The path written, relative to the work folder, with `/` separators. */
   readonly path: string;
@@ -31,6 +33,7 @@ export interface WriteFileResult {
   readonly sha256: string;
 }
 
+/** Where `makeWriteFileTool` keeps its receipts (default `<workDir>.receipts`). */
 export interface WriteFileToolOptions {
   /**
    * Where each attempt's receipts are kept; default `<workDir>.receipts`. It must be on the same
@@ -185,7 +188,7 @@ export const makeWriteFileTool = (
     description: "Write a UTF-8 text file inside the work folder (parent folders are created).",
     args: WriteFileArgs,
     reconciler: writeFileReconciler(root, receiptsDir),
-    ...moduleSource(import.meta.url),
+    ...builtInSource(import.meta.url),
     run: async ({ path, content }, context) => {
       const { idempotencyKey: key } = context;
       const target = prepareTarget(root, path);

@@ -24,6 +24,7 @@ import { RebuiltProjections } from "./projections.js";
 import { type AdmissionCheck, RunChecks, type RunTrack } from "./runs.js";
 import { type AuditSpill, memorySpill } from "./spill.js";
 
+/** What an audit found: `clean`, the findings, what it read, and the head digest to anchor. */
 export interface AuditReport {
   readonly clean: boolean;
   readonly findings: ReadonlyArray<AuditFinding>;

@@ -25,6 +25,7 @@ export const FINDING_KINDS = [
   "lost-commits",
   "anchor-damaged",
 ] as const;
+/** What kind of problem a finding is (`prev-hash-mismatch`, `projection-different`, …). */
 export type FindingKind = (typeof FINDING_KINDS)[number];
 
 /**

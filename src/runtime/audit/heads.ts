@@ -10,7 +10,14 @@ export interface ExpectedHead {
   readonly position: number | null;
 }
 
-/** Parse `D` or `D@P`; null when it is neither. */
+/**
+ * Parse an anchored head digest, `D` or `D@P` (as `holdfast audit` prints it); null when it is neither.
+ *
+ * @example
+ * const expectHead = parseExpectedHead(readFileSync("anchored-head.txt", "utf8"));
+ * if (!expectHead) throw new Error("not a head digest");
+ * const report = await auditJournal(journal, { expectHead });
+ */
 export const parseExpectedHead = (text: string): ExpectedHead | null => {
   const match = /^([0-9a-f]{64})(?:@(\d+))?$/.exec(text.trim().toLowerCase());
   if (!match) return null;

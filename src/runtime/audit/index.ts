@@ -8,10 +8,17 @@ import { type AuditSpill, memorySpill } from "./spill.js";
 
 export { type AuditReport, LogAuditor, type LogAuditorOptions, type Retained } from "./auditor.js";
 export { type AuditFinding, FINDING_KINDS, type FindingKind } from "./findings.js";
-export { type ExpectedHead, type Head, headDigest, parseExpectedHead } from "./heads.js";
+export {
+  type ExpectedHead,
+  type ExpectedHeadResult,
+  type Head,
+  headDigest,
+  parseExpectedHead,
+} from "./heads.js";
 export type { AdmissionCheck } from "./runs.js";
 export { type AuditSpill, memorySpill } from "./spill.js";
 
+/** How an audit reads the log: the expected head, page size, progress, spill. */
 export interface AuditOptions {
   /** Report a finding when the head digest (or the heads as of a position) differs. */
   readonly expectHead?: ExpectedHead | null;

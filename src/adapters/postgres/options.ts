@@ -1,0 +1,33 @@
+// What opening a PostgreSQL journal takes, apart from the module that needs the driver: the public
+// types reach these without reaching `pg`, an optional peer dependency.
+
+export interface ConnectRetry {
+  /** Connection attempts before giving up. Default 5. */
+  readonly attempts?: number;
+  /** Wait after the first failed attempt; doubles after each. Default 200 ms. */
+  readonly initialDelayMs?: number;
+}
+
+export interface PostgresJournalOptions {
+  /** The schema holding the journal's tables; else the URL's `?schema=`, else `holdfast`. */
+  readonly schema?: string;
+  /** Connections in the pool. Default 4: one committer, the rest for reads and claims. */
+  readonly poolSize?: number;
+  readonly retry?: ConnectRetry;
+  /** Called inside the group commit, between the batch's writes and COMMIT (tests). */
+  readonly onBeforeCommit?: () => void | Promise<void>;
+  /**
+   * The server ends a session idle inside a transaction for this long (default 10 000 ms), so a
+   * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
+   */
+  readonly idleInTransactionMs?: number;
+  /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Check at open that the keys read this journal (default true; the audit opens without). */
+  readonly keyCheck?: boolean;
+  /**
+   * Open for reading only: no migration (the schema must hold this version's journal), and every
+   * connection's transactions are read-only (`default_transaction_read_only`).
+   */
+  readonly readOnly?: boolean;
+}

@@ -1,0 +1,38 @@
+/**
+ * `holdfast/tools` — the built-in tools, each with the reconciler that proves what happened to an
+ * in-doubt call, and `moduleSource` to pin your own tools by their module.
+ *
+ * @example
+ * import { openRuntime } from "holdfast";
+ * import { makeShellTool, makeWriteFileTool } from "holdfast/tools";
+ *
+ * const shell = makeShellTool("./work");
+ * const writeFile = makeWriteFileTool("./work");
+ * const runtime = await openRuntime({ agents: [agent], tools: [shell, writeFile] });
+ */
+
+export type { FileState } from "./adapters/tools/fileState.js";
+export {
+  HttpArgs,
+  type HttpLookup,
+  type HttpResult,
+  type HttpToolOptions,
+  makeHttpTool,
+} from "./adapters/tools/httpTool.js";
+export { moduleSource } from "./adapters/tools/moduleSource.js";
+export {
+  SHELL_ENVIRONMENT_DEFAULTS,
+  type ShellEnvironmentOptions,
+} from "./adapters/tools/shellEnvironment.js";
+export {
+  makeShellTool,
+  ShellArgs,
+  type ShellResult,
+  type ShellToolOptions,
+} from "./adapters/tools/shellTool.js";
+export {
+  makeWriteFileTool,
+  WriteFileArgs,
+  type WriteFileResult,
+  type WriteFileToolOptions,
+} from "./adapters/tools/writeFileTool.js";

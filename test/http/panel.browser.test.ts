@@ -1,0 +1,585 @@
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, type Server as NodeServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { DECISION_MEANINGS } from "../../src/adapters/cli/commands/decide.js";
+import type { DecisionKind } from "../../src/events/index.js";
+import { openReader, openRuntime, type Runtime, type Server, serve } from "../../src/index.js";
+import { lineOf, runWorker } from "../support/processes.js";
+import { useTempDir } from "../support/tmp.js";
+import { countOf } from "../support/witness.js";
+import { launchChromium, screenshot, signIn, waitLive } from "./browser/chromium.js";
+import { endedRun, type HeldRun, heldRun, openPanelRuntime, waitFor } from "./browser/runs.js";
+
+/**
+ * The Recovery panel in real Chromium (Debian's headless shell, never skipped), on real journals
+ * (libSQL files in temp folders), with real child processes where a crash is the point. Set
+ * HOLDFAST_SCREENSHOTS=1 to write the screenshots docs/panel.md shows.
+ */
+const tempDir = useTempDir();
+const ROOT = join(import.meta.dirname, "..", "..");
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** What a test opened, closed after it (browser contexts first, then servers, then runtimes). */
+const opened: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of opened.splice(0).reverse()) await close();
+});
+
+const newContext = async (): Promise<BrowserContext> => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: "light" });
+  opened.push(() => context.close());
+  return context;
+};
+
+const started = async (server: Promise<Server>): Promise<Server> => {
+  const s = await server;
+  opened.push(() => s.close());
+  return s;
+};
+
+/** A journal with the test agents, served with their runtime (decided runs continue at once). */
+const panelWithRuntime = async () => {
+  const journal = await openPanelRuntime(tempDir());
+  opened.push(() => journal.runtime.close());
+  const server = await started(serve({ store: journal.store, port: 0, runtime: journal.runtime }));
+  return { ...journal, server };
+};
+
+const api = (server: Server, path: string, body: unknown) =>
+  fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.token.token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+const postResponse = (page: Page, pathEnd: string) =>
+  page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith(pathEnd));
+
+/** Fill a call's decision form on the run page and press "Review decision…". */
+const review = async (
+  page: Page,
+  callId: string,
+  decision: DecisionKind,
+  fields: { readonly note?: string; readonly result?: string } = {},
+) => {
+  const form = page.locator(`form.decide[data-call="${callId}"]`);
+  await form.locator(`input[name="decision"][value="${decision}"]`).check();
+  if (fields.note !== undefined) await form.locator('textarea[name="note"]').fill(fields.note);
+  if (fields.result !== undefined) await form.locator('textarea[name="result"]').fill(fields.result);
+  const [response] = await Promise.all([
+    postResponse(page, "/decide"),
+    form.locator("button[type=submit]").click(),
+  ]);
+  return response;
+};
+
+/** What an element says, whitespace collapsed as a reader sees it. */
+const text = async (locator: Locator): Promise<string> =>
+  ((await locator.textContent()) ?? "").replace(/\s+/g, " ").trim();
+
+const eventCount = async (runtime: Runtime, runId: string) => (await runtime.events(runId)).length;
+
+describe("docs/panel.md", () => {
+  it("gives each decision's meaning in the words of `holdfast show`, and shows only screenshots the tests take", () => {
+    const page = readFileSync(join(ROOT, "docs", "panel.md"), "utf8");
+    for (const [decision, meaning] of Object.entries(DECISION_MEANINGS)) {
+      expect(page).toContain(`| \`${decision}\``);
+      expect(page).toContain(meaning);
+    }
+    const shown = [...page.matchAll(/\]\(panel\/([\w-]+)\.png\)/g)].map((m) => m[1]);
+    const taken = [
+      ...readFileSync(import.meta.filename, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g),
+    ].map((m) => m[1]);
+    expect(shown.toSorted()).toEqual(taken.toSorted());
+    for (const name of shown) expect(existsSync(join(ROOT, "docs", "panel", `${name}.png`))).toBe(true);
+  });
+});
+
+describe("signing in", () => {
+  it("the form with the server's token sets an HttpOnly SameSite=Strict session cookie; a wrong token is refused and sets none", async () => {
+    const dir = tempDir();
+    const store = join(dir, "journal.db");
+    await (await openRuntime({ store, agents: [], tools: [] })).close();
+    const server = await started(serve({ store, port: 0 }));
+    const context = await newContext();
+    const page = await context.newPage();
+
+    await page.goto(`${server.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+    await page.fill("#token", "not-the-token-but-long-enough-to-look-real");
+    await page.fill("#name", "mallory");
+    const [refused] = await Promise.all([postResponse(page, "/login"), page.click("button[type=submit]")]);
+    expect(refused.status()).toBe(401);
+    expect(await text(page.locator(".banner-error"))).toBe("That is not the server's token.");
+    expect(await context.cookies()).toEqual([]);
+    await page.goto(`${server.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+
+    await page.fill("#token", server.token.token);
+    await page.fill("#name", "ada");
+    await Promise.all([page.waitForURL(`${server.url}/`), page.click("button[type=submit]")]);
+    const cookies = await context.cookies();
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatchObject({
+      name: "holdfast_session",
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/",
+    });
+    expect(await page.evaluate("document.cookie")).toBe("");
+    expect(await text(page.locator(".who strong"))).toBe("ada");
+    expect(await text(page.locator("#needs-none"))).toBe("No run is waiting for a person.");
+  });
+});
+
+describe("live updates", () => {
+  it("a run crashed in another process and held by the next appears under Needs you without a reload", async () => {
+    const dir = tempDir();
+    const store = join(dir, "journal.db");
+    const witness = join(dir, "witness.txt");
+    await (await openRuntime({ store, agents: [], tools: [] })).close();
+    const server = await started(serve({ store, port: 0 }));
+    const page = await signIn(await newContext(), server.url, server.token.token);
+    await waitLive(page);
+    expect(await page.locator("#needs-you").count()).toBe(0);
+    // Gone if the page were loaded again.
+    await page.evaluate("window.notReloaded = true");
+    let navigations = 0;
+    page.on("framenavigated", (frame) => {
+      if (frame === page.mainFrame()) navigations++;
+    });
+
+    // The worker is SIGKILLed after the `record` tool took effect, before its outcome was committed.
+    const env = { HF_DB: store, HF_WITNESS: witness, HF_CHAT: "c", HF_INPUT: "i", HF_PREFIX: "p" };
+    const crashed = await runWorker({
+      ...env,
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "after-effect-before-outcome",
+      HOLDFAST_CRASH_CALL: "record",
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+    const recovered = await runWorker({ ...env, HF_ACTION: "recover" });
+    const report = lineOf(recovered, "recovery")?.report as { held: Array<{ runId: string }> };
+    expect(report.held).toHaveLength(1);
+    const runId = report.held[0]!.runId;
+
+    const row = page.locator(`#needs-you tr[data-run="${runId}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    expect(await text(row)).toContain(`in-doubt ${runId}/0`);
+    expect(await page.evaluate("window.notReloaded")).toBe(true);
+    expect(navigations).toBe(0);
+    expect(await text(page.locator("#live-status"))).toBe("live");
+    expect(countOf(witness, "p-a")).toBe(1);
+    await screenshot(page, "runs");
+
+    await Promise.all([page.waitForURL(`${server.url}/runs/${runId}`), row.locator("a").click()]);
+    const form = page.locator(`form.decide[data-call="${runId}/0"]`);
+    const choices = await form.locator('input[name="decision"]').all();
+    expect(await Promise.all(choices.map((choice) => choice.getAttribute("value")))).toEqual([
+      "resume",
+      "stop",
+      "new-attempt",
+      "confirmed-completed",
+      "confirmed-not-completed",
+    ]);
+    await screenshot(page, "held-run");
+  });
+});
+
+describe("the run page", () => {
+  it("shows for a call in doubt what the journal knows: no outcome, its key, its arguments, not on the safe list", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "once", "evidence");
+    const call = run.calls[0]!;
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${run.runId}`,
+    );
+    const list = page.locator("section.call-held dl.evidence");
+    const terms = await Promise.all((await list.locator("dt").all()).map(text));
+    const details = await Promise.all((await list.locator("dd").all()).map(text));
+    const evidence = Object.fromEntries(terms.map((term, i) => [term, details[i]]));
+    expect(evidence).toMatchObject({
+      call,
+      outcome: "not committed: the journal does not know whether it happened",
+      "idempotency key": `${call}#1`,
+      disposition: "hold",
+      arguments: '{ "label": "evidence" }',
+    });
+    // Every tool intent records its source pin; that alone does not put the tool on the safe list.
+    expect(evidence["safe list"]).toMatch(
+      /^not on the safe list \(source [0-9a-f]{12}…\): never replayed without proof or a decision$/,
+    );
+    expect(await text(page.locator("#run-status"))).toBe("held");
+  });
+});
+
+describe("the recorded notice", () => {
+  it("is shown once, after the form that recorded it; a link cannot show one", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "once", "notice");
+    const call = run.calls[0]!;
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${run.runId}?decided=${encodeURIComponent("It happened (confirmed completed)")}`,
+    );
+    expect(await page.locator(".banner-ok").count()).toBe(0);
+
+    await review(page, call, "stop");
+    await Promise.all([page.waitForURL(`${server.url}/runs/${run.runId}`), page.click("#confirm")]);
+    expect(await text(page.locator(".banner-ok"))).toBe(
+      `Recorded: Stop the run for ${call}. The run goes on where its agent runs.`,
+    );
+    await page.reload();
+    expect(await page.locator(".banner-ok").count()).toBe(0);
+  });
+});
+
+interface DecisionCase {
+  readonly decision: DecisionKind;
+  readonly note?: string;
+  readonly result?: string;
+  /** How the run ends, and how often each effect happened (the call in doubt, the call after it). */
+  readonly ends: "completed" | "failed" | "stopped";
+  readonly effects: readonly [number, number];
+}
+
+const CASES: ReadonlyArray<DecisionCase> = [
+  // The agent does not handle OutcomeUnknown, so the run fails.
+  { decision: "resume", note: "cannot tell; the agent decides", ends: "failed", effects: [1, 0] },
+  { decision: "stop", ends: "stopped", effects: [1, 0] },
+  { decision: "new-attempt", note: "the service has no record of it", ends: "completed", effects: [2, 1] },
+  {
+    decision: "confirmed-completed",
+    note: "the line is in the witness file",
+    result: '{"label":"seen","recorded":true}',
+    ends: "completed",
+    effects: [1, 1],
+  },
+  { decision: "confirmed-not-completed", note: "the line is not there", ends: "completed", effects: [2, 1] },
+];
+
+describe("a decision made through the page ends exactly as the same decision through the JSON API", () => {
+  it.each(CASES)("$decision", async (c) => {
+    const { runtime, server, effects } = await panelWithRuntime();
+    const web = await heldRun(runtime, "once", "web");
+    const byApi = await heldRun(runtime, "once", "api");
+    const webCall = web.calls[0]!;
+
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${web.runId}`,
+    );
+    await review(page, webCall, c.decision, {
+      ...(c.note === undefined ? {} : { note: c.note }),
+      ...(c.result === undefined ? {} : { result: c.result }),
+    });
+    // The confirm step names the decision with the words `holdfast show` uses, and records nothing yet.
+    await page.locator("#confirm").waitFor();
+    expect(await text(page.locator("main"))).toContain(DECISION_MEANINGS[c.decision]);
+    expect(await eventCount(runtime, web.runId)).toBe(web.version);
+    if (c.decision === "confirmed-completed") await screenshot(page, "confirm");
+    const [confirmed] = await Promise.all([postResponse(page, "/decide"), page.click("#confirm")]);
+    expect(confirmed.status()).toBe(303);
+    expect(await text(page.locator(".banner-ok"))).toContain(`Recorded: `);
+    if (c.result !== undefined) {
+      // This tool declares no result Schema: the page says the result was taken as given.
+      expect(await text(page.locator(".banner-ok"))).toContain(
+        `(the result given for ${webCall} was not checked: no result Schema for it here)`,
+      );
+    }
+
+    const reply = await api(server, `/api/runs/${byApi.runId}/decisions`, {
+      basedOnVersion: byApi.version,
+      decidedBy: "ada",
+      calls: {
+        [byApi.calls[0]!]: {
+          decision: c.decision,
+          ...(c.note === undefined ? {} : { note: c.note }),
+          ...(c.result === undefined ? {} : { result: JSON.parse(c.result) }),
+        },
+      },
+    });
+    expect(reply.status).toBe(200);
+
+    const fromDecision = (types: ReadonlyArray<string>) => types.slice(types.indexOf("decision.recorded"));
+    const webTypes = fromDecision(await endedRun(runtime, web.runId));
+    const apiTypes = fromDecision(await endedRun(runtime, byApi.runId));
+    expect(webTypes).toEqual(apiTypes);
+    expect(webTypes[0]).toBe("decision.recorded");
+    expect(webTypes.at(-1)).toBe(`run.${c.ends}`);
+    const status = async (run: HeldRun) => (await runtime.runs()).find((r) => r.runId === run.runId)?.status;
+    expect(await status(web)).toBe(c.ends);
+    expect(await status(byApi)).toBe(c.ends);
+    expect([effects("web"), effects("web-after")]).toEqual(c.effects);
+    expect([effects("api"), effects("api-after")]).toEqual(c.effects);
+
+    // The same decision, word for word, but for the run it is about.
+    const decisionOf = async (run: HeldRun) => {
+      const recorded = (await runtime.events(run.runId)).find((e) => e.event.type === "decision.recorded");
+      return JSON.parse(JSON.stringify(recorded?.event).replaceAll(run.runId, "<run>")) as unknown;
+    };
+    expect(await decisionOf(web)).toEqual(await decisionOf(byApi));
+    expect(await decisionOf(web)).toMatchObject({
+      decidedBy: "ada",
+      calls: [
+        {
+          callId: "<run>/0",
+          decision: c.decision,
+          ...(c.note === undefined ? {} : { note: c.note }),
+          ...(c.result === undefined ? {} : { result: JSON.parse(c.result) }),
+        },
+      ],
+    });
+  });
+});
+
+describe("refusals write nothing", () => {
+  it("a decision made on a page the run has moved on from is refused and the run is shown as it is now", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "pair", "stale");
+    expect(run.calls).toHaveLength(2);
+    const [first, second] = run.calls as [string, string];
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${run.runId}`,
+    );
+    await waitLive(page);
+    expect(await text(page.locator("#run-version"))).toBe(String(run.version));
+
+    // Someone else decides the first call while this page still shows the version it was loaded at.
+    const reply = await api(server, `/api/runs/${run.runId}/decisions`, {
+      basedOnVersion: run.version,
+      decidedBy: "grace",
+      calls: { [first]: { decision: "confirmed-completed", note: "seen in the witness file" } },
+    });
+    expect(reply.status).toBe(200);
+    const now = await waitFor("the run held again for the other call", async () => {
+      const events = await runtime.events(run.runId);
+      return events.length > run.version && events.at(-1)?.event.type === "run.held"
+        ? events.length
+        : undefined;
+    });
+    // The live part of the page says so before anything is submitted.
+    await page.locator("#run-state .banner-stale").waitFor({ timeout: 15_000 });
+
+    await review(page, second, "new-attempt", { note: "no record of it" });
+    await page.locator("#confirm").waitFor();
+    const [refused] = await Promise.all([postResponse(page, "/decide"), page.click("#confirm")]);
+    expect(refused.status()).toBe(409);
+    expect(await text(page.locator("main > .banner-stale"))).toContain(
+      `The run moved on before your decision was recorded (you decided on version ${run.version}; it is at version ${now} now). Nothing was written.`,
+    );
+    expect(await text(page.locator("#run-version"))).toBe(String(now));
+    expect(await eventCount(runtime, run.runId)).toBe(now);
+    // Only the call still in doubt can be decided, on the version the run is at now.
+    expect(await page.locator(`form.decide[data-call="${first}"]`).count()).toBe(0);
+    expect(
+      await page.locator(`form.decide[data-call="${second}"] input[name="basedOnVersion"]`).inputValue(),
+    ).toBe(String(now));
+    await screenshot(page, "stale-decision");
+  });
+
+  it("a confirmation without a note is refused, at review and at confirm", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "once", "note");
+    const call = run.calls[0]!;
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${run.runId}`,
+    );
+
+    const atReview = await review(page, call, "confirmed-completed", { note: "   " });
+    expect(atReview.status()).toBe(422);
+    expect(await text(page.locator(".banner-error"))).toBe(
+      "A confirmation needs a note: say what you checked. Nothing was written.",
+    );
+    expect(await page.locator("#confirm").count()).toBe(0);
+    // The choice made is kept for the second try.
+    expect(
+      await page.locator(`form.decide[data-call="${call}"] input[value="confirmed-completed"]`).isChecked(),
+    ).toBe(true);
+
+    // A confirm page whose note was taken away (the form edited) is refused the same way.
+    await review(page, call, "confirmed-not-completed", { note: "not in the ledger" });
+    await page.locator("#confirm").waitFor();
+    await page.locator('form input[name="note"]').evaluate((input) => input.setAttribute("value", ""));
+    const [atConfirm] = await Promise.all([postResponse(page, "/decide"), page.click("#confirm")]);
+    expect(atConfirm.status()).toBe(422);
+    expect(await text(page.locator(".banner-error"))).toContain("A confirmation needs a note");
+    expect(await eventCount(runtime, run.runId)).toBe(run.version);
+  });
+
+  it("a plan edit racing the agent's shows the conflict and overwrites nothing", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      "/chats/planned/plan",
+    );
+    expect(await text(page.locator("#plan-revision"))).toBe("0");
+
+    const agents = { title: "the agent's plan", items: [{ id: "a", text: "record a", done: true }] };
+    await runtime.documents.replace("planned", { expectedRevision: 0, value: agents, by: "agent" });
+
+    const mine = JSON.stringify({
+      title: "my plan",
+      items: [{ id: "m", text: "check the ledger", done: false }],
+    });
+    await page.fill("#plan-value", mine);
+    const [conflict] = await Promise.all([
+      postResponse(page, "/plan"),
+      page.click("form.card button[type=submit]"),
+    ]);
+    expect(conflict.status()).toBe(409);
+    expect(await text(page.locator(".banner-stale"))).toContain(
+      "Conflict: the plan changed while you edited it (you edited revision 0; it is at revision 1 now). Your edit was not saved and nothing was overwritten",
+    );
+    expect(await text(page.locator("#plan-revision"))).toBe("1");
+    expect(JSON.parse(await text(page.locator("#plan-current")))).toEqual(agents);
+    expect(await page.locator("#plan-value").inputValue()).toBe(mine);
+    expect(await runtime.documents.read("planned")).toEqual({ value: agents, revision: 1 });
+    await screenshot(page, "plan-conflict");
+  });
+
+  it("a decision posted by a form on another origin is refused, with the victim's session in the browser", async () => {
+    // A held run in a journal no runtime has open: the server records decisions only when asked.
+    const dir = tempDir();
+    const { store, runtime } = await openPanelRuntime(dir);
+    const run = await heldRun(runtime, "once", "victim");
+    await runtime.close();
+    const server = await started(serve({ store, port: 0 }));
+    const page = await signIn(
+      await newContext(),
+      server.url,
+      server.token.token,
+      "ada",
+      `/runs/${run.runId}`,
+    );
+    // The worst case: the attacker even knows the session's CSRF token.
+    const csrf = await page.locator(`form.decide input[name="_csrf"]`).first().inputValue();
+
+    const reader = await openReader({ store });
+    opened.push(() => reader.close());
+    const before = await reader.audit();
+    expect(before.clean).toBe(true);
+
+    const fields = {
+      _csrf: csrf,
+      confirm: "yes",
+      basedOnVersion: String(run.version),
+      callId: run.calls[0]!,
+      decision: "stop",
+    };
+    const attacker: NodeServer = createServer((_request, response) => {
+      response.setHeader("content-type", "text/html; charset=utf-8");
+      response.end(`<!doctype html><form method="post" action="${server.url}/runs/${run.runId}/decide">
+${Object.entries(fields)
+  .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}">`)
+  .join("\n")}
+</form><script>document.forms[0].submit()</script>`);
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
+    opened.push(() => new Promise<void>((resolve) => attacker.close(() => resolve())));
+    const port = (attacker.address() as AddressInfo).port;
+
+    // Same site (another port on 127.0.0.1): the SameSite cookie goes along; the Origin check refuses.
+    const [sameSite] = await Promise.all([
+      postResponse(page, "/decide"),
+      page.goto(`http://127.0.0.1:${port}/`, { waitUntil: "commit" }),
+    ]);
+    expect(sameSite.status()).toBe(403);
+    expect(await sameSite.text()).toContain(
+      `refused: the request comes from another origin (http://127.0.0.1:${port})`,
+    );
+
+    // Another site (localhost is not 127.0.0.1): the SameSite=Strict cookie is not sent at all.
+    const [crossSite] = await Promise.all([
+      postResponse(page, "/decide"),
+      page.goto(`http://localhost:${port}/`, { waitUntil: "commit" }),
+    ]);
+    expect(crossSite.status()).toBe(401);
+    expect(await crossSite.text()).toBe("Sign in first: this form needs a session.");
+
+    const after = await reader.audit();
+    expect(after.headDigest).toBe(before.headDigest);
+    expect(after.events).toBe(before.events);
+    expect(await reader.events(run.runId)).toHaveLength(run.version);
+  });
+});
+
+describe("the audit page", () => {
+  it("shows the head digest the library's audit gives, to anchor elsewhere", async () => {
+    const { runtime, server, store } = await panelWithRuntime();
+    await heldRun(runtime, "once", "audited");
+    const page = await signIn(await newContext(), server.url, server.token.token, "ada", "/audit");
+    const [ran] = await Promise.all([
+      postResponse(page, "/audit"),
+      page.click("main form button[type=submit]"),
+    ]);
+    expect(ran.status()).toBe(200);
+    const reader = await openReader({ store });
+    opened.push(() => reader.close());
+    const report = await reader.audit();
+    expect(await text(page.locator("#head-digest"))).toBe(`${report.headDigest}@${report.lastPosition}`);
+    expect(await text(page.locator("#audit-report .banner-ok"))).toBe("Clean: no finding.");
+  });
+});
+
+describe("the live state of the page", () => {
+  it("is live after every load of a page, however its scripts arrive", async () => {
+    const { runtime, server } = await panelWithRuntime();
+    const run = await heldRun(runtime, "once", "reloaded");
+    const page = await signIn(await newContext(), server.url, server.token.token);
+    // A race, so many loads: the panel's script is revalidated on each one, htmx comes from the cache.
+    for (let load = 0; load < 30; load++) {
+      await page.goto(`${server.url}${load % 2 === 0 ? "/" : `/runs/${run.runId}`}`);
+      await waitLive(page, 5_000);
+    }
+  });
+
+  it("says reconnecting when the server goes away, and signed out when it comes back without the session", async () => {
+    const dir = tempDir();
+    const store = join(dir, "journal.db");
+    await (await openRuntime({ store, agents: [], tools: [] })).close();
+    const server = await started(serve({ store, port: 0 }));
+    const page = await signIn(await newContext(), server.url, server.token.token);
+    await waitLive(page);
+
+    await server.close();
+    await page.waitForSelector('#live-status[data-state="reconnecting"]', { timeout: 15_000 });
+    expect(await text(page.locator("#live-status"))).toBe("reconnecting…");
+
+    // Sessions live in the server's memory: after a restart the stream is refused, not "live".
+    await started(serve({ store, port: server.port }));
+    await page.waitForSelector('#live-status[data-state="signed-out"]', { timeout: 15_000 });
+    expect(await text(page.locator("#live-status"))).toBe("signed out: reload to sign in again");
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * A real MCP server over stdio, on the SDK's low-level `Server` (the shape of many servers in the
+ * field), for what the reference servers cannot show:
+ *   - refusals as JSON-RPC errors: an unknown tool is MethodNotFound, bad arguments InvalidParams
+ *     (the SDK's `McpServer` answers both with `isError` results instead);
+ *   - a server that changes between two starts: HF_MCP_VERSION (default 1.0.0) is its version,
+ *     HF_MCP_SCHEMA=v2 gives `lookup` a second argument;
+ *   - an outside witness: every `lookup` that runs appends a line to HF_MCP_WITNESS.
+ * `retire` removes a tool from the server, as a server that drops a tool between listing and call.
+ */
+import { appendFileSync } from "node:fs";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+
+const env = process.env;
+const v2 = env.HF_MCP_SCHEMA === "v2";
+
+const lookup: Tool = {
+  name: "lookup",
+  title: "Look up a key",
+  description: "The value stored under a key",
+  inputSchema: {
+    type: "object",
+    properties: {
+      key: { type: "string" },
+      ...(v2 ? { region: { type: "string", description: "where to look" } } : {}),
+    },
+    required: ["key"],
+  },
+  annotations: { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false },
+};
+
+const retire: Tool = {
+  name: "retire",
+  description: "Remove a tool from this server",
+  inputSchema: { type: "object", properties: { tool: { type: "string" } }, required: ["tool"] },
+  annotations: { readOnlyHint: false, destructiveHint: true },
+};
+
+const tools = new Map<string, Tool>([
+  [lookup.name, lookup],
+  [retire.name, retire],
+]);
+
+const server = new Server(
+  { name: "holdfast-test-server", version: env.HF_MCP_VERSION ?? "1.0.0" },
+  { capabilities: { tools: { listChanged: true } } },
+);
+
+server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...tools.values()] }));
+
+server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  const { name, arguments: args = {} } = request.params;
+  if (!tools.has(name)) throw new McpError(ErrorCode.MethodNotFound, `Unknown tool: ${name}`);
+  if (name === "retire") {
+    if (typeof args.tool !== "string") throw new McpError(ErrorCode.InvalidParams, "tool must be a string");
+    tools.delete(args.tool);
+    await server.sendToolListChanged();
+    return { content: [{ type: "text", text: `retired ${args.tool}` }] };
+  }
+  if (typeof args.key !== "string") throw new McpError(ErrorCode.InvalidParams, "key must be a string");
+  if (env.HF_MCP_WITNESS) appendFileSync(env.HF_MCP_WITNESS, `lookup ${args.key}\n`);
+  return { content: [{ type: "text", text: `value of ${args.key}` }] };
+});
+
+await server.connect(new StdioServerTransport());
