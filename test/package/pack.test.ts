@@ -41,13 +41,14 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "./tools": ["makeShellTool", "makeWriteFileTool", "makeHttpTool", "moduleSource"],
   "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill"],
   "./mcp": ["mcpToolset", "McpCallInDoubt"],
+  "./ai": ["journaledModel", "journaledMiddleware", "journaledTools", "fromAiTool", "effectInputSchema"],
 };
 
 /**
  * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
  * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested.
  */
-const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk"] as const;
+const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk", "ai"] as const;
 const peerSpec = (name: string): string => {
   const version = (pkg as unknown as { devDependencies: Record<string, string> }).devDependencies[name];
   if (!version)
@@ -199,6 +200,10 @@ describe("the packed package", () => {
         'import { type ChatCheckpoint, openRuntime, type Runtime } from "holdfast";',
         'import { type AuditReport, auditJournal, openStoreReader } from "holdfast/audit";',
         'import { makeShellTool, moduleSource } from "holdfast/tools";',
+        'import { journaledModel, journaledTools, type ModelPolicy } from "holdfast/ai";',
+        'export const policy: ModelPolicy = { inDoubt: "replay", idempotencyHeader: "Idempotency-Key" };',
+        "export const wrap: typeof journaledModel = journaledModel;",
+        "export const tools: typeof journaledTools = journaledTools;",
         "export const shell = makeShellTool('./work');",
         "export const pinned: { readonly source: string } = moduleSource(import.meta.url);",
         "export const open: () => Promise<Runtime> = () => openRuntime({ store: './j/journal.db' });",
