@@ -41,13 +41,18 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "./tools": ["makeShellTool", "makeWriteFileTool", "makeHttpTool", "moduleSource"],
   "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill"],
   "./mcp": ["mcpToolset", "McpCallInDoubt"],
+  "./langgraph": ["HoldfastSaver"],
 };
 
 /**
  * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
  * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested.
  */
-const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk"] as const;
+const OPTIONAL_PEERS = [
+  "@modelcontextprotocol/sdk",
+  "@langchain/core",
+  "@langchain/langgraph-checkpoint",
+] as const;
 const peerSpec = (name: string): string => {
   const version = (pkg as unknown as { devDependencies: Record<string, string> }).devDependencies[name];
   if (!version)
