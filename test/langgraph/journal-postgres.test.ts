@@ -4,7 +4,7 @@ import { openStoreReader } from "../../src/adapters/store.js";
 import { graphStreamId, SYSTEM_STREAM } from "../../src/events/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
 import { auditJournal } from "../../src/runtime/audit.js";
-import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
+import { adminClient, pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 
 const schemas = usePgSchemas();
 beforeAll(() => requirePg());
@@ -42,6 +42,22 @@ describe("the LangGraph saver on PostgreSQL", () => {
       expect(report.findings).toEqual([]);
     } finally {
       await reader.close();
+    }
+  });
+
+  it("projection keys compare in byte order whatever the database's collation, so a thread's rows are one key range", async () => {
+    const schema = schemas.fresh();
+    const saver = await HoldfastSaver.open({ store: pgUrl(schema) });
+    await saver.close();
+    const admin = await adminClient();
+    try {
+      const { rows } = await admin.query(
+        "SELECT collation_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'projections' AND column_name = 'key'",
+        [schema],
+      );
+      expect(rows).toEqual([{ collation_name: "C" }]);
+    } finally {
+      await admin.end();
     }
   });
 });
