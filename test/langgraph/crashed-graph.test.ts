@@ -2,8 +2,10 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openRuntime } from "../../src/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
+import { auditJournal } from "../../src/runtime/audit.js";
 import { buildGraph, recordCallAgent } from "../support/langgraph-graph.js";
 import { useTempDir } from "../support/tmp.js";
 import { countOf, makeRecordTool } from "../support/witness.js";
@@ -28,7 +30,7 @@ const runGraphProcess = (env: Record<string, string>) =>
   });
 
 describe("a LangGraph graph on the journal, killed mid-tool", () => {
-  it("resumes from the checkpointer, holds the in-doubt tool call instead of re-running it, and completes after a decision; the effect happened once", async () => {
+  it("resumes from the checkpointer, holds the in-doubt tool call instead of re-running it, and completes after a decision; the effect happened once and the journal audits clean", async () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");
     const witness = join(dir, "witness.txt");
@@ -86,6 +88,12 @@ describe("a LangGraph graph on the journal, killed mid-tool", () => {
     } finally {
       await checkpointer.close();
       await runtime.close();
+    }
+    const reader = LibsqlJournal.openReadOnly(db);
+    try {
+      expect((await auditJournal(reader)).findings).toEqual([]);
+    } finally {
+      await reader.close();
     }
   });
 });
