@@ -4,6 +4,7 @@ export * from "./chain.js";
 export * from "./decision.js";
 export * from "./document.js";
 export * from "./envelope.js";
+export * from "./graph.js";
 export * from "./ids.js";
 export * from "./mask.js";
 export * from "./run.js";

@@ -2,6 +2,7 @@ import { Schema, SchemaAST } from "effect";
 import { CallEvent } from "./call.js";
 import { DecisionEvent } from "./decision.js";
 import { DocumentEvent } from "./document.js";
+import { GraphEvent } from "./graph.js";
 import { RunEvent } from "./run.js";
 import { SystemEvent } from "./system.js";
 import { RunClaimed, WorkerEvent } from "./worker.js";
@@ -12,6 +13,7 @@ export const AnyEvent = Schema.Union(
   CallEvent,
   DecisionEvent,
   DocumentEvent,
+  GraphEvent,
   WorkerEvent,
   SystemEvent,
 );
@@ -26,6 +28,7 @@ export const EVENT_TYPES: ReadonlyArray<EventType> = [
   ...CallEvent.members,
   ...DecisionEvent.members,
   ...DocumentEvent.members,
+  ...GraphEvent.members,
   RunClaimed,
   ...SystemEvent.members,
 ].map((member) => {

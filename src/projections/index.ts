@@ -2,6 +2,7 @@ import { callsProjection } from "./calls.js";
 import { chatsProjection } from "./chats.js";
 import { conflictsProjection } from "./conflicts.js";
 import { documentsProjection } from "./documents.js";
+import { graphChannelsProjection, graphCheckpointsProjection, graphThreadsProjection } from "./graph.js";
 import type { AnyProjection } from "./projection.js";
 import { runsProjection } from "./runs.js";
 
@@ -9,6 +10,7 @@ export * from "./calls.js";
 export * from "./chats.js";
 export * from "./conflicts.js";
 export * from "./documents.js";
+export * from "./graph.js";
 export * from "./projection.js";
 export * from "./runs.js";
 
@@ -19,4 +21,7 @@ export const inlineProjections: ReadonlyArray<AnyProjection> = [
   chatsProjection,
   documentsProjection,
   conflictsProjection,
+  graphCheckpointsProjection,
+  graphThreadsProjection,
+  graphChannelsProjection,
 ];

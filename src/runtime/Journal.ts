@@ -113,6 +113,15 @@ export interface PruneReport {
   readonly recorded: { readonly streamId: string; readonly version: number } | null;
 }
 
+/** A stream removed by {@link Journal.dropStream}: its head, and the `retention.pruned` that records it. */
+export interface DroppedStream {
+  readonly streamId: string;
+  readonly version: number;
+  readonly hash: string;
+  readonly position: number;
+  readonly recorded: { readonly streamId: string; readonly version: number };
+}
+
 /**
  * Where a journal stood after a commit, kept by the libSQL journal outside its database file (the
  * head anchor, docs/decisions/0012-head-anchor-and-read-only-opens.md): the last committed event's
@@ -222,6 +231,12 @@ export interface Journal extends JournalReader {
    * writes nothing and reports what would go.
    */
   prune(policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number }): Promise<PruneReport>;
+  /**
+   * Remove a LangGraph thread's stream (`langgraph-…`) in one write transaction, leaving the same
+   * sealed record retention leaves: `retention.pruned` with the stream's head in the `system` stream,
+   * then the events and the projection rows they made go. Null when the stream does not exist.
+   */
+  dropStream(streamId: string): Promise<DroppedStream | null>;
   /**
    * Take or renew ownership of a run. Succeeds when the run is unclaimed, the lease expired, or
    * `workerId` already holds it; a take-over increments the epoch. Returns null when another

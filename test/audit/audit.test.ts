@@ -46,6 +46,9 @@ describe("the audit of a clean journal", () => {
       "chats",
       "documents",
       "conflicts",
+      "graph-checkpoints",
+      "graph-threads",
+      "graph-channels",
     ]);
   });
 

@@ -88,6 +88,9 @@ describe("F28: the audit holds what open runs need, not what the log holds", () 
         { name: "chats", rows: 8 },
         { name: "documents", rows: 0 },
         { name: "conflicts", rows: 0 },
+        { name: "graph-checkpoints", rows: 0 },
+        { name: "graph-threads", rows: 0 },
+        { name: "graph-channels", rows: 0 },
       ]);
     } finally {
       await journal.close();

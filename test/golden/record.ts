@@ -14,9 +14,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { backupJournal } from "../../src/adapters/libsql/backup.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { digestOf, runStreamId, type StoredRow } from "../../src/events/index.js";
+import { HoldfastSaver } from "../../src/langgraph.js";
 import { contextOf, foldRun, statusOf } from "../../src/machines/index.js";
 import { inlineProjections } from "../../src/projections/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
@@ -250,6 +252,33 @@ const perCallDecisions: Scenario = async (dir) => {
 };
 
 /**
+ * A LangGraph thread through HoldfastSaver (graph.checkpointed, graph.writes-recorded), and a second
+ * thread deleted (retention.pruned naming a langgraph-… stream).
+ */
+const langgraph: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const saver = await HoldfastSaver.open({ store: db });
+  for (const threadId of ["kept", "deleted"]) {
+    const first = await saver.put(
+      { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+      { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { messages: ["hello"] } },
+      { source: "input", step: -1, parents: {} },
+      { messages: 1 },
+    );
+    await saver.putWrites(first, [["messages", "hi there"]], "task-1", "~__pregel_pull, agent");
+    await saver.put(
+      first,
+      { ...emptyCheckpoint(), id: uuid6(-1), channel_versions: { messages: 1 } },
+      { source: "loop", step: 0, parents: {} },
+      {},
+    );
+  }
+  await saver.deleteThread("deleted");
+  await saver.close();
+  return db;
+};
+
+/**
  * The scenarios, by golden log name. The logs of machine run@1 (schema 1) were recorded before
  * run@2 existed: recording them again now would record run@2 instead, so they are never re-recorded.
  */
@@ -264,6 +293,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   documents: inProcess("planner", { runs: 2 }),
   retention: maintained,
   "per-call-decisions": perCallDecisions,
+  langgraph,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

@@ -42,13 +42,19 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill"],
   "./mcp": ["mcpToolset", "McpCallInDoubt"],
   "./ai": ["journaledModel", "journaledMiddleware", "journaledTools", "fromAiTool", "effectInputSchema"],
+  "./langgraph": ["HoldfastSaver"],
 };
 
 /**
  * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
  * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested.
  */
-const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk", "ai"] as const;
+const OPTIONAL_PEERS = [
+  "@modelcontextprotocol/sdk",
+  "ai",
+  "@langchain/core",
+  "@langchain/langgraph-checkpoint",
+] as const;
 const peerSpec = (name: string): string => {
   const version = (pkg as unknown as { devDependencies: Record<string, string> }).devDependencies[name];
   if (!version)

@@ -144,6 +144,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
       expect(migrations.rows).toEqual([
         { id: 1, name: "journal" },
         { id: 2, name: "released claims keep their epoch, pruned runs keep their answer" },
+        { id: 3, name: "projection keys in byte order" },
       ]);
     } finally {
       await client.end();

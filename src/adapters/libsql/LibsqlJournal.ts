@@ -13,6 +13,7 @@ import type {
   AppendRequest,
   AppendResult,
   Claim,
+  DroppedStream,
   HeadAnchor,
   Journal,
   JournalReader,
@@ -28,6 +29,7 @@ import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
 import { keyCheckProgram } from "../sql/keys.js";
 import {
+  dropStreamProgram,
   openStoredProjection,
   type ProjectionRowSql,
   projectionPageProgram,
@@ -659,6 +661,26 @@ export class LibsqlJournal implements Journal {
       }
     }
     return report;
+  }
+
+  async dropStream(streamId: string): Promise<DroppedStream | null> {
+    this.assertOpen();
+    const dropped = await this.writeTransaction(() =>
+      this.runProgram(dropStreamProgram(SQL, inlineProjections, null, streamId, this.keyring, Date.now())),
+    );
+    if (dropped) {
+      const last = await this.read(() => this.row<EventRow>(SQL.lastEvent));
+      if (last) {
+        const event = toStored(last);
+        this.advanceAnchor({
+          position: event.position,
+          streamId: event.streamId,
+          version: event.version,
+          hash: event.hash,
+        });
+      }
+    }
+    return dropped;
   }
 
   async streamHead(streamId: string): Promise<StreamHead | null> {

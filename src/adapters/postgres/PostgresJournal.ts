@@ -8,6 +8,7 @@ import type {
   AppendRequest,
   AppendResult,
   Claim,
+  DroppedStream,
   Journal,
   ProjectionRebuild,
   PrunedRunRecord,
@@ -21,6 +22,7 @@ import { appendAllProgram } from "../sql/append.js";
 import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
 import { keyCheckProgram } from "../sql/keys.js";
 import {
+  dropStreamProgram,
   openStoredProjection,
   type ProjectionRowSql,
   projectionPageProgram,
@@ -365,6 +367,13 @@ export class PostgresJournal implements Journal {
         { ...policy, dryRun: policy.dryRun ?? false, now: policy.now ?? Date.now() },
         this.keyring,
       ),
+    );
+  }
+
+  async dropStream(streamId: string): Promise<DroppedStream | null> {
+    this.assertOpen();
+    return this.transaction(
+      dropStreamProgram(SQL, inlineProjections, this.lockAppends, streamId, this.keyring, Date.now()),
     );
   }
 

@@ -107,6 +107,15 @@ CREATE TABLE ${s}.pruned_runs (
 );
 `,
   },
+  {
+    id: 3,
+    name: "projection keys in byte order",
+    // As SQLite compares text: a key prefix is one contiguous range whatever the database's
+    // collation, so a LangGraph thread's rows are one range scan (docs/decisions/0024).
+    sql: (s) => `
+ALTER TABLE ${s}.projections ALTER COLUMN key TYPE text COLLATE "C";
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

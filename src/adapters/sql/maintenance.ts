@@ -3,6 +3,7 @@ import {
   type AnyEvent,
   canonicalJson,
   decodeRow,
+  GRAPH_STREAM_PREFIX,
   type Keyring,
   openProjectionValue,
   runStreamId,
@@ -12,6 +13,7 @@ import {
 } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
 import type {
+  DroppedStream,
   ProjectionRebuild,
   PrunedRun,
   PruneReport,
@@ -40,6 +42,7 @@ export const MAINTENANCE = {
   projectionAfter:
     "SELECT key, value, position FROM projections WHERE name = ? AND key > ? ORDER BY key LIMIT ?",
   deleteProjection: "DELETE FROM projections WHERE name = ?",
+  deleteProjectionRow: "DELETE FROM projections WHERE name = ? AND key = ?",
   /** Every run with its guard row and its stream's head. */
   candidates:
     "SELECT g.run_id, g.chat_id, g.active, e.version, e.hash, e.position, e.recorded_at FROM run_guard g JOIN events e ON e.stream_id = 'run-' || g.run_id AND e.version = (SELECT max(x.version) FROM events x WHERE x.stream_id = e.stream_id)",
@@ -286,4 +289,51 @@ export function* pruneProgram(
   // A chat's row carries the checkpoint of its latest run, which may be one just removed.
   yield* rebuildBody(sql, projections, ring);
   return { ...report, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
+}
+
+/**
+ * Remove one LangGraph thread's stream, one transaction, as retention removes a run: its head goes
+ * to the `system` stream in `retention.pruned` first (the sealed record), then its events and the
+ * projection rows they made. Only `langgraph-…` streams: their projection rows are their own.
+ */
+export function* dropStreamProgram(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+  streamId: string,
+  ring: Keyring | null,
+  now: number,
+): Program<DroppedStream | null> {
+  if (!streamId.startsWith(GRAPH_STREAM_PREFIX))
+    throw new RangeError(
+      `only LangGraph thread streams (${GRAPH_STREAM_PREFIX}…) can be dropped, not ${streamId}; finished runs go by retention (holdfast prune)`,
+    );
+  if (lockAppends) yield* get(lockAppends, []);
+  const rows = (yield* all<EventRow>(MAINTENANCE.streamRows, [streamId])).map(toStored);
+  const last = rows.at(-1);
+  if (!last) return null;
+  const owned = new Map<string, Set<string>>();
+  for (const row of rows) {
+    const recorded = decodeRow(row, ring);
+    for (const projection of projections) {
+      if (!projection.canHandle.includes(recorded.event.type)) continue;
+      const keys = owned.get(projection.name) ?? new Set<string>();
+      for (const key of projection.keysOf(recorded)) keys.add(key);
+      owned.set(projection.name, keys);
+    }
+  }
+  const head = { streamId, version: last.version, hash: last.hash, position: last.position };
+  yield* run(MAINTENANCE.markRetention, [new Date(now).toISOString()]);
+  const sealed: AnyEvent = { type: "retention.pruned", streams: [head] };
+  const [appended] = yield* appendAllProgram(
+    sql,
+    [{ streamId: SYSTEM_STREAM, expectedVersion: "any", events: [sealed] }],
+    projections,
+    ring,
+  );
+  yield* run(MAINTENANCE.deleteEvents, [streamId]);
+  for (const [name, keys] of owned)
+    for (const key of keys) yield* run(MAINTENANCE.deleteProjectionRow, [name, key]);
+  yield* run(MAINTENANCE.unmarkRetention, []);
+  return { ...head, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
 }

@@ -1,4 +1,10 @@
-import { type AnyEvent, rowHash, type StoredRow } from "../../events/index.js";
+import {
+  type AnyEvent,
+  GRAPH_STREAM_PREFIX,
+  graphStreamId,
+  rowHash,
+  type StoredRow,
+} from "../../events/index.js";
 import type { AuditFinding } from "./findings.js";
 
 /** Where a stream's chain stands: the highest version seen and its hash. */
@@ -39,6 +45,7 @@ export const checkChain = (row: StoredRow, head: ChainHead): AuditFinding[] => {
 
 const SYSTEM_TYPES = new Set(["journal.opened", "retention.pruned", "backup.written"]);
 const DOCUMENT_TYPES = new Set(["document.replaced", "document.conflicted"]);
+const GRAPH_TYPES = new Set(["graph.checkpointed", "graph.writes-recorded"]);
 
 /** Why an event does not belong in its stream, or null. */
 export const misplaced = (streamId: string, event: AnyEvent): string | null => {
@@ -53,7 +60,12 @@ export const misplaced = (streamId: string, event: AnyEvent): string | null => {
       return `${event.type} does not belong in a chat stream`;
     return `chat-${event.chatId}` === streamId ? null : `${event.type} names chat ${event.chatId}`;
   }
+  if (streamId.startsWith(GRAPH_STREAM_PREFIX)) {
+    if (!GRAPH_TYPES.has(event.type) || !("threadId" in event))
+      return `${event.type} does not belong in a LangGraph thread stream`;
+    return graphStreamId(event.threadId) === streamId ? null : `${event.type} names thread ${event.threadId}`;
+  }
   if (streamId === "system")
     return SYSTEM_TYPES.has(event.type) ? null : `${event.type} does not belong in the system stream`;
-  return "holdfast writes only run-…, chat-… and system streams";
+  return "holdfast writes only run-…, chat-…, langgraph-… and system streams";
 };

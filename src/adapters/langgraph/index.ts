@@ -1,0 +1,1 @@
+export { HoldfastSaver, type HoldfastSaverOptions } from "./HoldfastSaver.js";

@@ -1,0 +1,148 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
+import { afterEach, describe, expect, it } from "vitest";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { graphStreamId, SYSTEM_STREAM } from "../../src/events/index.js";
+import { HoldfastSaver } from "../../src/langgraph.js";
+import { auditJournal } from "../../src/runtime/audit.js";
+import { freshKey } from "../support/keys.js";
+import { useTempDir } from "../support/tmp.js";
+
+const tempDir = useTempDir();
+const SECRET = "sk-live-graph-4f9a2c7e1b";
+
+afterEach(() => {
+  delete process.env.HOLDFAST_ENCRYPTION_KEY;
+});
+
+/** A thread with two checkpoints (the second a child of the first) and a task's writes on the second. */
+const givenThread = async (saver: HoldfastSaver, threadId: string): Promise<string> => {
+  const first = { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { messages: [`key is ${SECRET}`] } };
+  const config = await saver.put(
+    { configurable: { thread_id: threadId, checkpoint_ns: "" } },
+    first,
+    { source: "input", step: -1, parents: {} },
+    { messages: 1 },
+  );
+  const second = { ...emptyCheckpoint(), id: uuid6(-1), channel_versions: { messages: 1 } };
+  const child = await saver.put(config, second, { source: "loop", step: 0, parents: {} }, {});
+  await saver.putWrites(child, [["messages", `again ${SECRET}`]], "task-1", "~__pregel_pull, agent");
+  return child.configurable?.checkpoint_id as string;
+};
+
+const audit = async (db: string) => {
+  const reader = LibsqlJournal.openReadOnly(db);
+  try {
+    return await auditJournal(reader);
+  } finally {
+    await reader.close();
+  }
+};
+
+describe("the LangGraph saver on the journal", () => {
+  it("checkpoints and writes are chained events of the thread's stream, and the journal audits clean", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db, secrets: { openai: SECRET } });
+    const id = await givenThread(saver, "t-1");
+    const tuple = await saver.getTuple({ configurable: { thread_id: "t-1" } });
+    expect(tuple?.checkpoint.id).toBe(id);
+    expect(tuple?.checkpoint.channel_values).toEqual({ messages: ["key is «secret:openai»"] });
+    expect(tuple?.pendingWrites).toEqual([["task-1", "messages", "again «secret:openai»"]]);
+    await saver.close();
+    const reader = LibsqlJournal.openReadOnly(db);
+    const events = await reader.readStream(graphStreamId("t-1"));
+    await reader.close();
+    expect(events.map((e) => e.event.type)).toEqual([
+      "graph.checkpointed",
+      "graph.checkpointed",
+      "graph.writes-recorded",
+    ]);
+    expect(events[1]?.prevHash).toBe(events[0]?.hash);
+    const report = await audit(db);
+    expect(report.findings).toEqual([]);
+    expect(report.clean).toBe(true);
+  });
+
+  it("a registered secret never reaches the database file", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db, secrets: { openai: SECRET } });
+    await givenThread(saver, "t-secret");
+    await saver.close();
+    for (const file of [db, `${db}-wal`]) {
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(file);
+      } catch {
+        continue;
+      }
+      expect(bytes.includes(Buffer.from(SECRET))).toBe(false);
+    }
+  });
+
+  it("with a payload key, checkpoints and writes are stored sealed, and read back whole", async () => {
+    process.env.HOLDFAST_ENCRYPTION_KEY = freshKey();
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db });
+    await givenThread(saver, "t-sealed");
+    const tuple = await saver.getTuple({ configurable: { thread_id: "t-sealed" } });
+    expect(tuple?.pendingWrites).toHaveLength(1);
+    await saver.close();
+    const bytes = readFileSync(db).toString("latin1") + readWal(db);
+    expect(bytes).not.toContain("again");
+    expect(bytes).not.toContain("key is");
+    const report = await audit(db);
+    expect(report.findings).toEqual([]);
+  });
+
+  it("deleteThread removes the thread and leaves its head in retention.pruned; the journal still audits clean", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db });
+    await givenThread(saver, "gone");
+    await givenThread(saver, "kept");
+    await saver.deleteThread("gone");
+    expect(await saver.getTuple({ configurable: { thread_id: "gone" } })).toBeUndefined();
+    expect(await saver.getTuple({ configurable: { thread_id: "kept" } })).toBeDefined();
+    await saver.close();
+    const reader = LibsqlJournal.openReadOnly(db);
+    expect(await reader.readStream(graphStreamId("gone"))).toEqual([]);
+    const system = await reader.readStream(SYSTEM_STREAM);
+    await reader.close();
+    expect(system.at(-1)?.event).toMatchObject({
+      type: "retention.pruned",
+      streams: [{ streamId: graphStreamId("gone"), version: 3 }],
+    });
+    const report = await audit(db);
+    expect(report.findings).toEqual([]);
+  });
+
+  it("rebuilt projections equal the inline ones, so retention's rebuild keeps every thread", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db });
+    await givenThread(saver, "t-rebuild");
+    await saver.close();
+    const journal = LibsqlJournal.open(db);
+    const rebuilt = await journal.rebuildProjections();
+    expect(rebuilt.filter((p) => p.name.startsWith("graph-"))).toEqual([
+      { name: "graph-checkpoints", rows: 2, changed: false },
+      { name: "graph-threads", rows: 1, changed: false },
+      { name: "graph-channels", rows: 1, changed: false },
+    ]);
+    const pruned = await journal.prune({ keepRuns: 0, keepDays: 0 });
+    expect(pruned.pruned).toEqual([]);
+    await journal.close();
+    const reopened = await HoldfastSaver.open({ store: db });
+    const tuples = [];
+    for await (const tuple of reopened.list({ configurable: { thread_id: "t-rebuild" } })) tuples.push(tuple);
+    expect(tuples).toHaveLength(2);
+    await reopened.close();
+  });
+});
+
+const readWal = (db: string): string => {
+  try {
+    return readFileSync(`${db}-wal`).toString("latin1");
+  } catch {
+    return "";
+  }
+};
