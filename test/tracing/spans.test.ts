@@ -1,8 +1,8 @@
 import { join } from "node:path";
-import { trace } from "@opentelemetry/api";
+import { SpanStatusCode, trace } from "@opentelemetry/api";
 import { Schema } from "effect";
 import { describe, expect, it, vi } from "vitest";
-import { defineAgent, defineTool, OutcomeUnknown, openRuntime } from "../../src/index.js";
+import { DefiniteFailure, defineAgent, defineTool, OutcomeUnknown, openRuntime } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
 import { childrenOf, runSpans, useInMemoryTracing } from "./support.js";
 
@@ -212,5 +212,69 @@ describe("tracing: spans derived from the committed events", () => {
       ["holdfast.tool charge", "completed"],
     ]);
     await second.close();
+  });
+});
+
+describe("tracing: a definite failure and a retry grant", () => {
+  it("the failed attempt's span ends failed (error status), the grant is an event of the next run span, the retried attempts follow", async () => {
+    let calls = 0;
+    const llm = defineTool({
+      name: "llm",
+      args: Schema.Struct({ prompt: Schema.String }),
+      run: async ({ prompt }) => {
+        calls += 1;
+        if (calls === 1) throw new DefiniteFailure(`provider answered 503 for ${CARD}`);
+        return `answer to ${prompt}`;
+      },
+    });
+    const asker = defineAgent({
+      name: "asker",
+      version: "1",
+      run: async (turn, input: { prompt: string }) => turn.tool(llm, { prompt: input.prompt }),
+    });
+    const runtime = await openRuntime({
+      store: join(tempDir(), "j.db"),
+      agents: [asker],
+      tools: [llm],
+      secrets: { card: CARD },
+    });
+    const handle = await runtime.submit({
+      chatId: "c",
+      inputId: "i",
+      agent: "asker",
+      content: { prompt: "hi" },
+    });
+    expect(await handle.result).toMatchObject({ status: "held" });
+    const { result } = await runtime.grantRetry(handle.runId, `${handle.runId}/0`, {
+      attempts: 1,
+      grantedBy: "ada",
+    });
+    expect(await result).toMatchObject({ status: "completed" });
+    await vi.waitFor(() => expect(runSpans(exporter.getFinishedSpans(), handle.runId)).toHaveLength(2));
+    const spans = exporter.getFinishedSpans();
+    const [held, resumed] = runSpans(spans, handle.runId).sort(
+      (a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1],
+    );
+    const failed = childrenOf(spans, held!);
+    expect(
+      failed.map((s) => [s.attributes["holdfast.call.attempt"], s.attributes["holdfast.call.outcome"]]),
+    ).toEqual([[1, "failed"]]);
+    expect(failed[0]!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(held!.events.find((e) => e.name === "holdfast.run.held")?.attributes).toMatchObject({
+      "holdfast.hold.codes": ["decision-needed"],
+    });
+    expect(resumed!.events.find((e) => e.name === "holdfast.retry.granted")?.attributes).toMatchObject({
+      "holdfast.call.id": `${handle.runId}/0`,
+      "holdfast.retry.attempts": 1,
+      "holdfast.retry.granted_by": "ada",
+    });
+    expect(
+      childrenOf(spans, resumed!).map((s) => [
+        s.attributes["holdfast.call.attempt"],
+        s.attributes["holdfast.call.outcome"],
+      ]),
+    ).toEqual([[2, "completed"]]);
+    for (const text of attributeTexts()) expect(text).not.toContain(CARD);
+    await runtime.close();
   });
 });

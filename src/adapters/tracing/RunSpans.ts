@@ -17,6 +17,7 @@ interface IntentInfo {
   readonly kind: string;
   readonly name: string;
   readonly seq: number;
+  readonly attempt: number;
   readonly disposition: string;
 }
 
@@ -38,6 +39,14 @@ interface EndedRun {
   readonly attributes: Attributes;
   readonly intents: Map<string, IntentInfo>;
 }
+
+/** Hold reasons that leave their call in doubt (its attempt has no outcome). */
+const IN_DOUBT: ReadonlySet<string> = new Set([
+  "in-doubt",
+  "indefinite-failure",
+  "pin-mismatch",
+  "reconcile-unknown",
+]);
 
 const FINAL: Readonly<Record<string, string>> = {
   "run.completed": "completed",
@@ -214,15 +223,16 @@ export class RunSpans {
         return;
       case "run.held": {
         const calls = event.reasons.flatMap((r) => (r.callId === undefined ? [] : [r.callId]));
+        // A call in doubt is held; a definitely failed one waiting for a grant has its outcome already.
+        const inDoubt = event.reasons.flatMap((r) =>
+          r.callId !== undefined && (IN_DOUBT.has(r.code) || run.calls.has(r.callId)) ? [r.callId] : [],
+        );
         run.span.addEvent(
           "holdfast.run.held",
           { "holdfast.hold.codes": event.reasons.map((r) => r.code), "holdfast.hold.calls": calls },
           time,
         );
-        for (const callId of calls) {
-          const attempt = run.calls.has(callId) ? undefined : 0;
-          this.endCall(run, callId, attempt, "held", time);
-        }
+        for (const callId of new Set(inDoubt)) this.endCall(run, callId, undefined, "held", time);
         this.endRun(runId, run, "held", time);
         return;
       }
@@ -319,13 +329,14 @@ export class RunSpans {
     run.calls.delete(callId);
     if (!span) {
       const intent = run.intents.get(callId);
+      const known = attempt ?? intent?.attempt;
       span = this.api.tracer.startSpan(
         intent ? `holdfast.${intent.kind} ${intent.name}` : "holdfast.call",
         {
           startTime: time,
           attributes: {
             ...(intent ? callAttributes(callId, intent) : { "holdfast.call.id": callId }),
-            ...(attempt ? { "holdfast.call.attempt": attempt } : {}),
+            ...(known === undefined ? {} : { "holdfast.call.attempt": known }),
           },
         },
         this.api.withSpan(run.span),
@@ -367,6 +378,7 @@ const intentOf = (event: Extract<AnyEvent, { type: "call.intended" }>): IntentIn
   kind: event.kind,
   name: event.name,
   seq: event.seq,
+  attempt: event.attempt,
   disposition: event.disposition,
 });
 
