@@ -67,7 +67,7 @@ const KEPT = 1_000;
 export class RunSpans {
   private readonly open = new Map<string, RunTrace>();
   private readonly ended = new Map<string, EndedRun>();
-  private readonly claims = new Map<string, { readonly attributes: Attributes; readonly time: Date }>();
+  private readonly claims = new Map<string, { readonly attributes: Attributes; readonly time: number }>();
 
   constructor(
     private readonly api: TracingApi,
@@ -104,7 +104,7 @@ export class RunSpans {
       return;
     }
     this.claims.delete(runId);
-    this.claims.set(runId, { attributes, time: new Date() });
+    this.claims.set(runId, { attributes, time: Date.now() });
     if (this.claims.size > KEPT) {
       const oldest = this.claims.keys().next().value;
       if (oldest !== undefined) this.claims.delete(oldest);
@@ -151,7 +151,8 @@ export class RunSpans {
     const claim = this.claims.get(runId);
     if (claim) {
       this.claims.delete(runId);
-      span.addEvent("holdfast.run.claimed", claim.attributes, claim.time);
+      // The claim came just before the run's first event here; the event stays inside the span.
+      span.addEvent("holdfast.run.claimed", claim.attributes, Math.max(claim.time, timeOf(first).getTime()));
     }
     if (!admitted && !previous) run.queue = this.backfill(runId, run, first.version);
     return run;
