@@ -45,7 +45,8 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
 
 /**
  * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
- * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested.
+ * (the exact versions the project tests with). `pg` and `@opentelemetry/api` stay out on purpose:
+ * their absence is tested.
  */
 const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk"] as const;
 const peerSpec = (name: string): string => {
@@ -178,6 +179,22 @@ describe("the packed package", () => {
     expect(seen.opened?.message).toContain("the package `pg`");
     expect(seen.opened?.message).toContain("npm install pg");
     expect(seen.opened?.message).not.toContain("hunter2");
+  });
+
+  it("@opentelemetry/api is not installed with it, and runs complete without it (tracing is off)", () => {
+    const seen = JSON.parse(
+      node(`
+        import { defineAgent, openRuntime } from "holdfast";
+        const api = await import("@opentelemetry/api").then(() => "installed", (e) => e.code);
+        const echo = defineAgent({ name: "echo", version: "1", run: async (_turn, input) => input });
+        const runtime = await openRuntime({ store: "./otel-off.db", agents: [echo] });
+        const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "echo", content: 1 });
+        const result = await run.result;
+        await runtime.close();
+        console.log(JSON.stringify({ api, status: result.status }));
+      `),
+    ) as { api: string; status: string };
+    expect(seen).toEqual({ api: "ERR_MODULE_NOT_FOUND", status: "completed" });
   });
 
   it("the bin's demo runs to completion on a new journal", () => {

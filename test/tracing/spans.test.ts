@@ -278,3 +278,40 @@ describe("tracing: a definite failure and a retry grant", () => {
     await runtime.close();
   });
 });
+
+describe("tracing: child runs", () => {
+  it("a child run's span is a child of its parent's child-call span", async () => {
+    const kid = defineAgent({
+      name: "kid",
+      version: "1",
+      run: async (turn, input: { card: string }) => turn.tool(lookup, { card: input.card }),
+    });
+    const parent = defineAgent({
+      name: "parent",
+      version: "1",
+      run: async (turn, input: { card: string }) => turn.child("kid", input),
+    });
+    const runtime = await openRuntime({
+      store: join(tempDir(), "j.db"),
+      agents: [parent, kid],
+      tools: [lookup],
+    });
+    const handle = await runtime.submit({
+      chatId: "c",
+      inputId: "i",
+      agent: "parent",
+      content: { card: "x" },
+    });
+    expect(await handle.result).toMatchObject({ status: "completed" });
+    await vi.waitFor(() => expect(runSpans(exporter.getFinishedSpans(), handle.runId)).toHaveLength(1));
+    const spans = exporter.getFinishedSpans();
+    const [run] = runSpans(spans, handle.runId);
+    const [call] = childrenOf(spans, run!);
+    expect(call!.name).toBe("holdfast.child kid");
+    const [childRun] = childrenOf(spans, call!);
+    expect(childRun!.name).toBe("holdfast.run kid");
+    expect(childRun!.attributes["holdfast.chat.id"]).toBe(`child:${handle.runId}/0`);
+    expect(childrenOf(spans, childRun!).map((s) => s.name)).toEqual(["holdfast.tool lookup"]);
+    await runtime.close();
+  });
+});

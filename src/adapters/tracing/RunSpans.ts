@@ -1,5 +1,6 @@
 import type { Attributes, Context, Link, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import type { AnyEvent, RecordedEvent } from "../../events/index.js";
+import { CHILD_CHAT_PREFIX } from "../../runtime/admit.js";
 
 /** The part of `@opentelemetry/api` the spans need, handed over by whoever loaded it. */
 export interface TracingApi {
@@ -130,10 +131,13 @@ export class RunSpans {
           "holdfast.run.from_version": first.version,
         };
     const agent = attributes["holdfast.agent.name"];
+    // A child run is admitted under its parent's call id: its span goes under that call's span.
+    const parentCall =
+      admitted && event.chatId.startsWith(CHILD_CHAT_PREFIX) ? this.callSpan(event.inputId) : null;
     const span = this.api.tracer.startSpan(
       typeof agent === "string" ? `holdfast.run ${agent}` : "holdfast.run",
       { startTime: timeOf(first), attributes, links },
-      context,
+      parentCall ? this.api.withSpan(parentCall) : context,
     );
     // No provider (or not sampled): nothing is kept, nothing is read.
     if (!span.isRecording()) return null;
@@ -156,6 +160,13 @@ export class RunSpans {
     }
     if (!admitted && !previous) run.queue = this.backfill(runId, run, first.version);
     return run;
+  }
+
+  /** The open span of a call (`<runId>/<seq>`, or a child's input id `<runId>/<seq>#<attempt>`). */
+  private callSpan(inputId: string): Span | null {
+    const callId = inputId.split("#")[0] ?? inputId;
+    const runId = callId.slice(0, callId.lastIndexOf("/"));
+    return this.open.get(runId)?.calls.get(callId) ?? null;
   }
 
   /** A run admitted elsewhere (another process, before a crash): its chat, agent and intents, read once. */

@@ -50,11 +50,19 @@ export const traceJournal = (journal: Journal, hooks: TracingHooks): Journal => 
       return claim;
     },
   };
+  // Methods are bound once: the journal's own methods may use private fields.
+  const bound = new Map<PropertyKey, unknown>();
   return new Proxy(journal, {
     get(target, property) {
       if (typeof property === "string" && property in traced) return traced[property as keyof Journal];
       const value = Reflect.get(target, property);
-      return typeof value === "function" ? value.bind(target) : value;
+      if (typeof value !== "function") return value;
+      let method = bound.get(property);
+      if (method === undefined) {
+        method = value.bind(target);
+        bound.set(property, method);
+      }
+      return method;
     },
   });
 };
