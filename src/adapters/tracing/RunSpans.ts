@@ -88,9 +88,12 @@ export class RunSpans {
       this.open.set(runId, run);
     }
     const trace = run;
-    trace.queue = trace.queue.then(() => {
-      for (const recorded of events) this.apply(runId, trace, recorded);
-    });
+    trace.queue = trace.queue
+      .then(() => {
+        for (const recorded of events) this.apply(runId, trace, recorded);
+      })
+      // Tracing never disturbs a run: a span that cannot be made is left out.
+      .catch(() => undefined);
   }
 
   /**
@@ -110,6 +113,19 @@ export class RunSpans {
       const oldest = this.claims.keys().next().value;
       if (oldest !== undefined) this.claims.delete(oldest);
     }
+  }
+
+  /**
+   * The journal closes: spans of runs still open here end, their status `open` (the run goes on
+   * elsewhere, or after a restart, under a new span).
+   */
+  async close(): Promise<void> {
+    const runs = [...this.open.entries()];
+    await Promise.all(runs.map(([, run]) => run.queue));
+    for (const [runId, run] of runs)
+      if (this.open.get(runId) === run) this.endRun(runId, run, "open", new Date());
+    this.claims.clear();
+    this.ended.clear();
   }
 
   private start(runId: string, first: RecordedEvent, context: Context): RunTrace | null {

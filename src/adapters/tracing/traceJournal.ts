@@ -43,6 +43,10 @@ export const traceJournal = (journal: Journal, hooks: TracingHooks): Journal => 
       report(results, context);
       return results;
     },
+    close: async () => {
+      await spans.close().catch(() => undefined);
+      await journal.close();
+    },
     claim: async (runId, workerId, leaseMs, options) => {
       const claim = await journal.claim(runId, workerId, leaseMs, options);
       if (claim && (claim.previous === null || claim.previous.epoch !== claim.epoch))
