@@ -216,7 +216,8 @@ export class RunSpans {
       case "call.intended": {
         const intent = intentOf(event);
         run.intents.set(event.callId, intent);
-        run.calls.get(event.callId)?.end(time);
+        // An earlier attempt still open here had no outcome before this one began.
+        if (run.calls.has(event.callId)) this.endCall(run, event.callId, undefined, "in-doubt", time);
         run.calls.set(
           event.callId,
           this.api.tracer.startSpan(
