@@ -32,6 +32,7 @@ export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./
 export type {
   AgentDef,
   CallContext,
+  ModelCallOptions,
   ReconcileContext,
   Reconciler,
   ReconcileVerdict,

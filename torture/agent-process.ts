@@ -3,19 +3,30 @@
  * process left), submits the trial's input (idempotent: a second submit reuses the run), waits for
  * every run it owns to settle, prints one JSON line, exits 0. Crash points kill it on the way.
  *   TORTURE_DB, TORTURE_DIR, TORTURE_SERVER
+ *   TORTURE_AGENT "ai": the AI SDK agent (torture/ai-definitions.ts), with TORTURE_AI_MODE
+ *   ("generate" | "stream") and TORTURE_AI_POLICY ("hold" | "replay")
  */
 import { openRuntime } from "../src/index.js";
 import { FAULTS, makeTortureDefinitions, type TortureFault } from "./definitions.js";
 
 const env = process.env;
 const fault = FAULTS.find((f) => f === env.TORTURE_FAULT) as TortureFault | undefined;
-const { agents, tools, allowlist } = makeTortureDefinitions({
-  dir: env.TORTURE_DIR!,
-  server: env.TORTURE_SERVER!,
-  ...(fault ? { fault } : {}),
-});
+// The AI SDK agent's module loads the AI SDK: only for its trials.
+const definitions = async () =>
+  env.TORTURE_AGENT === "ai"
+    ? (await import("./ai-definitions.js")).makeAiTortureDefinitions({
+        dir: env.TORTURE_DIR!,
+        mode: env.TORTURE_AI_MODE === "stream" ? "stream" : "generate",
+        inDoubt: env.TORTURE_AI_POLICY === "replay" ? "replay" : "hold",
+      })
+    : makeTortureDefinitions({
+        dir: env.TORTURE_DIR!,
+        server: env.TORTURE_SERVER!,
+        ...(fault ? { fault } : {}),
+      });
 
 const main = async () => {
+  const { agents, tools, allowlist } = await definitions();
   const runtime = await openRuntime({
     store: env.TORTURE_DB!,
     agents,

@@ -177,6 +177,7 @@ export const checkTrial = (
     const call = names.get(event.callId);
     if (event.reason === "allowlisted") return call !== undefined && allowlisted.has(call.name);
     if (event.reason === "idempotent-child") return call?.kind === "child";
+    if (event.reason === "model-policy") return call?.kind === "model";
     return true;
   };
   let reconciled = 0;
@@ -207,6 +208,8 @@ export const checkTrial = (
   for (const line of [
     ...lines(join(dir, "witness", "send.txt")),
     ...lines(join(dir, "witness", "shell.txt")),
+    // The AI SDK agent's provider: each request it received, with the call's idempotency key.
+    ...lines(join(dir, "witness", "model.txt")),
   ]) {
     add(line.split(" ").at(-1)!);
   }

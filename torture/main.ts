@@ -4,6 +4,8 @@
  * recovery — until every run is completed or held. An outside witness counts the effects.
  *
  *   npm run torture -- --trials 300 [--seed S] [--json]
+ *   npm run torture -- --agent ai --trials 100     the AI SDK agent (torture/ai-definitions.ts): its
+ *     model and tools through holdfast/ai, generateText and streamText, hold and replay policies
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
@@ -14,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
+import { AI_MODEL_NAME } from "./ai-definitions.js";
 import { auditLog, checkTrial, type Outcomes, outcomesOf, readLog, sealedRows } from "./check.js";
 import { FAULTS, type TortureFault } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
@@ -21,6 +24,8 @@ import { startWitnessServer } from "./witness-server.js";
 const { values } = parseArgs({
   options: {
     trials: { type: "string", default: "40" },
+    /** "classic" (the journaled-call agent) or "ai" (the AI SDK agent). */
+    agent: { type: "string", default: "classic" },
     seed: { type: "string" },
     json: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
@@ -38,6 +43,11 @@ const { values } = parseArgs({
   },
 });
 const trials = Number(values.trials);
+const aiAgent = values.agent === "ai";
+if (values.agent !== "classic" && !aiAgent) {
+  process.stderr.write('torture: --agent takes "classic" or "ai"\n');
+  process.exit(2);
+}
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (!Number.isInteger(trials) || trials < 1) {
   process.stderr.write("torture: --trials takes a positive whole number\n");
@@ -58,15 +68,17 @@ const rng = (() => {
 const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
 
 /** The torture agent's calls, with how often each happens in one run (parent and child). */
-const CALLS: Record<string, number> = {
-  planner: 1,
-  read_safe: 2,
-  shell: 1,
-  write_file: 1,
-  http_post: 1,
-  send: 3,
-  "torture-child": 1,
-};
+const CALLS: Record<string, number> = aiAgent
+  ? { [AI_MODEL_NAME]: 3, read_safe: 1, send: 2 }
+  : {
+      planner: 1,
+      read_safe: 2,
+      shell: 1,
+      write_file: 1,
+      http_post: 1,
+      send: 3,
+      "torture-child": 1,
+    };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
 type Kill = {
   readonly at: CrashPointName | "random";
@@ -151,6 +163,14 @@ const runTrial = async (
     TORTURE_SERVER: serverUrl,
     TORTURE_LABEL: `t${trial}`,
     TORTURE_FAULT: fault ?? "",
+    // The AI SDK agent: every combination of generate/stream and hold/replay comes round.
+    ...(aiAgent
+      ? {
+          TORTURE_AGENT: "ai",
+          TORTURE_AI_MODE: trial % 2 === 0 ? "generate" : "stream",
+          TORTURE_AI_POLICY: Math.floor(trial / 2) % 2 === 0 ? "hold" : "replay",
+        }
+      : {}),
   };
   const snapshots: Outcomes[] = [];
   counts.clear();
@@ -183,9 +203,17 @@ const runTrial = async (
   // after-replay-authorized, an in-doubt call that recovery may replay: the allowlisted read or the child).
   const firstKill: Kill | null =
     point === "after-replay-authorized"
-      ? { at: "after-intent", call: pick(["read_safe", "torture-child"]) }
+      ? {
+          at: "after-intent",
+          call: pick(aiAgent ? ["read_safe", AI_MODEL_NAME] : ["read_safe", "torture-child"]),
+        }
       : point === "after-interrupted"
-        ? { at: "after-intent", call: pick(["send", "read_safe", "shell", "http_post"]) }
+        ? {
+            at: "after-intent",
+            call: pick(
+              aiAgent ? ["send", "read_safe", AI_MODEL_NAME] : ["send", "read_safe", "shell", "http_post"],
+            ),
+          }
         : kill;
   let next: Kill | null = firstKill;
   let pendingRecoveryKill = RECOVERY_POINTS.includes(point as CrashPointName) ? kill : null;
@@ -283,7 +311,8 @@ const multiWorker = async () => {
 const main = async () => {
   if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
-  const points: Category[] = [...CRASH_POINTS, "random", ...FAULTS];
+  // The faults belong to the classic agent's code; the AI SDK agent gets the kills.
+  const points: Category[] = aiAgent ? [...CRASH_POINTS, "random"] : [...CRASH_POINTS, "random", ...FAULTS];
   const results: TrialResult[] = [];
   const started = Date.now();
   for (let i = 0; i < trials; i++) {
@@ -314,6 +343,7 @@ const main = async () => {
   }
   const sum = (f: (r: TrialResult) => number) => results.reduce((a, r) => a + f(r), 0);
   const summary = {
+    agent: aiAgent ? "ai" : "classic",
     seed,
     trials: results.length,
     trialsPerCrashPoint: perPoint,

@@ -61,7 +61,7 @@ export const CallReplayAuthorized = Schema.Struct({
   runId: Schema.String,
   callId: Schema.String,
   attempt: Schema.Int.pipe(Schema.positive()),
-  reason: Schema.Literal("allowlisted", "idempotent-child", "decision"),
+  reason: Schema.Literal("allowlisted", "idempotent-child", "decision", "model-policy"),
 });
 
 export const CallEvent = Schema.Union(

@@ -154,13 +154,30 @@ export const defineAgent = <In, Out>(spec: AgentDef<In, Out>): AgentDef<In, Out>
   return spec;
 };
 
+/** What a model call's intent records about how recovery may treat it. */
+export interface ModelCallOptions {
+  /**
+   * What recovery may do if the call is found in doubt (an intent without an outcome). `hold`, the
+   * default: a person decides. `replay`: the embedder declares that this model call changes nothing
+   * outside, so recovery authorizes it to run again (`call.replay-authorized { reason:
+   * "model-policy" }`). Recorded in the intent as its disposition: changing the policy later does not
+   * change what recovery does to a call already made.
+   */
+  readonly inDoubt?: "hold" | "replay";
+}
+
 /** The call API an agent uses. Every call is journaled: intent before, outcome after. */
 export interface Turn {
   readonly runId: string;
   readonly chatId: string;
   readonly inputId: string;
   /** A model call. `fn` runs only if no outcome is recorded for this call. */
-  model<R>(name: string, args: unknown, fn: (args: unknown, context: CallContext) => Promise<R>): Promise<R>;
+  model<R>(
+    name: string,
+    args: unknown,
+    fn: (args: unknown, context: CallContext) => Promise<R>,
+    options?: ModelCallOptions,
+  ): Promise<R>;
   /** A registered tool call (by definition or by name). Arguments are checked against its Schema. */
   tool<A, I, R>(tool: ToolDef<A, I, R> | string, args: I): Promise<R>;
   /** Save a masked checkpoint of the chat after the last call. */

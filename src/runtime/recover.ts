@@ -86,6 +86,16 @@ export const classifyInDoubt = async (
     };
   }
 
+  // A model call has no source to pin: its intent records the embedder's declaration that it
+  // changes nothing outside (ModelCallOptions.inDoubt), and that declaration is what allows it.
+  if (call.kind === "model" && call.disposition === "replay") {
+    return {
+      kind: "record",
+      note: "replayed",
+      events: [{ type: "call.replay-authorized", runId, callId, attempt, reason: "model-policy" }],
+    };
+  }
+
   if (call.disposition === "replay") {
     const tool = deps.tools.get(call.name);
     const listed = deps.allowlist[call.name];

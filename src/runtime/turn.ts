@@ -11,7 +11,7 @@ import { contextOf, statusOf } from "../machines/index.js";
 import { type AttemptHost, type CallSpec, runAttempt } from "./attempt.js";
 import { crashPointFor } from "./crash.js";
 import { type Recorded, ReplayCursor } from "./cursor.js";
-import type { AnyToolDef, CallContext, ToolDef, Turn } from "./define.js";
+import type { AnyToolDef, CallContext, ModelCallOptions, ToolDef, Turn } from "./define.js";
 import type { RunWriter, WriteSlot } from "./dispatch.js";
 import { documentCall, type PlanApi } from "./documentCall.js";
 import {
@@ -157,7 +157,12 @@ export class TurnImpl implements Turn, AttemptHost {
     return promise;
   }
 
-  model<R>(name: string, args: unknown, fn: (args: unknown, context: CallContext) => Promise<R>): Promise<R> {
+  model<R>(
+    name: string,
+    args: unknown,
+    fn: (args: unknown, context: CallContext) => Promise<R>,
+    options?: ModelCallOptions,
+  ): Promise<R> {
     let stored: unknown;
     try {
       stored = storedCopy(args, `arguments of model call "${name}"`);
@@ -169,7 +174,7 @@ export class TurnImpl implements Turn, AttemptHost {
       name,
       args: stored,
       runArgs: stored,
-      disposition: "hold",
+      disposition: options?.inDoubt === "replay" ? "replay" : "hold",
       pin: null,
       reconciler: null,
       run: fn,

@@ -41,14 +41,15 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "./tools": ["makeShellTool", "makeWriteFileTool", "makeHttpTool", "moduleSource"],
   "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill"],
   "./mcp": ["mcpToolset", "McpCallInDoubt"],
+  "./ai": ["journaledModel", "journaledMiddleware", "journaledTools", "fromAiTool", "effectInputSchema"],
 };
 
 /**
  * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
- * (the exact versions the project tests with). `pg` and `@opentelemetry/api` stay out on purpose:
- * their absence is tested.
+ * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested;
+ * so is `@opentelemetry/api`'s, in a second consumer with no optional peer.
  */
-const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk"] as const;
+const OPTIONAL_PEERS = ["@modelcontextprotocol/sdk", "ai"] as const;
 const peerSpec = (name: string): string => {
   const version = (pkg as unknown as { devDependencies: Record<string, string> }).devDependencies[name];
   if (!version)
@@ -58,6 +59,7 @@ const peerSpec = (name: string): string => {
 
 let dir = "";
 let consumer = "";
+let tarball = "";
 
 /** Run a command, failing loudly with everything it printed. */
 const run = (
@@ -102,7 +104,7 @@ beforeAll(() => {
   const tarballs = readdirSync(dir).filter((name) => name.endsWith(".tgz"));
   if (tarballs.length !== 1)
     throw new Error(`npm pack made ${tarballs.length} tarballs: ${tarballs.join(", ")}`);
-  const tarball = join(dir, tarballs[0]!);
+  tarball = join(dir, tarballs[0]!);
 
   consumer = join(dir, "consumer");
   mkdirSync(consumer);
@@ -181,9 +183,30 @@ describe("the packed package", () => {
     expect(seen.opened?.message).not.toContain("hunter2");
   });
 
-  it("@opentelemetry/api is not installed with it, and runs complete without it (tracing is off)", () => {
+  it("@opentelemetry/api is an optional peer: a consumer with the package alone has none, and runs complete (tracing is off)", () => {
+    const installed = JSON.parse(
+      readFileSync(join(consumer, "node_modules", pkg.name, "package.json"), "utf8"),
+    ) as {
+      dependencies?: Record<string, string>;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+    };
+    expect(Object.keys(installed.dependencies ?? {})).not.toContain("@opentelemetry/api");
+    expect(installed.peerDependenciesMeta?.["@opentelemetry/api"]?.optional).toBe(true);
+    // A second consumer with no optional peer (another peer, such as `ai`, may bring the API along).
+    const bare = join(dir, "bare");
+    mkdirSync(bare);
+    writeFileSync(
+      join(bare, "package.json"),
+      JSON.stringify({ name: "bare", private: true, type: "module" }),
+    );
+    run(NPM, ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], bare, 180_000);
     const seen = JSON.parse(
-      node(`
+      run(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `
         import { defineAgent, openRuntime } from "holdfast";
         const api = await import("@opentelemetry/api").then(() => "installed", (e) => e.code);
         const echo = defineAgent({ name: "echo", version: "1", run: async (_turn, input) => input });
@@ -192,10 +215,13 @@ describe("the packed package", () => {
         const result = await run.result;
         await runtime.close();
         console.log(JSON.stringify({ api, status: result.status }));
-      `),
+      `,
+        ],
+        bare,
+      ).stdout,
     ) as { api: string; status: string };
     expect(seen).toEqual({ api: "ERR_MODULE_NOT_FOUND", status: "completed" });
-  });
+  }, 240_000);
 
   it("the bin's demo runs to completion on a new journal", () => {
     const bin = join(consumer, "node_modules", ".bin", Object.keys(pkg.bin)[0]!);
@@ -216,6 +242,10 @@ describe("the packed package", () => {
         'import { type ChatCheckpoint, openRuntime, type Runtime } from "holdfast";',
         'import { type AuditReport, auditJournal, openStoreReader } from "holdfast/audit";',
         'import { makeShellTool, moduleSource } from "holdfast/tools";',
+        'import { journaledModel, journaledTools, type ModelPolicy } from "holdfast/ai";',
+        'export const policy: ModelPolicy = { inDoubt: "replay", idempotencyHeader: "Idempotency-Key" };',
+        "export const wrap: typeof journaledModel = journaledModel;",
+        "export const tools: typeof journaledTools = journaledTools;",
         "export const shell = makeShellTool('./work');",
         "export const pinned: { readonly source: string } = moduleSource(import.meta.url);",
         "export const open: () => Promise<Runtime> = () => openRuntime({ store: './j/journal.db' });",

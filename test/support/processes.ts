@@ -12,10 +12,13 @@ export interface ProcessResult {
 }
 
 /** Run the holdfast worker process to its end (or its death by SIGKILL at a crash point). */
-export const runWorker = (env: Record<string, string>): Promise<ProcessResult> =>
+export const runWorker = (env: Record<string, string>): Promise<ProcessResult> => runScript(WORKER, env);
+
+/** Run a TypeScript file in a child process to its end (or its death by SIGKILL at a crash point). */
+export const runScript = (script: string, env: Record<string, string>): Promise<ProcessResult> =>
   new Promise((resolve, reject) => {
     // Node itself (with the tsx loader), so a crash point's SIGKILL kills exactly this process.
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+    const child = spawn(process.execPath, ["--import", "tsx", script], {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -190,6 +190,11 @@ const runsSection = async (reader: JournalReader, query: Record<string, string>)
 
 /** Where a call stands with the safe list, in words: replay needs its pin to still match. */
 const pinText = (call: CallView): string => {
+  // A model call has no source to pin: what may replay it is its model's policy, in its intent.
+  if (call.kind === "model")
+    return call.disposition === "replay"
+      ? "a model call whose policy is inDoubt: replay: asked again after a crash, not through the safe list"
+      : "a model call: never asked again without a decision";
   const pin = call.pin === null ? "" : ` (source ${call.pin.slice(0, 12)}…)`;
   return call.disposition === "replay"
     ? `on the safe list when it started, pinned to its source${pin}: replayed only while the pin still matches`

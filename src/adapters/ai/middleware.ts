@@ -1,0 +1,255 @@
+import { type LanguageModelMiddleware, wrapLanguageModel } from "ai";
+import type { ModelCallOptions, Turn } from "../../runtime/define.js";
+import { DefiniteFailure } from "../../runtime/errors.js";
+import { fromStored, toStored } from "./codec.js";
+import { refusalDetails, refusedRequest } from "./refusal.js";
+
+type WrapOptions = Parameters<NonNullable<LanguageModelMiddleware["wrapGenerate"]>>[0];
+/** The AI SDK's language model (specification v3), as `wrapLanguageModel` takes it. */
+export type LanguageModelV3 = WrapOptions["model"];
+type CallOptions = WrapOptions["params"];
+type GenerateResult = Awaited<ReturnType<WrapOptions["doGenerate"]>>;
+type StreamResult = Awaited<ReturnType<WrapOptions["doStream"]>>;
+type StreamPart = StreamResult["stream"] extends ReadableStream<infer P> ? P : never;
+type Headers = NonNullable<NonNullable<StreamResult["response"]>["headers"]>;
+
+/** How one model's calls are journaled. */
+export interface ModelPolicy {
+  /** The calls' name in the journal (and for `HOLDFAST_CRASH_CALL`). Default `<provider>/<modelId>`. */
+  readonly name?: string;
+  /**
+   * What recovery may do with a call of this model found in doubt. `hold` (default): a person
+   * decides. `replay`: the team declares the model changes nothing outside (no tools run by the
+   * provider, nothing billed that matters), so it is called again. Recorded in each intent.
+   */
+  readonly inDoubt?: "hold" | "replay";
+  /**
+   * Whether an error proves the provider did not act on the request: the call is then recorded as
+   * failed definitely (a person may grant retries). Default {@link refusedRequest}. Any other error
+   * leaves the call in doubt (law 4).
+   */
+  readonly definite?: (error: unknown) => boolean;
+  /**
+   * Send the call's idempotency key (`<callId>#<attempt>`) to the provider in this request header
+   * (e.g. `"Idempotency-Key"`): a provider or gateway that honours it can refuse a repeat, and its
+   * logs tie a request to its call — evidence for a person deciding a call in doubt.
+   */
+  readonly idempotencyHeader?: string;
+}
+
+/** The stored outcome of a streamed call: its parts (deltas merged, raw chunks left out). */
+interface StoredStream {
+  readonly parts: ReadonlyArray<StreamPart>;
+  readonly headers?: Headers;
+}
+
+const nameOf = (model: LanguageModelV3, policy: ModelPolicy): string =>
+  policy.name ?? `${model.provider}/${model.modelId}`;
+
+/** The provider's request, with the call's idempotency key in a header when the policy asks for it. */
+const request = <R>(
+  policy: ModelPolicy,
+  params: CallOptions,
+  idempotencyKey: string,
+  bound: () => PromiseLike<R>,
+  direct: (params: CallOptions) => PromiseLike<R>,
+): PromiseLike<R> =>
+  policy.idempotencyHeader
+    ? direct({ ...params, headers: { ...params.headers, [policy.idempotencyHeader]: idempotencyKey } })
+    : bound();
+
+const callOptions = (policy: ModelPolicy): ModelCallOptions =>
+  policy.inDoubt ? { inDoubt: policy.inDoubt } : {};
+
+/**
+ * What the intent records and the fingerprint covers: the model, the prompt, the tools offered and
+ * the settings. Not the abort signal or the request headers: they are transport, not the question.
+ */
+const intentArgs = (mode: "generate" | "stream", model: LanguageModelV3, params: CallOptions): unknown =>
+  toStored({
+    mode,
+    provider: model.provider,
+    modelId: model.modelId,
+    prompt: params.prompt,
+    tools: params.tools,
+    toolChoice: params.toolChoice,
+    settings: {
+      maxOutputTokens: params.maxOutputTokens,
+      temperature: params.temperature,
+      stopSequences: params.stopSequences,
+      topP: params.topP,
+      topK: params.topK,
+      presencePenalty: params.presencePenalty,
+      frequencyPenalty: params.frequencyPenalty,
+      responseFormat: params.responseFormat,
+      seed: params.seed,
+      providerOptions: params.providerOptions,
+    },
+  });
+
+/** The full result without the raw request and response bodies. */
+const storedGenerate = (result: GenerateResult): unknown =>
+  toStored({
+    content: result.content,
+    finishReason: result.finishReason,
+    usage: result.usage,
+    providerMetadata: result.providerMetadata,
+    warnings: result.warnings,
+    response: result.response && {
+      id: result.response.id,
+      timestamp: result.response.timestamp,
+      modelId: result.response.modelId,
+      headers: result.response.headers,
+    },
+  });
+
+/** A definite failure if the policy says the error proves the request was refused; else the error. */
+const asFailure = (error: unknown, policy: ModelPolicy): unknown => {
+  if (error instanceof DefiniteFailure || !(policy.definite ?? refusedRequest)(error)) return error;
+  const described = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new DefiniteFailure(described, refusalDetails(error));
+};
+
+type Delta = Extract<StreamPart, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" }>;
+const isDelta = (part: StreamPart): part is Delta =>
+  part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-input-delta";
+
+/** Keep a part for the stored outcome, merging a delta into the one before it of the same block. */
+const keep = (parts: StreamPart[], part: StreamPart): void => {
+  const last = parts.at(-1);
+  if (
+    last &&
+    isDelta(part) &&
+    isDelta(last) &&
+    last.type === part.type &&
+    last.id === part.id &&
+    last.providerMetadata === undefined &&
+    part.providerMetadata === undefined
+  ) {
+    parts[parts.length - 1] = { ...last, delta: last.delta + part.delta };
+    return;
+  }
+  parts.push(part);
+};
+
+/**
+ * Journal every model call of `turn`: an intent with the prompt and tools before the provider is
+ * asked, the full result as the outcome after. A re-execution is answered from the journal, for
+ * `generateText` and `streamText` alike; the provider is not asked again. A call that a crash left
+ * in doubt holds the run (or, with `inDoubt: "replay"`, is asked again).
+ *
+ * Streams: parts reach the caller as the provider sends them, except the `finish` part, which waits
+ * until the outcome is committed — the AI SDK starts tools on `finish`, and no tool may start while
+ * the model call that asked for it is still in doubt.
+ *
+ * @example
+ * const model = wrapLanguageModel({ model: openai("gpt-5"), middleware: journaledMiddleware(turn) });
+ */
+export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): LanguageModelMiddleware => ({
+  specificationVersion: "v3",
+
+  wrapGenerate: async ({ doGenerate, params, model }) => {
+    const stored = await turn.model(
+      nameOf(model, policy),
+      intentArgs("generate", model, params),
+      async (_args, { idempotencyKey }) => {
+        let result: GenerateResult;
+        try {
+          result = await request(policy, params, idempotencyKey, doGenerate, (p) => model.doGenerate(p));
+        } catch (error) {
+          throw asFailure(error, policy);
+        }
+        return storedGenerate(result);
+      },
+      callOptions(policy),
+    );
+    return fromStored(stored) as GenerateResult;
+  },
+
+  wrapStream: async ({ doStream, params, model }) => {
+    let out: ReadableStreamDefaultController<StreamPart> | undefined;
+    let cancelled = false;
+    const stream = new ReadableStream<StreamPart>({
+      start: (controller) => {
+        out = controller;
+      },
+      // The caller stopped reading: the provider's stream is still read to its end, so the
+      // outcome is recorded and no call is left in doubt by a consumer that went away.
+      cancel: () => {
+        cancelled = true;
+      },
+    });
+    const send = (part: StreamPart): void => {
+      if (!cancelled) out?.enqueue(part);
+    };
+    let live = false;
+    let opened: (headers: StoredStream["headers"]) => void = () => undefined;
+    const started = new Promise<StoredStream["headers"]>((resolve) => {
+      opened = resolve;
+    });
+
+    // Started before any await: the call takes its seq in the order the SDK asked for it.
+    const call = turn.model(
+      nameOf(model, policy),
+      intentArgs("stream", model, params),
+      async (_args, { idempotencyKey }): Promise<unknown> => {
+        live = true;
+        let source: StreamResult;
+        try {
+          source = await request(policy, params, idempotencyKey, doStream, (p) => model.doStream(p));
+        } catch (error) {
+          throw asFailure(error, policy);
+        }
+        opened(source.response?.headers);
+        // A stream cut in the middle proves nothing: that error stays indefinite.
+        const reader = source.stream.getReader();
+        const parts: StreamPart[] = [];
+        let finished = false;
+        for (;;) {
+          const next = await reader.read();
+          if (next.done) break;
+          const part = next.value;
+          if (part.type === "finish") finished = true;
+          if (!finished) send(part);
+          if (part.type !== "raw") keep(parts, part);
+        }
+        return toStored({ parts, headers: source.response?.headers });
+      },
+      callOptions(policy),
+    );
+
+    const headers = await Promise.race([
+      started,
+      call.then(
+        (stored) => (fromStored(stored) as StoredStream).headers,
+        () => undefined,
+      ),
+    ]);
+    call.then(
+      (stored) => {
+        const { parts } = fromStored(stored) as StoredStream;
+        // Live, everything before `finish` was sent already; from the journal, all of it is sent now.
+        const from = live ? parts.findIndex((p) => p.type === "finish") : 0;
+        if (from >= 0) for (const part of parts.slice(from)) send(part);
+        if (!cancelled) out?.close();
+      },
+      (error: unknown) => {
+        if (!cancelled) out?.error(error);
+      },
+    );
+    return headers ? { stream, response: { headers } } : { stream };
+  },
+});
+
+/**
+ * `model` with every call journaled in `turn` ({@link journaledMiddleware}).
+ *
+ * @example
+ * const model = journaledModel(turn, openai("gpt-5"));
+ * const { text } = await generateText({ model, tools: journaledTools(turn, [getWeather]), prompt });
+ */
+export const journaledModel = (
+  turn: Turn,
+  model: LanguageModelV3,
+  policy: ModelPolicy = {},
+): LanguageModelV3 => wrapLanguageModel({ model, middleware: journaledMiddleware(turn, policy) });
