@@ -25,6 +25,8 @@ import { loadAllowlist } from "./allowlist.js";
 import { auditStore } from "./auditStore.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
 import { openStore } from "./store.js";
+import { loadTracing } from "./tracing/loadTracing.js";
+import { traceJournal } from "./tracing/traceJournal.js";
 
 /** What `openRuntime` takes: the journal, the agents and tools it runs, the safe list, secrets, recovery. */
 export interface RuntimeOptions {
@@ -61,6 +63,12 @@ export interface RuntimeOptions {
    * await openRuntime({ retention: { keepRuns: 500, keepDays: 90 } });
    */
   readonly retention?: Partial<RetentionPolicy> | false;
+  /**
+   * OpenTelemetry spans of runs and calls, through `@opentelemetry/api` when it is installed and a
+   * tracer provider is registered (default true; with no provider nothing is recorded). `false`
+   * makes none. See docs/integrations.md, "Tracing".
+   */
+  readonly tracing?: boolean;
 }
 
 /** A running holdfast instance over one journal. */
@@ -175,6 +183,7 @@ const RuntimeOptionsSchema = Schema.Struct({
   ),
   // Checked by resolveRetention, which names the field and the value.
   retention: Schema.optional(Schema.Unknown),
+  tracing: Schema.optional(Schema.Boolean),
 });
 
 /** A sortable, readable run id: time, then randomness. */
@@ -193,7 +202,9 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
   const retentionPolicy = options.retention ? resolveRetention(options.retention) : null;
   const allowlist =
     typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist);
-  const journal: Journal = await openStore(options.store);
+  const tracing = checked.tracing === false ? null : await loadTracing();
+  const stored: Journal = await openStore(options.store);
+  const journal = tracing ? traceJournal(stored, tracing) : stored;
   let engine: Engine;
   try {
     engine = new Engine({

@@ -47,7 +47,8 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
 
 /**
  * The optional peers a subpath needs, installed beside the tarball as a user of that subpath would
- * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested.
+ * (the exact versions the project tests with). `pg` stays out on purpose: its absence is tested;
+ * so is `@opentelemetry/api`'s, in a second consumer with no optional peer.
  */
 const OPTIONAL_PEERS = [
   "@modelcontextprotocol/sdk",
@@ -64,6 +65,7 @@ const peerSpec = (name: string): string => {
 
 let dir = "";
 let consumer = "";
+let tarball = "";
 
 /** Run a command, failing loudly with everything it printed. */
 const run = (
@@ -108,7 +110,7 @@ beforeAll(() => {
   const tarballs = readdirSync(dir).filter((name) => name.endsWith(".tgz"));
   if (tarballs.length !== 1)
     throw new Error(`npm pack made ${tarballs.length} tarballs: ${tarballs.join(", ")}`);
-  const tarball = join(dir, tarballs[0]!);
+  tarball = join(dir, tarballs[0]!);
 
   consumer = join(dir, "consumer");
   mkdirSync(consumer);
@@ -186,6 +188,46 @@ describe("the packed package", () => {
     expect(seen.opened?.message).toContain("npm install pg");
     expect(seen.opened?.message).not.toContain("hunter2");
   });
+
+  it("@opentelemetry/api is an optional peer: a consumer with the package alone has none, and runs complete (tracing is off)", () => {
+    const installed = JSON.parse(
+      readFileSync(join(consumer, "node_modules", pkg.name, "package.json"), "utf8"),
+    ) as {
+      dependencies?: Record<string, string>;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+    };
+    expect(Object.keys(installed.dependencies ?? {})).not.toContain("@opentelemetry/api");
+    expect(installed.peerDependenciesMeta?.["@opentelemetry/api"]?.optional).toBe(true);
+    // A second consumer with no optional peer (another peer, such as `ai`, may bring the API along).
+    const bare = join(dir, "bare");
+    mkdirSync(bare);
+    writeFileSync(
+      join(bare, "package.json"),
+      JSON.stringify({ name: "bare", private: true, type: "module" }),
+    );
+    run(NPM, ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball], bare, 180_000);
+    const seen = JSON.parse(
+      run(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `
+        import { defineAgent, openRuntime } from "holdfast";
+        const api = await import("@opentelemetry/api").then(() => "installed", (e) => e.code);
+        const echo = defineAgent({ name: "echo", version: "1", run: async (_turn, input) => input });
+        const runtime = await openRuntime({ store: "./otel-off.db", agents: [echo] });
+        const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "echo", content: 1 });
+        const result = await run.result;
+        await runtime.close();
+        console.log(JSON.stringify({ api, status: result.status }));
+      `,
+        ],
+        bare,
+      ).stdout,
+    ) as { api: string; status: string };
+    expect(seen).toEqual({ api: "ERR_MODULE_NOT_FOUND", status: "completed" });
+  }, 240_000);
 
   it("the bin's demo runs to completion on a new journal", () => {
     const bin = join(consumer, "node_modules", ".bin", Object.keys(pkg.bin)[0]!);
