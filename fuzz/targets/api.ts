@@ -114,7 +114,7 @@ const tagOf = (error: unknown): string | undefined => {
  */
 export const apiTarget: FuzzTarget = {
   name: "api",
-  defaultRuns: 10_000,
+  defaultRuns: 40_000,
   setup: async () => {
     const given: GivenJournal = await givenJournal();
     const openDb = join(given.dir, "open.db");

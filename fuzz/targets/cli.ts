@@ -127,7 +127,7 @@ const capture = () => {
  */
 export const cliTarget: FuzzTarget = {
   name: "cli",
-  defaultRuns: 10_000,
+  defaultRuns: 40_000,
   setup: async () => {
     const given = await givenJournal();
     const db = given.db;

@@ -162,7 +162,7 @@ const input: fc.Arbitrary<DecoderInput> = fc.record({
  */
 export const decoderTarget: FuzzTarget = {
   name: "decoder",
-  defaultRuns: 100_000,
+  defaultRuns: 200_000,
   setup: async () => {
     const pool = eventPool(42);
     return {

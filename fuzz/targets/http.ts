@@ -124,7 +124,7 @@ const request: fc.Arbitrary<Request> = fc.record({
  */
 export const httpTarget: FuzzTarget = {
   name: "http",
-  defaultRuns: 10_000,
+  defaultRuns: 40_000,
   setup: async () => {
     const given = await givenJournal();
     const server: Server = await serve({

@@ -104,7 +104,7 @@ const jsonTexts = (value: unknown, out: string[] = []): string[] => {
  */
 export const maskerTarget: FuzzTarget = {
   name: "masker",
-  defaultRuns: 100_000,
+  defaultRuns: 200_000,
   setup: async () => ({
     arbitrary: input,
     check: (i: MaskerInput) => {
