@@ -2,7 +2,7 @@
  * The fuzzer: fast-check drives the event decoder, the masker, the public API, the CLI's argument
  * handling and the HTTP API with generated inputs (docs/fuzz.md).
  *
- *   npm run fuzz                         every target, full counts (520,000 inputs, ~5 min on 2 cores)
+ *   npm run fuzz                         every target, full counts (520,000 inputs, ~9 min on 2 cores)
  *   npm run fuzz -- --seed 7 --json      fixed seed, one JSON document on stdout
  *   npm run fuzz -- --runs 500           500 inputs per target
  *   npm run fuzz -- --runs 20000 --total 20,000 inputs shared out in the full run's proportions
