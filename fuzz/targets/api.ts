@@ -120,6 +120,12 @@ export const apiTarget: FuzzTarget = {
     const openDb = join(given.dir, "open.db");
     (await openRuntime({ store: openDb, recovery: { onOpen: false } })).close();
     const openHead = journalHead(openDb);
+    // Options that are not an object open the default journal: the one in the fuzz folder, never
+    // the working folder's or HOLDFAST_STORE's.
+    const savedCwd = process.cwd();
+    const savedStore = process.env.HOLDFAST_STORE;
+    process.chdir(given.dir);
+    delete process.env.HOLDFAST_STORE;
     let fresh = 0;
     const { runtime } = given;
     const runOf = (ref: unknown) =>
@@ -213,6 +219,8 @@ export const apiTarget: FuzzTarget = {
         }
       },
       close: async () => {
+        process.chdir(savedCwd);
+        if (savedStore !== undefined) process.env.HOLDFAST_STORE = savedStore;
         openHead.close();
         await given.close();
       },
