@@ -181,8 +181,25 @@ const RuntimeOptionsSchema = Schema.Struct({
       ),
     }),
   ),
-  // Checked by resolveRetention, which names the field and the value.
-  retention: Schema.optional(Schema.Unknown),
+  retention: Schema.optional(
+    Schema.Union(
+      Schema.Literal(false),
+      Schema.Struct({
+        keepRuns: Schema.optionalWith(
+          Schema.Int.pipe(Schema.nonNegative()).annotations({
+            message: (issue) => `keepRuns must be a whole number ≥ 0, got ${String(issue.actual)}`,
+          }),
+          { exact: true },
+        ),
+        keepDays: Schema.optionalWith(
+          Schema.Number.pipe(Schema.filter((n) => Number.isFinite(n) && n >= 0)).annotations({
+            message: (issue) => `keepDays must be a number ≥ 0, got ${String(issue.actual)}`,
+          }),
+          { exact: true },
+        ),
+      }),
+    ),
+  ),
   tracing: Schema.optional(Schema.Boolean),
 });
 
@@ -199,7 +216,7 @@ const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toSt
 export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime> => {
   // Everything is checked before anything is opened or recovered.
   const checked = decodeInput(RuntimeOptionsSchema, options, "openRuntime options");
-  const retentionPolicy = options.retention ? resolveRetention(options.retention) : null;
+  const retentionPolicy = checked.retention ? resolveRetention(checked.retention) : null;
   const allowlist =
     typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist);
   const tracing = checked.tracing === false ? null : await loadTracing();

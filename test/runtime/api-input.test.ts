@@ -31,6 +31,17 @@ describe("public API inputs are checked at the boundary", () => {
     expect(existsSync(join(dir, "j.db"))).toBe(false);
   });
 
+  it("F20 (found by the fuzzer): a retention policy with keepDays -1, keepRuns 1.5 or a string is InvalidInput naming the field, not a RangeError", async () => {
+    const dir = tempDir();
+    for (const retention of [{ keepRuns: 0, keepDays: -1 }, { keepRuns: 1.5 }, "weekly"]) {
+      const error = await rejection(openRuntime({ store: join(dir, "j.db"), retention: retention as never }));
+      expect(error, JSON.stringify(retention)).toBeInstanceOf(InvalidInput);
+      expect((error as Error).message).toContain("retention");
+    }
+    const { existsSync } = await import("node:fs");
+    expect(existsSync(join(dir, "j.db"))).toBe(false);
+  });
+
   it("F20: a secret that is not a string is refused (a numeric PIN would never be masked)", async () => {
     const error = await rejection(
       openRuntime({ store: join(tempDir(), "j.db"), secrets: { PIN: 1234 as unknown as string } }),

@@ -9,7 +9,7 @@ import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
-import { errorReply } from "./errors.js";
+import { ApiError, errorReply } from "./errors.js";
 import { type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
 import { SESSION_COOKIE, type Session, type Sessions, sameOrigin, tokenMatches } from "./security.js";
 import type { Env, OperatorPort } from "./types.js";
@@ -410,6 +410,19 @@ const formText = (form: Record<string, unknown>, name: string): string => {
   return typeof value === "string" ? value : "";
 };
 
+/** A form body; one that does not parse (a multipart body without its boundary, say) is the sender's mistake. */
+const formBody = async (c: Context): Promise<Record<string, unknown>> => {
+  try {
+    return await c.req.parseBody();
+  } catch {
+    throw new ApiError(
+      400,
+      "invalid-form",
+      "the body is not a form: send it as application/x-www-form-urlencoded or multipart/form-data",
+    );
+  }
+};
+
 export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
   const { reader, sessions } = options;
 
@@ -482,7 +495,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       c.req.header("host") ?? "",
     );
     if (!origin.ok) return loginPage(c, `Refused: ${origin.why}.`, 403);
-    const form = await c.req.parseBody();
+    const form = await formBody(c);
     const token = formText(form, "token");
     const name = formText(form, "name").trim();
     if (!tokenMatches(token, options.token)) return loginPage(c, "That is not the server's token.", 401);
@@ -504,7 +517,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         return c.text("Sign in first: this form needs a session.", 401);
       }
       if (c.req.method === "POST") {
-        const form = await c.req.parseBody();
+        const form = await formBody(c);
         const refused = options.csrfRefusal(c, auth.session, formText(form, "_csrf"));
         if (refused) return c.html(layout("Refused", auth.session, banner("error", refused)), 403);
       }
@@ -616,7 +629,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     "/runs/:runId/decide",
     page(async (c, session) => {
       const runId = param(c, "runId");
-      const form = await c.req.parseBody();
+      const form = await formBody(c);
       const decision = formText(form, "decision");
       const callId = formText(form, "callId") || undefined;
       const note = formText(form, "note").trim();
@@ -723,7 +736,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     page(async (c, session) => {
       const runId = param(c, "runId");
       const callId = param(c, "callId");
-      const form = await c.req.parseBody();
+      const form = await formBody(c);
       const attempts = Number(formText(form, "attempts") || "1");
       const note = formText(form, "note").trim();
       try {
@@ -789,7 +802,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     "/chats/:chatId/plan",
     page(async (c, session) => {
       const chatId = param(c, "chatId");
-      const form = await c.req.parseBody();
+      const form = await formBody(c);
       const text = formText(form, "value");
       const expected = Number(formText(form, "expectedRevision"));
       let value: unknown;
