@@ -1,0 +1,381 @@
+import { html } from "hono/html";
+import type { HtmlEscapedString } from "hono/utils/html";
+import type { DecisionKind } from "../../events/index.js";
+import type { RunRow } from "../../projections/index.js";
+import type { JournalReader } from "../../runtime/Journal.js";
+import type { Session } from "./security.js";
+import { type CallView, type RunView, runsPage } from "./views.js";
+
+/** The Recovery panel's pages, rendered on the server (escaped by `hono/html`); the routes are in panel.ts. */
+
+export type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+export const DECISION_LABELS: Readonly<Record<DecisionKind, string>> = {
+  "confirmed-completed": "It happened (confirmed completed)",
+  "confirmed-not-completed": "It did not happen (confirmed not completed)",
+  resume: "Resume without an outcome",
+  "new-attempt": "Run it again (new attempt)",
+  stop: "Stop the run",
+};
+
+export const RUN_STATUSES = ["held", "running", "interrupted", "completed", "failed", "stopped"] as const;
+
+export const age = (since: string, now = Date.now()): string => {
+  const seconds = Math.max(0, Math.round((now - Date.parse(since)) / 1000));
+  if (seconds < 90) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 90) return `${minutes} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 36) return `${hours} h`;
+  return `${Math.round(hours / 24)} d`;
+};
+
+export const pretty = (value: unknown): string => JSON.stringify(value, null, 2) ?? "null";
+
+/**
+ * Every page. Its referrer policy is `same-origin` (as the replies' header says): under
+ * `no-referrer` a browser sends `Origin: null` on the page's own form posts, which the Origin check
+ * refuses as an opaque origin (every sign-in and decision was refused); `same-origin` still sends
+ * no referrer to another origin.
+ *
+ * The scripts are plain (not deferred) at the end of the body, in order: htmx then starts on
+ * DOMContentLoaded, after its SSE extension and the panel's listeners are in place. Deferred, htmx
+ * started from a timer that could run before the later scripts had loaded, and the page stayed
+ * "connecting…" (or never connected).
+ */
+export const layout = (
+  title: string,
+  session: Session | null,
+  body: Html,
+  live: string | null = null,
+): Html => html`<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <meta name="referrer" content="same-origin" />
+    <meta name="htmx-config" content='{"includeIndicatorCSS": false, "history": false}' />
+    <title>${title} · holdfast</title>
+    <link rel="stylesheet" href="/static/panel.css" />
+  </head>
+  <body>
+    <header class="top">
+      <span class="brand">holdfast</span>
+      <span class="tagline">Continue with confidence</span>
+      ${
+        session
+          ? html`<nav aria-label="main">
+              <a href="/">Runs</a>
+              <a href="/audit">Audit</a>
+            </nav>
+            <div class="who">
+              ${
+                live === null
+                  ? ""
+                  : html`<span id="live-status" role="status" aria-live="polite" data-state="connecting">connecting…</span>`
+              }
+              <span>signed in as <strong>${session.name}</strong></span>
+              <form class="inline" method="post" action="/logout">
+                <input type="hidden" name="_csrf" value="${session.csrf}" />
+                <button class="secondary" type="submit">Sign out</button>
+              </form>
+            </div>`
+          : ""
+      }
+    </header>
+    ${live === null ? "" : html`<div id="live" hx-sse:connect="${live}" hidden></div>`}
+    <main id="main">${body}</main>
+    <script src="/static/htmx.js"></script>
+    <script src="/static/hx-sse.js"></script>
+    <script src="/static/panel.js"></script>
+  </body>
+</html>`;
+
+export const banner = (kind: "error" | "stale" | "ok", text: Html | string): Html =>
+  html`<div class="banner banner-${kind}" role="${kind === "ok" ? "status" : "alert"}">${text}</div>`;
+
+export const statusLabel = (run: Pick<RunRow, "status" | "needsAttention">): Html =>
+  html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>`;
+
+/** The runs list: "Needs you" (held, oldest first) and every run, filtered by the GET form. */
+export const runsSection = async (reader: JournalReader, query: Record<string, string>): Promise<Html> => {
+  const status = RUN_STATUSES.find((s) => s === query.status);
+  const text = (query.q ?? "").trim();
+  const held = (await runsPage(reader, { status: "held", limit: 500 })).runs.filter(
+    (run) =>
+      text === "" ||
+      [run.runId, run.chatId, run.agent, ...run.heldReasons.map((r) => `${r.code} ${r.detail}`)].some((s) =>
+        s.includes(text),
+      ),
+  );
+  const page = await runsPage(reader, {
+    ...(status === undefined ? {} : { status }),
+    limit: 100,
+    ...(query.cursor && /^\d+$/.test(query.cursor) ? { cursor: query.cursor } : {}),
+  });
+  const qs = (extra: Record<string, string>) =>
+    new URLSearchParams({ ...(status ? { status } : {}), ...(text ? { q: text } : {}), ...extra }).toString();
+  return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms" hx-swap="outerHTML">
+    <h1>Needs you <span class="muted">(${held.length})</span></h1>
+    <form class="filters" method="get" action="/">
+      <label>Filter held runs <input type="text" name="q" value="${text}" placeholder="run, chat, agent or reason" /></label>
+      <label>All runs with status
+        <select name="status">
+          <option value="">any</option>
+          ${RUN_STATUSES.map((s) => html`<option value="${s}" ${s === status ? "selected" : ""}>${s}</option>`)}
+        </select>
+      </label>
+      <button type="submit" class="secondary">Apply</button>
+    </form>
+    ${
+      held.length === 0
+        ? html`<p class="muted" id="needs-none">No run is waiting for a person.</p>`
+        : html`<table id="needs-you">
+          <caption class="visually-hidden">Held runs, oldest first</caption>
+          <thead><tr><th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
+          <tbody>
+            ${held.map(
+              (run) => html`<tr data-run="${run.runId}">
+                <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
+                <td>${run.heldReasons.map((r) => html`<div><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}</div>`)}</td>
+                <td>${age(run.updatedAt)}</td>
+                <td class="mono">${run.chatId}</td>
+                <td>${run.agent}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+    }
+    <h2>All runs <span class="muted">(${page.total})</span></h2>
+    <table id="all-runs">
+      <caption class="visually-hidden">Runs, held first, then newest first</caption>
+      <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Chat</th><th scope="col">Agent</th><th scope="col">Calls</th><th scope="col">Updated</th></tr></thead>
+      <tbody>
+        ${page.runs.map(
+          (run) => html`<tr data-run="${run.runId}">
+            <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
+            <td>${statusLabel(run)}</td>
+            <td class="mono">${run.chatId}</td>
+            <td>${run.agent}</td>
+            <td>${run.calls}</td>
+            <td>${run.updatedAt}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+    ${page.next === null ? "" : html`<p><a href="/?${qs({ cursor: page.next })}">Next page</a></p>`}
+  </div>`;
+};
+
+/** Where a call stands with the safe list, in words: replay needs its pin to still match. */
+export const pinText = (call: CallView): string => {
+  // A model call has no source to pin: what may replay it is its model's policy, in its intent.
+  if (call.kind === "model")
+    return call.disposition === "replay"
+      ? "a model call whose policy is inDoubt: replay: asked again after a crash, not through the safe list"
+      : "a model call: never asked again without a decision";
+  const pin = call.pin === null ? "" : ` (source ${call.pin.slice(0, 12)}…)`;
+  return call.disposition === "replay"
+    ? `on the safe list when it started, pinned to its source${pin}: replayed only while the pin still matches`
+    : `not on the safe list${pin}: never replayed without proof or a decision`;
+};
+
+export const evidenceList = (call: CallView): Html => html`<dl class="evidence">
+  <dt>call</dt><dd class="mono">${call.callId}</dd>
+  <dt>what</dt><dd>${call.kind} <strong>${call.name}</strong>, attempt ${call.attempt}</dd>
+  <dt>outcome</dt><dd>${call.outcomeCommitted ? "committed in the journal" : html`<strong>not committed</strong>: the journal does not know whether it happened`}</dd>
+  <dt>idempotency key</dt><dd class="mono">${call.idempotencyKey}</dd>
+  <dt>disposition</dt><dd>${call.disposition}</dd>
+  <dt>safe list</dt><dd>${pinText(call)}</dd>
+  <dt>reconciler</dt><dd>${call.reconciler ?? "none"}${call.evidence ? html` — proved <strong>${call.evidence.outcome}</strong>` : ""}</dd>
+  ${call.holdReasons.map((r) => html`<dt>held because</dt><dd><strong>${r.code}</strong>: ${r.detail}</dd>`)}
+  <dt>arguments</dt><dd><pre>${pretty(call.args)}</pre></dd>
+  ${call.probe === null ? "" : html`<dt>recorded for checking</dt><dd><pre>${pretty(call.probe)}</pre></dd>`}
+  ${call.evidence ? html`<dt>reconciler answer</dt><dd><pre>${pretty(call.evidence.evidence)}</pre></dd>` : ""}
+</dl>`;
+
+export interface DecisionDraft {
+  readonly callId: string;
+  readonly decision?: string;
+  readonly note?: string;
+  readonly result?: string;
+}
+
+export const decisionForm = (
+  view: RunView,
+  call: CallView,
+  session: Session,
+  draft?: DecisionDraft,
+): Html => {
+  const id = (suffix: string) => `d-${call.seq}-${suffix}`;
+  return html`<form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/decide" class="decide" data-call="${call.callId}">
+    <input type="hidden" name="_csrf" value="${session.csrf}" />
+    <input type="hidden" name="basedOnVersion" value="${view.version}" />
+    <input type="hidden" name="callId" value="${call.callId}" />
+    <fieldset>
+      <legend>Decide call #${call.seq} (${call.name})</legend>
+      ${call.decisions.map(
+        (choice) => html`<label class="choice">
+          <input type="radio" name="decision" value="${choice.decision}" required ${draft?.decision === choice.decision ? "checked" : ""} />
+          ${DECISION_LABELS[choice.decision]}${choice.noteRequired ? " — needs a note" : ""}
+          <span class="meaning">${choice.meaning}</span>
+        </label>`,
+      )}
+    </fieldset>
+    <label class="field" for="${id("note")}">Note (what you checked; required for both confirmations)</label>
+    <textarea id="${id("note")}" name="note">${draft?.note ?? ""}</textarea>
+    <label class="field" for="${id("result")}">Result as JSON (optional, only with "It happened")</label>
+    <textarea id="${id("result")}" name="result" class="mono">${draft?.result ?? ""}</textarea>
+    <p><button type="submit">Review decision…</button></p>
+  </form>`;
+};
+
+export const runActionForm = (
+  view: RunView,
+  decision: DecisionKind,
+  meaning: string,
+  session: Session,
+): Html =>
+  html`<form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/decide" class="run-action">
+    <input type="hidden" name="_csrf" value="${session.csrf}" />
+    <input type="hidden" name="basedOnVersion" value="${view.version}" />
+    <input type="hidden" name="decision" value="${decision}" />
+    <p><button type="submit" class="secondary">${DECISION_LABELS[decision]}…</button> <span class="muted">${meaning}</span></p>
+  </form>`;
+
+export const retryForm = (view: RunView, call: CallView, session: Session): Html =>
+  call.retry === null
+    ? html``
+    : html`<form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/calls/${encodeURIComponent(call.callId)}/retry" class="retry">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <p class="muted">${call.retry.meaning}</p>
+        <label class="field" for="r-${call.seq}-attempts">Attempts to allow</label>
+        <input id="r-${call.seq}-attempts" type="number" name="attempts" min="1" max="100" value="1" />
+        <label class="field" for="r-${call.seq}-note">Note (optional)</label>
+        <textarea id="r-${call.seq}-note" name="note"></textarea>
+        <p><button type="submit">Allow another attempt</button></p>
+      </form>`;
+
+/** The part of the run page that refreshes live: state, calls, timeline (never the forms being filled). */
+export const runState = (view: RunView, loadedVersion: number): Html => {
+  const { run } = view;
+  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}" hx-trigger="journal from:#live throttle:500ms" hx-swap="outerHTML">
+    ${
+      view.version !== loadedVersion
+        ? banner(
+            "stale",
+            html`This run moved on since the page was loaded (version ${loadedVersion} → ${view.version}). A decision made on version ${loadedVersion} will be refused. <a href="/runs/${encodeURIComponent(run.runId)}">Show it as it is now</a>.`,
+          )
+        : ""
+    }
+    <dl class="evidence">
+      <dt>status</dt><dd id="run-status">${statusLabel(run)}</dd>
+      <dt>chat</dt><dd class="mono"><a href="/chats/${encodeURIComponent(run.chatId)}/plan">${run.chatId}</a> (its plan)</dd>
+      <dt>input</dt><dd class="mono">${run.inputId}</dd>
+      <dt>agent</dt><dd>${run.agent}</dd>
+      <dt>version</dt><dd id="run-version">${view.version}</dd>
+      <dt>admitted</dt><dd>${run.admittedAt}</dd>
+      <dt>updated</dt><dd>${run.updatedAt}</dd>
+    </dl>
+    <h2>Calls</h2>
+    ${
+      view.calls.length === 0
+        ? html`<p class="muted">No calls.</p>`
+        : html`<table id="calls">
+          <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Outcome</th></tr></thead>
+          <tbody>
+            ${view.calls.map(
+              (call) => html`<tr data-call="${call.callId}">
+                <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}</td>
+                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}</td>
+                <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+    }
+    <h2>Timeline</h2>
+    <ol id="timeline" class="mono">
+      ${view.events.map(
+        (event) =>
+          html`<li value="${event.version}"><strong>${event.type}</strong> ${event.summary} <span class="muted">${event.recordedAt} ${event.hash.slice(0, 12)}</span></li>`,
+      )}
+    </ol>
+  </div>`;
+};
+
+export const runPage = (view: RunView, session: Session, notice?: Html, draft?: DecisionDraft): Html => {
+  const { run } = view;
+  const inDoubt = view.calls.filter((call) => call.decisions.length > 0);
+  const retryable = view.calls.filter((call) => call.retry !== null);
+  return html`<h1>Run <span class="mono">${run.runId}</span> ${statusLabel(run)}</h1>
+    ${notice ?? ""}
+    ${
+      run.status === "held" && run.heldReasons.length > 0
+        ? html`<div class="card call-held"><h2>Why it is held</h2><ul>${run.heldReasons.map((r) => html`<li><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}</li>`)}</ul></div>`
+        : ""
+    }
+    ${inDoubt.map(
+      (call) => html`<section class="card call-held" aria-labelledby="c-${call.seq}">
+        <h2 id="c-${call.seq}">In doubt: call #${call.seq} ${call.kind} "${call.name}"</h2>
+        ${evidenceList(call)}
+        ${decisionForm(view, call, session, draft?.callId === call.callId ? draft : undefined)}
+      </section>`,
+    )}
+    ${retryable.map(
+      (call) => html`<section class="card" aria-labelledby="f-${call.seq}">
+        <h2 id="f-${call.seq}">Failed definitely: call #${call.seq} ${call.kind} "${call.name}"</h2>
+        ${evidenceList(call)}
+        ${retryForm(view, call, session)}
+      </section>`,
+    )}
+    ${
+      run.status === "held" && view.runActions.length > 0
+        ? html`<section class="card"><h2>The run</h2>${view.runActions.map((a) => runActionForm(view, a.decision, a.meaning, session))}</section>`
+        : ""
+    }
+    ${
+      run.status === "held" && inDoubt.length === 0 && retryable.length === 0 && view.runActions.length === 0
+        ? banner(
+            "error",
+            "No decision applies: the run needs attention (its journal entries cannot be trusted). Run the audit.",
+          )
+        : ""
+    }
+    ${runState(view, view.version)}`;
+};
+
+export const confirmPage = (
+  view: RunView,
+  session: Session,
+  fields: { basedOnVersion: string; callId?: string; decision: DecisionKind; note: string; result: string },
+): Html => {
+  const call = fields.callId ? view.calls.find((c) => c.callId === fields.callId) : undefined;
+  const meaning =
+    call?.decisions.find((d) => d.decision === fields.decision)?.meaning ??
+    view.runActions.find((a) => a.decision === fields.decision)?.meaning ??
+    "";
+  return html`<h1>Confirm your decision</h1>
+    <div class="card">
+      <dl class="evidence">
+        <dt>run</dt><dd class="mono">${view.run.runId}</dd>
+        ${call ? html`<dt>call</dt><dd>#${call.seq} ${call.kind} "${call.name}", attempt ${call.attempt} <span class="mono">${call.callId}</span></dd>` : ""}
+        <dt>decision</dt><dd><strong id="confirm-decision">${DECISION_LABELS[fields.decision]}</strong></dd>
+        <dt>what it does</dt><dd>${meaning}</dd>
+        <dt>note</dt><dd>${fields.note === "" ? html`<span class="muted">none</span>` : html`<pre>${fields.note}</pre>`}</dd>
+        ${fields.result === "" ? "" : html`<dt>result</dt><dd><pre>${fields.result}</pre></dd>`}
+        <dt>on version</dt><dd>${fields.basedOnVersion}</dd>
+        <dt>recorded as decided by</dt><dd>${session.name}</dd>
+      </dl>
+      <form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/decide">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <input type="hidden" name="basedOnVersion" value="${fields.basedOnVersion}" />
+        ${fields.callId ? html`<input type="hidden" name="callId" value="${fields.callId}" />` : ""}
+        <input type="hidden" name="decision" value="${fields.decision}" />
+        <input type="hidden" name="note" value="${fields.note}" />
+        <input type="hidden" name="result" value="${fields.result}" />
+        <p><button type="submit" id="confirm">Confirm and record</button> <a class="button secondary" href="/runs/${encodeURIComponent(view.run.runId)}">Back</a></p>
+      </form>
+    </div>`;
+};
