@@ -35,10 +35,12 @@ describe("crash torture, AI SDK agent (fixed seed, short)", () => {
     expect(summary.logCheck, said).toBe("clean");
     expect(summary.audit, said).toBe("clean");
     expect(summary.unsettled, said).toEqual([]);
-    // The agent saves no checkpoint, and a group commit is not always reached by one run alone.
+    // The agent saves no checkpoint, and a group commit is not always reached by one run alone. A
+    // random kill is a timer: the AI agent's short run may finish before it fires (on a quiet
+    // machine with this seed it does), so only the named crash points must have been reached.
     const reached = CRASH_POINTS.filter((p) => p !== "mid-checkpoint" && p !== "mid-group-commit");
-    for (const point of [...reached, "random"])
-      expect(summary.killedAtCrashPoint[point], `${point}: ${said}`).toBeGreaterThanOrEqual(1);
+    for (const point of reached)
+      expect(summary.killedAtCrashPoint[point] ?? 0, `${point}: ${said}`).toBeGreaterThanOrEqual(1);
     // Model requests are witnessed effects too: the summary counts them per idempotency key.
     expect(Object.keys(summary.effectsPerCall).length).toBeGreaterThan(0);
     expect(run.status, said).toBe(0);
