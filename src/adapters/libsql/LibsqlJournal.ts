@@ -649,18 +649,22 @@ export class LibsqlJournal implements Journal {
     if (policy.dryRun) return this.read(() => this.readTransaction(() => this.runProgram(program)));
     const report = await this.writeTransaction(() => this.runProgram(program));
     if (report.recorded) {
-      const last = await this.read(() => this.row<EventRow>(SQL.lastEvent));
-      if (last) {
-        const event = toStored(last);
-        this.advanceAnchor({
-          position: event.position,
-          streamId: event.streamId,
-          version: event.version,
-          hash: event.hash,
-        });
-      }
+      await this.anchorAtLastEvent();
     }
     return report;
+  }
+
+  /** Move the head anchor to the log's last event (after a commit that removed or recorded events). */
+  private async anchorAtLastEvent(): Promise<void> {
+    const last = await this.read(() => this.row<EventRow>(SQL.lastEvent));
+    if (!last) return;
+    const event = toStored(last);
+    this.advanceAnchor({
+      position: event.position,
+      streamId: event.streamId,
+      version: event.version,
+      hash: event.hash,
+    });
   }
 
   async dropStream(streamId: string): Promise<DroppedStream | null> {
@@ -669,16 +673,7 @@ export class LibsqlJournal implements Journal {
       this.runProgram(dropStreamProgram(SQL, inlineProjections, null, streamId, this.keyring, Date.now())),
     );
     if (dropped) {
-      const last = await this.read(() => this.row<EventRow>(SQL.lastEvent));
-      if (last) {
-        const event = toStored(last);
-        this.advanceAnchor({
-          position: event.position,
-          streamId: event.streamId,
-          version: event.version,
-          hash: event.hash,
-        });
-      }
+      await this.anchorAtLastEvent();
     }
     return dropped;
   }
