@@ -24,7 +24,7 @@
 export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js";
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
-export type { AnyEvent, EventType, RecordedEvent } from "./events/index.js";
+export type { AnyEvent, EventType, KeyedHash, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";
 export type { ChatCheckpoint } from "./runtime/checkpoint.js";
@@ -36,6 +36,7 @@ export type {
   ReconcileContext,
   Reconciler,
   ReconcileVerdict,
+  SettledContext,
   ToolDef,
   ToolSpec,
   Turn,

@@ -126,7 +126,7 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
         () => turn.tool(send, { label: `${label}-send-2` }),
       ]);
       const kid = await turn.child("torture-child", { label });
-      return { read, sh: sh.exitCode, file: file.sha256, posted: posted.status, sent, again, kid };
+      return { read, sh: sh.exitCode, file: file.digest, posted: posted.status, sent, again, kid };
     },
   });
 

@@ -26,6 +26,32 @@ export const digestOf = (value: unknown): string => sha256Hex(canonicalJson(valu
 export const keyedDigestOf = (key: Uint8Array, value: unknown): string =>
   createHmac("sha256", key).update(canonicalJson(value), "utf8").digest("hex");
 
+/** An incremental keyed digest: feed it content, then read the digest (lowercase hex) once. */
+export interface KeyedHash {
+  update(data: string | Uint8Array): KeyedHash;
+  digest(): string;
+}
+
+/** Keeps content digests apart from call fingerprints made with the same key. */
+const CONTENT_DOMAIN = "holdfast-content\u0000";
+
+/**
+ * A keyed digest of raw content (HMAC-SHA-256 under `key`, domain-separated from fingerprints):
+ * safe to store where a plain SHA-256 of short secret content could be brute-forced, and equal for
+ * equal content under the same key, so a later check can compare what it finds with what was meant.
+ */
+export const keyedHash = (key: Uint8Array): KeyedHash => {
+  const hmac = createHmac("sha256", key).update(CONTENT_DOMAIN, "utf8");
+  const hash: KeyedHash = {
+    update(data) {
+      hmac.update(data);
+      return hash;
+    },
+    digest: () => hmac.digest("hex"),
+  };
+  return hash;
+};
+
 /**
  * The fingerprint of a call: keyed over `{kind, name, args}` *before* masking, so a changed secret
  * changes the fingerprint while the secret itself is never stored.

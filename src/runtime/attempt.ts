@@ -5,12 +5,13 @@ import type {
   ErrorInfo,
   EventOf,
   HoldReason,
+  KeyedHash,
   Masker,
 } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded } from "./cursor.js";
-import type { CallContext } from "./define.js";
+import type { CallContext, SettledContext } from "./define.js";
 import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
 import { withDocumentRetry } from "./documents.js";
 import { CallFailed, DefiniteFailure, LeaseLost, RunHeld, RunMovedOn } from "./errors.js";
@@ -35,7 +36,31 @@ export interface CallSpec<R> {
    * prepared and committed together with both, so the call is never in doubt.
    */
   atomic?: (context: CallContext) => Promise<AtomicEffect>;
+  /** The reconciler's clean-up once an attempt is over ({@link Reconciler.settled}). */
+  settled?: (context: SettledContext) => void;
 }
+
+/** Run a reconciler's clean-up for attempts `from`..`to` of a call; a failure is a warning only. */
+export const settledAttempts = (
+  spec: { readonly name: string; readonly settled?: (context: SettledContext) => void },
+  runId: string,
+  callId: string,
+  from: number,
+  to: number,
+): void => {
+  if (!spec.settled) return;
+  for (let attempt = from; attempt <= to; attempt++) {
+    const idempotencyKey = `${callId}#${attempt}`;
+    try {
+      spec.settled({ runId, callId, attempt, idempotencyKey });
+    } catch (error) {
+      process.emitWarning(
+        `tool "${spec.name}" could not clean up after attempt ${idempotencyKey}: ${error instanceof Error ? error.message : String(error)}`,
+        { code: "HOLDFAST_SETTLE_CLEANUP" },
+      );
+    }
+  }
+};
 
 /** What an internal effect commits with its call: the outcome and the appends to other streams. */
 export interface AtomicEffect {
@@ -57,6 +82,8 @@ export interface AttemptHost {
   hold(reasons: [HoldReason, ...HoldReason[]]): Promise<never>;
   /** This execution no longer owns the run: nothing more may be written or started by it. */
   ownershipLost(): void;
+  /** A keyed digest under the journal's key, for content a call must recognise without storing it. */
+  keyedHash(): KeyedHash;
 }
 
 /** Mask and shape an error for storage: name and message only, never a stack. */
@@ -82,6 +109,7 @@ const callContext = (host: AttemptHost, callId: string, attempt: number): CallCo
   checkLease: () => {
     if (!host.mayStartEffect()) throw new LeaseLost({ runId: host.runId, callId });
   },
+  keyedHash: () => host.keyedHash(),
 });
 
 /**
@@ -200,6 +228,7 @@ const effect = async <R>(
         definite: true,
         error: info,
       });
+      settledAttempts(spec, host.runId, callId, attempt, attempt);
       host.record(callId, { kind: "error", error: info });
       // A person granted retries for this call: use them, one recorded attempt each.
       if ((contextOf(host.writer.fold).calls[callId]?.retriesLeft ?? 0) > 0) {
@@ -242,6 +271,7 @@ const effect = async <R>(
     resultDigest: storedDigest(value),
   });
   crashPointFor("after-outcome", spec.name);
+  settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
 };

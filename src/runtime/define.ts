@@ -1,5 +1,5 @@
 import type { Schema } from "effect";
-import { type Disposition, sha256Hex } from "../events/index.js";
+import { type Disposition, type KeyedHash, sha256Hex } from "../events/index.js";
 import type { PlanValue } from "./documents.js";
 
 /** What a tool or model function receives besides its arguments. */
@@ -19,6 +19,12 @@ export interface CallContext {
    * safety margin left on its lease; the tool must then not start the effect.
    */
   readonly checkLease: () => void;
+  /**
+   * A keyed digest (HMAC-SHA-256 under this journal's own key) for content the call must be able to
+   * recognise later without storing it: a plain SHA-256 of a short secret in the journal can be
+   * brute-forced; this cannot without the key. Equal content gives equal digests in one journal.
+   */
+  readonly keyedHash: () => KeyedHash;
 }
 
 /** What a reconciler found out about an in-doubt call. */
@@ -35,6 +41,16 @@ export interface ReconcileContext {
   readonly idempotencyKey: string;
   /** The intent's arguments as stored (masked). */
   readonly args: unknown;
+  /** The same keyed digest the call had ({@link CallContext.keyedHash}), to compare with a probe's. */
+  readonly keyedHash: () => KeyedHash;
+}
+
+/** Which attempt is over, for {@link Reconciler.settled}. */
+export interface SettledContext {
+  readonly runId: string;
+  readonly callId: string;
+  readonly attempt: number;
+  readonly idempotencyKey: string;
 }
 
 /**
@@ -46,6 +62,14 @@ export interface Reconciler<A = unknown> {
   readonly name: string;
   readonly probe?: (args: A, context: CallContext) => unknown;
   readonly check: (probe: unknown, context: ReconcileContext) => Promise<ReconcileVerdict>;
+  /**
+   * Called once an attempt's outcome is committed — right after the tool's own outcome, or when a
+   * later execution reaches a call whose outcome recovery or a person recorded — for each attempt
+   * of the call that is over. Remove what the attempt left on disk that holds content (output,
+   * staged data), keeping what still guards it against a late owner (a voided start receipt).
+   * Idempotent and synchronous; a throw never fails the run (it becomes a process warning).
+   */
+  readonly settled?: (context: SettledContext) => void;
   readonly timeoutMs?: number;
 }
 

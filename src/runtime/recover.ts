@@ -7,6 +7,7 @@ import {
   type EventOf,
   type HoldReason,
   type Keyring,
+  keyedHash,
   type Masker,
   type RecordedEvent,
   type StoredRow,
@@ -30,6 +31,8 @@ export interface ClassifyDeps {
   /** The safe list: tool name → pinned SHA-256 of its source. */
   readonly allowlist: Readonly<Record<string, string>>;
   readonly masker: Masker;
+  /** The journal's key, for the keyed digests reconcilers compare with their probes. */
+  readonly fingerprintKey: Uint8Array;
   /**
    * The longest a reconciler may take (default: its own timeout): bounded below the lease, so a
    * slow adapter cannot keep one classification going for longer than a lease; the run's claim is
@@ -145,6 +148,7 @@ export const classifyInDoubt = async (
             attempt,
             idempotencyKey: intent.idempotencyKey,
             args: intent.args,
+            keyedHash: () => keyedHash(deps.fingerprintKey),
           }),
         ),
         budget,

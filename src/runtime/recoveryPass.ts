@@ -190,6 +190,7 @@ const recoverRun = async (
           tools: core.tools,
           allowlist: core.allowlist,
           masker: core.masker,
+          fingerprintKey: core.journal.fingerprintKey,
           // Each reconciler answers within half a lease; the heartbeat renews the claim meanwhile.
           maxReconcileMs: Math.floor(core.leaseMs / 2),
         })

@@ -4,11 +4,13 @@ import {
   callIdOf,
   fingerprintOf,
   type HoldReason,
+  type KeyedHash,
+  keyedHash as keyedHashUnder,
   type Masker,
   type RecordedEvent,
 } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
-import { type AttemptHost, type CallSpec, runAttempt } from "./attempt.js";
+import { type AttemptHost, type CallSpec, runAttempt, settledAttempts } from "./attempt.js";
 import { crashPointFor } from "./crash.js";
 import { type Recorded, ReplayCursor } from "./cursor.js";
 import type { AnyToolDef, CallContext, ModelCallOptions, ToolDef, Turn } from "./define.js";
@@ -101,6 +103,10 @@ export class TurnImpl implements Turn, AttemptHost {
 
   ownershipLost(): void {
     this.lost = true;
+  }
+
+  keyedHash(): KeyedHash {
+    return keyedHashUnder(this.deps.fingerprintKey);
   }
 
   /** Holds of sibling calls, one after another: each reads the reasons the one before wrote. */
@@ -220,6 +226,7 @@ export class TurnImpl implements Turn, AttemptHost {
       pin: def.pin,
       reconciler: reconciler?.name ?? null,
       ...(probe ? { probe: (args: unknown, ctx: CallContext) => probe(args, ctx) } : {}),
+      ...(reconciler?.settled ? { settled: reconciler.settled } : {}),
       run: def.run as (args: unknown, context: CallContext) => Promise<R>,
     });
   }
@@ -281,6 +288,11 @@ export class TurnImpl implements Turn, AttemptHost {
       if (known) {
         const next = this.cursor.known(known, { kind: spec.kind, name: spec.name, fingerprint });
         if (next.kind !== "attempt") slot.release();
+        // Attempts that are over: their clean-up may not have run (a crash right after the outcome,
+        // or an outcome recovery or a person recorded). Idempotent.
+        if (next.kind === "serve" || next.kind === "fail" || next.kind === "unknown")
+          settledAttempts(spec, this.runId, callId, 1, known.attempt);
+        else if (next.kind === "attempt") settledAttempts(spec, this.runId, callId, 1, next.attempt - 1);
         switch (next.kind) {
           case "serve":
             return next.value as R;

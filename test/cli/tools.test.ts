@@ -1,5 +1,4 @@
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
   chmodSync,
   existsSync,
@@ -13,8 +12,10 @@ import {
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+import { keyedHash } from "../../src/events/index.js";
 import type { CallContext } from "../../src/runtime/define.js";
 import { DefiniteFailure } from "../../src/runtime/errors.js";
+import { TEST_KEY } from "../tools/calls.js";
 import { useTempDir } from "./cliProcess.js";
 
 const tempDir = useTempDir();
@@ -32,10 +33,11 @@ const context: CallContext = {
   attempt: 1,
   idempotencyKey: "r1/0#1",
   checkLease: () => {},
+  keyedHash: () => keyedHash(TEST_KEY),
 };
 
 describe("write_file", () => {
-  it("writes inside the work folder, creating folders, with mode 0600, and returns path, bytes and sha256", async () => {
+  it("writes inside the work folder, creating folders, with mode 0600, and returns path, bytes and a keyed digest", async () => {
     const work = join(tempDir(), "work");
     const tool = makeWriteFileTool(work);
     const content = "héllo\n";
@@ -44,7 +46,7 @@ describe("write_file", () => {
     expect(result).toEqual({
       path: "a/b/note.txt",
       bytes: bytes.byteLength,
-      sha256: createHash("sha256").update(bytes).digest("hex"),
+      digest: keyedHash(TEST_KEY).update(bytes).digest(),
     });
     expect(readFileSync(join(work, "a", "b", "note.txt"), "utf8")).toBe(content);
     expect(statSync(join(work, "a", "b", "note.txt")).mode & 0o777).toBe(0o600);

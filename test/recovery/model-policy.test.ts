@@ -42,7 +42,7 @@ const inDoubtModelCall = (disposition: "hold" | "replay") => {
   return { call, intent };
 };
 
-const deps = { tools: new Map(), allowlist: {}, masker: makeMasker() };
+const deps = { tools: new Map(), allowlist: {}, masker: makeMasker(), fingerprintKey: new Uint8Array(32) };
 
 describe("model calls in doubt", () => {
   it("a model call whose intent records the replay policy is authorized to run again, as the model's policy", async () => {

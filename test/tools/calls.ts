@@ -1,9 +1,13 @@
+import { keyedHash } from "../../src/events/index.js";
 import type {
   CallContext,
   ReconcileContext,
   Reconciler,
   ReconcileVerdict,
 } from "../../src/runtime/define.js";
+
+/** The journal key the directly-run tools digest with (a runtime uses its journal's own). */
+export const TEST_KEY = new Uint8Array(32).fill(7);
 
 /** A call context for running a built-in tool directly, as the runtime would after its intent. */
 export const callContext = (key: string, checkLease: () => void = () => {}): CallContext => {
@@ -15,6 +19,7 @@ export const callContext = (key: string, checkLease: () => void = () => {}): Cal
     attempt: Number(attempt),
     idempotencyKey: key,
     checkLease,
+    keyedHash: () => keyedHash(TEST_KEY),
   };
 };
 
@@ -26,6 +31,7 @@ export const reconcileContext = (key: string): ReconcileContext => {
     attempt: context.attempt,
     idempotencyKey: key,
     args: {},
+    keyedHash: context.keyedHash,
   };
 };
 

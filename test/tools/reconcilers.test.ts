@@ -5,9 +5,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type HttpLookup, makeHttpTool } from "../../src/adapters/tools/httpTool.js";
 import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+import { keyedHash } from "../../src/events/index.js";
 import type { CallContext } from "../../src/index.js";
 import { startWitnessServer } from "../../torture/witness-server.js";
 import { useTempDir } from "../support/tmp.js";
+import { TEST_KEY } from "./calls.js";
 
 const tempDir = useTempDir();
 
@@ -25,6 +27,7 @@ const ctx = (key: string): CallContext => ({
   attempt: 1,
   idempotencyKey: key,
   checkLease: () => {},
+  keyedHash: () => keyedHash(TEST_KEY),
 });
 const check = (tool: { reconciler: unknown }, probe: unknown) =>
   (
@@ -35,6 +38,7 @@ const check = (tool: { reconciler: unknown }, probe: unknown) =>
     attempt: 1,
     idempotencyKey: "k",
     args: {},
+    keyedHash: () => keyedHash(TEST_KEY),
   });
 const probeOf = (tool: { reconciler: unknown }, args: unknown, context: CallContext) =>
   (tool.reconciler as { probe: (a: unknown, c: CallContext) => unknown }).probe(args, context);

@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeWriteFileTool } from "../../src/adapters/tools/writeFileTool.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
-import { probeOf } from "./calls.js";
+import { probeOf, reconcileContext } from "./calls.js";
 
 const tempDir = useTempDir();
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -63,5 +64,62 @@ describe("write_file: the probe checks the path before it touches the disk", () 
     writeFileSync(join(work, "big.bin"), Buffer.alloc(16 * 1024 * 1024 + 1));
     const probe = probeOf(makeWriteFileTool(work), { path: "big.bin", content: "x" }, "r/0#1");
     expect(probe).toMatchObject({ previous: { state: "too-large", bytes: 16 * 1024 * 1024 + 1 } });
+  });
+});
+
+describe("write_file: content digests are keyed", () => {
+  it("F15: a short secret written to a file cannot be brute-forced from the digests in the journal", async () => {
+    const digestsIn = async (dir: string) => {
+      const wf = makeWriteFileTool(join(dir, "work"));
+      const agent = defineAgent({
+        name: "w",
+        version: "1",
+        run: async (turn) => turn.tool(wf, { path: "pin.txt", content: "PIN=4711" }),
+      });
+      const rt = await openRuntime({
+        store: join(dir, "j.db"),
+        agents: [agent],
+        tools: [wf],
+        secrets: { PIN: "4711" },
+      });
+      try {
+        const run = await rt.submit({ chatId: "c", inputId: "i", agent: "w", content: null });
+        expect(await run.result).toMatchObject({ status: "completed" });
+        const events = (await rt.events(run.runId)).map((e) => e.event);
+        const stored = JSON.stringify(events);
+        const intent = events.find((e) => e.type === "call.intended") as { probe: { intended: string } };
+        const completed = events.find((e) => e.type === "call.completed") as { result: { digest: string } };
+        return { stored, intended: intent.probe.intended, result: completed.result.digest };
+      } finally {
+        await rt.close();
+      }
+    };
+    const first = await digestsIn(tempDir());
+    expect(first.stored).toContain("«secret:PIN»");
+    // The attack: try every four-digit PIN against the stored digests.
+    for (let pin = 0; pin < 10_000; pin++) {
+      const guess = createHash("sha256")
+        .update(`PIN=${String(pin).padStart(4, "0")}`)
+        .digest("hex");
+      if (first.stored.includes(guess)) throw new Error(`the PIN is recoverable: PIN=${pin}`);
+    }
+    expect(first.result).toBe(first.intended);
+    // Keyed by the journal's own key: another journal digests the same content differently.
+    const second = await digestsIn(tempDir());
+    expect(second.intended).not.toBe(first.intended);
+  });
+
+  it("an intent recorded before digests were keyed (plain SHA-256) is still checked with its own digest", async () => {
+    const work = tempDir();
+    writeFileSync(join(work, "a.txt"), "hello");
+    const tool = makeWriteFileTool(work);
+    const probe = {
+      target: join(work, "a.txt"),
+      intended: createHash("sha256").update("hello").digest("hex"),
+      previous: { state: "absent" },
+      receipt: join(`${work}.receipts`, "r_0_1"),
+    };
+    const verdict = await tool.reconciler!.check(probe, reconcileContext("r/0#1"));
+    expect(verdict).toMatchObject({ outcome: "completed", result: { path: "a.txt", bytes: 5 } });
   });
 });

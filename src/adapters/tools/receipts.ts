@@ -5,6 +5,7 @@ import {
   linkSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   unlinkSync,
@@ -113,4 +114,26 @@ export const readReceipt = (path: string): Receipt | null => {
 export const withdrawReceipt = (path: string): void => {
   unlinkSync(path);
   syncFolder(dirname(path));
+};
+
+/**
+ * An attempt is over (its outcome committed): remove its receipt folder, with the output or staged
+ * content in it. A voided start receipt stays, alone: it is what keeps a late owner from ever
+ * starting the attempt (law 10), and it holds no content (key, time, who voided it and why).
+ */
+export const clearAttempt = (folder: string): void => {
+  const start = join(folder, "start");
+  if (readReceipt(start)?.state !== "voided") {
+    rmSync(folder, { recursive: true, force: true });
+    return;
+  }
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  for (const name of names)
+    if (name !== "start") rmSync(join(folder, name), { recursive: true, force: true });
 };

@@ -7,6 +7,7 @@ import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { builtInSource } from "./moduleSource.js";
 import {
+  clearAttempt,
   createReceipt,
   ensureFolder,
   readReceipt,
@@ -65,11 +66,14 @@ const readCapped = (path: string, limit: number): string => {
  */
 const WRAPPER = [
   'R="$1"',
+  // The receipts (output, exit status) are the owner's only; the command keeps the caller's umask.
+  "HOLDFAST_UMASK=$(umask)",
+  "umask 077",
   // The command arrives in the environment (set at exec, all or nothing) and is removed from it
   // before it runs, so nothing the command starts inherits it.
   "HOLDFAST_CMD_TEXT=$HOLDFAST_COMMAND",
   "unset HOLDFAST_COMMAND",
-  '(eval "$HOLDFAST_CMD_TEXT") >"$R/stdout" 2>"$R/stderr" </dev/null',
+  '(umask "$HOLDFAST_UMASK"; unset HOLDFAST_UMASK; eval "$HOLDFAST_CMD_TEXT") >"$R/stdout" 2>"$R/stderr" </dev/null',
   "code=$?",
   'printf %s "$code" >"$R/exit.tmp"',
   'sync "$R/exit.tmp" 2>/dev/null',
@@ -99,6 +103,8 @@ const exitResult = (receipt: string, maxOutputBytes: number): ShellResult | null
  */
 const shellReconciler = (receiptsDir: string, maxOutputBytes: number): Reconciler<ShellArgs> => ({
   name: "shell-receipts",
+  // The output files hold what the command printed, unmasked: gone once the outcome is recorded.
+  settled: ({ idempotencyKey }) => clearAttempt(receiptFolder(receiptsDir, idempotencyKey)),
   probe: (_args, { idempotencyKey }) => ({ receipt: receiptFolder(receiptsDir, idempotencyKey) }),
   check: async (probe, { idempotencyKey }) => {
     const receipt = (probe as { receipt: string }).receipt;
@@ -131,8 +137,10 @@ const shellReconciler = (receiptsDir: string, maxOutputBytes: number): Reconcile
  * The command sees an allowlisted environment (`SHELL_ENVIRONMENT_DEFAULTS`, extended by
  * `options.env`), never holdfast's own variables, plus the call's idempotency key in
  * `$HOLDFAST_IDEMPOTENCY_KEY`. The receipts (in `options.receiptsDir`, default
- * `<workDir>.receipts`) hold the attempt's key and times, the exit status and the output; never the
- * command. An attempt a reconciler voided is never started: the call fails definitely.
+ * `<workDir>.receipts`, a 0700 folder per attempt, 0600 files) hold the attempt's key and times, the
+ * exit status and the output; never the command. They are removed once the call's outcome is
+ * recorded, except a voided start receipt. An attempt a reconciler voided is never started: the
+ * call fails definitely.
  *
  * @example
  * const shell = makeShellTool(".holdfast/demo-work", { env: { pass: ["GIT_*"] } });

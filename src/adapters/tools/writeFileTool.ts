@@ -3,9 +3,10 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import { Schema } from "effect";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
-import { type FileState, fileState, sha256Of } from "./fileState.js";
+import { type ContentHash, digestWith, type FileState, fileState, plainSha256 } from "./fileState.js";
 import { builtInSource } from "./moduleSource.js";
 import {
+  clearAttempt,
   createReceipt,
   ensureFolder,
   readReceipt,
@@ -25,12 +26,17 @@ export const WriteFileArgs = Schema.Struct({
 });
 export type WriteFileArgs = typeof WriteFileArgs.Type;
 
-/** What `write_file` returns: the path written, its size and SHA-256. */
+/** What `write_file` returns: the path written, its size and a keyed digest of its content. */
 export interface WriteFileResult {
   /** The path written, relative to the work folder, with `/` separators. */
   readonly path: string;
   readonly bytes: number;
-  readonly sha256: string;
+  /**
+   * HMAC-SHA-256 of the content under the journal's key (`CallContext.keyedHash`): equal for equal
+   * content within one journal, and not a plain SHA-256, so a short secret written to a file cannot
+   * be brute-forced from the journal.
+   */
+  readonly digest: string;
 }
 
 /** Where `makeWriteFileTool` keeps its receipts (default `<workDir>.receipts`). */
@@ -92,13 +98,18 @@ const fence = (folder: string, key: string): Fence => {
   return "not voided: the staged content was moved onto the target";
 };
 
-/** What the probe records before the write: enough to decide later, nothing read outside the folder. */
+/**
+ * What the probe records before the write: enough to decide later, nothing read outside the folder.
+ * `digests: "keyed"`: `intended` and `previous` are keyed digests; a probe without it was recorded
+ * with plain SHA-256 digests (before they were keyed) and is checked with those.
+ */
 type WriteProbe =
   | {
       readonly target: string;
       readonly intended: string;
       readonly previous: FileState;
       readonly receipt: string;
+      readonly digests?: "keyed";
     }
   | { readonly refused: string; readonly receipt: string };
 
@@ -115,15 +126,16 @@ interface LegacyProbe {
  * holds something else (or is too large to digest) ⇒ unknown, and the run is held.
  */
 const writeFileReconciler = (root: string, receiptsDir: string): Reconciler<WriteFileArgs> => {
-  const completed = (target: string, now: { sha256: string; bytes: number }, evidence: unknown) =>
+  const completed = (target: string, now: { digest: string; bytes: number }, evidence: unknown) =>
     ({
       outcome: "completed",
-      result: { path: relative(root, target).split(sep).join("/"), bytes: now.bytes, sha256: now.sha256 },
+      result: { path: relative(root, target).split(sep).join("/"), bytes: now.bytes, digest: now.digest },
       evidence,
     }) as const;
   return {
     name: "file-digest",
-    probe: ({ path, content }, { idempotencyKey }): WriteProbe => {
+    settled: ({ idempotencyKey }) => clearAttempt(receiptFolder(receiptsDir, idempotencyKey)),
+    probe: ({ path, content }, { idempotencyKey, keyedHash }): WriteProbe => {
       const receipt = receiptFolder(receiptsDir, idempotencyKey);
       let target: string;
       try {
@@ -131,14 +143,14 @@ const writeFileReconciler = (root: string, receiptsDir: string): Reconciler<Writ
       } catch (error) {
         return { refused: (error as Error).message, receipt };
       }
-      const intended = sha256Of(Buffer.from(content, "utf8"));
-      return { target, intended, previous: fileState(target), receipt };
+      const intended = digestWith(keyedHash, Buffer.from(content, "utf8"));
+      return { target, intended, previous: fileState(target, keyedHash), receipt, digests: "keyed" };
     },
-    check: async (stored, { idempotencyKey }) => {
+    check: async (stored, { idempotencyKey, keyedHash }) => {
       if (typeof stored !== "object" || stored === null || !("receipt" in stored)) {
         const { target, intended } = stored as LegacyProbe;
-        const now = fileState(target);
-        if (now.state === "file" && now.sha256 === intended) return completed(target, now, { target, now });
+        const now = fileState(target, plainSha256);
+        if (now.state === "file" && now.digest === intended) return completed(target, now, { target, now });
         return {
           outcome: "unknown",
           evidence: { target, now, reason: "recorded without receipts, so the attempt cannot be fenced" },
@@ -150,8 +162,9 @@ const writeFileReconciler = (root: string, receiptsDir: string): Reconciler<Writ
         return { outcome: "not-completed", evidence: { refused: probe.refused, attempt } };
       }
       const { target, intended } = probe;
-      const now = fileState(target);
-      if (now.state === "file" && now.sha256 === intended) {
+      const newHash: () => ContentHash = probe.digests === "keyed" ? keyedHash : plainSha256;
+      const now = fileState(target, newHash);
+      if (now.state === "file" && now.digest === intended) {
         return completed(target, now, { target, now, attempt });
       }
       if (attempt !== "not voided: the staged content was moved onto the target") {
@@ -268,7 +281,7 @@ export const makeWriteFileTool = (
       return {
         path: relative(root, target).split(sep).join("/"),
         bytes: data.byteLength,
-        sha256: sha256Of(data),
+        digest: digestWith(context.keyedHash, data),
       };
     },
   });
