@@ -5,6 +5,7 @@ import { Schema } from "effect";
 import Database from "libsql";
 import { DefiniteFailure, defineAgent, defineTool, openRuntime, type Runtime } from "../src/index.js";
 import { headDigest } from "../src/runtime/audit/heads.js";
+import { byteScan } from "../torture/byteScan.js";
 
 /** The registered secret every fuzzed journal masks. */
 export const FUZZ_SECRET = "fuzz-secret-7Qm2v";
@@ -61,6 +62,8 @@ export const givenJournal = async () => {
     doubt,
     flaky,
     head,
+    /** Files in the fuzz folder (journal, WAL, SHM, other stores the target opened) holding the secret. */
+    secretsLeft: () => byteScan([dir], { FUZZ: FUZZ_SECRET }),
     close: async () => {
       head.close();
       await runtime.close();

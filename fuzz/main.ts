@@ -60,7 +60,7 @@ for (const [i, target] of targets.entries()) {
   });
   reports[target.name] = report;
   process.stderr.write(
-    `fuzz: ${target.name}: ${report.runs} inputs, ${report.failures} failures, ${report.partialWrites} partial writes, ${report.ms} ms\n`,
+    `fuzz: ${target.name}: ${report.runs} inputs, ${report.failures} failures, ${report.partialWrites} partial writes${report.secretsFound === undefined ? "" : `, ${report.secretsFound} files with the secret`}, ${report.ms} ms\n`,
   );
   if (report.counterexample !== undefined) {
     process.stderr.write(
@@ -73,12 +73,14 @@ const totals = {
   runs: all.reduce((sum, r) => sum + r.runs, 0),
   failures: all.reduce((sum, r) => sum + r.failures, 0),
   partialWrites: all.reduce((sum, r) => sum + r.partialWrites, 0),
+  /** Files holding the registered secret after the targets that write (api, cli, http). */
+  secretsFound: all.reduce((sum, r) => sum + (r.secretsFound ?? 0), 0),
   ms: Math.round(performance.now() - started),
 };
 const summary = { seed, node: process.version, targets: reports, totals };
 if (values.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
 else
   process.stdout.write(
-    `fuzz: ${totals.runs} inputs, ${totals.failures} failures, ${totals.partialWrites} partial writes in ${totals.ms} ms (seed ${seed})\n`,
+    `fuzz: ${totals.runs} inputs, ${totals.failures} failures, ${totals.partialWrites} partial writes, ${totals.secretsFound} files with the secret in ${totals.ms} ms (seed ${seed})\n`,
   );
-process.exit(totals.failures > 0 || totals.partialWrites > 0 ? 1 : 0);
+process.exit(totals.failures > 0 || totals.partialWrites > 0 || totals.secretsFound > 0 ? 1 : 0);

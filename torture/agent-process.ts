@@ -7,7 +7,7 @@
  *   ("generate" | "stream") and TORTURE_AI_POLICY ("hold" | "replay")
  */
 import { openRuntime } from "../src/index.js";
-import { FAULTS, makeTortureDefinitions, type TortureFault } from "./definitions.js";
+import { FAULTS, makeTortureDefinitions, TORTURE_SECRET, type TortureFault } from "./definitions.js";
 
 const env = process.env;
 const fault = FAULTS.find((f) => f === env.TORTURE_FAULT) as TortureFault | undefined;
@@ -32,6 +32,7 @@ const main = async () => {
     agents,
     tools,
     allowlist,
+    secrets: { TORTURE_TOKEN: TORTURE_SECRET },
     recovery: { leaseMs: 3_000 },
   });
   const recovered = await (runtime.recovery as typeof runtime.recovery & { done: Promise<unknown[]> }).done;

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
 import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
+import { receiptName } from "../src/adapters/tools/receipts.js";
 import {
   decodeRow,
   isSealed,
@@ -11,6 +12,7 @@ import {
 import { contextOf, foldRun, statusOf } from "../src/machines/index.js";
 import { auditJournal } from "../src/runtime/audit.js";
 import type { Journal } from "../src/runtime/Journal.js";
+import { byteScan } from "./byteScan.js";
 
 /** Committed outcomes: callId → digest of what was recorded. */
 export type Outcomes = Map<string, string>;
@@ -277,4 +279,41 @@ export const checkTrial = (
     logProblems,
     effects,
   };
+};
+
+/** What the byte scan of a trial's folder found: leaks, and copies kept for a call still in doubt. */
+export interface SecretScan {
+  /** Files holding a secret that should hold none (`path (label)`). */
+  readonly leaks: ReadonlyArray<string>;
+  /** Output files of an attempt whose outcome is not recorded: kept for its reconciler, 0600. */
+  readonly keptForCallsInDoubt: number;
+}
+
+/**
+ * Scan every file of a trial (journal, WAL, SHM, anchor, receipts, work folder, witnesses) for the
+ * registered secret and, with encryption on, the key. Only a receipt folder of an attempt with no
+ * recorded outcome may hold the secret: the reconciler still needs the command's output.
+ */
+export const scanTrial = (
+  dir: string,
+  receiptsDir: string,
+  events: ReadonlyArray<RecordedEvent>,
+  needles: Readonly<Record<string, string>>,
+): SecretScan => {
+  const settled = new Set<string>();
+  const folders = new Map<string, string>();
+  for (const { event } of events) {
+    if (event.type === "call.intended") folders.set(receiptName(event.idempotencyKey), event.idempotencyKey);
+    if (event.type === "call.completed" || event.type === "call.failed" || event.type === "call.reconciled")
+      settled.add(`${event.callId}#${event.attempt}`);
+  }
+  const leaks: string[] = [];
+  let kept = 0;
+  for (const hit of byteScan([dir], needles)) {
+    const inReceipts = relative(receiptsDir, hit.file);
+    const key = inReceipts.startsWith("..") ? undefined : folders.get(inReceipts.split(sep)[0] ?? "");
+    if (key !== undefined && hit.label !== "key" && !settled.has(key)) kept++;
+    else leaks.push(`${relative(dir, hit.file)} (${hit.label})`);
+  }
+  return { leaks, keptForCallsInDoubt: kept };
 };

@@ -31,6 +31,19 @@ export interface TortureSetting {
 /** The tools the safe list names: only `read_safe` (its in-doubt calls are replayed). */
 export const ALLOWLISTED = new Set(["read_safe"]);
 
+/**
+ * A registered secret the shell command prints: its result is stored masked, its receipts hold it
+ * raw until the outcome is recorded. The byte scan after each trial looks for it everywhere.
+ */
+export const TORTURE_SECRET = "torture-token-3Hq8zV";
+
+/** The error texts the torture's tools and agent throw: with encryption on, sealed wherever stored. */
+export const TORTURE_ERROR_TEXTS = {
+  flaky: "connection reset after the request was sent",
+  reconciler: "the status service is down",
+  agent: "the agent failed with a call in flight",
+} as const;
+
 export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) => {
   const witness = (name: string) => join(dir, "witness", name);
 
@@ -50,7 +63,7 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
     args: Schema.Struct({ label: Schema.String }),
     // Fails without proof that nothing happened: in doubt, and held.
     run: async () => {
-      throw new Error("connection reset after the request was sent");
+      throw new Error(TORTURE_ERROR_TEXTS.flaky);
     },
   });
   const readSafe = defineTool({
@@ -67,7 +80,7 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
     timeoutMs: 5_000,
     // Looks the key up and, when it did not act, reserves it: a late request with it is refused.
     lookup: async (key) => {
-      if (fault === "reconciler-throws") throw new Error("the status service is down");
+      if (fault === "reconciler-throws") throw new Error(TORTURE_ERROR_TEXTS.reconciler);
       const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
       if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
       const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
@@ -76,7 +89,10 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
       return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
     },
   });
-  const shell = makeShellTool(join(dir, "work"), { receiptsDir: join(dir, "receipts") });
+  const shell = makeShellTool(join(dir, "work"), {
+    receiptsDir: join(dir, "receipts"),
+    env: { set: { TORTURE_TOKEN: TORTURE_SECRET } },
+  });
   const writeFile = makeWriteFileTool(join(dir, "work"));
 
   const child = defineAgent({
@@ -106,7 +122,7 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
       await turn.checkpoint({ plan, step: 0 });
       const read = await turn.tool(readSafe, { label: `${label}-read` });
       const sh = await turn.tool(shell, {
-        command: `echo "${label}-shell $HOLDFAST_IDEMPOTENCY_KEY" >> ${JSON.stringify(witness("shell.txt"))}`,
+        command: `echo "${label}-shell $HOLDFAST_IDEMPOTENCY_KEY" >> ${JSON.stringify(witness("shell.txt"))}; printf 'token:%s' "$TORTURE_TOKEN"`,
       });
       await turn.checkpoint({ plan, step: 2 });
       const file = await turn.tool(writeFile, { path: `${label}.txt`, content: `content of ${label}\n` });
@@ -119,7 +135,7 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
       }
       if (fault === "agent-throws") {
         void turn.tool(send, { label: `${label}-inflight`, holdMs: 300 });
-        throw new Error("the agent failed with a call in flight");
+        throw new Error(TORTURE_ERROR_TEXTS.agent);
       }
       const [sent, again] = await turn.all([
         () => turn.tool(send, { label: `${label}-send-1` }),

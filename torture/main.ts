@@ -17,8 +17,17 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
-import { auditLog, checkTrial, type Outcomes, outcomesOf, readLog, sealedRows } from "./check.js";
-import { FAULTS, type TortureFault } from "./definitions.js";
+import {
+  auditLog,
+  checkTrial,
+  type Outcomes,
+  outcomesOf,
+  readLog,
+  type SecretScan,
+  scanTrial,
+  sealedRows,
+} from "./check.js";
+import { FAULTS, TORTURE_ERROR_TEXTS, TORTURE_SECRET, type TortureFault } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const { values } = parseArgs({
@@ -138,6 +147,8 @@ interface TrialResult {
   readonly audit: string[];
   /** Events stored with encrypted fields. */
   readonly sealed: number;
+  /** The byte scan of the trial's folder for the registered secret (and the key, when set). */
+  readonly secrets: SecretScan;
   readonly error?: string;
 }
 
@@ -254,6 +265,17 @@ const runTrial = async (
   });
   const audit = await auditLog(db);
   const sealed = sealedRows(log.rows);
+  const key = process.env.HOLDFAST_ENCRYPTION_KEY;
+  const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
+    TORTURE_TOKEN: TORTURE_SECRET,
+    // With encryption on, the key and every tool error text must be nowhere in clear.
+    ...(key
+      ? {
+          key,
+          ...Object.fromEntries(Object.entries(TORTURE_ERROR_TEXTS).map(([k, v]) => [`error text ${k}`, v])),
+        }
+      : {}),
+  });
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   return {
     trial,
@@ -264,6 +286,7 @@ const runTrial = async (
     check,
     audit,
     sealed,
+    secrets,
     ...(error ? { error } : {}),
   };
 };
@@ -325,13 +348,14 @@ const main = async () => {
       result.check.unsettled.length +
       (result.check.logOk ? 0 : 1) +
       result.audit.length +
+      result.secrets.leaks.length +
       (result.error ? 1 : 0);
     process.stderr.write(
       `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
     );
     if (bad)
       process.stderr.write(
-        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, error: result.error })}\n`,
+        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, error: result.error })}\n`,
       );
   }
   await server.close();
@@ -359,6 +383,10 @@ const main = async () => {
     replayed: sum((r) => r.check.replayed),
     logCheck: results.every((r) => r.check.logOk) ? "clean" : results.flatMap((r) => r.check.logProblems),
     encryptedEvents: sum((r) => r.sealed),
+    /** Files holding the registered secret (or the key) that should hold none: journal, WAL, SHM, receipts, work. */
+    secretLeaks: results.flatMap((r) => r.secrets.leaks.map((l) => `trial ${r.trial}: ${l}`)),
+    /** Output files of attempts still in doubt, kept (0600) for their reconciler. */
+    secretsKeptForCallsInDoubt: sum((r) => r.secrets.keptForCallsInDoubt),
     audit: results.every((r) => r.audit.length === 0)
       ? "clean"
       : results.flatMap((r) => r.audit.map((f) => `trial ${r.trial}: ${f}`)),
@@ -390,6 +418,7 @@ const main = async () => {
     summary.logCheck !== "clean" ||
     summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
+    summary.secretLeaks.length > 0 ||
     summary.errors.length > 0;
   process.exit(failed ? 1 : 0);
 };

@@ -218,6 +218,7 @@ export const apiTarget: FuzzTarget = {
           return `${c.op}: ${tag}`;
         }
       },
+      secretsLeft: given.secretsLeft,
       close: async () => {
         process.chdir(savedCwd);
         if (savedStore !== undefined) process.env.HOLDFAST_STORE = savedStore;

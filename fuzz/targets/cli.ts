@@ -2,8 +2,8 @@ import { Writable } from "node:stream";
 import fc from "fast-check";
 import { main } from "../../src/adapters/cli/main.js";
 import { hostile, name } from "../hostile.js";
-import { givenJournal } from "../journal.js";
-import { FuzzFailure, type FuzzTarget } from "../target.js";
+import { givenJournal, journalHead } from "../journal.js";
+import { FuzzFailure, type FuzzTarget, PartialWrite } from "../target.js";
 
 const COMMANDS = [
   "demo",
@@ -122,7 +122,8 @@ const capture = () => {
 
 /**
  * `holdfast` argument handling, in process: any argv (commands, flags and values mixed, hostile
- * text) returns from main() with exit code 0–3 and never a stack trace on stderr. Paths are the
+ * text) returns from main() with exit code 0–3 and never a stack trace on stderr, and a command
+ * that exits non-zero leaves the fuzz journal's head as it was (no partial write). Paths are the
  * fuzz journal or names without separators, inside the fuzz folder.
  */
 export const cliTarget: FuzzTarget = {
@@ -132,6 +133,8 @@ export const cliTarget: FuzzTarget = {
     const given = await givenJournal();
     const db = given.db;
     await given.runtime.close();
+    // The CLI opens the journal itself; this connection reads its head before and after each argv.
+    const head = journalHead(db);
     const savedCwd = process.cwd();
     const savedStore = process.env.HOLDFAST_STORE;
     process.chdir(given.dir);
@@ -190,6 +193,7 @@ export const cliTarget: FuzzTarget = {
         process.exit = ((code?: number) => {
           throw new FuzzFailure(`process.exit(${code}) called`);
         }) as typeof process.exit;
+        const before = await head();
         let code: number;
         try {
           code = await main([...argv], { stdout: stdout.stream, stderr: stderr.stream });
@@ -202,9 +206,13 @@ export const cliTarget: FuzzTarget = {
         if (![0, 1, 2, 3].includes(code)) throw new FuzzFailure(`exit code ${code}:\n${err}`);
         if (/\n\s+at .+:\d+:\d+\)?/.test(err) || err.includes("this is unexpected"))
           throw new FuzzFailure(`stderr has a stack trace or an internal error:\n${err}`);
+        if (code !== 0 && (await head()) !== before)
+          throw new PartialWrite(`exit code ${code}, but the journal's head changed:\n${err}`);
         return `exit ${code}`;
       },
+      secretsLeft: given.secretsLeft,
       close: async () => {
+        head.close();
         process.chdir(savedCwd);
         if (savedStore === undefined) delete process.env.HOLDFAST_STORE;
         else process.env.HOLDFAST_STORE = savedStore;

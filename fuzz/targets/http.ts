@@ -238,6 +238,7 @@ export const httpTarget: FuzzTarget = {
           );
         return `${r.route}: ${response.status}`;
       },
+      secretsLeft: given.secretsLeft,
       close: async () => {
         await server.close();
         await given.close();

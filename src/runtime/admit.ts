@@ -6,7 +6,7 @@ import type { EngineCore } from "./core.js";
 import { RunWriter } from "./dispatch.js";
 import { DuplicateAdmission, InputConflict, UnknownAgent } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
-import { decodeInput } from "./input.js";
+import { decodeInput, refuseSecretIds } from "./input.js";
 import { storedCopy } from "./json.js";
 
 /** An input for an agent: `chatId` + `inputId` identify it (same ids and content: the same run). */
@@ -44,6 +44,7 @@ export const CHILD_CHAT_PREFIX = "child:";
 export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle> => {
   const request = decodeInput(SubmitRequestSchema, raw, "submit request");
   const { chatId, inputId } = request;
+  refuseSecretIds(core.masker, "submit request", { chatId, inputId });
   const agent = core.agents.get(request.agent);
   if (!agent) throw new UnknownAgent({ agent: request.agent, known: [...core.agents.keys()] });
   const input = storedCopy(request.content, "content");

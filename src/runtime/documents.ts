@@ -9,7 +9,7 @@ import {
 } from "../events/index.js";
 import type { DocumentRow } from "../projections/index.js";
 import { DocumentConflict, InvalidInput, WrongExpectedVersion } from "./errors.js";
-import { decodeInput } from "./input.js";
+import { decodeInput, refuseSecretIds } from "./input.js";
 import type { AppendRequest, Journal, JournalReader } from "./Journal.js";
 
 /** The built-in per-chat document: the plan. */
@@ -156,6 +156,7 @@ export const makeDocuments = (journal: Journal, masker: Masker) => ({
     request: { readonly expectedRevision: number; readonly value: unknown; readonly by: string },
   ): Promise<DocumentState> => {
     const checked = decodeInput(ReplaceRequest, { chatId, ...request }, "document replace");
+    refuseSecretIds(masker, "document replace", { chatId: checked.chatId });
     const value = checkPlan(checked.value);
     return withDocumentRetry(async () => {
       const prepared = await prepareReplace(journal, masker, chatId, PLAN, checked.expectedRevision, value, {

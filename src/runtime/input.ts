@@ -1,4 +1,5 @@
 import { Either, ParseResult, Schema } from "effect";
+import type { Masker } from "../events/index.js";
 import { InvalidInput } from "./errors.js";
 
 /**
@@ -13,4 +14,24 @@ export const decodeInput = <A, I>(schema: Schema.Schema<A, I>, value: unknown, w
     .map((issue) => `${issue.path.length ? issue.path.join(".") : "(the value)"}: ${issue.message}`)
     .join("; ");
   throw new InvalidInput({ what, detail });
+};
+
+/**
+ * Ids are stored as they are (stream names, keys, projection rows): they cannot be masked without
+ * losing what they identify. One that carries a registered secret or a credential's shape is refused,
+ * before anything is written, naming the field and showing only its masked form.
+ */
+export const refuseSecretIds = (
+  masker: Masker,
+  what: string,
+  ids: Readonly<Record<string, string>>,
+): void => {
+  for (const [field, id] of Object.entries(ids)) {
+    const masked = masker.maskString(id);
+    if (masked === id) continue;
+    throw new InvalidInput({
+      what,
+      detail: `${field} carries a secret (${JSON.stringify(masked)}); ids are stored as they are, never masked, so use an id that does not contain one`,
+    });
+  }
 };

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { byteScan } from "../../torture/byteScan.js";
 import { parseJsonLines, runCli, useTempDir } from "./cliProcess.js";
 
 const tempDir = useTempDir();
@@ -20,9 +21,9 @@ describe("holdfast demo", () => {
     expect(result.stdout).toContain("«secret:DEMO_API_KEY»");
     expect(result.stdout).not.toContain(RAW_SECRET);
     expect(result.stdout).toContain("what to try next");
-    for (const file of readdirSync(dir).filter((name) => name.startsWith("journal.db"))) {
-      expect(readFileSync(join(dir, file)).includes(RAW_SECRET)).toBe(false);
-    }
+    // The byte scan: journal, WAL, SHM, anchor, the work folder and its receipts.
+    expect(readdirSync(dir)).toEqual(expect.arrayContaining(["journal.db", "demo-work"]));
+    expect(byteScan([dir], { DEMO_API_KEY: RAW_SECRET })).toEqual([]);
   });
 
   it("prints every journaled event of its run, intent before outcome", async () => {
@@ -153,5 +154,8 @@ describe("holdfast demo", () => {
       .map((e) => (e.payload as { seq: number }).seq);
     expect(intents).toEqual([0, 1, 2, 3, 4, 5]);
     expect(events.map((e) => e.type)).toContain("run.resumed");
+    // Nothing of the crashed run's shell call is left: no receipts, no secret anywhere.
+    expect(readdirSync(join(dirname(db), "demo-work.receipts"))).toEqual([]);
+    expect(byteScan([dirname(db)], { DEMO_API_KEY: RAW_SECRET })).toEqual([]);
   });
 });

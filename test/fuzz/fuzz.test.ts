@@ -13,10 +13,13 @@ const SLICE: Readonly<Record<string, number>> = {
 
 describe("fuzz slice (seed 20261203)", () => {
   for (const target of TARGETS) {
-    it(`${target.name}: ${SLICE[target.name]} generated inputs, no crash and no partial write`, async () => {
+    it(`${target.name}: ${SLICE[target.name]} generated inputs, no crash, no partial write, no secret left on disk`, async () => {
       const report = await runTarget(target, { seed: 20261203, runs: SLICE[target.name] ?? 100 });
       expect(report.error ?? null, report.counterexample).toBeNull();
       expect(report).toMatchObject({ runs: SLICE[target.name], failures: 0, partialWrites: 0 });
+      // The targets that write (api, cli, http) scan their folder for the registered secret.
+      if (["api", "cli", "http"].includes(target.name))
+        expect(report.secretsFound, report.secretFiles?.join("\n")).toBe(0);
     });
   }
 });

@@ -50,6 +50,44 @@ describe("public API inputs are checked at the boundary", () => {
     expect((error as Error).message).toContain("secrets.PIN");
   });
 
+  it("law 8 (found by the fuzzer): a chatId or inputId carrying a registered secret is refused, shown masked, and nothing is written", async () => {
+    const dir = tempDir();
+    const agent = defineAgent({ name: "a", version: "1", run: async () => "ok" });
+    const rt = await openRuntime({
+      store: join(dir, "j.db"),
+      agents: [agent],
+      secrets: { PIN: "pin-4711-x" },
+    });
+    try {
+      const before = (await rt.audit()).headDigest;
+      for (const ids of [
+        { chatId: "chat-pin-4711-x", inputId: "i" },
+        { chatId: "c", inputId: "pin-4711-x" },
+        { chatId: "c", inputId: encodeURIComponent("a b pin-4711-x") },
+      ]) {
+        const error = await rejection(rt.submit({ ...ids, agent: "a", content: null }));
+        expect(error, JSON.stringify(ids)).toBeInstanceOf(InvalidInput);
+        expect((error as Error).message).toContain("«secret:PIN»");
+        expect((error as Error).message).not.toContain("pin-4711-x");
+      }
+      const replaced = await rejection(
+        rt.documents.replace("pin-4711-x", {
+          expectedRevision: 0,
+          value: { title: "t", items: [] },
+          by: "ada",
+        }),
+      );
+      expect(replaced).toBeInstanceOf(InvalidInput);
+      expect((await rt.audit()).headDigest).toBe(before);
+      expect(await rt.runs()).toEqual([]);
+    } finally {
+      await rt.close();
+    }
+    const { readdirSync, readFileSync } = await import("node:fs");
+    for (const file of readdirSync(dir))
+      expect(readFileSync(join(dir, file)).includes("pin-4711-x"), file).toBe(false);
+  });
+
   it("F20: submit(null), ids with surrounding spaces and a missing agent are InvalidInput naming the field", async () => {
     const agent = defineAgent({ name: "a", version: "1", run: async () => "ok" });
     const rt = await openRuntime({ store: join(tempDir(), "j.db"), agents: [agent] });
