@@ -55,7 +55,6 @@ import { ownerOnly } from "./fileMode.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
 import { damageOf, pragmaValue, sqliteCode } from "./sqlite.js";
-import { WriteCache } from "./writeCache.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -175,13 +174,6 @@ export class LibsqlJournal implements Journal {
   private readonly checkpointEveryMs: number;
   private lastCheckpoint = Date.now();
   private checkpointDue: ReturnType<typeof setTimeout> | undefined;
-  /** Heads and projection rows the write path knows (valid while `data_version` stays ours). */
-  private readonly writeCache = new WriteCache(SQL);
-  /** The cache answers only inside a batch's transaction, after the version check. */
-  private cacheOn = false;
-  /** Off for good once raw SQL was handed out (`unsafeDatabase`): writes the cache cannot see. */
-  private cacheDisabled = false;
-  private dataVersion: unknown = null;
 
   private constructor(
     db: Db,
@@ -483,15 +475,12 @@ export class LibsqlJournal implements Journal {
     const batch = this.queue.splice(0);
     const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     try {
-      this.useWriteCache();
       for (const pending of batch) {
         this.db.exec("SAVEPOINT append_one");
         try {
           outcomes.push({ ok: this.applyAll(pending.requests) });
           this.db.exec("RELEASE append_one");
-          this.writeCache.requestEnded(true);
         } catch (error) {
-          this.writeCache.requestEnded(false);
           this.db.exec("ROLLBACK TO append_one");
           this.db.exec("RELEASE append_one");
           outcomes.push({ error });
@@ -500,14 +489,10 @@ export class LibsqlJournal implements Journal {
       this.onBeforeCommit?.();
       crashPoint("mid-group-commit");
       this.db.exec("COMMIT");
-      this.writeCache.batchCommitted();
     } catch (error) {
-      this.writeCache.clear();
       if (this.db.inTransaction) this.db.exec("ROLLBACK");
       for (const p of batch) p.reject(error);
       return;
-    } finally {
-      this.cacheOn = false;
     }
     this.committed(outcomes);
     if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
@@ -576,39 +561,13 @@ export class LibsqlJournal implements Journal {
     return runSync(program, (step) => this.execute(step));
   }
 
-  /**
-   * Inside a batch, with the write lock held: the cache may answer only if no other connection
-   * committed since this one last did (SQLite's `data_version` moves only for others' commits).
-   */
-  private useWriteCache(): void {
-    if (this.cacheDisabled) return;
-    const version = (this.statement("PRAGMA data_version").get() as { data_version: unknown }).data_version;
-    if (version !== this.dataVersion) {
-      this.writeCache.clear();
-      this.dataVersion = version;
-    }
-    this.cacheOn = true;
-  }
-
   private execute(step: SqlStep): unknown {
     if (step.kind === "now") return Date.now();
-    if (this.cacheOn) {
-      const known = this.writeCache.read(step);
-      if (known) return known.row;
-    }
     const stmt = this.statement(step.sql);
     try {
-      if (step.kind === "get") {
-        const row = stmt.get(...step.params);
-        if (this.cacheOn) {
-          if (step.sql === SQL.insertEvent) this.writeCache.wrote(step);
-          else this.writeCache.observed(step, row);
-        }
-        return row;
-      }
+      if (step.kind === "get") return stmt.get(...step.params);
       if (step.kind === "all") return stmt.all(...step.params);
       stmt.run(...step.params);
-      if (this.cacheOn) this.writeCache.wrote(step);
       return undefined;
     } catch (error) {
       const key = uniqueKeyOf(error);
@@ -842,10 +801,8 @@ export class LibsqlJournal implements Journal {
     }
   }
 
-  /** Run raw SQL (tests and maintenance commands only); the write path stops trusting its cache. */
+  /** Run raw SQL (tests and maintenance commands only). */
   unsafeDatabase(): Db {
-    this.cacheDisabled = true;
-    this.writeCache.clear();
     return this.db;
   }
 
@@ -873,8 +830,6 @@ export class LibsqlJournal implements Journal {
     } finally {
       this.lockWaiters -= 1;
     }
-    // Retention, a dropped stream or a rebuild rewrite what the write cache holds.
-    this.writeCache.clear();
     try {
       const result = fn();
       this.db.exec("COMMIT");

@@ -21,12 +21,12 @@ const open = (path: string): LibsqlJournal => {
 };
 
 /**
- * The write path remembers stream heads and projection rows between batches. These tests write
- * through two connections to one file (as two processes do) and make requests fail inside a batch:
- * what the cache answers must always be what the file holds.
+ * Two connections writing one file in turns (as two processes do), and a request refused inside a
+ * batch: every append reads what the file holds, never what it held (written for the write cache
+ * of decision 0026, kept after it was rejected — any later cache must pass them).
  */
-describe("the libSQL write path's cache of heads and projection rows", () => {
-  it("a head another connection moved is read again, not served from memory", async () => {
+describe("the libSQL write path with two connections on one file", () => {
+  it("a head another connection moved is what the next append builds on", async () => {
     const path = join(tempDir(), "j.db");
     const a = open(path);
     const b = open(path);
@@ -67,7 +67,7 @@ describe("the libSQL write path's cache of heads and projection rows", () => {
     expect(report.findings).toEqual([]);
   });
 
-  it("a request refused inside a batch leaves nothing of its writes in memory", async () => {
+  it("a request refused inside a batch leaves nothing of its writes behind", async () => {
     const path = join(tempDir(), "j.db");
     const a = open(path);
     await a.append({ streamId: "kept", expectedVersion: "no-stream", events: [opened] });
