@@ -143,7 +143,9 @@ export const checkTrial = (
       else if (status === "completed") completed++;
       else if (status === "failed") {
         failed++;
-        const open = Object.values(contextOf(fold).calls).filter((c) => c.status === "in-doubt");
+        const open = contextOf(fold)
+          .calls.values()
+          .filter((c) => c.status === "in-doubt");
         if (open.length > 0)
           unsettled.push(`${streamId}: failed with ${open.map((c) => c.callId).join(", ")} in doubt`);
       } else if (status !== "stopped") unsettled.push(`${streamId}: ${status}`);

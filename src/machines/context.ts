@@ -1,4 +1,5 @@
 import type { CallKind, Disposition, HoldReason } from "../events/index.js";
+import type { CallTable } from "./callTable.js";
 
 /**
  * Where a call stands, as far as the journal knows.
@@ -39,7 +40,8 @@ export interface RunContext {
   readonly version: number;
   /** The next `seq` a new call must take. */
   readonly nextSeq: number;
-  readonly calls: Readonly<Record<string, CallState>>;
+  /** By call id; an immutable table that shares what a change leaves alone. */
+  readonly calls: CallTable;
   readonly heldReasons: ReadonlyArray<HoldReason>;
   readonly conflicts: number;
   readonly lastCheckpointSeq: number | null;
@@ -49,7 +51,7 @@ export interface RunContext {
 
 export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];
 export const isOpen = (call: CallState): boolean => OPEN_STATUSES.includes(call.status);
-export const openCalls = (context: RunContext): CallState[] => Object.values(context.calls).filter(isOpen);
+export const openCalls = (context: RunContext): CallState[] => context.calls.values().filter(isOpen);
 /** Calls that nothing authorizes to run again: they block resumption. */
 export const blockingCalls = (context: RunContext): CallState[] =>
-  Object.values(context.calls).filter((c) => c.status === "in-doubt");
+  context.calls.values().filter((c) => c.status === "in-doubt");

@@ -1,3 +1,4 @@
+export { CallTable } from "./callTable.js";
 export * from "./context.js";
 export * from "./fold.js";
 export * from "./registry.js";

@@ -1,5 +1,6 @@
 import { and, assign, setup } from "xstate";
 import type { AnyEvent, EventOf } from "../events/index.js";
+import { CallTable } from "./callTable.js";
 import {
   blockingCalls,
   type CallState,
@@ -34,13 +35,9 @@ const when =
   ({ context, event }: { context: RunContext; event: AnyEvent }): boolean =>
     (types as ReadonlyArray<string>).includes(event.type) && predicate(context, event as E<T>);
 
-const callOf = (context: RunContext, callId: string): CallState | undefined =>
-  Object.hasOwn(context.calls, callId) ? context.calls[callId] : undefined;
+const callOf = (context: RunContext, callId: string): CallState | undefined => context.calls.get(callId);
 
-const setCall = (context: RunContext, call: CallState): Readonly<Record<string, CallState>> => ({
-  ...context.calls,
-  [call.callId]: call,
-});
+const setCall = (context: RunContext, call: CallState): CallTable => context.calls.with(call);
 
 const emptyContext = (machine: string): RunContext => ({
   runId: "",
@@ -50,7 +47,7 @@ const emptyContext = (machine: string): RunContext => ({
   machine,
   version: 0,
   nextSeq: 0,
-  calls: {},
+  calls: CallTable.empty,
   heldReasons: [],
   conflicts: 0,
   lastCheckpointSeq: null,
@@ -83,15 +80,12 @@ const decisionValid = (context: RunContext, event: E<"decision.recorded">): bool
 const applyDecision = (context: RunContext, event: E<"decision.recorded">) => {
   let calls = context.calls;
   for (const decided of event.calls) {
-    const call = calls[decided.callId]!;
-    calls = {
-      ...calls,
-      [decided.callId]: {
-        ...call,
-        status: decidedStatus(decided.decision, call.status),
-        via: decided.decision === "confirmed-completed" ? "confirmed" : call.via,
-      },
-    };
+    const call = calls.get(decided.callId)!;
+    calls = calls.with({
+      ...call,
+      status: decidedStatus(decided.decision, call.status),
+      via: decided.decision === "confirmed-completed" ? "confirmed" : call.via,
+    });
   }
   return calls;
 };

@@ -231,7 +231,7 @@ const effect = async <R>(
       settledAttempts(spec, host.runId, callId, attempt, attempt);
       host.record(callId, { kind: "error", error: info });
       // A person granted retries for this call: use them, one recorded attempt each.
-      if ((contextOf(host.writer.fold).calls[callId]?.retriesLeft ?? 0) > 0) {
+      if ((contextOf(host.writer.fold).calls.get(callId)?.retriesLeft ?? 0) > 0) {
         const slot = host.writer.reserve();
         return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
       }

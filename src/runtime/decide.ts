@@ -12,6 +12,7 @@ import {
 import {
   blockingCalls,
   type CallState,
+  type CallTable,
   contextOf,
   foldRun,
   RUN_MACHINE_V1,
@@ -234,7 +235,7 @@ export const decisionEvents = (
 /** The decisions asked for, each on an in-doubt call; the shorthand resolved to calls. */
 const wantedDecisions = (
   runId: string,
-  calls: Readonly<Record<string, CallState>>,
+  calls: CallTable,
   inDoubt: ReadonlyArray<CallState>,
   request: typeof DecisionRequestSchema.Type,
 ): Array<{ call: CallState; decision: DecisionKind; note?: string | undefined; result?: unknown }> => {
@@ -249,7 +250,7 @@ const wantedDecisions = (
     const entries = Object.entries(request.calls);
     if (entries.length === 0) throw new InvalidInput({ what: "decision", detail: "`calls` names no call" });
     return entries.map(([callId, d]) => {
-      const call = Object.hasOwn(calls, callId) ? calls[callId] : undefined;
+      const call = calls.get(callId);
       if (!call) throw new CallNotFound({ runId, callId });
       if (call.status !== "in-doubt") {
         throw new CallNotInDoubt({ runId, callId, status: call.status, inDoubt: inDoubtIds });
@@ -317,7 +318,7 @@ export const retryEvents = (
     throw new RetryLimitExceeded({ runId, callId, attempts: request.attempts, max: maxAttempts });
   }
   const calls = contextOf(fold).calls;
-  const call = Object.hasOwn(calls, callId) ? calls[callId] : undefined;
+  const call = calls.get(callId);
   if (!call) throw new CallNotFound({ runId, callId });
   if (call.status !== "failed") {
     throw new RetryNotAllowed({

@@ -200,7 +200,7 @@ const appendableOutcome = (
   events: ReadonlyArray<RecordedEvent>,
 ): "outcome" | "duplicate" | "conflict" => {
   if (writer.accepts(outcome)) return "outcome";
-  const call = contextOf(writer.fold).calls[outcome.callId];
+  const call = contextOf(writer.fold).calls.get(outcome.callId);
   const same =
     call !== undefined &&
     call.attempt === outcome.attempt &&
@@ -222,7 +222,7 @@ const appendableOutcome = (
 };
 
 const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent => {
-  const call = contextOf(fold).calls[outcome.callId];
+  const call = contextOf(fold).calls.get(outcome.callId);
   const attemptedDigest = outcome.type === "call.completed" ? outcome.resultDigest : null;
   return {
     type: "conflict.recorded",

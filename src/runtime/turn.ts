@@ -284,7 +284,7 @@ export class TurnImpl implements Turn, AttemptHost {
         name: spec.name,
         args: spec.args,
       });
-      const known = contextOf(this.writer.fold).calls[callId];
+      const known = contextOf(this.writer.fold).calls.get(callId);
       if (known) {
         const next = this.cursor.known(known, { kind: spec.kind, name: spec.name, fingerprint });
         if (next.kind !== "attempt") slot.release();

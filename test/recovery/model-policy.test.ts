@@ -37,7 +37,7 @@ const inDoubtModelCall = (disposition: "hold" | "replay") => {
     },
     intent,
   ]);
-  const call = contextOf(fold).calls[callId];
+  const call = contextOf(fold).calls.get(callId);
   if (!call) throw new Error("the fold lost the call");
   return { call, intent };
 };

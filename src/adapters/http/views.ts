@@ -169,7 +169,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   const calls: CallView[] = [...intents.values()]
     .toSorted((a, b) => a.seq - b.seq)
     .map((intent): CallView => {
-      const state = context?.calls[intent.callId];
+      const state = context?.calls.get(intent.callId);
       const decisions = commands
         .filter((c) => c.action === "decide" && c.callId === intent.callId && c.decision !== undefined)
         .map((c) => ({

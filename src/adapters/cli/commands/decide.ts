@@ -121,7 +121,7 @@ export const heldCommands = (
   const commands: HeldCommand[] = [];
   for (const reason of reasons) {
     if (reason.code !== "decision-needed" || reason.callId === undefined) continue;
-    if (context.calls[reason.callId]?.status !== "failed") continue;
+    if (context.calls.get(reason.callId)?.status !== "failed") continue;
     commands.push({
       action: "retry",
       callId: reason.callId,
