@@ -92,10 +92,33 @@ export class Ownership {
     return Date.now() + safetyMarginMs(this.leaseMs) < owned.deadline;
   }
 
-  /** Let one run go (its claim row keeps the epoch). */
+  /** Releases asked for in the same turn of the event loop, let go in one transaction. */
+  private releasing: { readonly runIds: string[]; readonly done: Promise<void> } | null = null;
+
+  /** Let one run go (its claim row keeps the epoch), committed before the returned promise is made. */
   async release(runId: string): Promise<void> {
     if (!this.owned.delete(runId)) return;
     await this.journal.releaseClaims(this.workerId, [runId]).catch(() => undefined);
+  }
+
+  /**
+   * The same, for a recovery pass: the releases asked for in one turn of the event loop (the pass
+   * classifies several runs at once) are committed in one transaction instead of one each, and the
+   * promise resolves once that commit is done.
+   */
+  async releaseInPass(runId: string): Promise<void> {
+    if (!this.owned.delete(runId)) return;
+    if (!this.releasing) {
+      const runIds: string[] = [];
+      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        // From here on a release starts the next batch.
+        if (this.releasing?.runIds === runIds) this.releasing = null;
+        return this.journal.releaseClaims(this.workerId, runIds).catch(() => undefined);
+      });
+      this.releasing = { runIds, done };
+    }
+    this.releasing.runIds.push(runId);
+    await this.releasing.done;
   }
 
   /** Stop renewing and let every claim taken here go — never another process's claim of the same id. */
@@ -103,6 +126,7 @@ export class Ownership {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
     await this.renewing;
+    await this.releasing?.done;
     const runIds = [...this.owned.keys()];
     this.owned.clear();
     if (runIds.length > 0) await this.journal.releaseClaims(this.workerId, runIds).catch(() => undefined);

@@ -73,7 +73,7 @@ export const recoverRuns = async (
         } catch (error) {
           // A key that cannot open the events is this process's configuration, not one run's fault.
           if (error instanceof EventDecryptError) throw error;
-          await core.ownership.release(runId);
+          await core.ownership.releaseInPass(runId);
           part.needsAttention.push({
             runId,
             reason: `recovery failed: ${core.masker.maskString(error instanceof Error ? error.message : String(error))}`,
@@ -129,7 +129,7 @@ const recoverRun = async (
     inspected = inspectRun(await core.journal.readStreamRows(runStreamId(runId)), core.journal.keyring);
   } catch (error) {
     if (error instanceof EventDecryptError) {
-      await core.ownership.release(runId);
+      await core.ownership.releaseInPass(runId);
       throw error;
     }
     inspected = { corrupt: error instanceof Error ? error.message : String(error) };
@@ -137,7 +137,7 @@ const recoverRun = async (
   if ("corrupt" in inspected) {
     await markCorrupt(core, runId, inspected.corrupt, fence);
     part.needsAttention.push({ runId, reason: inspected.corrupt });
-    await core.ownership.release(runId);
+    await core.ownership.releaseInPass(runId);
     return null;
   }
   const { fold, events } = inspected;
@@ -145,13 +145,13 @@ const recoverRun = async (
   if (status === "held" || status === "completed" || status === "failed" || status === "stopped") {
     // Held: waits for a person. Finished: it ended after the active runs were listed.
     if (status === "held") part.held.push({ runId, reasons: contextOf(fold).heldReasons });
-    await core.ownership.release(runId);
+    await core.ownership.releaseInPass(runId);
     return null;
   }
   const agent = core.agents.get(contextOf(fold).agent.name);
   if (!agent) {
     part.notHere.push({ runId, agent: `${contextOf(fold).agent.name}@${contextOf(fold).agent.version}` });
-    await core.ownership.release(runId);
+    await core.ownership.releaseInPass(runId);
     return null;
   }
   const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine, fence);
@@ -211,7 +211,7 @@ const recoverRun = async (
   if (holds.length > 0) {
     await writer.append([{ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }]);
     part.held.push({ runId, reasons: holds });
-    await core.ownership.release(runId);
+    await core.ownership.releaseInPass(runId);
     return null;
   }
   const context = contextOf(writer.fold);
