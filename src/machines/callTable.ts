@@ -1,5 +1,3 @@
-import type { CallState } from "./context.js";
-
 /** Calls per chunk: a change copies one chunk and the list of chunks, never every call. */
 const CHUNK = 64;
 /** Seqs from here on (a damaged log, not a real run) are kept aside rather than in a huge spine. */
@@ -23,8 +21,14 @@ const seqOf = (runId: string | null, callId: string): number | null => {
  * damaged log) is kept aside, copied on change; there are none in logs holdfast writes.
  * Iteration is in `seq` order, then the others in the order they came.
  */
-export class CallTable {
-  static readonly empty = new CallTable(null, [], new Map(), 0);
+/** What the table needs of a call: its id (`CallState` in the run context). */
+interface Keyed {
+  readonly callId: string;
+}
+
+export class CallTable<CallState extends Keyed = Keyed> {
+  // biome-ignore lint/suspicious/noExplicitAny: the empty table holds no call, so it is every table's
+  static readonly empty: CallTable<any> = new CallTable(null, [], new Map(), 0);
 
   private constructor(
     /** The run all `<runId>/<seq>` ids belong to; fixed by the first such id. */
@@ -45,7 +49,7 @@ export class CallTable {
   }
 
   /** A table with `call` recorded under its id (added, or replacing the call of that id). */
-  with(call: CallState): CallTable {
+  with(call: CallState): CallTable<CallState> {
     const existed = this.has(call.callId);
     const size = existed ? this.size : this.size + 1;
     const runId = this.runId ?? runIdOf(call.callId);

@@ -41,7 +41,7 @@ export interface RunContext {
   /** The next `seq` a new call must take. */
   readonly nextSeq: number;
   /** By call id; an immutable table that shares what a change leaves alone. */
-  readonly calls: CallTable;
+  readonly calls: CallTable<CallState>;
   readonly heldReasons: ReadonlyArray<HoldReason>;
   readonly conflicts: number;
   readonly lastCheckpointSeq: number | null;

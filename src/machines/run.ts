@@ -37,7 +37,7 @@ const when =
 
 const callOf = (context: RunContext, callId: string): CallState | undefined => context.calls.get(callId);
 
-const setCall = (context: RunContext, call: CallState): CallTable => context.calls.with(call);
+const setCall = (context: RunContext, call: CallState): CallTable<CallState> => context.calls.with(call);
 
 const emptyContext = (machine: string): RunContext => ({
   runId: "",

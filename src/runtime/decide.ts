@@ -235,7 +235,7 @@ export const decisionEvents = (
 /** The decisions asked for, each on an in-doubt call; the shorthand resolved to calls. */
 const wantedDecisions = (
   runId: string,
-  calls: CallTable,
+  calls: CallTable<CallState>,
   inDoubt: ReadonlyArray<CallState>,
   request: typeof DecisionRequestSchema.Type,
 ): Array<{ call: CallState; decision: DecisionKind; note?: string | undefined; result?: unknown }> => {
