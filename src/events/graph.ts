@@ -14,7 +14,7 @@ export type GraphValue = typeof GraphValue.Type;
 /** A channel's value at a version, stored once: checkpoints name versions, not values. */
 export const GraphChannel = Schema.Struct({
   channel: Schema.String,
-  version: Schema.Union(Schema.String, Schema.Number),
+  version: Schema.Union(Schema.String, Schema.Finite),
   value: GraphValue,
 });
 export type GraphChannel = typeof GraphChannel.Type;

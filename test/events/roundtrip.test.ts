@@ -17,6 +17,30 @@ import {
 const arbitraryEvent = Arbitrary.make(AnyEvent);
 
 describe("events", () => {
+  it("a channel version that canonical JSON cannot carry (Infinity, NaN) is refused by the schema (found by the round-trip property, seed -179614130)", () => {
+    for (const version of [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN]) {
+      const event = {
+        type: "graph.checkpointed",
+        threadId: "",
+        namespace: "",
+        checkpointId: "",
+        parentId: null,
+        state: {
+          checkpoint: { kind: "json", json: null },
+          metadata: { kind: "bytes", type: "", base64: "" },
+          channels: [{ channel: "", version, value: { kind: "json", json: "" } }],
+        },
+      };
+      expect(Schema.is(AnyEvent)(event), String(version)).toBe(false);
+      expect(
+        Schema.is(AnyEvent)({
+          ...event,
+          state: { ...event.state, channels: [{ ...event.state.channels[0], version: 3 }] },
+        }),
+      ).toBe(true);
+    }
+  });
+
   it("every event round-trips through encode, canonical JSON, storage and decode", () => {
     fc.assert(
       fc.property(arbitraryEvent, (event) => {
