@@ -1,12 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
-import { uptime } from "node:os";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
 import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { crashPoint } from "../../runtime/crash.js";
-import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
+import { JournalClosed, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
   AnchorReading,
@@ -52,9 +50,10 @@ import { libsqlDialect, statements } from "../sql/statements.js";
 import { AnchorKeeper, readAnchor } from "./anchor.js";
 import { refuseVanishedJournal, verifyAnchor } from "./anchorCheck.js";
 import { ownerOnly } from "./fileMode.js";
-import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
+import type { LibsqlJournalOptions, LibsqlReaderOptions } from "./options.js";
+import { CACHE_KIB, prepareJournalFile } from "./prepareFile.js";
 import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
-import { damageOf, pragmaValue, sqliteCode } from "./sqlite.js";
+import { damageOf, sqliteCode } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -65,76 +64,13 @@ interface Stmt {
   run(...params: ReadonlyArray<unknown>): unknown;
 }
 
-export interface LibsqlJournalOptions {
-  /** Create the parent folder when missing (used for the default `.holdfast/` location). */
-  readonly createFolder?: boolean;
-  /**
-   * Milliseconds `open()` waits inside SQLite for another process's lock (opening migrates, which
-   * takes the write lock). Default 5000. After `open()` SQLite never waits: see `lockWaitMs`.
-   */
-  readonly busyTimeoutMs?: number;
-  /**
-   * How long a write (append, claim, renewal, release, prune, rebuild) waits for another
-   * process's write lock before failing with `JournalUnavailable`. It waits by retrying on timers,
-   * so the event loop (heartbeats included) runs meanwhile. Default 60 000.
-   */
-  readonly lockWaitMs?: number;
-  /** Called inside the group commit, between the batch's writes and COMMIT (crash tests). */
-  readonly onBeforeCommit?: () => void;
-  /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Check at open that the keys read this journal (default true). Only the audit opens without:
-   * it verifies the chains of sealed events without the key and reports their contents unchecked.
-   */
-  readonly keyCheck?: boolean;
-  /**
-   * While writing, copy the WAL into the file (a PASSIVE checkpoint) at most this often, so few
-   * commits live only in the WAL. Default 5000 ms.
-   */
-  readonly checkpointEveryMs?: number;
-}
-
-/** Options of a read-only open: where the keys come from, and whether to check them. */
-export type LibsqlReaderOptions = Pick<LibsqlJournalOptions, "busyTimeoutMs" | "env" | "keyCheck">;
+export type { LibsqlJournalOptions, LibsqlReaderOptions } from "./options.js";
 
 interface Pending {
   readonly requests: ReadonlyArray<AppendRequest>;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
 }
-
-/** SQLite's page cache per connection, in KiB. */
-const CACHE_KIB = 32 * 1024;
-
-/**
- * Whether the journal was open when this machine last went down: its WAL (kept by every writer,
- * removed only by a checkpointing close) was last written before the machine started. A WAL from a
- * process of this boot, dead or alive, proves nothing of the kind: the kernel kept its writes.
- */
-const wentDownWithTheMachine = (location: string): boolean => {
-  let written: number;
-  try {
-    written = statSync(`${location}-wal`).mtimeMs;
-  } catch {
-    return false;
-  }
-  // Two seconds of slack for the coarse boot time: in doubt, check.
-  return written < Date.now() - uptime() * 1000 + 2000;
-};
-
-/** `PRAGMA quick_check`: every page and record of every B-tree, without matching indexes to rows. */
-const integrityProblems = (db: Db): string[] => {
-  try {
-    return (db.prepare("PRAGMA quick_check").all() as Array<Record<string, unknown>>)
-      .map((row) => String(Object.values(row)[0]))
-      .filter((v) => v !== "ok");
-  } catch (error) {
-    // Some damage stops the check itself.
-    if (sqliteCode(error).startsWith("SQLITE_CORRUPT")) return [String((error as Error).message)];
-    throw error;
-  }
-};
 
 /** Giving up on a lock after this long surfaces a clear error instead of SQLITE_BUSY. */
 const LOCK_GIVE_UP_MS = 60_000;
@@ -251,7 +187,7 @@ export class LibsqlJournal implements Journal {
     }
     try {
       const keyring = keyringFromEnv(options.env ?? process.env, location);
-      const key = LibsqlJournal.prepareFile(db, location, options);
+      const key = prepareJournalFile(db, location, options);
       const journal = new LibsqlJournal(db, location, key, keyring, options);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
       journal.anchor = LibsqlJournal.keepAnchor(db, location);
@@ -329,104 +265,6 @@ export class LibsqlJournal implements Journal {
         hint: "holdfast keeps journal.db-anchor next to the journal file: make the folder writable.",
       });
     }
-  }
-
-  private static prepareFile(db: Db, location: string, options: LibsqlJournalOptions): Uint8Array {
-    const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
-    // Before anything reads the file: whether its WAL was last written before this machine started.
-    const check = wentDownWithTheMachine(location);
-    let userVersion: number;
-    let applicationId: number;
-    let tables: number;
-    try {
-      // Read-only look first: a newer or foreign file must not be changed at all.
-      userVersion = Number(pragmaValue(db, "user_version") ?? 0);
-      applicationId = Number(pragmaValue(db, "application_id") ?? 0);
-      tables = Number(
-        (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n,
-      );
-    } catch (cause) {
-      if (sqliteCode(cause) === "SQLITE_NOTADB") {
-        throw unavailable(
-          "the file is not a database",
-          "Point --db at a holdfast journal, or at a path that does not exist yet.",
-        );
-      }
-      throw unavailable(
-        `cannot be read (${sqliteCode(cause) || String(cause)})`,
-        "Check the file and its permissions.",
-      );
-    }
-    if (tables > 0 && applicationId !== APPLICATION_ID) {
-      throw unavailable(
-        "the file is a database but not a holdfast journal",
-        "Point --db at a holdfast journal, or at a path that does not exist yet.",
-      );
-    }
-    if (userVersion > LATEST_SCHEMA_VERSION) {
-      throw new JournalTooNew({ location, found: userVersion, supported: LATEST_SCHEMA_VERSION });
-    }
-
-    const busy = options.busyTimeoutMs ?? 5000;
-    db.pragma(`busy_timeout = ${Math.max(5000, busy)}`);
-    const modeName = pragmaValue(db, "journal_mode = WAL");
-    if (String(modeName).toLowerCase() !== "wal") {
-      throw unavailable(
-        `WAL mode could not be enabled (got ${String(modeName)})`,
-        "Use a local file system.",
-      );
-    }
-    db.pragma("synchronous = FULL");
-    db.pragma("foreign_keys = ON");
-    db.pragma("secure_delete = ON");
-    // The B-trees' upper levels stay cached as the log grows (the default is 2 MB).
-    db.pragma(`cache_size = -${CACHE_KIB}`);
-
-    // A crashed process cannot corrupt a WAL journal with synchronous=FULL; a machine that went down
-    // with the journal open might have, on storage that acknowledges writes it has not made. So the
-    // whole-file check runs then, not on every open: it reads the whole file, which made opening
-    // grow with the log (docs/decisions/0008-integrity-check-after-a-machine-crash.md).
-    const problems = check ? integrityProblems(db) : [];
-    if (problems.length > 0) {
-      throw unavailable(
-        `integrity check failed: ${problems.slice(0, 3).join("; ")}`,
-        "Restore the latest backup (holdfast backup) and run holdfast audit; do not write to this file.",
-      );
-    }
-
-    // Migrations, each in its own write transaction; a second process racing here waits on the lock.
-    for (const migration of MIGRATIONS) {
-      db.exec("BEGIN IMMEDIATE");
-      try {
-        const current = Number(pragmaValue(db, "user_version") ?? 0);
-        if (current >= migration.id) {
-          db.exec("ROLLBACK");
-          continue;
-        }
-        db.exec(migration.sql);
-        if (migration.id === 1) {
-          db.pragma(`application_id = ${APPLICATION_ID}`);
-          db.prepare("INSERT INTO meta (key, value) VALUES ('fingerprint_key', ?)").run(
-            randomBytes(32).toString("hex"),
-          );
-          db.prepare("INSERT INTO meta (key, value) VALUES ('created_at', ?)").run(new Date().toISOString());
-        }
-        db.pragma(`user_version = ${migration.id}`);
-        db.exec("COMMIT");
-      } catch (error) {
-        if (db.inTransaction) db.exec("ROLLBACK");
-        throw error;
-      }
-    }
-    const row = db.prepare("SELECT value FROM meta WHERE key = 'fingerprint_key'").get() as
-      | { value: string }
-      | undefined;
-    if (!row)
-      throw unavailable(
-        "the fingerprint key is missing",
-        "The journal was changed outside holdfast; restore a backup.",
-      );
-    return Uint8Array.from(Buffer.from(row.value, "hex"));
   }
 
   // ---------------------------------------------------------------- append (group commit)
