@@ -5,7 +5,7 @@ import type Database from "libsql";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import type { LibsqlJournalOptions } from "./options.js";
-import { pragmaValue, sqliteCode } from "./sqlite.js";
+import { fileIdentity, pragmaValue, sqliteCode } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -50,28 +50,12 @@ export const prepareJournalFile = (db: Db, location: string, options: LibsqlJour
   const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
   // Before anything reads the file: whether its WAL was last written before this machine started.
   const check = wentDownWithTheMachine(location);
-  let userVersion: number;
-  let applicationId: number;
-  let tables: number;
-  try {
-    // Read-only look first: a newer or foreign file must not be changed at all.
-    userVersion = Number(pragmaValue(db, "user_version") ?? 0);
-    applicationId = Number(pragmaValue(db, "application_id") ?? 0);
-    tables = Number(
-      (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n,
-    );
-  } catch (cause) {
-    if (sqliteCode(cause) === "SQLITE_NOTADB") {
-      throw unavailable(
-        "the file is not a database",
-        "Point --db at a holdfast journal, or at a path that does not exist yet.",
-      );
-    }
-    throw unavailable(
-      `cannot be read (${sqliteCode(cause) || String(cause)})`,
-      "Check the file and its permissions.",
-    );
-  }
+  // Read-only look first: a newer or foreign file must not be changed at all.
+  const { userVersion, applicationId, tables } = fileIdentity(
+    db,
+    unavailable,
+    "Point --db at a holdfast journal, or at a path that does not exist yet.",
+  );
   if (tables > 0 && applicationId !== APPLICATION_ID) {
     throw unavailable(
       "the file is a database but not a holdfast journal",

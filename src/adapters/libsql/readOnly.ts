@@ -5,7 +5,7 @@ import type Database from "libsql";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { readAnchor } from "./anchor.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION } from "./migrations.js";
-import { pragmaValue, sqliteCode } from "./sqlite.js";
+import { fileIdentity, pragmaValue } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -63,23 +63,11 @@ export const checkReadableFile = (location: string): void => {
  */
 export const readableJournalKey = (db: Db, location: string): Uint8Array => {
   const unavailable = (reason: string, hint: string) => new JournalUnavailable({ location, reason, hint });
-  let userVersion: number;
-  let applicationId: number;
-  let tables: number;
-  try {
-    userVersion = Number(pragmaValue(db, "user_version") ?? 0);
-    applicationId = Number(pragmaValue(db, "application_id") ?? 0);
-    tables = Number(
-      (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n,
-    );
-  } catch (cause) {
-    if (sqliteCode(cause) === "SQLITE_NOTADB")
-      throw unavailable("the file is not a database", "Point --db at a holdfast journal.");
-    throw unavailable(
-      `cannot be read (${sqliteCode(cause) || String(cause)})`,
-      "Check the file and its permissions.",
-    );
-  }
+  const { userVersion, applicationId, tables } = fileIdentity(
+    db,
+    unavailable,
+    "Point --db at a holdfast journal.",
+  );
   if (tables === 0 || applicationId !== APPLICATION_ID)
     throw unavailable(
       tables === 0

@@ -23,3 +23,37 @@ export const damageOf = (error: unknown): string | null => {
   if (!code.startsWith("SQLITE_CORRUPT") && code !== "SQLITE_NOTADB") return null;
   return `the file is damaged (${code}: ${error instanceof Error ? error.message : String(error)})`;
 };
+
+/** What a journal file says of itself, read without changing anything. */
+export interface FileIdentity {
+  readonly userVersion: number;
+  readonly applicationId: number;
+  readonly tables: number;
+}
+
+/**
+ * The schema version, application id and table count of an opened file. A file that is not a
+ * database, or cannot be read, fails through `unavailable` (with `notDatabaseHint` for the first).
+ */
+export const fileIdentity = (
+  db: Db,
+  unavailable: (reason: string, hint: string) => Error,
+  notDatabaseHint: string,
+): FileIdentity => {
+  try {
+    return {
+      userVersion: Number(pragmaValue(db, "user_version") ?? 0),
+      applicationId: Number(pragmaValue(db, "application_id") ?? 0),
+      tables: Number(
+        (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n,
+      ),
+    };
+  } catch (cause) {
+    if (sqliteCode(cause) === "SQLITE_NOTADB")
+      throw unavailable("the file is not a database", notDatabaseHint);
+    throw unavailable(
+      `cannot be read (${sqliteCode(cause) || String(cause)})`,
+      "Check the file and its permissions.",
+    );
+  }
+};
