@@ -34,6 +34,12 @@ export interface Admission {
   readonly runId: string;
 }
 
+/** Whose live lease a claim may take over: a worker known dead, or a test of the owner found. */
+export interface ClaimOptions {
+  readonly takeOverFrom?: string;
+  readonly takeOverIf?: (ownerWorkerId: string) => boolean;
+}
+
 export interface Claim {
   readonly runId: string;
   readonly workerId: string;
@@ -240,14 +246,27 @@ export interface Journal extends JournalReader {
   /**
    * Take or renew ownership of a run. Succeeds when the run is unclaimed, the lease expired, or
    * `workerId` already holds it; a take-over increments the epoch. Returns null when another
-   * worker's lease is live — unless that worker is `takeOverFrom`, known to be dead.
+   * worker's lease is live — unless that worker is `takeOverFrom`, known to be dead, or
+   * `takeOverIf(owner)` says so (asked inside the claim's transaction: one commit for the claim,
+   * the check and the take-over).
    */
   claim(
     runId: string,
     workerId: string,
     leaseMs: number,
-    options?: { readonly takeOverFrom?: string },
+    options?: ClaimOptions,
   ): Promise<(Claim & { readonly previous: Claim | null }) | null>;
+  /**
+   * Claim several runs in one write transaction, each as {@link Journal.claim} would (a recovery
+   * pass claims the runs it is about to inspect together instead of one commit each). Returns the
+   * runs claimed; a run missing from the map is held by another live worker.
+   */
+  claimMany(
+    runIds: ReadonlyArray<string>,
+    workerId: string,
+    leaseMs: number,
+    options?: ClaimOptions,
+  ): Promise<ReadonlyMap<string, Claim & { readonly previous: Claim | null }>>;
   /** Extend every lease this worker still holds; returns the runs renewed (not those taken over). */
   renewClaims(workerId: string, leaseMs: number): Promise<ReadonlyArray<string>>;
   /**

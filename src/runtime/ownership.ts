@@ -54,18 +54,33 @@ export class Ownership {
    */
   async claim(runId: string): Promise<(Claim & { readonly previous: Claim | null }) | null> {
     const startedAt = Date.now();
-    let claim = await this.journal.claim(runId, this.workerId, this.leaseMs);
-    if (!claim) {
-      const owner = await this.journal.currentClaim(runId);
-      if (owner && owner.workerId !== this.workerId && this.isWorkerDead(owner.workerId)) {
-        claim = await this.journal.claim(runId, this.workerId, this.leaseMs, {
-          takeOverFrom: owner.workerId,
-        });
-      }
-    }
+    const claim = await this.journal.claim(runId, this.workerId, this.leaseMs, {
+      takeOverIf: this.takeOverIf,
+    });
     if (claim) this.owned.set(runId, { epoch: claim.epoch, deadline: startedAt + this.leaseMs });
     return claim;
   }
+
+  /**
+   * The same for several runs, in one transaction (a recovery pass). Returns the runs claimed; a run
+   * missing from the map is held by another live worker.
+   */
+  async claimMany(
+    runIds: ReadonlyArray<string>,
+  ): Promise<ReadonlyMap<string, Claim & { readonly previous: Claim | null }>> {
+    const startedAt = Date.now();
+    const claims = await this.journal.claimMany(runIds, this.workerId, this.leaseMs, {
+      takeOverIf: this.takeOverIf,
+    });
+    for (const [runId, claim] of claims) {
+      this.owned.set(runId, { epoch: claim.epoch, deadline: startedAt + this.leaseMs });
+    }
+    return claims;
+  }
+
+  /** A live lease found on a claim row may be taken over when its worker is known dead. */
+  private readonly takeOverIf = (owner: string): boolean =>
+    owner !== this.workerId && this.isWorkerDead(owner);
 
   /** The fence for appends of a run this worker owns. */
   fence(runId: string): Fence | undefined {

@@ -6,7 +6,7 @@ import type { EngineCore } from "./core.js";
 import { crashPoint } from "./crash.js";
 import { RunWriter } from "./dispatch.js";
 import { execute, type RunResult } from "./execute.js";
-import type { Fence } from "./Journal.js";
+import type { Claim, Fence } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { type Classification, classifyInDoubt, inspectRun, latestIntents } from "./recover.js";
 
@@ -50,6 +50,13 @@ const emptyPart = (): Part => ({
 const PASS_CONCURRENCY = 8;
 
 /**
+ * Runs a pass claims in one transaction before inspecting them: a claim is a commit, and one per
+ * run was most of a pass's cost (issue 15). The runs of a batch are owned (and renewed) from their
+ * claim until each is settled, as they were one at a time.
+ */
+const CLAIM_BATCH = 64;
+
+/**
  * Recovery (DESIGN §6): every active run with no live owner whose agent this runtime has is
  * claimed (and renewed from then on), checked (chain, fold, checkpoint), marked interrupted, and
  * each in-doubt call is classified: replay (safe list + pins), reconcile (an adapter proves it), or
@@ -63,27 +70,73 @@ export const recoverRuns = async (
   const limiter = new Limiter(PASS_CONCURRENCY);
   const runIds = await core.journal.activeRuns();
   const parts = runIds.map(emptyPart);
-  const settled = await Promise.allSettled(
-    runIds.map((runId, i) =>
-      limiter.run(async () => {
-        const part = parts[i]!;
-        try {
-          const resumed = await recoverRun(core, runId, part);
-          if (resumed) started.push(resumed.execution);
-        } catch (error) {
-          // A key that cannot open the events is this process's configuration, not one run's fault.
-          if (error instanceof EventDecryptError) throw error;
-          await core.ownership.releaseInPass(runId);
-          part.needsAttention.push({
-            runId,
-            reason: `recovery failed: ${core.masker.maskString(error instanceof Error ? error.message : String(error))}`,
-          });
-        }
-      }),
-    ),
-  );
-  const failed = settled.find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
+  // What a run's failure leaves: the run flagged, its claim let go; the pass goes on.
+  const failed = async (runId: string, part: Part, error: unknown): Promise<void> => {
+    // A key that cannot open the events is this process's configuration, not one run's fault.
+    if (error instanceof EventDecryptError) throw error;
+    await core.ownership.releaseInPass(runId);
+    part.needsAttention.push({
+      runId,
+      reason: `recovery failed: ${core.masker.maskString(error instanceof Error ? error.message : String(error))}`,
+    });
+  };
+  for (let from = 0; from < runIds.length; from += CLAIM_BATCH) {
+    const batch = runIds
+      .slice(from, from + CLAIM_BATCH)
+      .map((runId, k) => ({ runId, part: parts[from + k]! }));
+    // Which runs to claim: the checks that need no claim run first, eight at a time.
+    const wanted = await Promise.allSettled(
+      batch.map(({ runId, part }) =>
+        limiter.run(async () => {
+          try {
+            return (await needsClaim(core, runId, part)) ? runId : null;
+          } catch (error) {
+            await failed(runId, part, error);
+            return null;
+          }
+        }),
+      ),
+    );
+    const rejected = wanted.find((r) => r.status === "rejected");
+    if (rejected) throw rejected.reason;
+    const toClaim = wanted.flatMap((r) => (r.status === "fulfilled" && r.value !== null ? [r.value] : []));
+    let claims: ReadonlyMap<string, Claim & { readonly previous: Claim | null }>;
+    try {
+      claims = await core.ownership.claimMany(toClaim);
+    } catch (error) {
+      // The batch's claims failed together: each run is flagged, as when its own claim failed.
+      for (const { runId, part } of batch) if (toClaim.includes(runId)) await failed(runId, part, error);
+      continue;
+    }
+    const settled = await Promise.allSettled(
+      batch.map(({ runId, part }) =>
+        limiter.run(async () => {
+          if (!toClaim.includes(runId)) return;
+          const claim = claims.get(runId);
+          if (!claim) {
+            part.ownedElsewhere.push(runId);
+            return;
+          }
+          try {
+            const resumed = await recoverClaimed(core, runId, claim, part);
+            if (resumed) started.push(resumed.execution);
+          } catch (error) {
+            await failed(runId, part, error);
+          }
+        }),
+      ),
+    );
+    const failure = settled.find((r) => r.status === "rejected");
+    if (failure) {
+      // The pass stops (a key that cannot open the events): the batch's runs not started go back.
+      await Promise.all(
+        [...claims.keys()]
+          .filter((runId) => !core.isLive(runId))
+          .map((runId) => core.ownership.releaseInPass(runId)),
+      );
+      throw failure.reason;
+    }
+  }
   const report = emptyPart();
   for (const part of parts) {
     for (const key of Object.keys(report) as Array<keyof Part>) (report[key] as unknown[]).push(...part[key]);
@@ -91,20 +144,16 @@ export const recoverRuns = async (
   return { ...report, done: Promise.all(started) };
 };
 
-/** Recover one run; the execution it starts, if it resumes. */
-const recoverRun = async (
-  core: EngineCore,
-  runId: string,
-  part: Part,
-): Promise<{ readonly execution: Promise<RunResult> } | null> => {
-  if (core.isLive(runId)) return null;
+/** Whether a run is one for this runtime to claim and recover; what it is otherwise goes in `part`. */
+const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<boolean> => {
+  if (core.isLive(runId)) return false;
   const row = await core.journal.projection<RunRow>("runs", runId);
   // Only a runtime that has the agents to execute a run recovers it: its tools and reconcilers
   // are what classify the run's calls, and nobody else should hold what they would reconcile.
   const agentName = row ? row.agent.slice(0, row.agent.lastIndexOf("@")) : null;
   if (agentName !== null && !core.agents.has(agentName)) {
     part.notHere.push({ runId, agent: row!.agent });
-    return null;
+    return false;
   }
   // A held run waits for a person: nothing to recover, so it is not claimed, read and released on
   // every pass (its row is written in the same transaction as its events) — unless this worker or
@@ -113,14 +162,21 @@ const recoverRun = async (
     const owner = await core.journal.currentClaim(runId);
     if (!owner || core.ownership.heldByAnotherLiveWorker(owner.workerId)) {
       part.held.push({ runId, reasons: row.heldReasons });
-      return null;
+      return false;
     }
   }
-  const claim = await core.ownership.claim(runId);
-  if (!claim) {
-    part.ownedElsewhere.push(runId);
-    return null;
-  }
+  return true;
+};
+
+/** Recover one run this worker has just claimed; the execution it starts, if it resumes. */
+const recoverClaimed = async (
+  core: EngineCore,
+  runId: string,
+  claim: Claim & { readonly previous: Claim | null },
+  part: Part,
+): Promise<{ readonly execution: Promise<RunResult> } | null> => {
+  // Started meanwhile by this runtime (a decision, a submit): it is that execution's now.
+  if (core.isLive(runId)) return null;
   const fence = core.ownership.fence(runId)!;
 
   // Law 11: corruption is surfaced, not repaired; the run stays active and blocks its chat.

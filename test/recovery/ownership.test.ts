@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { isWorkerDead, localWorkerId } from "../../src/adapters/localWorker.js";
 import { fingerprintOf } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime, type ToolDef } from "../../src/index.js";
 import { CURRENT_RUN_MACHINE } from "../../src/machines/index.js";
@@ -219,4 +221,65 @@ describe("ownership from claim to settle, in recovery", () => {
     expect(await run.result).toMatchObject({ status: "completed" });
     await one.close();
   });
+});
+
+describe("a recovery pass claims its runs in batches", () => {
+  it("more runs than one batch, unowned, owned by a dead worker and by a live one: each classified as alone, taken over at the next epoch or left", async () => {
+    const db = join(tempDir(), "j.db");
+    const effects: string[] = [];
+    const t = defineTool({
+      name: "t",
+      args: Schema.Struct({ label: Schema.String }),
+      disposition: "hold",
+      run: async ({ label }) => {
+        effects.push(label);
+        return { done: label };
+      },
+    });
+    const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(t, { label: "x" }) });
+    // A worker id whose process cannot exist here (a pid above the kernel's limit): known dead.
+    const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8"));
+    const dead = localWorkerId().replace(/^([^:]*):\d+:/, `$1:${pidMax + 1}:`);
+    expect(isWorkerDead(dead)).toBe(true);
+    const runIds = Array.from({ length: 150 }, (_, i) => `r${String(i).padStart(3, "0")}`);
+    // Every third run has its call in doubt (held); the others have not made it yet (resumed).
+    const inDoubt = (i: number) => i % 3 === 0;
+    for (const [i, runId] of runIds.entries()) await interruptedRun(db, runId, t, inDoubt(i) ? ["x"] : []);
+    const owners = LibsqlJournal.open(db);
+    // r050…r099 were a killed worker's; r100…r149 are a live worker's (an id never judged dead).
+    await owners.claimMany(runIds.slice(50, 100), dead, 60_000);
+    await owners.claimMany(runIds.slice(100), "alive-elsewhere", 60_000);
+
+    const rt = await openRuntime({ store: db, agents: [agent], tools: [t], recovery: { onOpen: false } });
+    try {
+      const report = await rt.recover();
+      const mine = runIds.slice(0, 100);
+      expect(report.interrupted).toEqual(mine);
+      expect(report.ownedElsewhere).toEqual(runIds.slice(100));
+      expect(report.held.map((h) => h.runId)).toEqual(mine.filter((_, i) => inDoubt(i)));
+      expect(report.resumed).toEqual(mine.filter((_, i) => !inDoubt(i)));
+      const results = await report.done;
+      expect(results.filter((r) => r.status === "completed")).toHaveLength(report.resumed.length);
+      expect(effects).toHaveLength(report.resumed.length);
+      for (const [i, runId] of mine.entries()) {
+        const types = (await owners.readStream(`run-${runId}`)).map((e) => e.event);
+        const claimed = types.filter((e) => e.type === "run.claimed");
+        // A take-over is recorded, at the next epoch; an unowned run's claim is no take-over.
+        if (i >= 50) expect(claimed).toEqual([expect.objectContaining({ previousWorkerId: dead, epoch: 2 })]);
+        else expect(claimed).toEqual([]);
+        // Let go once classified (held) or finished (resumed).
+        expect(await owners.currentClaim(runId)).toBeNull();
+      }
+      for (const runId of runIds.slice(100)) {
+        expect(await owners.currentClaim(runId)).toMatchObject({ workerId: "alive-elsewhere", epoch: 1 });
+        expect((await owners.readStream(`run-${runId}`)).map((e) => e.event.type)).toEqual([
+          "run.admitted",
+          ...(runIds.indexOf(runId) % 3 === 0 ? ["call.intended"] : []),
+        ]);
+      }
+    } finally {
+      await rt.close();
+      await owners.close();
+    }
+  }, 60_000);
 });

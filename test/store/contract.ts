@@ -381,6 +381,84 @@ export const journalContract = (
         });
       });
 
+      it("takeOverIf asks about the owner found, inside the claim: a dead owner's live lease is taken, a live one's is not", async () => {
+        const { journal } = await given();
+        await journal.claim("r1", "dead", 60_000);
+        await journal.claim("r2", "alive", 60_000);
+        const asked: string[] = [];
+        const takeOverIf = (owner: string) => {
+          asked.push(owner);
+          return owner === "dead";
+        };
+        expect(await journal.claim("r1", "w2", 60_000, { takeOverIf })).toMatchObject({
+          workerId: "w2",
+          epoch: 2,
+          previous: { workerId: "dead", epoch: 1 },
+        });
+        expect(await journal.claim("r2", "w2", 60_000, { takeOverIf })).toBeNull();
+        expect(asked).toEqual(["dead", "alive"]);
+        expect(await journal.currentClaim("r2")).toMatchObject({ workerId: "alive", epoch: 1 });
+        // A test wins over a name: the name alone would have taken r2.
+        expect(await journal.claim("r2", "w2", 60_000, { takeOverFrom: "alive", takeOverIf })).toBeNull();
+      });
+
+      it("claimMany claims several runs in one call, each as claim would, and leaves out the runs a live worker holds", async () => {
+        const { journal } = await given();
+        await journal.claim("held-live", "alive", 60_000);
+        await journal.claim("held-dead", "dead", 60_000);
+        await journal.claim("mine", "w1", 60_000);
+        await journal.append({
+          streamId: "run-released",
+          expectedVersion: "no-stream",
+          events: [admitted("released", "c", "i")],
+        });
+        await journal.claim("released", "w9", 60_000);
+        await journal.releaseClaims("w9", ["released"]);
+        expect(await journal.claimMany([], "w1", 60_000)).toEqual(new Map());
+        const claims = await journal.claimMany(
+          ["new", "held-live", "held-dead", "mine", "released", "new"],
+          "w1",
+          60_000,
+          { takeOverIf: (owner) => owner === "dead" },
+        );
+        expect([...claims.keys()].sort()).toEqual(["held-dead", "mine", "new", "released"]);
+        expect(claims.get("new")).toMatchObject({ runId: "new", workerId: "w1", epoch: 1, previous: null });
+        expect(claims.get("held-dead")).toMatchObject({ epoch: 2, previous: { workerId: "dead", epoch: 1 } });
+        expect(claims.get("mine")).toMatchObject({ epoch: 1, previous: { workerId: "w1", epoch: 1 } });
+        // A released row keeps its epoch and is no previous owner (F24).
+        expect(claims.get("released")).toMatchObject({ epoch: 2, previous: null });
+        for (const runId of ["new", "held-dead", "mine", "released"]) {
+          expect(await journal.currentClaim(runId)).toMatchObject({
+            workerId: "w1",
+            epoch: claims.get(runId)!.epoch,
+          });
+        }
+        expect(await journal.currentClaim("held-live")).toMatchObject({ workerId: "alive", epoch: 1 });
+        // The leases are live: another worker is refused every one of them.
+        expect(await journal.claimMany(["new", "mine", "held-dead"], "w2", 60_000)).toEqual(new Map());
+        expect([...(await journal.renewClaims("w1", 60_000))].sort()).toEqual([
+          "held-dead",
+          "mine",
+          "new",
+          "released",
+        ]);
+      });
+
+      it("claimMany from two connections at once: every run ends with exactly one owner, claimed once", async () => {
+        const { journal, open } = await given();
+        const other = await open();
+        const runIds = Array.from({ length: 40 }, (_, i) => `r${i}`);
+        const [a, b] = await Promise.all([
+          journal.claimMany(runIds, "w1", 60_000),
+          other.claimMany([...runIds].reverse(), "w2", 60_000),
+        ]);
+        for (const runId of runIds) {
+          expect(a.has(runId) !== b.has(runId), runId).toBe(true);
+          const owner = a.has(runId) ? "w1" : "w2";
+          expect(await journal.currentClaim(runId)).toMatchObject({ workerId: owner, epoch: 1 });
+        }
+      });
+
       it("renewClaims extends every lease of the worker; releaseClaims gives them up", async () => {
         const { journal } = await given();
         await journal.claim("r1", "w1", 40);

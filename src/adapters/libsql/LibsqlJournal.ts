@@ -11,6 +11,7 @@ import type {
   AppendRequest,
   AppendResult,
   Claim,
+  ClaimOptions,
   DroppedStream,
   HeadAnchor,
   Journal,
@@ -24,7 +25,14 @@ import type {
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
-import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import {
+  type ClaimResult,
+  claimManyProgram,
+  claimProgram,
+  releaseProgram,
+  renewProgram,
+  takeOverOf,
+} from "../sql/claims.js";
 import { keyCheckProgram } from "../sql/keys.js";
 import {
   dropStreamProgram,
@@ -557,10 +565,22 @@ export class LibsqlJournal implements Journal {
     runId: string,
     workerId: string,
     leaseMs: number,
-    options: { readonly takeOverFrom?: string } = {},
+    options: ClaimOptions = {},
   ): Promise<ClaimResult> {
     return this.writeTransaction(() =>
-      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom)),
+      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options))),
+    );
+  }
+
+  async claimMany(
+    runIds: ReadonlyArray<string>,
+    workerId: string,
+    leaseMs: number,
+    options: ClaimOptions = {},
+  ): Promise<ReadonlyMap<string, NonNullable<ClaimResult>>> {
+    if (runIds.length === 0) return new Map();
+    return this.writeTransaction(() =>
+      this.runProgram(claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options))),
     );
   }
 

@@ -5,7 +5,7 @@ import type Database from "libsql";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { readAnchor } from "./anchor.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION } from "./migrations.js";
-import { fileIdentity, pragmaValue } from "./sqlite.js";
+import { fileIdentity } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 

@@ -8,6 +8,7 @@ import type {
   AppendRequest,
   AppendResult,
   Claim,
+  ClaimOptions,
   DroppedStream,
   Journal,
   ProjectionRebuild,
@@ -19,7 +20,14 @@ import type {
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
-import { type ClaimResult, claimProgram, releaseProgram, renewProgram } from "../sql/claims.js";
+import {
+  type ClaimResult,
+  claimManyProgram,
+  claimProgram,
+  releaseProgram,
+  renewProgram,
+  takeOverOf,
+} from "../sql/claims.js";
 import { keyCheckProgram } from "../sql/keys.js";
 import {
   dropStreamProgram,
@@ -418,10 +426,24 @@ export class PostgresJournal implements Journal {
     runId: string,
     workerId: string,
     leaseMs: number,
-    options: { readonly takeOverFrom?: string } = {},
+    options: ClaimOptions = {},
   ): Promise<ClaimResult> {
     this.assertOpen();
-    return this.transaction(claimProgram(SQL, runId, workerId, leaseMs, options.takeOverFrom));
+    return this.transaction(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options)));
+  }
+
+  /** Several rows change: the append lock first, as for renewing and releasing (below). */
+  async claimMany(
+    runIds: ReadonlyArray<string>,
+    workerId: string,
+    leaseMs: number,
+    options: ClaimOptions = {},
+  ): Promise<ReadonlyMap<string, NonNullable<ClaimResult>>> {
+    this.assertOpen();
+    if (runIds.length === 0) return new Map();
+    return this.transaction(
+      afterLock(this.lockAppends, claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options))),
+    );
   }
 
   /*

@@ -1,4 +1,4 @@
-import type { Claim } from "../../runtime/Journal.js";
+import type { Claim, ClaimOptions } from "../../runtime/Journal.js";
 import { all, get, now, type Program, run } from "./program.js";
 import { type ClaimRow, toClaim } from "./rows.js";
 import type { Statements } from "./statements.js";
@@ -6,8 +6,21 @@ import type { Statements } from "./statements.js";
 export type ClaimResult = (Claim & { readonly previous: Claim | null }) | null;
 
 /**
+ * Whose live lease may be taken over: a worker id (`takeOverFrom`, known dead), or a test run on
+ * the owner found in the claim row (`takeOverIf`), asked inside the claim's transaction — claim,
+ * liveness check and take-over are one commit.
+ */
+export type TakeOver = string | ((ownerWorkerId: string) => boolean) | undefined;
+
+/** The take-over a claim's options ask for (a test wins over a name). */
+export const takeOverOf = (options: ClaimOptions): TakeOver => options.takeOverIf ?? options.takeOverFrom;
+
+const mayTakeOver = (takeOver: TakeOver, owner: string): boolean =>
+  typeof takeOver === "function" ? takeOver(owner) : takeOver === owner;
+
+/**
  * Take or renew a run's claim, inside one write transaction. A live lease of another worker is
- * refused unless that worker is `takeOverFrom`; a take-over increments the epoch, which fences
+ * refused unless `takeOver` names that worker (or its test says yes); a take-over increments the epoch, which fences
  * every append the previous owner still has in flight. Epochs never go back for a run: a released
  * claim keeps its row and epoch, and claiming it again (by anyone) is the next epoch, so a fence
  * from an earlier execution never matches again (F24). A released row is no previous owner.
@@ -17,10 +30,40 @@ export function* claimProgram(
   runId: string,
   workerId: string,
   leaseMs: number,
-  takeOverFrom: string | undefined,
+  takeOver: TakeOver,
+): Program<ClaimResult> {
+  return yield* claimAt(sql, runId, workerId, (yield* now()) + leaseMs, takeOver);
+}
+
+/**
+ * Claim several runs in one write transaction (a recovery pass): each run as {@link claimProgram}
+ * would, in the order of their ids (PostgreSQL locks the rows in that order). The runs claimed;
+ * a run missing from the map is held by another live worker.
+ */
+export function* claimManyProgram(
+  sql: Statements,
+  runIds: ReadonlyArray<string>,
+  workerId: string,
+  leaseMs: number,
+  takeOver: TakeOver,
+): Program<Map<string, NonNullable<ClaimResult>>> {
+  const leaseUntil = (yield* now()) + leaseMs;
+  const claimed = new Map<string, NonNullable<ClaimResult>>();
+  for (const runId of [...new Set(runIds)].sort()) {
+    const claim = yield* claimAt(sql, runId, workerId, leaseUntil, takeOver);
+    if (claim) claimed.set(runId, claim);
+  }
+  return claimed;
+}
+
+function* claimAt(
+  sql: Statements,
+  runId: string,
+  workerId: string,
+  leaseUntil: number,
+  takeOver: TakeOver,
 ): Program<ClaimResult> {
   const at = yield* now();
-  const leaseUntil = at + leaseMs;
   // Two attempts: a first claim racing another first claim sees the winner's row on the second.
   for (let attempt = 0; attempt < 2; attempt++) {
     const row = yield* get<ClaimRow>(sql.claimForUpdate, [runId]);
@@ -39,7 +82,7 @@ export function* claimProgram(
       yield* run(sql.updateClaim, [workerId, previous.epoch, leaseUntil, runId]);
       return { runId, workerId, epoch: previous.epoch, leaseUntil, previous };
     }
-    if (previous.leaseUntil > at && previous.workerId !== takeOverFrom) return null;
+    if (previous.leaseUntil > at && !mayTakeOver(takeOver, previous.workerId)) return null;
     yield* run(sql.updateClaim, [workerId, previous.epoch + 1, leaseUntil, runId]);
     return { runId, workerId, epoch: previous.epoch + 1, leaseUntil, previous };
   }

@@ -53,6 +53,14 @@ export const traceJournal = (journal: Journal, hooks: TracingHooks): Journal => 
         spans.claimed(runId, workerId, claim.epoch);
       return claim;
     },
+    claimMany: async (runIds, workerId, leaseMs, options) => {
+      const claims = await journal.claimMany(runIds, workerId, leaseMs, options);
+      for (const [runId, claim] of claims) {
+        if (claim.previous === null || claim.previous.epoch !== claim.epoch)
+          spans.claimed(runId, workerId, claim.epoch);
+      }
+      return claims;
+    },
   };
   // Methods are bound once: the journal's own methods may use private fields.
   const bound = new Map<PropertyKey, unknown>();
