@@ -98,6 +98,40 @@ describe("F28: the audit holds what open runs need, not what the log holds", () 
   });
 });
 
+describe("a long audit shares the process", () => {
+  it("the event loop turns between pages (a runtime's heartbeat, a server's requests run), in the log and in the projection comparison", async () => {
+    const journal = await manyRuns();
+    try {
+      // Counts turns of the event loop (one per turn): it can only run when the audit lets the loop
+      // turn, as a heartbeat's timer or a server's request would.
+      let turns = 0;
+      let stopped = false;
+      const tick = () => {
+        turns += 1;
+        if (!stopped) setImmediate(tick);
+      };
+      setImmediate(tick);
+      const seenAtProgress: number[] = [];
+      const report = await auditJournal(journal, {
+        pageSize: 10,
+        progressEvery: 10,
+        onProgress: () => seenAtProgress.push(turns),
+      }).finally(() => {
+        stopped = true;
+      });
+      expect(report.clean).toBe(true);
+      // The log alone is read in dozens of pages: the timer ran while it was read, not only after.
+      expect(seenAtProgress.length).toBeGreaterThan(20);
+      expect(seenAtProgress.at(-1)).toBeGreaterThan(10);
+      const afterLog = seenAtProgress.at(-1)!;
+      // The projection comparison (250 rows, 10 a page) yields too.
+      expect(turns).toBeGreaterThan(afterLog + 10);
+    } finally {
+      await journal.close();
+    }
+  });
+});
+
 describe("the audit with almost nothing at hand, spilled to memory or to a file, finds what it finds with everything at hand", () => {
   let template: Given;
   let templateDir: string;

@@ -62,6 +62,13 @@ export const auditJournal = async (
   }
 };
 
+/**
+ * Let the rest of the process run between pages: the driver reads synchronously, so without this
+ * an audit of a long log holds the event loop for its whole length — a runtime's heartbeat would
+ * not renew its leases (its runs taken over meanwhile), a server would answer nobody.
+ */
+const turnOfTheLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 const auditWith = async (
   journal: JournalReader,
   options: AuditOptions,
@@ -102,6 +109,7 @@ const auditWith = async (
       nextProgress = (Math.floor(auditor.events / every) + 1) * every;
     }
     if (page.length < pageSize) break;
+    await turnOfTheLoop();
   }
   // Without the key the rebuilt caches are incomplete and the stored ones sealed: not compared.
   for (const projection of auditor.sealedUnchecked > 0 ? [] : inlineProjections) {
@@ -130,6 +138,7 @@ const auditWith = async (
       const last = page.at(-1);
       if (!last || page.length < pageSize) break;
       key = last.key;
+      await turnOfTheLoop();
     }
     if (readable) auditor.endProjection(projection.name);
   }
