@@ -320,21 +320,29 @@ export class LibsqlJournal implements Journal {
     }
     const batch = this.queue.splice(0);
     const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
+    // A request alone needs no savepoint: if it fails, the whole transaction is rolled back.
+    const savepoints = batch.length > 1;
     try {
       for (const pending of batch) {
-        this.db.exec("SAVEPOINT append_one");
+        if (savepoints) this.db.exec("SAVEPOINT append_one");
         try {
           outcomes.push({ ok: this.applyAll(pending.requests) });
-          this.db.exec("RELEASE append_one");
+          if (savepoints) this.db.exec("RELEASE append_one");
         } catch (error) {
-          this.db.exec("ROLLBACK TO append_one");
-          this.db.exec("RELEASE append_one");
+          if (savepoints) {
+            this.db.exec("ROLLBACK TO append_one");
+            this.db.exec("RELEASE append_one");
+          }
           outcomes.push({ error });
         }
       }
-      this.onBeforeCommit?.();
-      crashPoint("mid-group-commit");
-      this.db.exec("COMMIT");
+      if (outcomes.some((o) => "ok" in o)) {
+        this.onBeforeCommit?.();
+        crashPoint("mid-group-commit");
+        this.db.exec("COMMIT");
+      } else {
+        this.db.exec("ROLLBACK");
+      }
     } catch (error) {
       if (this.db.inTransaction) this.db.exec("ROLLBACK");
       for (const p of batch) p.reject(error);

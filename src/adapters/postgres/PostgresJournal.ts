@@ -203,20 +203,25 @@ export class PostgresJournal implements Journal {
     try {
       // One round trip. The lock comes before any insert, so positions follow the lock order, which
       // is commit order. The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other
-      // processes' readers.
+      // processes' readers. Savepoints ride along with the statements around them: the first with
+      // BEGIN, each next one with the release of the one before, and COMMIT releases the last.
       await client.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}`,
+        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}${savepoints ? "; SAVEPOINT append_one" : ""}`,
       );
+      let savepointOpen = savepoints;
       for (const pending of batch) {
-        if (savepoints) await client.query("SAVEPOINT append_one");
+        if (savepoints && !savepointOpen) await client.query("SAVEPOINT append_one");
+        savepointOpen = savepoints;
         try {
           const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
           outcomes.push({ ok: await this.runProgram(client, program) });
-          if (savepoints) await client.query("RELEASE SAVEPOINT append_one");
+          if (savepoints && pending !== batch.at(-1)) {
+            await client.query("RELEASE SAVEPOINT append_one; SAVEPOINT append_one");
+          }
         } catch (error) {
           if (savepoints) {
-            await client.query("ROLLBACK TO SAVEPOINT append_one");
-            await client.query("RELEASE SAVEPOINT append_one");
+            await client.query("ROLLBACK TO SAVEPOINT append_one; RELEASE SAVEPOINT append_one");
+            savepointOpen = false;
           }
           outcomes.push({ error });
         }

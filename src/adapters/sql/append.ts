@@ -20,7 +20,7 @@ import {
 } from "../../runtime/errors.js";
 import type { AppendRequest, AppendResult, Fence } from "../../runtime/Journal.js";
 import { describeExpected, expectedVersionMatches, type GuardWrite, guardWritesFor } from "./guard.js";
-import { get, type Program, run, UniqueViolation } from "./program.js";
+import { all, get, type Program, run, UniqueViolation } from "./program.js";
 import type { AdmissionRow, ClaimRow, HeadRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 
@@ -133,9 +133,14 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
   }
 }
 
+/** Rows read or written by one statement of {@link applyProjections}: few distinct statement texts. */
+const ROWS_PER_STATEMENT = 16;
+
 /**
  * Evolve every inline projection the events touch, reading each row once and writing its final
- * state once, with the position of the last event that changed it. With a key, rows are stored sealed.
+ * state once, with the position of the last event that changed it. With a key, rows are stored
+ * sealed. The rows are read in one statement and written in one (per 16 rows): on PostgreSQL each
+ * statement is a round trip, on libSQL a statement's own cost.
  */
 export function* applyProjections(
   sql: Statements,
@@ -143,42 +148,56 @@ export function* applyProjections(
   projections: ReadonlyArray<AnyProjection>,
   ring: Keyring | null,
 ): Program<void> {
+  // The keys first: which rows a projection touches depends on the events, never on the rows.
+  const touched: Array<{ projection: AnyProjection; entry: RecordedEvent; key: string; id: string }> = [];
   const states = new Map<string, { name: string; key: string; state: unknown; position: number }>();
   for (const entry of recorded) {
     for (const projection of projections) {
       if (!handles(projection, entry)) continue;
       for (const key of projection.keysOf(entry)) {
-        const id = JSON.stringify([projection.name, key]);
-        let known = states.get(id);
-        if (!known) {
-          const row = yield* get<{ value: string; position: number | string }>(sql.projection, [
-            projection.name,
-            key,
-          ]);
-          const state = row
-            ? JSON.parse(
-                openProjectionValue(
-                  ring,
-                  { name: projection.name, key, position: Number(row.position) },
-                  row.value,
-                ),
-              )
-            : undefined;
-          known = { name: projection.name, key, state, position: 0 };
-          states.set(id, known);
-        }
-        known.state = projection.evolve(known.state, entry, key);
-        known.position = entry.position;
+        const id = `${projection.name}\u0000${key}`;
+        touched.push({ projection, entry, key, id });
+        if (!states.has(id)) states.set(id, { name: projection.name, key, state: undefined, position: 0 });
       }
     }
   }
-  for (const { name, key, state, position } of states.values())
-    yield* run(sql.upsertProjection, [
-      name,
-      key,
-      sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
-      position,
-    ]);
+  if (states.size === 0) return;
+  const rows = [...states.values()];
+  for (let from = 0; from < rows.length; from += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(from, from + ROWS_PER_STATEMENT);
+    const found = yield* all<{ name: string; key: string; value: string; position: number | string }>(
+      sql.projectionsOf(chunk.length),
+      chunk.flatMap((r) => [r.name, r.key]),
+    );
+    for (const row of found) {
+      const known = states.get(`${row.name}\u0000${row.key}`);
+      if (!known) continue;
+      known.state = JSON.parse(
+        openProjectionValue(
+          ring,
+          { name: row.name, key: row.key, position: Number(row.position) },
+          row.value,
+        ),
+      );
+    }
+  }
+  for (const { projection, entry, key, id } of touched) {
+    const known = states.get(id)!;
+    known.state = projection.evolve(known.state, entry, key);
+    known.position = entry.position;
+  }
+  for (let from = 0; from < rows.length; from += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(from, from + ROWS_PER_STATEMENT);
+    yield* run(
+      sql.upsertProjectionsOf(chunk.length),
+      chunk.flatMap(({ name, key, state, position }) => [
+        name,
+        key,
+        sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
+        position,
+      ]),
+    );
+  }
 }
 
 /** Several requests, all or none (their savepoint is the caller's): a document change and its call's outcome. */

@@ -26,6 +26,10 @@ export const postgresDialect: Dialect = {
 const EVENT_COLUMNS =
   "position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data";
 
+/** `(?, ?), (?, ?), …`: `count` tuples of `width` placeholders. */
+const pairs = (count: number, width: number): string =>
+  Array.from({ length: count }, () => `(${Array.from({ length: width }, () => "?").join(", ")})`).join(", ");
+
 /** The journal's SQL, for one dialect. */
 export const statements = (dialect: Dialect) =>
   ({
@@ -49,6 +53,12 @@ export const statements = (dialect: Dialect) =>
     // The position is read with the value: a sealed row is bound to it (docs/decisions/0013).
     projection: "SELECT value, position FROM projections WHERE name = ? AND key = ?",
     projectionRows: "SELECT key, value, position FROM projections WHERE name = ? ORDER BY position",
+    /** The rows of `count` (name, key) pairs, bound as name1, key1, name2, key2, … */
+    projectionsOf: (count: number) =>
+      `SELECT name, key, value, position FROM projections WHERE (name, key) IN (VALUES ${pairs(count, 2)})`,
+    /** Insert or replace `count` rows, bound as name, key, value, position for each. */
+    upsertProjectionsOf: (count: number) =>
+      `INSERT INTO projections (name, key, value, position) VALUES ${pairs(count, 4)} ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position`,
     upsertProjection:
       "INSERT INTO projections (name, key, value, position) VALUES (?, ?, ?, ?) ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position",
     /** The run's owner; a released row (no owner, the epoch kept) is no claim. */
