@@ -91,6 +91,8 @@ export interface TrialCheck {
   readonly completed: number;
   /** Runs that ended failed (an agent error after every call it started had its outcome). */
   readonly failed: number;
+  /** Each run that ended neither completed nor held: how it ended (failed with its error, stopped with the reason). */
+  readonly endedOtherwise: string[];
   /** Runs still running or interrupted at the end, and any run that failed with a call open. */
   readonly unsettled: string[];
   readonly reconciled: number;
@@ -134,6 +136,7 @@ export const checkTrial = (
   let completed = 0;
   let failed = 0;
   const unsettled: string[] = [];
+  const endedOtherwise: string[] = [];
   for (const [streamId, stream] of streams) {
     if (!streamId.startsWith("run-")) continue;
     try {
@@ -143,12 +146,21 @@ export const checkTrial = (
       else if (status === "completed") completed++;
       else if (status === "failed") {
         failed++;
+        const ended = stream.at(-1)?.event;
+        endedOtherwise.push(
+          `${streamId}: failed${ended?.type === "run.failed" ? ` (${ended.error.name}: ${ended.error.message})` : ""}`,
+        );
         const open = contextOf(fold)
           .calls.values()
           .filter((c) => c.status === "in-doubt");
         if (open.length > 0)
           unsettled.push(`${streamId}: failed with ${open.map((c) => c.callId).join(", ")} in doubt`);
-      } else if (status !== "stopped") unsettled.push(`${streamId}: ${status}`);
+      } else if (status === "stopped") {
+        const ended = stream.at(-1)?.event;
+        endedOtherwise.push(
+          `${streamId}: stopped${ended?.type === "run.stopped" ? ` (${ended.reason})` : ""}`,
+        );
+      } else unsettled.push(`${streamId}: ${status}`);
     } catch (error) {
       logProblems.push(`${streamId}: ${(error as Error).message}`);
     }
@@ -275,6 +287,7 @@ export const checkTrial = (
     completed,
     failed,
     unsettled,
+    endedOtherwise,
     reconciled,
     replayed,
     logOk: logProblems.length === 0,

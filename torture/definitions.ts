@@ -142,7 +142,19 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
         () => turn.tool(send, { label: `${label}-send-2` }),
       ]);
       const kid = await turn.child("torture-child", { label });
-      return { read, sh: sh.exitCode, file: file.digest, posted: posted.status, sent, again, kid };
+      // A call a person confirmed completed without giving its result returns null (decide's
+      // `confirmed-completed`): the agent takes that as "done, result unknown", never as a crash.
+      const known = <T, K extends keyof T>(result: T | null | undefined, field: K): T[K] | null =>
+        result == null ? null : result[field];
+      return {
+        read,
+        sh: known(sh, "exitCode"),
+        file: known(file, "digest"),
+        posted: known(posted, "status"),
+        sent,
+        again,
+        kid,
+      };
     },
   });
 

@@ -604,6 +604,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     lost: check.lost,
     held: check.held,
     completed: check.completed,
+    /** Runs that ended failed or stopped, each with how (a tool error under load, a person's stop). */
+    endedOtherwise: check.endedOtherwise,
     unsettled: check.unsettled,
     reconciled: check.reconciled,
     replayed: check.replayed,

@@ -51,7 +51,7 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.audit, context).toBe("clean");
     expect(summary.unsettled, context).toEqual([]);
     expect(summary.runs).toBe(24);
-    expect(summary.held + summary.completed).toBe(summary.runs + summary.childRuns);
+    expect(summary.held + summary.completed, context).toBe(summary.runs + summary.childRuns);
     expect(summary.kills).toBe(6);
     // Workers stopped past their lease right after a lease check, then continued.
     expect(summary.pauses, context).toBeGreaterThanOrEqual(3);
