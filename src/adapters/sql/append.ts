@@ -133,14 +133,11 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
   }
 }
 
-/** Rows read or written by one statement of {@link applyProjections}: few distinct statement texts. */
-const ROWS_PER_STATEMENT = 16;
-
 /**
  * Evolve every inline projection the events touch, reading each row once and writing its final
  * state once, with the position of the last event that changed it. With a key, rows are stored
- * sealed. The rows are read in one statement and written in one (per 16 rows): on PostgreSQL each
- * statement is a round trip, on libSQL a statement's own cost.
+ * sealed. On PostgreSQL the rows are read in one statement and written in one (per 16 rows: each
+ * statement is a round trip); on libSQL one statement per row is cheaper (see the dialect).
  */
 export function* applyProjections(
   sql: Statements,
@@ -163,12 +160,16 @@ export function* applyProjections(
   }
   if (states.size === 0) return;
   const rows = [...states.values()];
-  for (let from = 0; from < rows.length; from += ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(from, from + ROWS_PER_STATEMENT);
-    const found = yield* all<{ name: string; key: string; value: string; position: number | string }>(
-      sql.projectionsOf(chunk.length),
-      chunk.flatMap((r) => [r.name, r.key]),
-    );
+  const per = sql.projectionRowsPerStatement;
+  for (let from = 0; from < rows.length; from += per) {
+    const chunk = rows.slice(from, from + per);
+    const found: ReadonlyArray<{ name: string; key: string; value: string; position: number | string }> =
+      per === 1
+        ? yield* oneRow(sql, chunk[0]!)
+        : yield* all(
+            sql.projectionsOf(chunk.length),
+            chunk.flatMap((r) => [r.name, r.key]),
+          );
     for (const row of found) {
       const known = states.get(`${row.name}\u0000${row.key}`);
       if (!known) continue;
@@ -186,18 +187,24 @@ export function* applyProjections(
     known.state = projection.evolve(known.state, entry, key);
     known.position = entry.position;
   }
-  for (let from = 0; from < rows.length; from += ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(from, from + ROWS_PER_STATEMENT);
-    yield* run(
-      sql.upsertProjectionsOf(chunk.length),
-      chunk.flatMap(({ name, key, state, position }) => [
-        name,
-        key,
-        sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
-        position,
-      ]),
-    );
+  for (let from = 0; from < rows.length; from += per) {
+    const chunk = rows.slice(from, from + per);
+    const values = chunk.flatMap(({ name, key, state, position }) => [
+      name,
+      key,
+      sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
+      position,
+    ]);
+    yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
   }
+}
+
+function* oneRow(
+  sql: Statements,
+  { name, key }: { readonly name: string; readonly key: string },
+): Program<Array<{ name: string; key: string; value: string; position: number | string }>> {
+  const row = yield* get<{ value: string; position: number | string }>(sql.projection, [name, key]);
+  return row ? [{ name, key, ...row }] : [];
 }
 
 /** Several requests, all or none (their savepoint is the caller's): a document change and its call's outcome. */
