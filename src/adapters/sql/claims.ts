@@ -32,7 +32,8 @@ export function* claimProgram(
   leaseMs: number,
   takeOver: TakeOver,
 ): Program<ClaimResult> {
-  return yield* claimAt(sql, runId, workerId, (yield* now()) + leaseMs, takeOver);
+  const at = yield* now();
+  return yield* claimAt(sql, runId, workerId, at, at + leaseMs, takeOver);
 }
 
 /**
@@ -47,10 +48,11 @@ export function* claimManyProgram(
   leaseMs: number,
   takeOver: TakeOver,
 ): Program<Map<string, NonNullable<ClaimResult>>> {
-  const leaseUntil = (yield* now()) + leaseMs;
+  // One clock reading for the batch: every lease of it ends together.
+  const at = yield* now();
   const claimed = new Map<string, NonNullable<ClaimResult>>();
   for (const runId of [...new Set(runIds)].sort()) {
-    const claim = yield* claimAt(sql, runId, workerId, leaseUntil, takeOver);
+    const claim = yield* claimAt(sql, runId, workerId, at, at + leaseMs, takeOver);
     if (claim) claimed.set(runId, claim);
   }
   return claimed;
@@ -60,10 +62,10 @@ function* claimAt(
   sql: Statements,
   runId: string,
   workerId: string,
+  at: number,
   leaseUntil: number,
   takeOver: TakeOver,
 ): Program<ClaimResult> {
-  const at = yield* now();
   // Two attempts: a first claim racing another first claim sees the winner's row on the second.
   for (let attempt = 0; attempt < 2; attempt++) {
     const row = yield* get<ClaimRow>(sql.claimForUpdate, [runId]);
