@@ -108,6 +108,26 @@ describe("journal file", () => {
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
+  it("a journal whose fingerprint key was removed behind holdfast's back is refused by the writer and the reader, naming the file and what to do", async () => {
+    const dir = tempDir();
+    const path = join(dir, "journal.db");
+    await LibsqlJournal.open(path).close();
+    const db = new Database(path);
+    db.prepare("DELETE FROM meta WHERE key = 'fingerprint_key'").run();
+    db.close();
+    for (const open of [() => LibsqlJournal.open(path), () => LibsqlJournal.openReadOnly(path)]) {
+      let error: unknown;
+      try {
+        open();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(JournalUnavailable);
+      expect(error).toMatchObject({ location: path, reason: "the fingerprint key is missing" });
+      expect((error as JournalUnavailable).hint).toContain("restore a backup");
+    }
+  });
+
   it("reopening a journal keeps its fingerprint key and its events", async () => {
     const dir = tempDir();
     const path = join(dir, "journal.db");

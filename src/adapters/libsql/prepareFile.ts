@@ -5,7 +5,7 @@ import type Database from "libsql";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import type { LibsqlJournalOptions } from "./options.js";
-import { fileIdentity, pragmaValue, sqliteCode } from "./sqlite.js";
+import { fileIdentity, pragmaValue, sqliteCode, storedFingerprintKey } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -114,13 +114,5 @@ export const prepareJournalFile = (db: Db, location: string, options: LibsqlJour
       throw error;
     }
   }
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'fingerprint_key'").get() as
-    | { value: string }
-    | undefined;
-  if (!row)
-    throw unavailable(
-      "the fingerprint key is missing",
-      "The journal was changed outside holdfast; restore a backup.",
-    );
-  return Uint8Array.from(Buffer.from(row.value, "hex"));
+  return storedFingerprintKey(db, unavailable);
 };

@@ -5,7 +5,7 @@ import type Database from "libsql";
 import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import { readAnchor } from "./anchor.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION } from "./migrations.js";
-import { fileIdentity } from "./sqlite.js";
+import { fileIdentity, storedFingerprintKey } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -82,13 +82,5 @@ export const readableJournalKey = (db: Db, location: string): Uint8Array => {
       `the journal has schema version ${userVersion}, and this holdfast reads version ${LATEST_SCHEMA_VERSION} (a reader never migrates)`,
       "Open it once with a writing holdfast command (e.g. `holdfast rebuild`), which migrates it, or read it with the holdfast that wrote it.",
     );
-  const row = db.prepare("SELECT value FROM meta WHERE key = 'fingerprint_key'").get() as
-    | { value: string }
-    | undefined;
-  if (!row)
-    throw unavailable(
-      "the fingerprint key is missing",
-      "The journal was changed outside holdfast; restore a backup.",
-    );
-  return Uint8Array.from(Buffer.from(row.value, "hex"));
+  return storedFingerprintKey(db, unavailable);
 };

@@ -57,3 +57,19 @@ export const fileIdentity = (
     );
   }
 };
+
+/** The journal's fingerprint key from its `meta` table; a journal without one fails through `unavailable`. */
+export const storedFingerprintKey = (
+  db: Db,
+  unavailable: (reason: string, hint: string) => Error,
+): Uint8Array => {
+  const row = db.prepare("SELECT value FROM meta WHERE key = 'fingerprint_key'").get() as
+    | { value: string }
+    | undefined;
+  if (!row)
+    throw unavailable(
+      "the fingerprint key is missing",
+      "The journal was changed outside holdfast; restore a backup.",
+    );
+  return Uint8Array.from(Buffer.from(row.value, "hex"));
+};
