@@ -125,10 +125,11 @@ export class Engine implements EngineCore {
     options: { readonly limited?: boolean } = {},
   ): Promise<RunResult> {
     const run = options.limited ? () => this.limiter.run(execution) : execution;
-    // Ownership lasts until the execution settles — every call it started included — never less.
+    // Ownership lasts until the execution settles — every call it started included — never less;
+    // the result is given once the release is committed (runs ending together share that commit).
     const promise = run().finally(() => {
       this.live.delete(runId);
-      void this.ownership.release(runId);
+      return this.ownership.release(runId);
     });
     this.live.set(runId, promise);
     return promise;

@@ -10,6 +10,11 @@ export const MIN_LEASE_MS = 3_000;
  */
 export const safetyMarginMs = (leaseMs: number): number => Math.max(1_000, Math.floor(leaseMs / 3));
 
+interface ClaimBatch {
+  readonly runIds: string[];
+  done: Promise<ReadonlyMap<string, Claim & { readonly previous: Claim | null }>>;
+}
+
 interface Owned {
   readonly epoch: number;
   /** Local deadline of the lease, measured from before the claim or the last renewal. */
@@ -50,15 +55,21 @@ export class Ownership {
 
   /**
    * Claim a run for this worker (a take-over when its owner is known dead). Null when another live
-   * worker holds it. The run is renewed from now on, until {@link release}.
+   * worker holds it. The run is renewed from now on, until {@link release}. The claims asked for in
+   * one turn of the event loop (runs admitted together) share one transaction.
    */
   async claim(runId: string): Promise<(Claim & { readonly previous: Claim | null }) | null> {
-    const startedAt = Date.now();
-    const claim = await this.journal.claim(runId, this.workerId, this.leaseMs, {
-      takeOverIf: this.takeOverIf,
-    });
-    if (claim) this.owned.set(runId, { epoch: claim.epoch, deadline: startedAt + this.leaseMs });
-    return claim;
+    if (!this.claiming) {
+      const batch: ClaimBatch = { runIds: [], done: Promise.resolve(new Map()) };
+      batch.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        // From here on a claim starts the next batch.
+        if (this.claiming === batch) this.claiming = null;
+        return this.claimMany(batch.runIds);
+      });
+      this.claiming = batch;
+    }
+    this.claiming.runIds.push(runId);
+    return (await this.claiming.done).get(runId) ?? null;
   }
 
   /**
@@ -68,6 +79,8 @@ export class Ownership {
   async claimMany(
     runIds: ReadonlyArray<string>,
   ): Promise<ReadonlyMap<string, Claim & { readonly previous: Claim | null }>> {
+    // A release of one of these runs still on its way lands first: it must not let go of this claim.
+    await Promise.all(runIds.map((runId) => this.releases.get(runId)));
     const startedAt = Date.now();
     const claims = await this.journal.claimMany(runIds, this.workerId, this.leaseMs, {
       takeOverIf: this.takeOverIf,
@@ -107,32 +120,35 @@ export class Ownership {
     return Date.now() + safetyMarginMs(this.leaseMs) < owned.deadline;
   }
 
-  /** Releases asked for in the same turn of the event loop, let go in one transaction. */
+  /** Claims asked for in the current turn of the event loop, not yet sent. */
+  private claiming: ClaimBatch | null = null;
+  /** Releases asked for in the current turn of the event loop, not yet sent. */
   private releasing: { readonly runIds: string[]; readonly done: Promise<void> } | null = null;
-
-  /** Let one run go (its claim row keeps the epoch), committed before the returned promise is made. */
-  async release(runId: string): Promise<void> {
-    if (!this.owned.delete(runId)) return;
-    await this.journal.releaseClaims(this.workerId, [runId]).catch(() => undefined);
-  }
+  /** Every release asked for and not yet committed, by run: a claim of the run waits for it. */
+  private readonly releases = new Map<string, Promise<void>>();
 
   /**
-   * The same, for a recovery pass: the releases asked for in one turn of the event loop (the pass
-   * classifies several runs at once) are committed in one transaction instead of one each, and the
-   * promise resolves once that commit is done.
+   * Let a run go (its claim row keeps the epoch); the promise resolves once the release is
+   * committed. The releases asked for in one turn of the event loop (runs that finish together, a
+   * recovery pass classifying several runs) share one transaction instead of a commit each.
    */
-  async releaseInPass(runId: string): Promise<void> {
+  async release(runId: string): Promise<void> {
     if (!this.owned.delete(runId)) return;
     if (!this.releasing) {
       const runIds: string[] = [];
-      const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        // From here on a release starts the next batch.
-        if (this.releasing?.runIds === runIds) this.releasing = null;
-        return this.journal.releaseClaims(this.workerId, runIds).catch(() => undefined);
-      });
+      const done = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => {
+          // From here on a release starts the next batch.
+          if (this.releasing?.runIds === runIds) this.releasing = null;
+          return this.journal.releaseClaims(this.workerId, runIds).catch(() => undefined);
+        })
+        .finally(() => {
+          for (const id of runIds) if (this.releases.get(id) === done) this.releases.delete(id);
+        });
       this.releasing = { runIds, done };
     }
     this.releasing.runIds.push(runId);
+    this.releases.set(runId, this.releasing.done);
     await this.releasing.done;
   }
 
@@ -141,7 +157,8 @@ export class Ownership {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
     await this.renewing;
-    await this.releasing?.done;
+    await this.claiming?.done.catch(() => undefined);
+    await Promise.all(this.releases.values());
     const runIds = [...this.owned.keys()];
     this.owned.clear();
     if (runIds.length > 0) await this.journal.releaseClaims(this.workerId, runIds).catch(() => undefined);

@@ -74,7 +74,7 @@ export const recoverRuns = async (
   const failed = async (runId: string, part: Part, error: unknown): Promise<void> => {
     // A key that cannot open the events is this process's configuration, not one run's fault.
     if (error instanceof EventDecryptError) throw error;
-    await core.ownership.releaseInPass(runId);
+    await core.ownership.release(runId);
     part.needsAttention.push({
       runId,
       reason: `recovery failed: ${core.masker.maskString(error instanceof Error ? error.message : String(error))}`,
@@ -132,7 +132,7 @@ export const recoverRuns = async (
       await Promise.all(
         [...claims.keys()]
           .filter((runId) => !core.isLive(runId))
-          .map((runId) => core.ownership.releaseInPass(runId)),
+          .map((runId) => core.ownership.release(runId)),
       );
       throw failure.reason;
     }
@@ -185,7 +185,7 @@ const recoverClaimed = async (
     inspected = inspectRun(await core.journal.readStreamRows(runStreamId(runId)), core.journal.keyring);
   } catch (error) {
     if (error instanceof EventDecryptError) {
-      await core.ownership.releaseInPass(runId);
+      await core.ownership.release(runId);
       throw error;
     }
     inspected = { corrupt: error instanceof Error ? error.message : String(error) };
@@ -193,7 +193,7 @@ const recoverClaimed = async (
   if ("corrupt" in inspected) {
     await markCorrupt(core, runId, inspected.corrupt, fence);
     part.needsAttention.push({ runId, reason: inspected.corrupt });
-    await core.ownership.releaseInPass(runId);
+    await core.ownership.release(runId);
     return null;
   }
   const { fold, events } = inspected;
@@ -201,13 +201,13 @@ const recoverClaimed = async (
   if (status === "held" || status === "completed" || status === "failed" || status === "stopped") {
     // Held: waits for a person. Finished: it ended after the active runs were listed.
     if (status === "held") part.held.push({ runId, reasons: contextOf(fold).heldReasons });
-    await core.ownership.releaseInPass(runId);
+    await core.ownership.release(runId);
     return null;
   }
   const agent = core.agents.get(contextOf(fold).agent.name);
   if (!agent) {
     part.notHere.push({ runId, agent: `${contextOf(fold).agent.name}@${contextOf(fold).agent.version}` });
-    await core.ownership.releaseInPass(runId);
+    await core.ownership.release(runId);
     return null;
   }
   const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine, fence);
@@ -267,7 +267,7 @@ const recoverClaimed = async (
   if (holds.length > 0) {
     await writer.append([{ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }]);
     part.held.push({ runId, reasons: holds });
-    await core.ownership.releaseInPass(runId);
+    await core.ownership.release(runId);
     return null;
   }
   const context = contextOf(writer.fold);
