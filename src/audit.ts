@@ -19,6 +19,7 @@
  * }
  */
 
+export { auditInBoundedHeap, type BoundedAuditOptions } from "./adapters/boundedAudit.js";
 export { type TemporarySpillOptions, temporarySpill } from "./adapters/libsql/temporarySpill.js";
 export { openStoreReader } from "./adapters/store.js";
 export {

@@ -1,18 +1,37 @@
 import { auditStore } from "../../src/adapters/auditStore.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { auditInBoundedHeap } from "../../src/adapters/boundedAudit.js";
+import { openStoreReader } from "../../src/adapters/store.js";
 
 /**
- * `node --import tsx bench/tools/audit-child.ts <journal>`: audit one journal in a process of its
- * own, so that the peak resident set size it reports (`process.resourceUsage().maxRSS`) is the
- * audit's, not the bench's. Prints one JSON object on stdout.
+ * `node --import tsx bench/tools/audit-child.ts <journal> [bounded|in-process]`: audit one journal
+ * in a process of its own, so that the peak resident set size it reports
+ * (`process.resourceUsage().maxRSS`) is the audit's, not the bench's. `bounded` (the default) audits
+ * as `holdfast audit` does (a long log in a worker thread with a capped heap); `in-process` as a
+ * library call of `auditStore` does. Prints one JSON object on stdout.
  */
 const path = process.argv[2];
-if (!path) throw new Error("usage: audit-child.ts <journal file>");
+const mode = process.argv[3] ?? "bounded";
+if (!path || (mode !== "bounded" && mode !== "in-process"))
+  throw new Error("usage: audit-child.ts <journal file> [bounded|in-process]");
 const startRssKiB = process.resourceUsage().maxRSS;
-const journal = LibsqlJournal.open(path);
+// Read-only, as `holdfast audit` opens it.
+const journal = await openStoreReader(path);
 try {
   const started = performance.now();
-  const report = await auditStore(journal, { maxFindings: 20 });
+  let heapMib: number | null = null;
+  let fallback: string | null = null;
+  const report =
+    mode === "bounded"
+      ? await auditInBoundedHeap(path, journal, {
+          maxFindings: 20,
+          onWorker: (heap) => {
+            heapMib = heap;
+          },
+          onFallback: (why) => {
+            fallback = why;
+          },
+        })
+      : await auditStore(journal, { maxFindings: 20 });
   const seconds = (performance.now() - started) / 1000;
   const kinds = [...new Set(report.findings.map((f) => f.kind))];
   process.stdout.write(
@@ -22,6 +41,8 @@ try {
       clean: report.clean,
       findings: report.findings.length + report.findingsOmitted,
       kinds,
+      heapMib,
+      fallback,
       startRssKiB,
       maxRssKiB: process.resourceUsage().maxRSS,
     })}\n`,

@@ -39,7 +39,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Pkg;
 const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   ".": ["openRuntime", "openReader", "defineTool", "defineAgent", "CheckpointInvalid"],
   "./tools": ["makeShellTool", "makeWriteFileTool", "makeHttpTool", "moduleSource"],
-  "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill"],
+  "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill", "auditInBoundedHeap"],
   "./mcp": ["mcpToolset", "McpCallInDoubt"],
   "./ai": ["journaledModel", "journaledMiddleware", "journaledTools", "fromAiTool", "effectInputSchema"],
   "./langgraph": ["HoldfastSaver"],
@@ -239,6 +239,32 @@ describe("the packed package", () => {
       clean: boolean;
     };
     expect(audit.clean).toBe(true);
+    // The audit worker's script ships next to the compiled module that starts it: a long log's
+    // audit runs in the worker from the package (forced here on the short log), not in one thread.
+    const bounded = JSON.parse(
+      run(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `
+        import { auditInBoundedHeap, openStoreReader } from "holdfast/audit";
+        const reader = await openStoreReader("./j/journal.db");
+        const told = { worker: [], fallback: [] };
+        const report = await auditInBoundedHeap("./j/journal.db", reader, {
+          inProcessUpTo: 0,
+          onWorker: (heap) => told.worker.push(heap),
+          onFallback: (why) => told.fallback.push(why),
+        });
+        await reader.close();
+        console.log(JSON.stringify({ ...told, clean: report.clean, events: report.events }));
+      `,
+        ],
+        consumer,
+      ).stdout,
+    ) as { worker: number[]; fallback: string[]; clean: boolean; events: number };
+    expect(bounded).toMatchObject({ worker: [81], fallback: [], clean: true });
+    expect(bounded.events).toBeGreaterThan(0);
   });
 
   it("the public types check in a strict consumer, without @types/pg", () => {

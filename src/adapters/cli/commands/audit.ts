@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from "commander";
 import { describeAnchor } from "../../../runtime/anchor.js";
 import { type AuditFinding, type AuditReport, parseExpectedHead } from "../../../runtime/audit.js";
-import { auditStore } from "../../auditStore.js";
+import { auditInBoundedHeap } from "../../boundedAudit.js";
 import { writeAnchor } from "../../libsql/anchor.js";
 import { ExitCode, usageError } from "../CliError.js";
 import { withExistingReader } from "../journalAccess.js";
@@ -134,11 +134,17 @@ export const auditCommand = async (
           "--accept-head is for libSQL journals",
           "a PostgreSQL journal keeps no head anchor (docs/decisions/0012-head-anchor-and-read-only-opens.md)",
         );
-      const report = await auditStore(journal, {
+      const report = await auditInBoundedHeap(options.db, journal, {
         expectHead: options.expectHead ?? null,
         progressEvery: AUDIT_PROGRESS_EVERY,
         onProgress: (events) => {
           stderr.write(`audit: ${events} events checked…\n`);
+        },
+        onWorker: (heapMib) => {
+          stderr.write(`audit: a long log, audited in a worker thread with a ${heapMib} MiB heap\n`);
+        },
+        onFallback: (why) => {
+          stderr.write(`audit: ${why}\n`);
         },
       });
       const accepted = options.acceptHead ? acceptHead(report, journal.location) : null;
