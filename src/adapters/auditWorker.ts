@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { auditStore } from "./auditStore.js";
-import type { WorkerAudit } from "./boundedAudit.js";
+import { WORKER_CACHE_KIB, type WorkerAudit } from "./boundedAudit.js";
 import { openStoreReader } from "./store.js";
 
 /**
@@ -11,8 +11,12 @@ import { openStoreReader } from "./store.js";
 const { store, options } = workerData as WorkerAudit;
 const port = parentPort;
 if (!port) throw new Error("auditWorker runs as a worker thread started by auditInBoundedHeap");
-// The caller's own open checked the payload keys already.
-const journal = await openStoreReader(store, { libsql: { keyCheck: false }, postgres: { keyCheck: false } });
+// The caller's own open checked the payload keys already. The log is read once, end to end: a
+// small page cache (the pages stay in the system's file cache) keeps the process's memory down.
+const journal = await openStoreReader(store, {
+  libsql: { keyCheck: false, cacheKib: WORKER_CACHE_KIB },
+  postgres: { keyCheck: false },
+});
 try {
   const report = await auditStore(journal, {
     ...options,

@@ -31,6 +31,12 @@ export interface BoundedAuditOptions {
   readonly onFallback?: (reason: string) => void;
 }
 
+/** The audit worker's libSQL page cache (KiB). */
+export const WORKER_CACHE_KIB = 8 * 1024;
+
+/** The audit worker's young generation (MiB): short-lived garbage per event dies there. */
+const YOUNG_GENERATION_MIB = 16;
+
 /** Below this many positions a log's audit stays well under its memory target without a worker. */
 export const IN_PROCESS_UP_TO = 100_000;
 
@@ -134,7 +140,7 @@ const inWorker = (
       // Not the process's own flags (`--input-type`, a loader, V8 flags): the worker needs none of them.
       execArgv: [],
       workerData: work,
-      resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: 8 },
+      resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: YOUNG_GENERATION_MIB },
       stdout: false,
       stderr: false,
     });

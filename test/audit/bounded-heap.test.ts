@@ -1,7 +1,12 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { auditStore } from "../../src/adapters/auditStore.js";
-import { auditInBoundedHeap, boundedHeapMib, lastPositionOf } from "../../src/adapters/boundedAudit.js";
+import {
+  auditInBoundedHeap,
+  boundedHeapMib,
+  lastPositionOf,
+  WORKER_CACHE_KIB,
+} from "../../src/adapters/boundedAudit.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openStoreReader } from "../../src/adapters/store.js";
 import type { AuditReport } from "../../src/runtime/audit.js";
@@ -122,5 +127,24 @@ describe("holdfast audit in a worker thread with a capped heap", () => {
     const longReader = await openStoreReader(long);
     expect(await lastPositionOf(longReader)).toBe(1500);
     await longReader.close();
+  });
+
+  it("the worker's reader opens with its own, smaller page cache; other readers keep the writer's", async () => {
+    const { db } = await givenJournal(tempDir());
+    const cacheOf = (reader: unknown): unknown => {
+      const row = (reader as { db: { prepare(sql: string): { get(): unknown } } }).db
+        .prepare("PRAGMA cache_size")
+        .get() as { cache_size: number };
+      return row.cache_size;
+    };
+    const small = LibsqlJournal.openReadOnly(db, { cacheKib: WORKER_CACHE_KIB });
+    const usual = LibsqlJournal.openReadOnly(db);
+    try {
+      expect(cacheOf(small)).toBe(-WORKER_CACHE_KIB);
+      expect(cacheOf(usual)).toBe(-32 * 1024);
+    } finally {
+      await small.close();
+      await usual.close();
+    }
   });
 });

@@ -232,7 +232,7 @@ export class LibsqlJournal implements Journal {
       db.pragma(`busy_timeout = ${Math.max(5000, options.busyTimeoutMs ?? 5000)}`);
       db.pragma("query_only = ON");
       const key = readableJournalKey(db, location);
-      db.pragma(`cache_size = -${CACHE_KIB}`);
+      db.pragma(`cache_size = -${Math.max(256, Math.floor(options.cacheKib ?? CACHE_KIB))}`);
       const keyring = keyringFromEnv(options.env ?? process.env, location);
       const journal = new LibsqlJournal(db, location, key, keyring, options, true);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));

@@ -29,4 +29,10 @@ export interface LibsqlJournalOptions {
 }
 
 /** Options of a read-only open: where the keys come from, and whether to check them. */
-export type LibsqlReaderOptions = Pick<LibsqlJournalOptions, "busyTimeoutMs" | "env" | "keyCheck">;
+export type LibsqlReaderOptions = Pick<LibsqlJournalOptions, "busyTimeoutMs" | "env" | "keyCheck"> & {
+  /**
+   * SQLite's page cache for this connection, in KiB (default 32 MiB, as the writer's). A reader that
+   * reads the log once from end to end (the audit's worker) gains nothing from a large one.
+   */
+  readonly cacheKib?: number;
+};

@@ -25,7 +25,7 @@ export interface TemporarySpillOptions {
 /**
  * The audit's spill for long logs: in memory up to `memoryEntries` entries, then a SQLite file in
  * a fresh folder (mode 0700) of the temporary folder, removed on `close`. The file is scratch, so it
- * is written without a journal or fsync; SQLite's page cache (16 MiB) is all it holds in memory,
+ * is written without a journal or fsync; SQLite's page cache (4 MiB) is all it holds in memory,
  * with a key filter that answers "not there" without a read (docs/decisions/0015).
  *
  * @example
@@ -102,7 +102,7 @@ class SpillFile {
     this.folder = mkdtempSync(join(parent, "holdfast-audit-"));
     this.db = new Database(join(this.folder, "spill.db"));
     this.db.exec(
-      "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -16000;" +
+      "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -4000;" +
         "CREATE TABLE spill (space TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY (space, key)) WITHOUT ROWID",
     );
     this.sealer = seal ? new Sealer() : null;
