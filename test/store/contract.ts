@@ -559,6 +559,30 @@ export const journalContract = (
         expect(await journal.readStream("run-r1")).toHaveLength(3);
       });
 
+      it("a fenced append reads its stream's head with the claim: it chains on the head, and a wrong expected version names the current one", async () => {
+        const { journal } = await given();
+        const claim = await journal.claim("r1", "w1", 60_000);
+        const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
+        // An empty stream under a claim: the first event chains on the genesis hash.
+        const [first] = (
+          await journal.append({
+            streamId: "run-r1",
+            expectedVersion: "no-stream",
+            events: [admitted("r1", "c", "i")],
+            fence,
+          })
+        ).recorded;
+        expect(first!.prevHash).toBe("0".repeat(64));
+        const [second] = (
+          await journal.append({ streamId: "run-r1", expectedVersion: 1, events: [intended("r1", 0)], fence })
+        ).recorded;
+        expect(second).toMatchObject({ version: 2, prevHash: first!.hash });
+        await expect(
+          journal.append({ streamId: "run-r1", expectedVersion: 1, events: [done("r1", 0)], fence }),
+        ).rejects.toMatchObject({ _tag: "WrongExpectedVersion", actual: 2 });
+        expect(await journal.streamHead("run-r1")).toMatchObject({ version: 2, hash: second!.hash });
+      });
+
       it("an append fenced on a run nobody has claimed is refused with FencedOut", async () => {
         const { journal } = await given();
         await expect(

@@ -21,7 +21,7 @@ import {
 import type { AppendRequest, AppendResult, Fence } from "../../runtime/Journal.js";
 import { describeExpected, expectedVersionMatches, type GuardWrite, guardWritesFor } from "./guard.js";
 import { all, get, type Program, run, UniqueViolation } from "./program.js";
-import type { AdmissionRow, ClaimRow, HeadRow } from "./rows.js";
+import type { AdmissionRow, ClaimRow, FencedHeadRow, HeadRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 
 /**
@@ -36,12 +36,20 @@ export function* appendProgram(
   ring: Keyring | null,
 ): Program<AppendResult> {
   const { streamId, expectedVersion, events, fence } = request;
-  const head = yield* get<HeadRow>(sql.head, [streamId]);
+  let head: HeadRow | undefined;
+  if (fence) {
+    // The claim and the head in one read. The fence first: a superseded worker must learn that it
+    // lost the run, not that it is behind.
+    const row = yield* get<FencedHeadRow>(sql.fencedHead, [streamId, streamId, fence.runId]);
+    checkFence(fence, row);
+    if (row?.head_version != null && row.head_hash != null)
+      head = { version: row.head_version, hash: row.head_hash };
+  } else {
+    head = yield* get<HeadRow>(sql.head, [streamId]);
+  }
   const current = head ? Number(head.version) : 0;
   const wrongVersion = () =>
     new WrongExpectedVersion({ streamId, expected: describeExpected(expectedVersion), actual: current });
-  // The fence first: a superseded worker must learn that it lost the run, not that it is behind.
-  if (fence) checkFence(fence, yield* get<ClaimRow>(sql.fenceClaim, [fence.runId]));
   if (!expectedVersionMatches(expectedVersion, current)) throw wrongVersion();
 
   let prevHash = head?.hash ?? GENESIS_HASH;

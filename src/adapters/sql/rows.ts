@@ -45,6 +45,12 @@ export interface HeadRow {
   readonly hash: string;
 }
 
+/** A fence's claim row with its stream's head (null: an empty stream). */
+export interface FencedHeadRow extends ClaimRow {
+  readonly head_version: number | string | null;
+  readonly head_hash: string | null;
+}
+
 export const toStored = (row: EventRow): StoredRow => ({
   streamId: row.stream_id,
   version: Number(row.version),

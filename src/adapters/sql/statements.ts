@@ -74,7 +74,12 @@ export const statements = (dialect: Dialect) =>
     /** The run's owner; a released row (no owner, the epoch kept) is no claim. */
     claim:
       "SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ? AND worker_id IS NOT NULL",
-    fenceClaim: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimShared}`,
+    /**
+     * The fence's claim row (locked shared on PostgreSQL, as before an append) and the stream's head
+     * in one statement: a fenced append reads both, and on PostgreSQL each statement is a round
+     * trip. No row when the run has no claim row (the fence then fails before the head matters).
+     */
+    fencedHead: `SELECT run_id, worker_id, epoch, lease_until, (SELECT version FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1) AS head_version, (SELECT hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1) AS head_hash FROM claims WHERE run_id = ?${dialect.lockClaimShared}`,
     claimForUpdate: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimForUpdate}`,
     insertClaim:
       "INSERT INTO claims (run_id, worker_id, epoch, lease_until) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING run_id",
