@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  type AnyEvent,
   canonicalJson,
   chainHashOfText,
   EVENT_SCHEMA_VERSION,
@@ -37,14 +38,51 @@ export function* appendProgram(
 ): Program<AppendResult> {
   const { streamId, expectedVersion, events, fence } = request;
   let head: HeadRow | undefined;
-  if (fence) {
+  let prefetched: Prefetched | undefined;
+  const before = versionBefore(expectedVersion);
+  if (fence && sql.fencedReadWithRows && before !== null) {
+    // The claim, the head and the projection rows in one read (PostgreSQL: one round trip). The
+    // rows' keys depend only on the events and their versions, which the expected version fixes;
+    // if the head is elsewhere the append is refused below and the rows are not used.
+    const wanted = wantedRows(streamId, before, events, projections);
+    if (wanted.length <= PREFETCH_MAX_ROWS) {
+      const parts = yield* all<PartRow>(sql.fencedHeadAndRows(wanted.length), [
+        fence.runId,
+        streamId,
+        ...wanted.flatMap((w) => [w.name, w.key]),
+      ]);
+      const claim = parts.find((p) => p.part === "claim");
+      checkFence(
+        fence,
+        claim && {
+          run_id: claim.name!,
+          worker_id: claim.key,
+          epoch: claim.value!,
+          lease_until: claim.position!,
+        },
+      );
+      const top = parts.find((p) => p.part === "head");
+      if (top) head = { version: top.value!, hash: top.key! };
+      const read = new Map<string, ProjectionRowRead | null>(wanted.map((w) => [w.id, null]));
+      for (const p of parts)
+        if (p.part === "row")
+          read.set(rowId(p.name!, p.key!), {
+            name: p.name!,
+            key: p.key!,
+            value: p.value!,
+            position: p.position!,
+          });
+      prefetched = read;
+    }
+  }
+  if (fence && !prefetched) {
     // The claim and the head in one read. The fence first: a superseded worker must learn that it
     // lost the run, not that it is behind.
     const row = yield* get<FencedHeadRow>(sql.fencedHead, [streamId, streamId, fence.runId]);
     checkFence(fence, row);
     if (row?.head_version != null && row.head_hash != null)
       head = { version: row.head_version, hash: row.head_hash };
-  } else {
+  } else if (!fence) {
     head = yield* get<HeadRow>(sql.head, [streamId]);
   }
   const current = head ? Number(head.version) : 0;
@@ -101,9 +139,72 @@ export function* appendProgram(
     for (const write of guardWritesFor(event)) yield* applyGuard(sql, write);
     prevHash = hash;
   }
-  yield* applyProjections(sql, recorded, projections, ring);
+  yield* applyProjections(sql, recorded, projections, ring, prefetched);
   return { streamId, nextVersion: version, recorded };
 }
+
+/** A stored projection row as the append reads it. */
+interface ProjectionRowRead {
+  readonly name: string;
+  readonly key: string;
+  readonly value: string;
+  readonly position: number | string;
+}
+
+/** Projection rows read ahead with the claim, by {@link rowId}: null where no row is stored. */
+type Prefetched = ReadonlyMap<string, ProjectionRowRead | null>;
+
+/** One row of `fencedHeadAndRows`. */
+interface PartRow {
+  readonly part: "claim" | "head" | "row";
+  readonly name: string | null;
+  readonly key: string | null;
+  readonly value: string | null;
+  readonly position: number | string | null;
+}
+
+/** More rows than this are read as before, in their own statements. */
+const PREFETCH_MAX_ROWS = 64;
+
+const rowId = (name: string, key: string): string => `${name}\u0000${key}`;
+
+/** The stream's version before the append when the expected version fixes it, else null. */
+const versionBefore = (expected: AppendRequest["expectedVersion"]): number | null =>
+  typeof expected === "number" ? expected : expected === "no-stream" ? 0 : null;
+
+/**
+ * The projection rows the events will touch if they land at versions `before + 1…`: keys depend on
+ * the events and their place in the stream, never on positions or on the rows.
+ */
+const wantedRows = (
+  streamId: string,
+  before: number,
+  events: ReadonlyArray<AnyEvent>,
+  projections: ReadonlyArray<AnyProjection>,
+): Array<{ readonly name: string; readonly key: string; readonly id: string }> => {
+  const wanted = new Map<string, { readonly name: string; readonly key: string; readonly id: string }>();
+  events.forEach((event, i) => {
+    const entry: RecordedEvent = {
+      streamId,
+      version: before + i + 1,
+      position: 0,
+      eventId: "",
+      recordedAt: "",
+      prevHash: "",
+      hash: "",
+      schemaVersion: EVENT_SCHEMA_VERSION,
+      event,
+    };
+    for (const projection of projections) {
+      if (!handles(projection, entry)) continue;
+      for (const key of projection.keysOf(entry)) {
+        const id = rowId(projection.name, key);
+        if (!wanted.has(id)) wanted.set(id, { name: projection.name, key, id });
+      }
+    }
+  });
+  return [...wanted.values()];
+};
 
 /** Refuse an append whose fence is not the run's current claim (law 10); a released claim is none. */
 export const checkFence = (fence: Fence, row: ClaimRow | undefined): void => {
@@ -152,6 +253,7 @@ export function* applyProjections(
   recorded: ReadonlyArray<RecordedEvent>,
   projections: ReadonlyArray<AnyProjection>,
   ring: Keyring | null,
+  prefetched?: Prefetched,
 ): Program<void> {
   // The keys first: which rows a projection touches depends on the events, never on the rows.
   const touched: Array<{ projection: AnyProjection; entry: RecordedEvent; key: string; id: string }> = [];
@@ -160,7 +262,7 @@ export function* applyProjections(
     for (const projection of projections) {
       if (!handles(projection, entry)) continue;
       for (const key of projection.keysOf(entry)) {
-        const id = `${projection.name}\u0000${key}`;
+        const id = rowId(projection.name, key);
         touched.push({ projection, entry, key, id });
         if (!states.has(id)) states.set(id, { name: projection.name, key, state: undefined, position: 0 });
       }
@@ -168,27 +270,33 @@ export function* applyProjections(
   }
   if (states.size === 0) return;
   const rows = [...states.values()];
+  const found: ProjectionRowRead[] = [];
+  // Rows read ahead with the claim are not read again; any other (none, when the keys were
+  // foreseen) is read here.
+  const toRead = prefetched ? rows.filter((r) => !prefetched.has(rowId(r.name, r.key))) : rows;
+  if (prefetched)
+    for (const r of rows) {
+      const row = prefetched.get(rowId(r.name, r.key));
+      if (row) found.push(row);
+    }
   const per = sql.projectionRowsPerStatement;
-  for (let from = 0; from < rows.length; from += per) {
-    const chunk = rows.slice(from, from + per);
-    const found: ReadonlyArray<{ name: string; key: string; value: string; position: number | string }> =
-      per === 1
+  for (let from = 0; from < toRead.length; from += per) {
+    const chunk = toRead.slice(from, from + per);
+    found.push(
+      ...(per === 1
         ? yield* oneRow(sql, chunk[0]!)
-        : yield* all(
+        : yield* all<ProjectionRowRead>(
             sql.projectionsOf(chunk.length),
             chunk.flatMap((r) => [r.name, r.key]),
-          );
-    for (const row of found) {
-      const known = states.get(`${row.name}\u0000${row.key}`);
-      if (!known) continue;
-      known.state = JSON.parse(
-        openProjectionValue(
-          ring,
-          { name: row.name, key: row.key, position: Number(row.position) },
-          row.value,
-        ),
-      );
-    }
+          )),
+    );
+  }
+  for (const row of found) {
+    const known = states.get(rowId(row.name, row.key));
+    if (!known) continue;
+    known.state = JSON.parse(
+      openProjectionValue(ring, { name: row.name, key: row.key, position: Number(row.position) }, row.value),
+    );
   }
   for (const { projection, entry, key, id } of touched) {
     const known = states.get(id)!;

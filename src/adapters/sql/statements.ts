@@ -16,6 +16,12 @@ export interface Dialect {
    * (journal alone at 64 runs: ~230 against ~260–280 µs per event, A/B on one machine).
    */
   readonly projectionRowsPerStatement: number;
+  /**
+   * Whether a fenced append whose versions are known before it reads (a numbered or `no-stream`
+   * expected version) reads its claim, its stream's head and its projection rows in one statement.
+   * PostgreSQL: yes, one round trip instead of two. libSQL: no, for the reason above.
+   */
+  readonly fencedReadWithRows: boolean;
 }
 
 export const libsqlDialect: Dialect = {
@@ -23,6 +29,7 @@ export const libsqlDialect: Dialect = {
   lockClaimForUpdate: "",
   guardOrder: "rowid",
   projectionRowsPerStatement: 1,
+  fencedReadWithRows: false,
 };
 
 export const postgresDialect: Dialect = {
@@ -30,6 +37,7 @@ export const postgresDialect: Dialect = {
   lockClaimForUpdate: " FOR UPDATE",
   guardOrder: "seq",
   projectionRowsPerStatement: 16,
+  fencedReadWithRows: true,
 };
 
 const EVENT_COLUMNS =
@@ -43,6 +51,7 @@ const pairs = (count: number, width: number): string =>
 export const statements = (dialect: Dialect) =>
   ({
     projectionRowsPerStatement: dialect.projectionRowsPerStatement,
+    fencedReadWithRows: dialect.fencedReadWithRows,
     head: "SELECT version, hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1",
     insertEvent:
       "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position",
@@ -79,6 +88,18 @@ export const statements = (dialect: Dialect) =>
      * in one statement: a fenced append reads both, and on PostgreSQL each statement is a round
      * trip. No row when the run has no claim row (the fence then fails before the head matters).
      */
+    /**
+     * {@link fencedHead} and the projection rows of `count` (name, key) pairs, in one statement:
+     * one row per part (`claim`: run_id, worker_id, epoch, lease_until; `head`: hash, version;
+     * `row`: name, key, value, position), bound as run id, stream id, then the pairs.
+     */
+    fencedHeadAndRows: (count: number) =>
+      `WITH claim AS (SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimShared}) ` +
+      "SELECT 'claim' AS part, run_id AS name, worker_id AS key, CAST(epoch AS TEXT) AS value, lease_until AS position FROM claim " +
+      "UNION ALL SELECT 'head', NULL, hash, CAST(version AS TEXT), NULL FROM (SELECT version, hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1) AS head" +
+      (count > 0
+        ? ` UNION ALL SELECT 'row', name, key, value, position FROM projections WHERE (name, key) IN (VALUES ${pairs(count, 2)})`
+        : ""),
     fencedHead: `SELECT run_id, worker_id, epoch, lease_until, (SELECT version FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1) AS head_version, (SELECT hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1) AS head_hash FROM claims WHERE run_id = ?${dialect.lockClaimShared}`,
     claimForUpdate: `SELECT run_id, worker_id, epoch, lease_until FROM claims WHERE run_id = ?${dialect.lockClaimForUpdate}`,
     insertClaim:
