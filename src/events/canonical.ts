@@ -1,4 +1,4 @@
-import { createHash, createHmac } from "node:crypto";
+import { createHmac, hash } from "node:crypto";
 import canonicalize from "canonicalize";
 
 /**
@@ -17,7 +17,8 @@ export const canonicalJson = (value: unknown): string => {
   return out;
 };
 
-export const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
+/** SHA-256 of the text's UTF-8 bytes, lowercase hex (one call: no hash object per digest). */
+export const sha256Hex = (text: string): string => hash("sha256", text, "hex");
 
 /** SHA-256 of the canonical JSON of a value. */
 export const digestOf = (value: unknown): string => sha256Hex(canonicalJson(value));
