@@ -32,10 +32,10 @@ export interface BoundedAuditOptions {
 }
 
 /** The audit worker's libSQL page cache (KiB). */
-export const WORKER_CACHE_KIB = 8 * 1024;
+export const WORKER_CACHE_KIB = 4 * 1024;
 
 /** The audit worker's young generation (MiB): short-lived garbage per event dies there. */
-const YOUNG_GENERATION_MIB = 16;
+const YOUNG_GENERATION_MIB = 12;
 
 /** Below this many positions a log's audit stays well under its memory target without a worker. */
 export const IN_PROCESS_UP_TO = 100_000;
