@@ -97,8 +97,9 @@ const workerScript = (): WorkerScript | null => {
  * capped for the log's size, so the process's memory stays bounded (V8 left to itself grows the
  * heap to several times what the audit holds live); a short one in this process. `journal` is the
  * caller's open reader of `store` (its open did the checks and says what is wrong with a journal);
- * the worker opens the same store read-only. If the worker cannot start, runs out of its heap or
- * fails, the audit runs here instead — same report, same errors — and `onFallback` says why.
+ * the worker opens the same store read-only. A worker that runs out of its heap is tried once more
+ * with twice the heap; if the worker cannot start, fails, or runs out again, the audit runs here
+ * instead — same report, same errors — and `onFallback` says why each time.
  */
 export const auditInBoundedHeap = async (
   store: string | undefined,
@@ -113,18 +114,26 @@ export const auditInBoundedHeap = async (
     onFallback?.("the audit worker's script is not next to holdfast's modules; audited in this process");
     return auditStore(journal, inProcess);
   }
-  const heap = heapMib ?? boundedHeapMib(await lastPositionOf(journal));
-  onWorker?.(heap);
-  try {
-    return await inWorker(script, { store, options: passed }, heap, onProgress);
-  } catch (error) {
-    const why =
-      (error as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY"
+  const first = heapMib ?? boundedHeapMib(await lastPositionOf(journal));
+  // A worker that runs out of its heap gets one more try with twice the heap: still bounded.
+  for (const heap of [first, first * 2]) {
+    onWorker?.(heap);
+    try {
+      return await inWorker(script, { store, options: passed }, heap, onProgress);
+    } catch (error) {
+      const outOfHeap = (error as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY";
+      const why = outOfHeap
         ? `the audit worker ran out of its ${heap} MiB heap`
         : `the audit worker failed (${error instanceof Error ? error.message : String(error)})`;
-    onFallback?.(`${why}; audited again in this process, without a heap cap`);
-    return auditStore(journal, inProcess);
+      if (outOfHeap && heap === first) {
+        onFallback?.(`${why}; audited again in a worker with ${first * 2} MiB`);
+        continue;
+      }
+      onFallback?.(`${why}; audited again in this process, without a heap cap`);
+      break;
+    }
   }
+  return auditStore(journal, inProcess);
 };
 
 const inWorker = (

@@ -72,14 +72,28 @@ describe("holdfast audit in a worker thread with a capped heap", () => {
     expect(told.progress.length).toBeGreaterThan(0);
   });
 
-  it("a worker that runs out of its heap: the audit runs in this process instead and says why", async () => {
+  it("a worker that runs out of its heap is tried once more with twice the heap, and says so", async () => {
+    const { db } = await givenJournal(tempDir());
+    const expected = await inProcess(db);
+    const { told, options } = watched();
+    // 20 MiB does not hold the worker's modules (from the sources, with tsx); 40 does.
+    const report = await bounded(db, { ...options, inProcessUpTo: 0, heapMib: 20 });
+    expect(told.worker).toEqual([20, 40]);
+    expect(told.fallback).toEqual([
+      "the audit worker ran out of its 20 MiB heap; audited again in a worker with 40 MiB",
+    ]);
+    expect(report).toEqual(expected.report);
+  });
+
+  it("a worker that runs out of twice its heap too: the audit runs in this process instead and says why", async () => {
     const { db } = await givenJournal(tempDir());
     const expected = await inProcess(db);
     const { told, options } = watched();
     const report = await bounded(db, { ...options, inProcessUpTo: 0, heapMib: 2 });
-    expect(told.worker).toEqual([2]);
+    expect(told.worker).toEqual([2, 4]);
     expect(told.fallback).toEqual([
-      "the audit worker ran out of its 2 MiB heap; audited again in this process, without a heap cap",
+      "the audit worker ran out of its 2 MiB heap; audited again in a worker with 4 MiB",
+      "the audit worker ran out of its 4 MiB heap; audited again in this process, without a heap cap",
     ]);
     expect(report).toEqual(expected.report);
   });
