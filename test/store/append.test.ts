@@ -94,3 +94,65 @@ describe("append", () => {
     await journal.close();
   });
 });
+
+describe("group commit on libSQL: one savepoint for the batch, one per request only when one is refused", () => {
+  const traced = () => {
+    const journal = LibsqlJournal.open(join(tempDir(), "j.db"));
+    const db = (journal as unknown as { db: { exec(sql: string): unknown } }).db;
+    const execs: string[] = [];
+    const exec = db.exec.bind(db);
+    db.exec = (sql: string) => {
+      execs.push(sql);
+      return exec(sql);
+    };
+    return { journal, execs };
+  };
+  const savepoints = (execs: ReadonlyArray<string>) =>
+    execs.filter((sql) => /SAVEPOINT|RELEASE|ROLLBACK TO/.test(sql));
+
+  it("a batch whose requests all pass takes one savepoint, not one per request", async () => {
+    const { journal, execs } = traced();
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        journal.append({ streamId: `s${i}`, expectedVersion: "no-stream", events: [opened] }),
+      ),
+    );
+    expect(execs.filter((sql) => sql === "COMMIT")).toHaveLength(1);
+    expect(savepoints(execs)).toEqual(["SAVEPOINT append_all", "RELEASE append_all"]);
+    for (let i = 0; i < 10; i++) expect(await journal.readStream(`s${i}`)).toHaveLength(1);
+    await journal.close();
+  });
+
+  it("a refused request in the batch: rolled back to the batch's savepoint, run again one savepoint per request; it fails alone and the others are written once", async () => {
+    const { journal, execs } = traced();
+    await journal.append({ streamId: "s3", expectedVersion: "no-stream", events: [opened] });
+    execs.length = 0;
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        // s3 exists already: its "no-stream" is refused.
+        journal.append({ streamId: `s${i}`, expectedVersion: "no-stream", events: [opened] }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedVersion);
+    expect(savepoints(execs).slice(0, 3)).toEqual([
+      "SAVEPOINT append_all",
+      "ROLLBACK TO append_all",
+      "RELEASE append_all",
+    ]);
+    expect(savepoints(execs).filter((sql) => sql === "SAVEPOINT append_one")).toHaveLength(6);
+    for (let i = 0; i < 6; i++) {
+      const events = await journal.readStream(`s${i}`);
+      expect(events).toHaveLength(1);
+      expect(events[0]!.prevHash).toBe(GENESIS_HASH);
+    }
+    await journal.close();
+  });
+});
