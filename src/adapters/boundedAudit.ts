@@ -16,6 +16,11 @@ export interface WorkerAudit {
   };
 }
 
+/**
+ * How {@link auditInBoundedHeap} audits: the audit's own options (expected head, findings kept,
+ * progress) and where it runs (the size past which a worker is used, the worker's heap), with what
+ * it tells along the way.
+ */
 export interface BoundedAuditOptions {
   readonly expectHead?: ExpectedHead | null;
   readonly maxFindings?: number;
