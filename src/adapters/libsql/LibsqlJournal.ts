@@ -319,38 +319,23 @@ export class LibsqlJournal implements Journal {
       return;
     }
     const batch = this.queue.splice(0);
-    let outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
+    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
+    // A request alone needs no savepoint: if it fails, the whole transaction is rolled back.
+    const savepoints = batch.length > 1;
     try {
-      // A request alone needs no savepoint: if it fails, the whole transaction is rolled back.
-      // Several are first tried together under one savepoint, which is what almost every batch
-      // needs; only when one is refused is the batch rolled back to it and run again with a
-      // savepoint per request, so that the refused request fails alone.
-      if (batch.length > 1) {
-        this.db.exec("SAVEPOINT append_all");
+      for (const pending of batch) {
+        if (savepoints) this.db.exec("SAVEPOINT append_one");
         try {
-          for (const pending of batch) outcomes.push({ ok: this.applyAll(pending.requests) });
-          this.db.exec("RELEASE append_all");
-        } catch {
-          this.db.exec("ROLLBACK TO append_all");
-          this.db.exec("RELEASE append_all");
-          outcomes = [];
+          outcomes.push({ ok: this.applyAll(pending.requests) });
+          if (savepoints) this.db.exec("RELEASE append_one");
+        } catch (error) {
+          if (savepoints) {
+            this.db.exec("ROLLBACK TO append_one");
+            this.db.exec("RELEASE append_one");
+          }
+          outcomes.push({ error });
         }
       }
-      const savepoints = batch.length > 1;
-      if (outcomes.length === 0)
-        for (const pending of batch) {
-          if (savepoints) this.db.exec("SAVEPOINT append_one");
-          try {
-            outcomes.push({ ok: this.applyAll(pending.requests) });
-            if (savepoints) this.db.exec("RELEASE append_one");
-          } catch (error) {
-            if (savepoints) {
-              this.db.exec("ROLLBACK TO append_one");
-              this.db.exec("RELEASE append_one");
-            }
-            outcomes.push({ error });
-          }
-        }
       if (outcomes.some((o) => "ok" in o)) {
         this.onBeforeCommit?.();
         crashPoint("mid-group-commit");
