@@ -139,7 +139,7 @@ export const auditSection: Section = {
             value: mib(report.maxRssKiB),
             unit: "MiB",
             ratio: null,
-            note: `maxRSS of the child process (${runner}), auditing as holdfast audit does: ${report.heapMib === null ? `in its own thread${report.fallback ? ` (${report.fallback})` : ""}` : `in a worker thread with a ${report.heapMib} MiB heap`}; ${mib(report.startRssKiB)} MiB before it opened the journal; the journal's page cache is 32 MiB`,
+            note: `maxRSS of the child process (${runner}), auditing as holdfast audit does: ${report.heapMib === null ? `in its own thread${report.fallback ? ` (${report.fallback})` : ""}` : `in a worker thread with a ${report.heapMib} MiB heap`}; ${mib(report.startRssKiB)} MiB before it opened the journal; page cache 4 MiB in the worker, 32 MiB in one thread`,
           },
           "<=",
           256,
