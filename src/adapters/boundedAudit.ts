@@ -40,7 +40,7 @@ export interface BoundedAuditOptions {
 export const WORKER_CACHE_KIB = 4 * 1024;
 
 /** The audit worker's young generation (MiB): short-lived garbage per event dies there. */
-const YOUNG_GENERATION_MIB = 12;
+const YOUNG_GENERATION_MIB = 8;
 
 /** Below this many positions a log's audit stays well under its memory target without a worker. */
 export const IN_PROCESS_UP_TO = 100_000;
