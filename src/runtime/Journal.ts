@@ -162,7 +162,14 @@ export interface JournalReader {
    * or null: new events are sealed with the current key; reads open sealed fields with any of them.
    */
   readonly keyring: Keyring | null;
-  readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /**
+   * One stream's events, decoded, in version order; with `afterVersion`, only those after it (a
+   * reader that holds the first ones already: history never changes, so the two make the stream).
+   */
+  readStream(
+    streamId: string,
+    options?: { readonly afterVersion?: number },
+  ): Promise<ReadonlyArray<RecordedEvent>>;
   /** One stream's stored rows, undecoded, in version order (recovery verifies the chain over them). */
   readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>>;
   /**

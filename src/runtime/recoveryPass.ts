@@ -275,7 +275,12 @@ const recoverClaimed = async (
   part.resumed.push(runId);
   const admitted = events[0]!.event;
   const input = admitted.type === "run.admitted" ? admitted.input : null;
-  const history = await core.journal.readStream(runStreamId(runId));
+  // The events inspected, then what was appended since (this pass's own events, or any other):
+  // history never changes, so only the stream's tail is read and decoded again.
+  const history = [
+    ...events,
+    ...(await core.journal.readStream(runStreamId(runId), { afterVersion: events.at(-1)?.version ?? 0 })),
+  ];
   const run = () =>
     execute(core.executeDeps, {
       agent,

@@ -188,6 +188,29 @@ export const journalContract = (
       });
     });
 
+    describe("reading a stream", () => {
+      it("readStream with afterVersion gives the stream's tail after that version, equal to the same events in a full read", async () => {
+        const { journal } = await given();
+        await journal.append({
+          streamId: "run-r",
+          expectedVersion: "no-stream",
+          events: [admitted("r", "c", "i"), awkward(0), awkward(1)],
+        });
+        await journal.append({
+          streamId: "run-q",
+          expectedVersion: "no-stream",
+          events: [admitted("q", "d", "i")],
+        });
+        await journal.append({ streamId: "run-r", expectedVersion: 3, events: [awkward(2)] });
+        const whole = await journal.readStream("run-r");
+        expect(whole.map((e) => e.version)).toEqual([1, 2, 3, 4]);
+        expect(await journal.readStream("run-r", { afterVersion: 0 })).toEqual(whole);
+        expect(await journal.readStream("run-r", { afterVersion: 2 })).toEqual(whole.slice(2));
+        expect(await journal.readStream("run-r", { afterVersion: 4 })).toEqual([]);
+        expect(await journal.readStream("run-none", { afterVersion: 0 })).toEqual([]);
+      });
+    });
+
     describe("global order", () => {
       it("readAll returns events in strictly increasing positions, and paging by after/limit reads each once", async () => {
         const { journal } = await given();

@@ -446,8 +446,16 @@ export class LibsqlJournal implements Journal {
     return () => this.committedListeners.delete(listener);
   }
 
-  async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
-    const rows = await this.read(() => this.rows<EventRow>(SQL.stream, streamId));
+  async readStream(
+    streamId: string,
+    options: { readonly afterVersion?: number } = {},
+  ): Promise<ReadonlyArray<RecordedEvent>> {
+    const { afterVersion } = options;
+    const rows = await this.read(() =>
+      afterVersion === undefined
+        ? this.rows<EventRow>(SQL.stream, streamId)
+        : this.rows<EventRow>(SQL.streamAfter, streamId, afterVersion),
+    );
     return rows.map((row) => decodeRow(toStored(row), this.keyring));
   }
 

@@ -309,10 +309,15 @@ export class PostgresJournal implements Journal {
     return () => this.committedListeners.delete(listener);
   }
 
-  async readStream(streamId: string): Promise<ReadonlyArray<RecordedEvent>> {
-    return (await this.rows<EventRow>(SQL.stream, [streamId])).map((row) =>
-      decodeRow(toStored(row), this.keyring),
-    );
+  async readStream(
+    streamId: string,
+    options: { readonly afterVersion?: number } = {},
+  ): Promise<ReadonlyArray<RecordedEvent>> {
+    const rows =
+      options.afterVersion === undefined
+        ? await this.rows<EventRow>(SQL.stream, [streamId])
+        : await this.rows<EventRow>(SQL.streamAfter, [streamId, options.afterVersion]);
+    return rows.map((row) => decodeRow(toStored(row), this.keyring));
   }
 
   async readStreamRows(streamId: string): Promise<ReadonlyArray<StoredRow>> {

@@ -56,6 +56,7 @@ export const statements = (dialect: Dialect) =>
     insertEvent:
       "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING position",
     stream: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? ORDER BY version`,
+    streamAfter: `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND version > ? ORDER BY version`,
     /*
      * No visibility horizon on either engine: every insert into `events` is made under the
      * journal's write lock, so positions are handed out in commit order
