@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { AuditOptions, AuditReport, ExpectedHead } from "../runtime/audit.js";
+import type { AuditOptions, AuditReport } from "../runtime/audit.js";
 import type { JournalReader } from "../runtime/Journal.js";
 import { auditStore } from "./auditStore.js";
 
@@ -9,11 +9,7 @@ import { auditStore } from "./auditStore.js";
 export interface WorkerAudit {
   /** The store as the command was given it (a path or a `postgres://` URL; undefined: the default). */
   readonly store: string | undefined;
-  readonly options: {
-    readonly expectHead?: ExpectedHead | null;
-    readonly maxFindings?: number;
-    readonly progressEvery?: number;
-  };
+  readonly options: Pick<AuditOptions, "expectHead" | "maxFindings" | "progressEvery">;
 }
 
 /**
@@ -21,11 +17,8 @@ export interface WorkerAudit {
  * progress) and where it runs (the size past which a worker is used, the worker's heap), with what
  * it tells along the way.
  */
-export interface BoundedAuditOptions {
-  readonly expectHead?: ExpectedHead | null;
-  readonly maxFindings?: number;
-  readonly progressEvery?: number;
-  readonly onProgress?: (events: number) => void;
+export interface BoundedAuditOptions
+  extends Pick<AuditOptions, "expectHead" | "maxFindings" | "progressEvery" | "onProgress"> {
   /** A log whose positions stay at or below this is audited in this process (default 100 000). */
   readonly inProcessUpTo?: number;
   /** The worker's heap in MiB (default {@link boundedHeapMib} of the log's last position). */
@@ -155,8 +148,6 @@ const inWorker = (
       execArgv: [],
       workerData: work,
       resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: YOUNG_GENERATION_MIB },
-      stdout: false,
-      stderr: false,
     });
     worker.on(
       "message",

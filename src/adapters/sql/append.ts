@@ -182,9 +182,8 @@ const wantedRows = (
   events: ReadonlyArray<AnyEvent>,
   projections: ReadonlyArray<AnyProjection>,
 ): Array<{ readonly name: string; readonly key: string; readonly id: string }> => {
-  const wanted = new Map<string, { readonly name: string; readonly key: string; readonly id: string }>();
-  events.forEach((event, i) => {
-    const entry: RecordedEvent = {
+  const entries = events.map(
+    (event, i): RecordedEvent => ({
       streamId,
       version: before + i + 1,
       position: 0,
@@ -194,17 +193,31 @@ const wantedRows = (
       hash: "",
       schemaVersion: EVENT_SCHEMA_VERSION,
       event,
-    };
-    for (const projection of projections) {
-      if (!handles(projection, entry)) continue;
-      for (const key of projection.keysOf(entry)) {
-        const id = rowId(projection.name, key);
-        if (!wanted.has(id)) wanted.set(id, { name: projection.name, key, id });
-      }
-    }
-  });
+    }),
+  );
+  const wanted = new Map<string, { readonly name: string; readonly key: string; readonly id: string }>();
+  for (const { projection, key, id } of touches(entries, projections))
+    if (!wanted.has(id)) wanted.set(id, { name: projection.name, key, id });
   return [...wanted.values()];
 };
+
+/** Each (event, projection, key) the events touch, in order: the same for the read-ahead and the write. */
+function* touches(
+  entries: ReadonlyArray<RecordedEvent>,
+  projections: ReadonlyArray<AnyProjection>,
+): Generator<{
+  readonly projection: AnyProjection;
+  readonly entry: RecordedEvent;
+  readonly key: string;
+  readonly id: string;
+}> {
+  for (const entry of entries)
+    for (const projection of projections) {
+      if (!handles(projection, entry)) continue;
+      for (const key of projection.keysOf(entry))
+        yield { projection, entry, key, id: rowId(projection.name, key) };
+    }
+}
 
 /** Refuse an append whose fence is not the run's current claim (law 10); a released claim is none. */
 export const checkFence = (fence: Fence, row: ClaimRow | undefined): void => {
@@ -256,18 +269,10 @@ export function* applyProjections(
   prefetched?: Prefetched,
 ): Program<void> {
   // The keys first: which rows a projection touches depends on the events, never on the rows.
-  const touched: Array<{ projection: AnyProjection; entry: RecordedEvent; key: string; id: string }> = [];
+  const touched = [...touches(recorded, projections)];
   const states = new Map<string, { name: string; key: string; state: unknown; position: number }>();
-  for (const entry of recorded) {
-    for (const projection of projections) {
-      if (!handles(projection, entry)) continue;
-      for (const key of projection.keysOf(entry)) {
-        const id = rowId(projection.name, key);
-        touched.push({ projection, entry, key, id });
-        if (!states.has(id)) states.set(id, { name: projection.name, key, state: undefined, position: 0 });
-      }
-    }
-  }
+  for (const { projection, key, id } of touched)
+    if (!states.has(id)) states.set(id, { name: projection.name, key, state: undefined, position: 0 });
   if (states.size === 0) return;
   const rows = [...states.values()];
   const found: ProjectionRowRead[] = [];
