@@ -66,6 +66,17 @@ const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<
   });
 
 /**
+ * Whether classifying `call` asks an adapter (its tool's reconciler) what happened: the only
+ * classification that leaves the process and can take time. Every other row of the recovery table
+ * is decided from the intent, the registry and the safe list alone.
+ */
+export const asksReconciler = (call: CallState, tools: ReadonlyMap<string, AnyToolDef>): boolean => {
+  if (call.kind === "child" || call.disposition !== "reconcile") return false;
+  const reconciler = tools.get(call.name)?.reconciler;
+  return reconciler != null && reconciler.name === call.reconciler;
+};
+
+/**
  * The recovery table (DESIGN §6) for one in-doubt call. Law 3: it runs again only if its tool is
  * on the safe list with the pin recorded in the intent equal to both the allowlist pin and the
  * current source; or an adapter proves it did not complete; otherwise the run is held.
@@ -126,9 +137,8 @@ export const classifyInDoubt = async (
   }
 
   if (call.disposition === "reconcile") {
-    const tool = deps.tools.get(call.name);
-    const reconciler = tool?.reconciler;
-    if (!reconciler || reconciler.name !== call.reconciler) {
+    const reconciler = deps.tools.get(call.name)?.reconciler;
+    if (!reconciler || !asksReconciler(call, deps.tools)) {
       return hold(
         "reconcile-unknown",
         `no reconciler "${call.reconciler}" is registered for tool "${call.name}"`,

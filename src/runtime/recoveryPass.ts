@@ -1,4 +1,4 @@
-import { EventDecryptError, type HoldReason, runStreamId } from "../events/index.js";
+import { type AnyEvent, EventDecryptError, type HoldReason, runStreamId } from "../events/index.js";
 import { blockingCalls, contextOf, statusOf } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
@@ -8,7 +8,13 @@ import { RunWriter } from "./dispatch.js";
 import { execute, type RunResult } from "./execute.js";
 import type { Claim, Fence } from "./Journal.js";
 import { Limiter } from "./limiter.js";
-import { type Classification, classifyInDoubt, inspectRun, latestIntents } from "./recover.js";
+import {
+  asksReconciler,
+  type Classification,
+  classifyInDoubt,
+  inspectRun,
+  latestIntents,
+} from "./recover.js";
 
 /** What a recovery pass did: runs interrupted, resumed, held, replayed, reconciled, left to others. */
 export interface RecoveryReport {
@@ -211,35 +217,48 @@ const recoverClaimed = async (
     return null;
   }
   const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine, fence);
+  // What recovery records before its verdict: a take-over (from here on the previous owner's
+  // appends are fenced out) and the interruption of a run that was running.
+  const opening: AnyEvent[] = [];
   const previous = claim.previous;
-  if (previous && previous.workerId !== core.workerId) {
-    // A take-over: recorded, and from here on the previous owner's appends are fenced out.
-    await writer.append([
-      {
-        type: "run.claimed",
-        runId,
-        workerId: core.workerId,
-        epoch: claim.epoch,
-        previousWorkerId: previous.workerId,
-      },
-    ]);
-  }
-  if (statusOf(writer.fold) === "running") {
-    await writer.append([
-      {
-        type: "run.interrupted",
-        runId,
-        detectedBy: core.workerId,
-        inDoubt: blockingCalls(contextOf(fold)).map((c) => c.callId),
-      },
-    ]);
-    crashPoint("after-interrupted");
-  }
+  if (previous && previous.workerId !== core.workerId)
+    opening.push({
+      type: "run.claimed",
+      runId,
+      workerId: core.workerId,
+      epoch: claim.epoch,
+      previousWorkerId: previous.workerId,
+    });
+  if (statusOf(fold) === "running")
+    opening.push({
+      type: "run.interrupted",
+      runId,
+      detectedBy: core.workerId,
+      inDoubt: blockingCalls(contextOf(fold)).map((c) => c.callId),
+    });
+  // The opening goes in its own commit when a verdict needs more than the journal and the registry
+  // (an adapter asked, a call authorized): it is on record before anything is asked or replayed.
+  // When every in-doubt call is held, or none is in doubt, it goes in one commit with the verdict
+  // (decision 0029): nothing happens between the two that a crash could leave half done.
+  const recordOpening = async (): Promise<void> => {
+    if (opening.length === 0) return;
+    const interrupted = opening.some((e) => e.type === "run.interrupted");
+    await writer.append(opening.splice(0));
+    if (interrupted) crashPoint("after-interrupted");
+  };
+  const closing = async (verdict: AnyEvent): Promise<void> => {
+    const interrupted = opening.some((e) => e.type === "run.interrupted");
+    await writer.append([...opening.splice(0), verdict]);
+    if (interrupted) crashPoint("after-interrupted");
+  };
   part.interrupted.push(runId);
 
   const intents = latestIntents(events);
   const holds: HoldReason[] = [];
-  for (const call of blockingCalls(contextOf(writer.fold))) {
+  const inDoubt = blockingCalls(contextOf(fold));
+  if (inDoubt.some((call) => intents.has(call.callId) && asksReconciler(call, core.tools)))
+    await recordOpening();
+  for (const call of inDoubt) {
     const intent = intents.get(call.callId);
     const decided: Classification = intent
       ? await classifyInDoubt(call, intent, {
@@ -258,6 +277,7 @@ const recoverClaimed = async (
       holds.push(decided.reason);
       continue;
     }
+    await recordOpening();
     await writer.append(decided.events);
     if (decided.note === "replayed") {
       part.replayed.push(call.callId);
@@ -265,13 +285,13 @@ const recoverClaimed = async (
     } else part.reconciled.push(call.callId);
   }
   if (holds.length > 0) {
-    await writer.append([{ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }]);
+    await closing({ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] });
     part.held.push({ runId, reasons: holds });
     await core.ownership.release(runId);
     return null;
   }
+  await closing({ type: "run.resumed", runId, by: core.workerId });
   const context = contextOf(writer.fold);
-  await writer.append([{ type: "run.resumed", runId, by: core.workerId }]);
   part.resumed.push(runId);
   const admitted = events[0]!.event;
   const input = admitted.type === "run.admitted" ? admitted.input : null;

@@ -11,6 +11,16 @@ import { makeStepsAgent, witnessLines } from "../support/witness.js";
 
 const tempDir = useTempDir();
 
+/** The types of every event in the journal at `db`, in log order. */
+const eventTypes = async (db: string): Promise<string[]> => {
+  const journal = LibsqlJournal.open(db);
+  try {
+    return (await journal.readAll({ after: 0, limit: 10_000 })).map((e) => e.event.type);
+  } finally {
+    await journal.close();
+  }
+};
+
 describe("resuming interrupted runs", () => {
   it("five interrupted runs resume with never more than two at once (observed)", async () => {
     const dir = tempDir();
@@ -53,7 +63,7 @@ describe("resuming interrupted runs", () => {
     await rt.close();
   });
 
-  it("a kill right after run.interrupted: the next start finishes recovery with no duplicate events or effects", async () => {
+  it("a kill right after run.interrupted, nothing in doubt: the interruption and run.resumed were one commit; the next start records its own interruption and repeats no effect", async () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");
     const witness = join(dir, "witness.txt");
@@ -67,19 +77,57 @@ describe("resuming interrupted runs", () => {
     expect(first.signal).toBe("SIGKILL");
     const second = await runWorker({ ...base, HF_ACTION: "recover", HOLDFAST_CRASH_AT: "after-interrupted" });
     expect(second.signal).toBe("SIGKILL");
+    // Killed right after the commit holding run.interrupted: run.resumed is in it (decision 0029).
+    expect((await eventTypes(db)).slice(-2)).toEqual(["run.interrupted", "run.resumed"]);
     const third = await runWorker({ ...base, HF_ACTION: "recover" });
     expect(third.code, third.stderr).toBe(0);
     const recovered = (lineOf(third, "recovered")?.results ?? []) as Array<{ status: string }>;
     expect(recovered.map((r) => r.status)).toEqual(["completed"]);
 
-    const journal = LibsqlJournal.open(db);
-    const types = (await journal.readAll({ after: 0, limit: 1000 })).map((e) => e.event.type);
-    await journal.close();
-    // One interruption recorded although recovery started twice; one resumption; each call once.
-    expect(types.filter((t) => t === "run.interrupted")).toHaveLength(1);
-    expect(types.filter((t) => t === "run.resumed")).toHaveLength(1);
+    const types = await eventTypes(db);
+    // Each start found the run running with no owner: an interruption each, each resumed at once.
+    const interruptions = types.flatMap((t, i) => (t === "run.interrupted" ? [i] : []));
+    expect(interruptions).toHaveLength(2);
+    for (const i of interruptions) expect(types[i + 1]).toBe("run.resumed");
+    expect(types.filter((t) => t === "run.resumed")).toHaveLength(2);
     expect(types.filter((t) => t === "call.intended")).toHaveLength(3);
     expect(witnessLines(witness)).toEqual(["p-a", "p-b", "p-c"]);
+  });
+
+  it("a kill right after run.interrupted, a reconciler to ask: the interruption was on record alone; the next start records none again and the effect runs once", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const witness = join(dir, "witness.txt");
+    const base = {
+      HF_DB: db,
+      HF_WITNESS: witness,
+      HF_CHAT: "c",
+      HF_INPUT: "i",
+      HF_PREFIX: "p",
+      HF_AGENT: "table",
+    };
+    const first = await runWorker({
+      ...base,
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "after-intent",
+      HOLDFAST_CRASH_CALL: "reconciled",
+    });
+    expect(first.signal).toBe("SIGKILL");
+    const second = await runWorker({ ...base, HF_ACTION: "recover", HOLDFAST_CRASH_AT: "after-interrupted" });
+    expect(second.signal).toBe("SIGKILL");
+    // The interruption is committed before the adapter is asked: nothing after it yet.
+    expect((await eventTypes(db)).at(-1)).toBe("run.interrupted");
+    const third = await runWorker({ ...base, HF_ACTION: "recover" });
+    expect(third.code, third.stderr).toBe(0);
+    const recovered = (lineOf(third, "recovered")?.results ?? []) as Array<{ status: string }>;
+    expect(recovered.map((r) => r.status)).toEqual(["completed"]);
+
+    const types = await eventTypes(db);
+    // One interruption recorded although recovery started twice; one verdict, one resumption.
+    expect(types.filter((t) => t === "run.interrupted")).toHaveLength(1);
+    expect(types.filter((t) => t === "call.reconciled")).toHaveLength(1);
+    expect(types.filter((t) => t === "run.resumed")).toHaveLength(1);
+    expect(witnessLines(witness).filter((l) => l.startsWith("sent p-sent"))).toHaveLength(1);
   });
 
   it("a run with a corrupt checkpoint needs attention and blocks its chat; other runs recover and complete", async () => {
