@@ -47,6 +47,24 @@ module.exports = {
       from: { path: "^src/machines/" },
       to: { dependencyTypes: ["npm"], pathNot: "node_modules/(effect|xstate|canonicalize)/" },
     },
+    {
+      name: "cli-commands-load-lazily",
+      comment:
+        "the CLI imports a command's module (and failure.ts, which loads the error classes) only when it runs: `holdfast --help` loads no engine, `holdfast audit` no server",
+      severity: "error",
+      from: { path: "^src/adapters/cli/main\\.ts$" },
+      to: {
+        path: "^src/adapters/cli/(commands/|failure\\.ts$)",
+        dependencyTypesNot: ["dynamic-import"],
+      },
+    },
+    {
+      name: "cli-option-values-are-light",
+      comment: "the CLI's choices, defaults and parsers load without effect, the engine or a driver",
+      severity: "error",
+      from: { path: "^src/adapters/cli/optionValues\\.ts$" },
+      to: { path: "node_modules/(effect|xstate|libsql|pg|hono)/", reachable: true },
+    },
   ],
   options: {
     doNotFollow: { path: "node_modules" },

@@ -1,13 +1,8 @@
 import { Schema } from "effect";
+import { DECISION_KINDS } from "./decisionKinds.js";
 import { Json } from "./shared.js";
 
-export const DecisionKind = Schema.Literal(
-  "resume",
-  "stop",
-  "new-attempt",
-  "confirmed-completed",
-  "confirmed-not-completed",
-);
+export const DecisionKind = Schema.Literal(...DECISION_KINDS);
 export type DecisionKind = typeof DecisionKind.Type;
 
 /** A person's decision on one in-doubt call. */

@@ -1,7 +1,7 @@
 import type { Claim, Fence, Journal } from "./Journal.js";
+import { MIN_LEASE_MS } from "./leaseBounds.js";
 
-/** The shortest lease a runtime accepts: the safety margin (at least 1 s) must fit in it with room to renew. */
-export const MIN_LEASE_MS = 3_000;
+export { MIN_LEASE_MS };
 
 /**
  * Law 10: how much of its lease an owner must have left to start an effect — at least one second,

@@ -2,8 +2,9 @@ import { decodeRow, type Keyring, type StoredRow, verifyStreamChain } from "../e
 import { foldRun, statusOf } from "../machines/index.js";
 import type { Journal, PruneReport, RetentionPolicy } from "./Journal.js";
 
-/** DESIGN §9: keep the last 100 finished runs, or 30 days. */
-export const DEFAULT_RETENTION: RetentionPolicy = { keepRuns: 100, keepDays: 30 };
+import { DEFAULT_RETENTION } from "./retentionDefaults.js";
+
+export { DEFAULT_RETENTION };
 
 /**
  * A whole policy from a partial one (defaults for what it leaves out), checked: `keepRuns` a whole

@@ -2,23 +2,39 @@ import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, usageError } from "./CliError.js";
-import { allowlistAddCommand, allowlistCheckCommand } from "./commands/allowlist.js";
-import { auditCommand, parseExpectHead } from "./commands/audit.js";
-import { backupCommand } from "./commands/backup.js";
-import { DECISIONS, decideCommand } from "./commands/decide.js";
-import { demoCommand } from "./commands/demo.js";
-import { eventsCommand } from "./commands/events.js";
-import { planCommand } from "./commands/plan.js";
-import { DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, parseKeepDays, pruneCommand } from "./commands/prune.js";
-import { rebuildCommand } from "./commands/rebuild.js";
-import { retryCommand } from "./commands/retry.js";
-import { RUN_STATUSES, runsCommand } from "./commands/runs.js";
-import { serveCommand } from "./commands/serve.js";
-import { showCommand } from "./commands/show.js";
-import { showChatCommand } from "./commands/showChat.js";
-import { DEFAULT_LEASE_MS, parseConcurrency, parseLeaseMs, workerCommand } from "./commands/worker.js";
-import { describeFailure, failureLines } from "./failure.js";
 import { type Io, Output } from "./Output.js";
+import {
+  DECISIONS,
+  DEFAULT_KEEP_DAYS,
+  DEFAULT_KEEP_RUNS,
+  DEFAULT_LEASE_MS,
+  parseConcurrency,
+  parseExpectHead,
+  parseKeepDays,
+  parseLeaseMs,
+  RUN_STATUSES,
+} from "./optionValues.js";
+
+// Each command's module is imported when the command runs, not before: `holdfast --help` loads no
+// journal, engine or server code, and `holdfast audit` (whose worker thread has its own copy) only
+// what auditing needs.
+const commands = {
+  allowlist: () => import("./commands/allowlist.js"),
+  audit: () => import("./commands/audit.js"),
+  backup: () => import("./commands/backup.js"),
+  decide: () => import("./commands/decide.js"),
+  demo: () => import("./commands/demo.js"),
+  events: () => import("./commands/events.js"),
+  plan: () => import("./commands/plan.js"),
+  prune: () => import("./commands/prune.js"),
+  rebuild: () => import("./commands/rebuild.js"),
+  retry: () => import("./commands/retry.js"),
+  runs: () => import("./commands/runs.js"),
+  serve: () => import("./commands/serve.js"),
+  show: () => import("./commands/show.js"),
+  showChat: () => import("./commands/showChat.js"),
+  worker: () => import("./commands/worker.js"),
+};
 
 const version = (): string => {
   try {
@@ -83,14 +99,14 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--db <path>", DB_HELP)
     .option("--work <dir>", "work folder for the tools (default: demo-work next to the journal)")
     .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await demoCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.demo()).demoCommand(options, io)));
 
   command("runs")
     .description("list runs and their status")
     .addOption(new Option("--status <status>", "only runs with this status").choices(RUN_STATUSES))
     .option("--db <path>", DB_HELP)
     .option("--json", "print a JSON array instead of a table")
-    .action(async (options) => setCode(await runsCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.runs()).runsCommand(options, io)));
 
   command("show [runId]")
     .description(
@@ -102,10 +118,11 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .action(async (runId: string | undefined, options) => {
       if (runId !== undefined && options.chat !== undefined)
         throw usageError("show takes a run id or --chat, not both", "see `holdfast show --help`");
-      if (options.chat !== undefined) return setCode(await showChatCommand(options.chat, options, io));
+      if (options.chat !== undefined)
+        return setCode(await (await commands.showChat()).showChatCommand(options.chat, options, io));
       if (runId === undefined)
         throw usageError("show needs a run id, or --chat <chatId>", "see `holdfast show --help`");
-      setCode(await showCommand(runId, options, io));
+      setCode(await (await commands.show()).showCommand(runId, options, io));
     });
 
   command("serve")
@@ -120,7 +137,7 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     )
     .option("--db <path>", DB_HELP)
     .option("--json", "print where it listens as one JSON line")
-    .action(async (options) => setCode(await serveCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.serve()).serveCommand(options, io)));
 
   command("events")
     .description("list the journal's events in position order")
@@ -129,7 +146,7 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--follow", "keep printing new events as they are committed (Ctrl-C stops)")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON object per line")
-    .action(async (options) => setCode(await eventsCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.events()).eventsCommand(options, io)));
 
   command("audit")
     .description(
@@ -146,13 +163,13 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     )
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await auditCommand(options, io, stderr)));
+    .action(async (options) => setCode(await (await commands.audit()).auditCommand(options, io, stderr)));
 
   command("rebuild")
     .description("recompute every projection from the events and replace the stored rows, in one transaction")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await rebuildCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.rebuild()).rebuildCommand(options, io)));
 
   command("prune")
     .description("remove finished runs beyond the newest N and older than D days (never active or held runs)")
@@ -171,13 +188,15 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--dry-run", "list what would be removed, write nothing")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await pruneCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.prune()).pruneCommand(options, io)));
 
   command("backup <path>")
     .description("write a verified copy of a libSQL journal (VACUUM INTO, mode 0600, never over a file)")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (path: string, options) => setCode(await backupCommand(path, options, io, stderr)));
+    .action(async (path: string, options) =>
+      setCode(await (await commands.backup()).backupCommand(path, options, io, stderr)),
+    );
 
   command("decide <runId> [decision]")
     .description(
@@ -206,7 +225,7 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
     .action(async (runId: string, decision: string | undefined, options) =>
-      setCode(await decideCommand(runId, decision, options, io)),
+      setCode(await (await commands.decide()).decideCommand(runId, decision, options, io)),
     );
 
   command("retry <runId> <callId>")
@@ -221,7 +240,7 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
     .action(async (runId: string, callId: string, options) =>
-      setCode(await retryCommand(runId, callId, options, io)),
+      setCode(await (await commands.retry()).retryCommand(runId, callId, options, io)),
     );
 
   command("plan <chatId> [action]")
@@ -236,7 +255,7 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
     .action(async (chatId: string, action: string | undefined, options) =>
-      setCode(await planCommand(chatId, action, options, io)),
+      setCode(await (await commands.plan()).planCommand(chatId, action, options, io)),
     );
 
   const allowlist = command("allowlist").description(
@@ -250,7 +269,9 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .requiredOption("--module <path>", "the ES module that exports the tool definition")
     .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
     .option("--json", "print one JSON document instead of text")
-    .action(async (tool: string, options) => setCode(await allowlistAddCommand(tool, options, io)));
+    .action(async (tool: string, options) =>
+      setCode(await (await commands.allowlist()).allowlistAddCommand(tool, options, io)),
+    );
   allowlist
     .command("check")
     .description("compare every listed tool's pin with its current source; exit 1 on any difference")
@@ -259,7 +280,9 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .requiredOption("--module <path>", "the ES module that exports the tool definitions")
     .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
     .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await allowlistCheckCommand(options, io)));
+    .action(async (options) =>
+      setCode(await (await commands.allowlist()).allowlistCheckCommand(options, io)),
+    );
 
   command("worker")
     .description(
@@ -279,7 +302,7 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
       "also admit inputs from standard input, one JSON object per line: {chatId, inputId, agent, content}",
     )
     .option("--json", "print one JSON object per line")
-    .action(async (options) => setCode(await workerCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.worker()).workerCommand(options, io)));
 
   return program;
 };
@@ -305,6 +328,7 @@ export async function main(argv: string[], streams: Streams = process): Promise<
   });
   if (argv.length === 0) {
     streams.stderr.write(`${program.helpInformation()}\n`);
+    const { failureLines } = await import("./failure.js");
     streams.stderr.write(
       failureLines({
         exitCode: ExitCode.usage,
@@ -319,6 +343,7 @@ export async function main(argv: string[], streams: Streams = process): Promise<
     return code;
   } catch (error) {
     if (error instanceof CommanderError) return commanderExit(error);
+    const { describeFailure, failureLines } = await import("./failure.js");
     const failure = describeFailure(error);
     streams.stderr.write(failureLines(failure));
     return failure.exitCode;

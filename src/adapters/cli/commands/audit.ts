@@ -1,6 +1,5 @@
-import { InvalidArgumentError } from "commander";
 import { describeAnchor } from "../../../runtime/anchor.js";
-import { type AuditFinding, type AuditReport, parseExpectedHead } from "../../../runtime/audit.js";
+import type { AuditFinding, AuditReport, ExpectedHead } from "../../../runtime/audit.js";
 import { auditInBoundedHeap } from "../../boundedAudit.js";
 import { writeAnchor } from "../../libsql/anchor.js";
 import { ExitCode, usageError } from "../CliError.js";
@@ -10,7 +9,7 @@ import type { Io } from "../Output.js";
 export interface AuditOptions {
   readonly db?: string;
   readonly json?: boolean;
-  readonly expectHead?: ReturnType<typeof parseExpectedHead>;
+  readonly expectHead?: ExpectedHead | null;
   /** After a deliberate restore: anchor the current head when the audit finds nothing else. */
   readonly acceptHead?: boolean;
 }
@@ -22,14 +21,6 @@ const ANCHOR_KINDS: ReadonlySet<AuditFinding["kind"]> = new Set(["lost-commits",
 export const AUDIT_PROGRESS_EVERY = 10_000;
 
 /** `--expect-head D` or `D@P`: a 64-hex-digit digest, optionally with the position it was taken at. */
-export const parseExpectHead = (value: string) => {
-  const parsed = parseExpectedHead(value);
-  if (!parsed)
-    throw new InvalidArgumentError(
-      `--expect-head takes the 64-hex-digit head digest an audit printed, or DIGEST@POSITION, got "${value}"`,
-    );
-  return parsed;
-};
 
 const where = (f: AuditFinding): string => {
   if (f.streamId === null) return f.projection ? `${f.projection}/${f.key ?? ""}` : "(log)";

@@ -1,5 +1,3 @@
-import { InvalidArgumentError } from "commander";
-import { DEFAULT_RETENTION } from "../../../runtime/retention.js";
 import { withExistingJournal } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 import { table } from "../table.js";
@@ -11,16 +9,6 @@ export interface PruneOptions {
   readonly dryRun?: boolean;
   readonly json?: boolean;
 }
-
-export const DEFAULT_KEEP_RUNS = DEFAULT_RETENTION.keepRuns;
-export const DEFAULT_KEEP_DAYS = DEFAULT_RETENTION.keepDays;
-
-/** `--keep-days` takes a number of days ≥ 0 (fractions allowed: 0.5 is twelve hours). */
-export const parseKeepDays = (value: string): number => {
-  if (!/^\d+(\.\d+)?$/.test(value))
-    throw new InvalidArgumentError(`--keep-days takes a number of days ≥ 0, got "${value}"`);
-  return Number(value);
-};
 
 /**
  * `holdfast prune`: remove finished runs (completed, failed, stopped) beyond the newest

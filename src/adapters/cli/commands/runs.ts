@@ -1,10 +1,8 @@
 import type { RunRow } from "../../../projections/index.js";
 import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
+import type { RunStatusFilter } from "../optionValues.js";
 import { table } from "../table.js";
-
-export const RUN_STATUSES = ["running", "interrupted", "held", "completed", "failed", "stopped"] as const;
-export type RunStatusFilter = (typeof RUN_STATUSES)[number];
 
 export interface RunsOptions {
   readonly db?: string;

@@ -1,10 +1,8 @@
 import { createInterface } from "node:readline";
-import { InvalidArgumentError } from "commander";
 import { type HoldReason, MIN_SECRET_LENGTH, makeMasker } from "../../../events/index.js";
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
-import { MIN_LEASE_MS } from "../../../runtime/ownership.js";
 import { isWorkerDead, localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { openStore, resolveStore } from "../../store.js";
@@ -29,26 +27,8 @@ export interface WorkerOptions {
   readonly json?: boolean;
 }
 
-export const DEFAULT_LEASE_MS = 15_000;
-
 /** How often, between passes, the owners of runs left alone are looked at. */
 const WATCH_MS = 100;
-
-/** `--lease-ms`: whole milliseconds, at least 100. */
-export const parseLeaseMs = (value: string): number => {
-  if (!/^\d+$/.test(value) || Number(value) < MIN_LEASE_MS)
-    throw new InvalidArgumentError(
-      `--lease-ms takes a whole number of milliseconds ≥ ${MIN_LEASE_MS} (room for the safety margin of law 10), got "${value}"`,
-    );
-  return Number(value);
-};
-
-/** `--concurrency`: a whole number, at least 1. */
-export const parseConcurrency = (value: string): number => {
-  if (!/^\d+$/.test(value) || Number(value) < 1)
-    throw new InvalidArgumentError(`--concurrency takes a whole number ≥ 1, got "${value}"`);
-  return Number(value);
-};
 
 /** What a worker reports, one line each (`--json`: one object per line, with `kind` and `at`). */
 type Report =
