@@ -240,6 +240,18 @@ export const recoverySection: Section = {
         4,
       ),
     );
+    // Resumed runs re-execute while the pass goes on: what the pass leaves to them shifts between
+    // the two windows, so the time until every resumed run has finished is shown beside it.
+    const untilSettled = (median(largeT.map((t) => t.classifyMs + t.settleMs)) * 1000) / large;
+    metrics.push(
+      figure({
+        name: "recovery.per_run.until_settled",
+        value: round(untilSettled),
+        unit: "µs/run",
+        ratio: round(untilSettled / floorMedian),
+        note: `from recover() until every resumed run has finished re-executing, per interrupted run at ${formatCount(large)} runs (half held, half resumed); ratio in the same floor commits`,
+      }),
+    );
     // What opening adds after a machine crash (decision 0008): the whole-file check, timed alone.
     const checked = new Database(base, { readonly: true });
     try {

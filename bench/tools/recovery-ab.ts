@@ -55,7 +55,10 @@ for (let r = 0; r < reps; r++) {
     process.stdout.write(summarizeProfile(profile));
   }
   const cpu = process.cpuUsage(c0);
-  await report.done;
+  const results = await report.done;
+  const completed = results.filter((r) => r.status === "completed").length;
+  if (completed !== report.resumed.length)
+    throw new Error(`${report.resumed.length} runs resumed, ${completed} completed`);
   const t2 = performance.now();
   await runtime.close();
   console.log(

@@ -19,6 +19,12 @@ export interface AppendRequest {
   /** Already masked payloads. */
   readonly events: ReadonlyArray<AnyEvent>;
   readonly fence?: Fence;
+  /**
+   * With a fence: let the fenced claim go in the same transaction, after the events (a run that
+   * settles with this append — recovery holding it — needs no release commit of its own). The row
+   * keeps its epoch, as `releaseClaims` leaves it. Refused without a fence.
+   */
+  readonly releaseClaim?: boolean;
 }
 
 export interface AppendResult {

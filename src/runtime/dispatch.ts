@@ -58,6 +58,16 @@ export class RunWriter {
   }
 
   /**
+   * The same, and the run's claim let go in the same commit (`AppendRequest.releaseClaim`): for the
+   * last append of an owner that settles the run with it. Needs the writer's fence.
+   */
+  appendAndRelease(events: ReadonlyArray<AnyEvent>): Promise<ReadonlyArray<RecordedEvent>> {
+    const next = this.tail.then(() => this.write(events, [], true));
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
    * The same, together with appends to other streams in one transaction (a document change and
    * the outcome of the call that made it): all are written, or none.
    */
@@ -103,6 +113,7 @@ export class RunWriter {
   private async write(
     events: ReadonlyArray<AnyEvent>,
     others: ReadonlyArray<AppendRequest>,
+    releaseClaim = false,
   ): Promise<ReadonlyArray<RecordedEvent>> {
     let fold = this.current;
     for (const event of events) fold = step(fold, event);
@@ -111,6 +122,7 @@ export class RunWriter {
       expectedVersion: contextOf(this.current).version,
       events,
       ...(this.fence ? { fence: this.fence } : {}),
+      ...(releaseClaim ? { releaseClaim } : {}),
     };
     const [result] =
       others.length === 0 ? [await this.journal.append(own)] : await this.journal.appendAll([own, ...others]);

@@ -152,6 +152,15 @@ export class Ownership {
     await this.releasing.done;
   }
 
+  /**
+   * Forget a run whose claim was let go in the journal already, by the append that settled it
+   * (`AppendRequest.releaseClaim`): no release commit. Only the claim of that epoch: a claim of the
+   * run taken since is kept.
+   */
+  forget(runId: string, epoch: number): void {
+    if (this.owned.get(runId)?.epoch === epoch) this.owned.delete(runId);
+  }
+
   /** Stop renewing and let every claim taken here go — never another process's claim of the same id. */
   async close(): Promise<void> {
     if (this.heartbeat) clearInterval(this.heartbeat);

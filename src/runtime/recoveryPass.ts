@@ -246,9 +246,14 @@ const recoverClaimed = async (
     await writer.append(opening.splice(0));
     if (interrupted) crashPoint("after-interrupted");
   };
-  const closing = async (verdict: AnyEvent): Promise<void> => {
+  const closing = async (verdict: AnyEvent, settles: boolean): Promise<void> => {
     const interrupted = opening.some((e) => e.type === "run.interrupted");
-    await writer.append([...opening.splice(0), verdict]);
+    const events = [...opening.splice(0), verdict];
+    if (settles) {
+      // A held run is settled by its verdict: the claim goes in the same commit.
+      await writer.appendAndRelease(events);
+      core.ownership.forget(runId, fence.epoch);
+    } else await writer.append(events);
     if (interrupted) crashPoint("after-interrupted");
   };
   part.interrupted.push(runId);
@@ -285,12 +290,11 @@ const recoverClaimed = async (
     } else part.reconciled.push(call.callId);
   }
   if (holds.length > 0) {
-    await closing({ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] });
+    await closing({ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }, true);
     part.held.push({ runId, reasons: holds });
-    await core.ownership.release(runId);
     return null;
   }
-  await closing({ type: "run.resumed", runId, by: core.workerId });
+  await closing({ type: "run.resumed", runId, by: core.workerId }, false);
   const context = contextOf(writer.fold);
   part.resumed.push(runId);
   const admitted = events[0]!.event;

@@ -81,6 +81,38 @@ describe("claims and releases asked for together share a transaction", () => {
     expect(ownership.fence("run-x")).toEqual({ runId: "run-x", workerId: "worker-a", epoch: row?.epoch });
   });
 
+  it("forget() drops a run let go by its settling append, without a release commit, and never a newer claim of it", async () => {
+    const { journal, ownership, calls } = countedJournal();
+    const first = await ownership.claim("run-a");
+    await journal.append({
+      streamId: "run-run-a",
+      expectedVersion: "no-stream",
+      events: [
+        {
+          type: "run.admitted",
+          runId: "run-a",
+          chatId: "c",
+          inputId: "i",
+          inputDigest: "0".repeat(64),
+          agent: { name: "a", version: "1" },
+          machine: "run@2",
+          input: null,
+        },
+      ],
+      fence: ownership.fence("run-a")!,
+      releaseClaim: true,
+    });
+    expect(await journal.currentClaim("run-a")).toBeNull();
+    ownership.forget("run-a", first!.epoch);
+    expect(ownership.owns("run-a")).toBe(false);
+    expect(calls.releaseClaims).toBe(0);
+    // Claimed again: a forget of the earlier epoch (late) keeps the new claim.
+    const second = await ownership.claim("run-a");
+    expect(second!.epoch).toBe(first!.epoch + 1);
+    ownership.forget("run-a", first!.epoch);
+    expect(ownership.fence("run-a")).toEqual({ runId: "run-a", workerId: "worker-a", epoch: second!.epoch });
+  });
+
   it("close() waits for the releases still on their way, then lets the rest go", async () => {
     const { journal, ownership } = countedJournal();
     await Promise.all(runIds(4).map((runId) => ownership.claim(runId)));

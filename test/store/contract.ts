@@ -606,6 +606,57 @@ export const journalContract = (
         expect(await journal.streamHead("run-r1")).toMatchObject({ version: 2, hash: second!.hash });
       });
 
+      it("an append with releaseClaim lets its claim go in the same commit; a refused one keeps it; none without a fence", async () => {
+        const { journal, open } = await given();
+        const other = await open();
+        const claim = await journal.claim("r1", "w1", 60_000);
+        const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i")],
+          fence,
+        });
+        // Refused (wrong version): nothing written, the claim stays.
+        await expect(
+          journal.append({
+            streamId: "run-r1",
+            expectedVersion: 5,
+            events: [intended("r1", 0)],
+            fence,
+            releaseClaim: true,
+          }),
+        ).rejects.toMatchObject({ _tag: "WrongExpectedVersion" });
+        expect(await other.currentClaim("r1")).toMatchObject({ workerId: "w1", epoch: claim!.epoch });
+        await expect(
+          journal.append({
+            streamId: "run-r2",
+            expectedVersion: "no-stream",
+            events: [admitted("r2", "c2", "i")],
+            releaseClaim: true,
+          }),
+        ).rejects.toThrow(/asks to release its claim but has no fence/);
+        expect(await journal.streamHead("run-r2")).toBeNull();
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: 1,
+          events: [intended("r1", 0)],
+          fence,
+          releaseClaim: true,
+        });
+        // Written and let go together: another connection sees the events and no claim.
+        expect(await other.readStream("run-r1")).toHaveLength(2);
+        expect(await other.currentClaim("r1")).toBeNull();
+        // The row kept its epoch: the next claim counts on, and the old fence matches nothing.
+        expect(await other.claim("r1", "w2", 60_000)).toMatchObject({
+          epoch: claim!.epoch + 1,
+          previous: null,
+        });
+        await expect(
+          journal.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence }),
+        ).rejects.toBeInstanceOf(FencedOut);
+      });
+
       it("an append fenced on a run nobody has claimed is refused with FencedOut", async () => {
         const { journal } = await given();
         await expect(

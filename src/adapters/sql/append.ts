@@ -37,6 +37,10 @@ export function* appendProgram(
   ring: Keyring | null,
 ): Program<AppendResult> {
   const { streamId, expectedVersion, events, fence } = request;
+  if (request.releaseClaim && !fence)
+    throw new TypeError(
+      `an append to ${streamId} asks to release its claim but has no fence: only a fenced append holds a claim to let go`,
+    );
   let head: HeadRow | undefined;
   let prefetched: Prefetched | undefined;
   const before = versionBefore(expectedVersion);
@@ -140,6 +144,8 @@ export function* appendProgram(
     prevHash = hash;
   }
   yield* applyProjections(sql, recorded, projections, ring, prefetched);
+  // Checked before: a fenced append only gets here holding the claim it lets go.
+  if (request.releaseClaim && fence) yield* run(sql.releaseRun, [fence.workerId, fence.runId]);
   return { streamId, nextVersion: version, recorded };
 }
 
