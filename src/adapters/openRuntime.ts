@@ -18,7 +18,7 @@ import {
 } from "../runtime/engine.js";
 import { decodeInput } from "../runtime/input.js";
 import type { Journal, PruneReport, RetentionPolicy } from "../runtime/Journal.js";
-import { MIN_LEASE_MS } from "../runtime/ownership.js";
+import { MIN_LEASE_MS } from "../runtime/leaseBounds.js";
 import { applyRetention, resolveRetention } from "../runtime/retention.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { loadAllowlist } from "./allowlist.js";

@@ -54,7 +54,7 @@ export class RunWriter {
    * commit; rejects (writing nothing) if the machine refuses or the store does.
    */
   append(events: ReadonlyArray<AnyEvent>): Promise<ReadonlyArray<RecordedEvent>> {
-    return this.appendWith(events, []);
+    return this.enqueue(events, [], false);
   }
 
   /**
@@ -62,9 +62,7 @@ export class RunWriter {
    * last append of an owner that settles the run with it. Needs the writer's fence.
    */
   appendAndRelease(events: ReadonlyArray<AnyEvent>): Promise<ReadonlyArray<RecordedEvent>> {
-    const next = this.tail.then(() => this.write(events, [], true));
-    this.tail = next.catch(() => undefined);
-    return next;
+    return this.enqueue(events, [], true);
   }
 
   /**
@@ -75,7 +73,16 @@ export class RunWriter {
     events: ReadonlyArray<AnyEvent>,
     others: ReadonlyArray<AppendRequest>,
   ): Promise<ReadonlyArray<RecordedEvent>> {
-    const next = this.tail.then(() => this.write(events, others));
+    return this.enqueue(events, others, false);
+  }
+
+  /** Take the next place in the run's append order for a write. */
+  private enqueue(
+    events: ReadonlyArray<AnyEvent>,
+    others: ReadonlyArray<AppendRequest>,
+    releaseClaim: boolean,
+  ): Promise<ReadonlyArray<RecordedEvent>> {
+    const next = this.tail.then(() => this.write(events, others, releaseClaim));
     this.tail = next.catch(() => undefined);
     return next;
   }

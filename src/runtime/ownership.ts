@@ -1,7 +1,4 @@
 import type { Claim, Fence, Journal } from "./Journal.js";
-import { MIN_LEASE_MS } from "./leaseBounds.js";
-
-export { MIN_LEASE_MS };
 
 /**
  * Law 10: how much of its lease an owner must have left to start an effect — at least one second,

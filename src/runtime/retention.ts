@@ -4,8 +4,6 @@ import type { Journal, PruneReport, RetentionPolicy } from "./Journal.js";
 
 import { DEFAULT_RETENTION } from "./retentionDefaults.js";
 
-export { DEFAULT_RETENTION };
-
 /**
  * A whole policy from a partial one (defaults for what it leaves out), checked: `keepRuns` a whole
  * number ≥ 0, `keepDays` a number ≥ 0. Throws a `RangeError` naming the bad value.

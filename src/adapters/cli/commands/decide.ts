@@ -12,8 +12,6 @@ import { describeFailure } from "../failure.js";
 import { openExistingJournal } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 
-export { DECISIONS };
-
 /** What each decision does, in one line (for `show` and `decide --help`). */
 export const DECISION_MEANINGS: Readonly<Record<DecisionKind, string>> = {
   resume: "close the call as unknown and continue; the agent gets OutcomeUnknown for it and must handle it",
