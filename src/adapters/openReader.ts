@@ -1,6 +1,6 @@
 import type { RecordedEvent } from "../events/index.js";
 import { runStreamId } from "../events/index.js";
-import type { RunRow } from "../projections/index.js";
+import { type CallRow, callsOfRun, type RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";
 import { type ChatCheckpoint, readCheckpoint } from "../runtime/checkpoint.js";
 import { type DocumentState, PLAN, readDocument } from "../runtime/documents.js";
@@ -38,6 +38,11 @@ export interface Reader {
   run(runId: string): Promise<RunRow | null>;
   /** The events of one run, decoded. */
   events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
+  /**
+   * One run's calls in program order, folded from its events: status, attempt, and whether the
+   * outcome is committed. Empty when the journal has no such run.
+   */
+  calls(runId: string): Promise<ReadonlyArray<CallRow>>;
   /** The chat's latest checkpoint, or null; `CheckpointInvalid` when it does not match its digest. */
   checkpoint(chatId: string): Promise<ChatCheckpoint | null>;
   /** Per-chat documents, read only (the plan is `"plan"`). */
@@ -68,6 +73,7 @@ export const openReader = async (options: ReaderOptions = {}): Promise<Reader> =
     runs: () => journal.projectionRows<RunRow>("runs"),
     run: (runId) => journal.projection<RunRow>("runs", runId),
     events: (runId) => journal.readStream(runStreamId(runId)),
+    calls: async (runId) => callsOfRun(await journal.readStream(runStreamId(runId))),
     checkpoint: (chatId) => readCheckpoint(journal, chatId),
     documents: { read: (chatId, document = PLAN) => readDocument(journal, chatId, document) },
     close: () => journal.close(),

@@ -1,6 +1,6 @@
 import type { CallKind, Disposition, ErrorInfo, RecordedEvent } from "../events/index.js";
 import type { CallStatus } from "../machines/index.js";
-import type { Projection } from "./projection.js";
+import { foldProjection, type Projection } from "./projection.js";
 
 /** One call as the calls projection holds it: its status and whether its outcome is committed. */
 export interface CallRow {
@@ -19,7 +19,10 @@ export interface CallRow {
   readonly position: number;
 }
 
-/** Status per call. */
+/**
+ * Status per call. Not stored: a run's calls are folded from its own stream when they are read
+ * ({@link callsOfRun}), so an append writes no row per call (docs/decisions/0031).
+ */
 export const callsProjection: Projection<CallRow> = {
   name: "calls",
   version: 1,
@@ -100,3 +103,10 @@ export const callsProjection: Projection<CallRow> = {
     }
   },
 };
+
+/**
+ * The calls of one run, folded from the run's stream (`readStream(runStreamId(runId))`), in
+ * program order: what a stored calls projection would hold for that run.
+ */
+export const callsOfRun = (events: Iterable<RecordedEvent>): CallRow[] =>
+  [...foldProjection(callsProjection, events).values()].sort((a, b) => a.seq - b.seq);

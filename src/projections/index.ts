@@ -1,4 +1,3 @@
-import { callsProjection } from "./calls.js";
 import { chatsProjection } from "./chats.js";
 import { conflictsProjection } from "./conflicts.js";
 import { documentsProjection } from "./documents.js";
@@ -14,10 +13,12 @@ export * from "./graph.js";
 export * from "./projection.js";
 export * from "./runs.js";
 
-/** Projections updated inline, in the append transaction. */
+/**
+ * Projections updated inline, in the append transaction. The calls projection is not one of them:
+ * a run's calls are folded from its stream when read (`callsOfRun`, docs/decisions/0031).
+ */
 export const inlineProjections: ReadonlyArray<AnyProjection> = [
   runsProjection,
-  callsProjection,
   chatsProjection,
   documentsProjection,
   conflictsProjection,

@@ -42,7 +42,6 @@ describe("the audit of a clean journal", () => {
     expect(report).toMatchObject({ clean: true, runs: 12, streams: 13, movedDuringAudit: false });
     expect(report.projections.map((p) => p.name)).toEqual([
       "runs",
-      "calls",
       "chats",
       "documents",
       "conflicts",

@@ -20,7 +20,7 @@ import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { digestOf, runStreamId, type StoredRow } from "../../src/events/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
 import { contextOf, foldRun, statusOf } from "../../src/machines/index.js";
-import { inlineProjections } from "../../src/projections/index.js";
+import { callsOfRun, inlineProjections } from "../../src/projections/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { RunWriter, recordOutcome } from "../../src/runtime/dispatch.js";
 import { openTestRuntime } from "../audit/given.js";
@@ -346,6 +346,12 @@ const record = async (name: string, scenario: Scenario): Promise<void> => {
         }
         projections[projection.name] = stored;
       }
+      // Calls are folded from each run's stream when read (decision 0031); recorded the same way.
+      const calls: Record<string, { value: unknown; position: number }> = {};
+      for (const streamId of Object.keys(runs))
+        for (const call of callsOfRun(await journal.readStream(streamId)))
+          calls[call.callId] = { value: call, position: call.position };
+      projections.calls = calls;
       const expected = { events: rows.length, headDigest: audit.headDigest, runs, projections };
       writeFileSync(join(LOGS, `${name}.jsonl`), `${lines.join("\n")}\n`);
       writeFileSync(join(LOGS, `${name}.expected.json`), `${JSON.stringify(expected, null, 2)}\n`);

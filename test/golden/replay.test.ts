@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { decodeRow, EVENT_TYPES, type StoredRow } from "../../src/events/index.js";
 import { contextOf, foldRun, runMachines, statusOf } from "../../src/machines/index.js";
-import { inlineProjections } from "../../src/projections/index.js";
+import { callsOfRun, inlineProjections } from "../../src/projections/index.js";
 import { LogAuditor } from "../../src/runtime/audit.js";
 
 /** Recorded by `npx tsx test/golden/record.ts`; never re-recorded to make this test pass. */
@@ -39,6 +39,19 @@ const expectedOf = (name: string): Expected =>
 
 const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 
+/** Each run's events, decoded, in stream order, by stream id. */
+const runStreamsOf = (name: string): Map<string, ReturnType<typeof decodeRow>[]> => {
+  const byStream = new Map<string, ReturnType<typeof decodeRow>[]>();
+  for (const row of rowsOf(name)) {
+    if (!row.streamId.startsWith("run-")) continue;
+    const list = byStream.get(row.streamId) ?? [];
+    list.push(decodeRow(row));
+    byStream.set(row.streamId, list);
+  }
+  for (const events of byStream.values()) events.sort((a, b) => a.version - b.version);
+  return byStream;
+};
+
 describe("golden logs", () => {
   it("there are golden logs, and every run-machine version in the registry has at least one", () => {
     expect(names.length).toBeGreaterThanOrEqual(8);
@@ -62,20 +75,28 @@ describe("golden logs", () => {
     "%s: every run folds through its recorded machine version to the recorded status and context",
     (name) => {
       const expected = expectedOf(name);
-      const byStream = new Map<string, ReturnType<typeof decodeRow>[]>();
-      for (const row of rowsOf(name)) {
-        if (!row.streamId.startsWith("run-")) continue;
-        const list = byStream.get(row.streamId) ?? [];
-        list.push(decodeRow(row));
-        byStream.set(row.streamId, list);
-      }
+      const byStream = runStreamsOf(name);
       expect([...byStream.keys()].sort()).toEqual(Object.keys(expected.runs).sort());
       for (const [streamId, events] of byStream) {
-        const fold = foldRun(events.sort((a, b) => a.version - b.version).map((e) => e.event));
+        const fold = foldRun(events.map((e) => e.event));
         expect({ status: statusOf(fold), context: asJson(contextOf(fold)) }, streamId).toEqual(
           expected.runs[streamId],
         );
       }
+    },
+  );
+
+  it.each(names)(
+    "%s: each run's calls, folded from its stream, equal the calls rows recorded with the log",
+    (name) => {
+      // Logs recorded before decision 0031 hold the rows the runtime stored inline; later ones the fold.
+      const recorded = expectedOf(name).projections.calls;
+      expect(recorded, "the log records its calls").toBeDefined();
+      const folded: Record<string, { value: unknown; position: number }> = {};
+      for (const events of runStreamsOf(name).values())
+        for (const call of callsOfRun(events))
+          folded[call.callId] = { value: asJson(call), position: call.position };
+      expect(folded).toEqual(recorded);
     },
   );
 

@@ -102,6 +102,11 @@ describe("readers are not workers", () => {
     try {
       const run = (await reader.run(runId)) as RunRow;
       expect(run.status).toBe("running");
+      // Killed right after the intent of the call named "record": the reader shows it in doubt.
+      const calls = await reader.calls(runId);
+      expect(calls.at(-1)).toMatchObject({ name: "record", status: "in-doubt", outcomeCommitted: false });
+      expect(calls.map((c) => c.seq)).toEqual(calls.map((_, i) => i));
+      expect(await reader.calls("no-such-run")).toEqual([]);
       await reader.audit();
       await subscribeAll(reader, (await reader.events(runId)).length);
       expect((await reader.events(runId)).map((e) => e.event.type)).not.toContain("run.interrupted");

@@ -2,7 +2,9 @@ import { join } from "node:path";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { runStreamId } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
+import { callsOfRun } from "../../src/projections/index.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -72,10 +74,7 @@ describe("calls still in flight when the agent function ends (ownership from cla
     );
     // Only B is in doubt: A's outcome is committed.
     const calls = Object.fromEntries(
-      (await probe.projectionRows<{ callId: string; status: string }>("calls")).map((c) => [
-        c.callId,
-        c.status,
-      ]),
+      callsOfRun(await probe.readStream(runStreamId(run.runId))).map((c) => [c.callId, c.status]),
     );
     expect(calls).toEqual({ [`${run.runId}/0`]: "completed", [`${run.runId}/1`]: "in-doubt" });
     expect(await probe.currentClaim(run.runId)).toBeNull();

@@ -10,7 +10,7 @@ import {
   verifyStreamChain,
 } from "../../src/events/index.js";
 import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
-import { foldProjection, inlineProjections } from "../../src/projections/index.js";
+import { callsOfRun, foldProjection, inlineProjections } from "../../src/projections/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import {
   ActiveRunExists,
@@ -361,8 +361,12 @@ export const journalContract = (
             expect(await journal.projection(projection.name, key)).toEqual(value);
         }
         expect(await journal.projection("runs", "r1")).toMatchObject({ status: "completed" });
-        expect(await journal.projection("calls", "r2/0")).toMatchObject({ outcomeCommitted: true });
         expect(await journal.projection("runs", "nope")).toBeNull();
+        // A run's calls are folded from its stream when read: an append stores no row per call.
+        expect(await journal.projectionRows("calls")).toEqual([]);
+        expect(callsOfRun(await journal.readStream("run-r2"))).toEqual([
+          expect.objectContaining({ callId: "r2/0", status: "completed", outcomeCommitted: true }),
+        ]);
       });
     });
 
@@ -576,7 +580,9 @@ export const journalContract = (
           currentEpoch: 2,
         });
         expect(await journal.readStream("run-r1")).toHaveLength(2);
-        expect(await journal.projection("calls", "r1/0")).toMatchObject({ outcomeCommitted: false });
+        expect(callsOfRun(await journal.readStream("run-r1"))).toEqual([
+          expect.objectContaining({ callId: "r1/0", outcomeCommitted: false }),
+        ]);
         const fresh = { runId: "r1", workerId: "w2", epoch: 2 };
         await other.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence: fresh });
         expect(await journal.readStream("run-r1")).toHaveLength(3);
@@ -836,12 +842,12 @@ export const journalContract = (
         await store.exec(
           `UPDATE projections SET value = '{"runId":"r1","status":"running"}' WHERE name = 'runs' AND key = 'r1'`,
         );
-        await store.exec("DELETE FROM projections WHERE name = 'calls' AND key = 'r4/0'");
+        await store.exec("DELETE FROM projections WHERE name = 'chats' AND key = 'c4'");
         const report = await journal.rebuildProjections();
-        expect(report.filter((p) => p.changed).map((p) => p.name)).toEqual(["runs", "calls"]);
+        expect(report.filter((p) => p.changed).map((p) => p.name)).toEqual(["runs", "chats"]);
         expect(report.find((p) => p.name === "runs")).toEqual({ name: "runs", rows: 4, changed: true });
         expect(await journal.projection("runs", "r1")).toMatchObject({ status: "completed" });
-        expect(await journal.projection("calls", "r4/0")).toMatchObject({ status: "in-doubt" });
+        expect(await journal.projection("chats", "c4")).not.toBeNull();
         expect((await auditJournal(journal)).findings).toEqual([]);
       });
 
@@ -863,7 +869,6 @@ export const journalContract = (
         expect(await journal.readStream("run-r1")).toEqual([]);
         expect(await journal.readStream("run-r2")).toEqual([]);
         expect(await journal.projection("runs", "r1")).toBeNull();
-        expect(await journal.projection("calls", "r1/0")).toBeNull();
         expect([...(await journal.activeRuns())].sort()).toEqual(["r3", "r4"]);
         expect((await journal.readStream("run-r3")).length).toBe(3);
         const [sealed] = await journal.readStream("system");

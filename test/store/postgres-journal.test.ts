@@ -145,6 +145,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 1, name: "journal" },
         { id: 2, name: "released claims keep their epoch, pruned runs keep their answer" },
         { id: 3, name: "projection keys in byte order" },
+        { id: 4, name: "calls folded on read" },
       ]);
     } finally {
       await client.end();
@@ -222,6 +223,35 @@ describe("PostgreSQL journal: schema and migrations", () => {
       previous: null,
     });
     expect(await journal.prunedRun("r1")).toBeNull();
+  });
+
+  it("a schema at version 3 upgrades: its stored calls rows are gone, every other projection row stays", async () => {
+    const schema = schemas.fresh();
+    const client = await adminClient();
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.query(
+        `CREATE TABLE ${schema}.holdfast_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      for (const migration of MIGRATIONS.slice(0, 3)) {
+        await client.query(migration.sql(schema));
+        await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES ($1, $2)`, [
+          migration.id,
+          migration.name,
+        ]);
+      }
+      await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('fingerprint_key', $1)`, [
+        "ab".repeat(32),
+      ]);
+      const row = `INSERT INTO ${schema}.projections (name, key, value, position) VALUES ($1, $2, $3, $4)`;
+      await client.query(row, ["runs", "r1", JSON.stringify({ runId: "r1", status: "running" }), 2]);
+      await client.query(row, ["calls", "r1/0", JSON.stringify({ callId: "r1/0", status: "completed" }), 2]);
+    } finally {
+      await client.end();
+    }
+    const journal = await open(schema);
+    expect(await journal.projectionRows("calls")).toEqual([]);
+    expect(await journal.projection("runs", "r1")).toEqual({ runId: "r1", status: "running" });
   });
 
   it("a schema name that is not a plain identifier is refused before anything is created", async () => {

@@ -155,6 +155,15 @@ CREATE TABLE pruned_runs (
 );
 `,
     },
+    {
+      id: 4,
+      name: "calls folded on read",
+      // A run's calls are folded from its stream when read (docs/decisions/0031): the stored rows
+      // go, so nothing of a pruned run stays in them and no reader finds rows that no longer move.
+      sql: `
+DELETE FROM projections WHERE name = 'calls';
+`,
+    },
   ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

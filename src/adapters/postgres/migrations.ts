@@ -116,6 +116,14 @@ CREATE TABLE ${s}.pruned_runs (
 ALTER TABLE ${s}.projections ALTER COLUMN key TYPE text COLLATE "C";
 `,
   },
+  {
+    id: 4,
+    name: "calls folded on read",
+    // As libSQL's migration 4: a run's calls are folded from its stream when read (decision 0031).
+    sql: (s) => `
+DELETE FROM ${s}.projections WHERE name = 'calls';
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

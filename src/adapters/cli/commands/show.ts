@@ -1,6 +1,6 @@
 import { type RecordedEvent, runStreamId } from "../../../events/index.js";
 import { contextOf, foldRun } from "../../../machines/index.js";
-import type { CallRow, RunRow } from "../../../projections/index.js";
+import { callsOfRun, type RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
 import { eventLine, shortHash, summarizeEvent } from "../eventFormat.js";
 import { withExistingReader } from "../journalAccess.js";
@@ -36,10 +36,8 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
   withExistingReader(options.db, async (journal) => {
     const run = await journal.projection<RunRow>("runs", runId);
     if (!run) throw new RunNotFound({ runId });
-    const calls = (await journal.projectionRows<CallRow>("calls"))
-      .filter((call) => call.runId === runId)
-      .toSorted((a, b) => a.seq - b.seq);
     const events = await journal.readStream(runStreamId(runId));
+    const calls = callsOfRun(events);
     const version = events.at(-1)?.version ?? 0;
     const commands = commandsFor(run, events, options.db);
 
