@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import type { AnchorReading, HeadAnchor } from "../../runtime/Journal.js";
 
@@ -20,7 +20,7 @@ interface AnchorRecord extends HeadAnchor {
   readonly seq: number;
 }
 
-const checksum = (text: string): string => createHash("sha256").update(text).digest("hex");
+const checksum = (text: string): string => hash("sha256", text, "hex");
 
 const encode = (record: AnchorRecord): Buffer => {
   const text = `${MAGIC} ${JSON.stringify({
