@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Schema } from "effect";
-import type { RecordedEvent } from "../events/index.js";
-import type { RunRow } from "../projections/index.js";
+import { type RecordedEvent, runStreamId } from "../events/index.js";
+import { type CallRow, callsOfRun, type RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";
 import { type ChatCheckpoint, readCheckpoint } from "../runtime/checkpoint.js";
 import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
@@ -117,6 +117,10 @@ export interface Runtime {
   audit(options?: AuditOptions): Promise<AuditReport>;
   /** Status per run (the runs projection). */
   runs(): Promise<ReadonlyArray<RunRow>>;
+  /** One run's row of the runs projection, or null when the journal has no such run. */
+  run(runId: string): Promise<RunRow | null>;
+  /** One run's calls in program order, folded from its events; empty when there is no such run. */
+  calls(runId: string): Promise<ReadonlyArray<CallRow>>;
   /** The events of one run, decoded. */
   events(runId: string): Promise<ReadonlyArray<RecordedEvent>>;
   /**
@@ -261,12 +265,14 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),
+    run: (runId) => engine.run(runId),
+    calls: async (runId) => callsOfRun(await journal.readStream(runStreamId(runId))),
     audit: (auditOptions) => auditStore(journal, auditOptions),
     subscribe: (subscription) => subscribe(journal, subscription),
     documents: makeDocuments(journal, engine.masker),
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
-    events: (runId) => journal.readStream(`run-${runId}`),
+    events: (runId) => journal.readStream(runStreamId(runId)),
     checkpoint: (chatId) => readCheckpoint(journal, chatId),
     close: () => engine.close(),
   };

@@ -199,6 +199,11 @@ export class Engine implements EngineCore {
     return this.journal.projectionRows<RunRow>("runs");
   }
 
+  /** One run's row: a point read, not a scan of every run. */
+  run(runId: string): Promise<RunRow | null> {
+    return this.journal.projection<RunRow>("runs", runId);
+  }
+
   /** Wait for live runs to settle, then release the claims taken here and close the journal. */
   async close(options: { readonly waitForRuns?: boolean } = {}): Promise<void> {
     if (this.closing) return;

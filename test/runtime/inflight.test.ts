@@ -77,6 +77,11 @@ describe("calls still in flight when the agent function ends (ownership from cla
       callsOfRun(await probe.readStream(runStreamId(run.runId))).map((c) => [c.callId, c.status]),
     );
     expect(calls).toEqual({ [`${run.runId}/0`]: "completed", [`${run.runId}/1`]: "in-doubt" });
+    // The runtime reads the same: one run's row by its id, and its calls folded from its events.
+    expect((await rt.calls(run.runId)).map((c) => [c.callId, c.status])).toEqual(Object.entries(calls));
+    expect(await rt.run(run.runId)).toMatchObject({ runId: run.runId, status: "held" });
+    expect(await rt.run("no-such-run")).toBeNull();
+    expect(await rt.calls("no-such-run")).toEqual([]);
     expect(await probe.currentClaim(run.runId)).toBeNull();
     await probe.close();
     await rt.close();

@@ -348,7 +348,7 @@ export const decideCommand = async (
       throw refusal(error);
     });
     const after = await outcome.result;
-    const row = (await runtime.runs()).find((run) => run.runId === runId);
+    const row = await runtime.run(runId);
     const agent = row?.agent ?? "(unknown)";
     const next = continuationText(agent, after, options.db);
     const decided = request.calls

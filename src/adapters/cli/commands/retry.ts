@@ -37,7 +37,7 @@ export const retryCommand = async (
         throw refusal(error);
       });
     const after = await outcome.result;
-    const agent = (await runtime.runs()).find((run) => run.runId === runId)?.agent ?? "(unknown)";
+    const agent = (await runtime.run(runId))?.agent ?? "(unknown)";
     const next = continuationText(agent, after, options.db);
     if (options.json) {
       await io.out.json({
