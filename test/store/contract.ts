@@ -710,6 +710,42 @@ export const journalContract = (
         for (let i = 0; i < 20; i++) expect(await reader.readStream(`run-${i}`)).toHaveLength(1);
       });
 
+      it("in one commit, a request refused after it wrote (a second active run for a chat) leaves nothing behind, and the others commit", async () => {
+        let commits = 0;
+        const { journal } = await given({ onBeforeCommit: () => commits++ });
+        const [first, second, other] = await Promise.allSettled([
+          journal.append({
+            streamId: "run-r1",
+            expectedVersion: "no-stream",
+            events: [admitted("r1", "c", "i1")],
+          }),
+          journal.append({
+            streamId: "run-r2",
+            expectedVersion: "no-stream",
+            events: [admitted("r2", "c", "i2")],
+          }),
+          journal.append({
+            streamId: "run-r3",
+            expectedVersion: "no-stream",
+            events: [admitted("r3", "d", "i1")],
+          }),
+        ]);
+        expect(first.status).toBe("fulfilled");
+        expect(other.status).toBe("fulfilled");
+        expect(second).toMatchObject({
+          status: "rejected",
+          reason: { _tag: "ActiveRunExists", chatId: "c" },
+        });
+        expect(commits).toBe(1);
+        expect(await journal.readStream("run-r2")).toEqual([]);
+        expect(await journal.admission("c", "i2")).toBeNull();
+        expect(await journal.activeRun("c")).toBe("r1");
+        expect((await journal.readAll({ after: 0, limit: 10 })).map((e) => e.streamId)).toEqual([
+          "run-r1",
+          "run-r3",
+        ]);
+      });
+
       it("appends made while a commit is in flight go together into the next commit", async () => {
         let commits = 0;
         const later: Array<Promise<unknown>> = [];

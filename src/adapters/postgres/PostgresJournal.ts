@@ -184,9 +184,12 @@ export class PostgresJournal implements Journal {
   }
 
   /**
-   * One transaction for the batch, a savepoint per request so one refused request does not sink
-   * the others (a batch of one needs none); each caller resolves only after the COMMIT that holds
-   * its events.
+   * One transaction for the batch; each caller resolves only after the COMMIT that holds its events.
+   * One refused request must not sink the others. Most requests are refused, if at all, by their
+   * first statement (the read of the claim and head: a wrong version, a lost claim), before they
+   * wrote anything, so a batch first runs without savepoints (each one a round trip). If a request
+   * fails after it may have written, or a statement fails (which aborts the transaction), the
+   * transaction is rolled back and the batch runs again with a savepoint per request.
    */
   private async commitBatch(batch: Pending[]): Promise<void> {
     let client: pg.PoolClient;
@@ -197,34 +200,18 @@ export class PostgresJournal implements Journal {
       for (const p of batch) p.reject(failure);
       return;
     }
-    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
-    const savepoints = batch.length > 1;
+    let outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     let committing = false;
     try {
-      // One round trip. The lock comes before any insert, so positions follow the lock order, which
-      // is commit order. The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other
-      // processes' readers. Savepoints ride along with the statements around them: the first with
-      // BEGIN, each next one with the release of the one before, and COMMIT releases the last.
-      await client.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}${savepoints ? "; SAVEPOINT append_one" : ""}`,
-      );
-      let savepointOpen = savepoints;
-      for (const pending of batch) {
-        if (savepoints && !savepointOpen) await client.query("SAVEPOINT append_one");
-        savepointOpen = savepoints;
-        try {
-          const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
-          outcomes.push({ ok: await this.runProgram(client, program) });
-          if (savepoints && pending !== batch.at(-1)) {
-            await client.query("RELEASE SAVEPOINT append_one; SAVEPOINT append_one");
-          }
-        } catch (error) {
-          if (savepoints) {
-            await client.query("ROLLBACK TO SAVEPOINT append_one; RELEASE SAVEPOINT append_one");
-            savepointOpen = false;
-          }
-          outcomes.push({ error });
+      let savepoints = false;
+      for (;;) {
+        const attempt = await this.applyBatch(client, batch, savepoints);
+        if (attempt !== "again") {
+          outcomes = attempt;
+          break;
         }
+        await client.query("ROLLBACK");
+        savepoints = true;
       }
       if (outcomes.some((o) => "ok" in o)) {
         await this.options.onBeforeCommit?.();
@@ -258,6 +245,58 @@ export class PostgresJournal implements Journal {
       if ("ok" in outcome) pending.resolve(outcome.ok);
       else pending.reject(outcome.error);
     });
+  }
+
+  /**
+   * Open the batch's transaction and run its requests. Without savepoints, "again" when a request of
+   * a batch of several failed after its first statement or a statement failed: what it left in the
+   * transaction cannot be taken back alone. A batch of one needs no savepoint: if it fails, the
+   * whole transaction is rolled back.
+   */
+  private async applyBatch(
+    client: pg.PoolClient,
+    batch: ReadonlyArray<Pending>,
+    savepoints: boolean,
+  ): Promise<Array<{ ok: AppendResult[] } | { error: unknown }> | "again"> {
+    // One round trip. The lock comes before any insert, so positions follow the lock order, which
+    // is commit order. The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other
+    // processes' readers. Savepoints ride along with the statements around them: the first with
+    // BEGIN, each next one with the release of the one before, and COMMIT releases the last.
+    await client.query(
+      `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}${savepoints ? "; SAVEPOINT append_one" : ""}`,
+    );
+    const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
+    let savepointOpen = savepoints;
+    for (const pending of batch) {
+      if (savepoints && !savepointOpen) await client.query("SAVEPOINT append_one");
+      savepointOpen = savepoints;
+      let statements = 0;
+      let statementFailed = false;
+      try {
+        const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
+        outcomes.push({
+          ok: await runAsync(program, (step) => {
+            statements += 1;
+            return execute(client, step).catch((error: unknown) => {
+              statementFailed = true;
+              throw error;
+            });
+          }),
+        });
+        if (savepoints && pending !== batch.at(-1)) {
+          await client.query("RELEASE SAVEPOINT append_one; SAVEPOINT append_one");
+        }
+      } catch (error) {
+        if (savepoints) {
+          await client.query("ROLLBACK TO SAVEPOINT append_one; RELEASE SAVEPOINT append_one");
+          savepointOpen = false;
+        } else if (batch.length > 1 && (statementFailed || statements > 1)) {
+          return "again";
+        }
+        outcomes.push({ error });
+      }
+    }
+    return outcomes;
   }
 
   private runProgram<T>(client: pg.ClientBase, program: Program<T>): Promise<T> {
