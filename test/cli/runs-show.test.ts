@@ -1,6 +1,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { digestOf } from "../../src/events/index.js";
+import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
 import { expectTwoLineError, runCli, useSharedDemoJournal, useTempDir } from "./cliProcess.js";
 
 const tempDir = useTempDir();
@@ -89,6 +92,46 @@ describe("holdfast show", () => {
     expect(result.stdout).toContain(`run ${runId}  completed`);
     expect(result.stdout).toMatch(/scripted-planner\s+│\s+1\s+│\s+completed\s+│\s+committed/);
     expect(result.stdout).toContain("run.completed");
+  });
+
+  it("a run whose events do not fold into calls (an outcome with no intent) is still shown, saying so", async () => {
+    const db = join(tempDir(), "odd.db");
+    const journal = LibsqlJournal.open(db);
+    await journal.append({
+      streamId: "run-r1",
+      expectedVersion: "no-stream",
+      events: [
+        {
+          type: "run.admitted",
+          runId: "r1",
+          chatId: "c",
+          inputId: "i",
+          inputDigest: "d".repeat(64),
+          agent: { name: "a", version: "1" },
+          machine: RUN_MACHINE_VERSION,
+          input: null,
+        },
+        {
+          type: "call.completed",
+          runId: "r1",
+          callId: "r1/0",
+          attempt: 1,
+          result: { ok: 0 },
+          resultDigest: digestOf({ ok: 0 }),
+        },
+      ],
+    });
+    await journal.close();
+    const text = await runCli(["show", "r1", "--db", db]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain("calls: not shown, the run's events do not fold into them");
+    expect(text.stdout).toContain("call.completed");
+    const json = await runCli(["show", "r1", "--db", db, "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      calls: [],
+      callsProblem: expect.stringContaining("no intent"),
+    });
   });
 
   it("a run that is not in the journal exits 1 and says how to list runs", async () => {

@@ -262,6 +262,24 @@ describe("PostgreSQL journal: schema and migrations", () => {
 });
 
 describe("PostgreSQL journal: global order and concurrency", () => {
+  it("a batch whose request fails on its first statement (the server refuses a NUL in a stream id) commits the others", async () => {
+    const schema = schemas.fresh();
+    let commits = 0;
+    const journal = await open(schema, { onBeforeCommit: () => void commits++ });
+    const [first, bad, last] = await Promise.allSettled([
+      journal.append({ streamId: "s-1", expectedVersion: "no-stream", events: [event] }),
+      journal.append({ streamId: "s-\u0000-2", expectedVersion: "no-stream", events: [event] }),
+      journal.append({ streamId: "s-3", expectedVersion: "no-stream", events: [event] }),
+    ]);
+    expect(first.status).toBe("fulfilled");
+    expect(last.status).toBe("fulfilled");
+    expect(bad).toMatchObject({ status: "rejected", reason: { code: "22021" } });
+    expect(commits).toBe(1);
+    // Committed for real: another connection reads both.
+    const reader = await open(schema);
+    expect((await reader.readAll({ after: 0, limit: 10 })).map((e) => e.streamId)).toEqual(["s-1", "s-3"]);
+  });
+
   it("readAll never returns an event beyond a commit still in flight, so paging by position skips nothing", async () => {
     const schema = schemas.fresh();
     const held = gate();

@@ -274,18 +274,18 @@ export class PostgresJournal implements Journal {
       let statementFailed = false;
       try {
         const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
-        outcomes.push({
-          ok: await runAsync(program, (step) => {
-            statements += 1;
-            return execute(client, step).catch((error: unknown) => {
-              statementFailed = true;
-              throw error;
-            });
-          }),
+        const ok = await runAsync(program, (step) => {
+          statements += 1;
+          return execute(client, step).catch((error: unknown) => {
+            statementFailed = true;
+            throw error;
+          });
         });
+        // Its outcome counts once its savepoint is released: one outcome per request, whatever fails.
         if (savepoints && pending !== batch.at(-1)) {
           await client.query("RELEASE SAVEPOINT append_one; SAVEPOINT append_one");
         }
+        outcomes.push({ ok });
       } catch (error) {
         if (savepoints) {
           await client.query("ROLLBACK TO SAVEPOINT append_one; RELEASE SAVEPOINT append_one");

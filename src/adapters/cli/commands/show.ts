@@ -1,6 +1,6 @@
 import { type RecordedEvent, runStreamId } from "../../../events/index.js";
 import { contextOf, foldRun } from "../../../machines/index.js";
-import { callsOfRun, type RunRow } from "../../../projections/index.js";
+import { type CallRow, callsOfRun, type RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
 import { eventLine, shortHash, summarizeEvent } from "../eventFormat.js";
 import { withExistingReader } from "../journalAccess.js";
@@ -28,6 +28,15 @@ const commandsFor = (
   }
 };
 
+/** The run's calls, or why its stream does not fold into them (corrupt: `holdfast audit` says more). */
+const callsOf = (events: ReadonlyArray<RecordedEvent>): { calls: CallRow[]; problem: string | null } => {
+  try {
+    return { calls: callsOfRun(events), problem: null };
+  } catch (error) {
+    return { calls: [], problem: error instanceof Error ? error.message : String(error) };
+  }
+};
+
 /**
  * `holdfast show <runId>`: the run, each call and whether its outcome is committed, its events;
  * for a held run, the stream version and the exact commands that resolve it.
@@ -37,12 +46,19 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
     const run = await journal.projection<RunRow>("runs", runId);
     if (!run) throw new RunNotFound({ runId });
     const events = await journal.readStream(runStreamId(runId));
-    const calls = callsOfRun(events);
+    const { calls, problem } = callsOf(events);
     const version = events.at(-1)?.version ?? 0;
     const commands = commandsFor(run, events, options.db);
 
     if (options.json) {
-      await io.out.json({ run, version, calls, commands, events: events.map(eventLine) });
+      await io.out.json({
+        run,
+        version,
+        calls,
+        ...(problem ? { callsProblem: problem } : {}),
+        commands,
+        events: events.map(eventLine),
+      });
       return 0;
     }
     const { out } = io;
@@ -98,7 +114,11 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       }
     }
     await out.line();
-    if (calls.length === 0) {
+    if (problem) {
+      await out.line(
+        `calls: not shown, the run's events do not fold into them (${problem}); run holdfast audit`,
+      );
+    } else if (calls.length === 0) {
       await out.line("calls: none");
     } else {
       await out.line("calls");
