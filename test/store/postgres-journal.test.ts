@@ -57,6 +57,34 @@ const unreachable = (): string => {
   return url.toString();
 };
 
+/**
+ * A journal schema made by the first `version` migrations alone, as an older holdfast left it, with
+ * its fingerprint key; returns the admin connection (the caller ends it) to add rows to it.
+ */
+const schemaAtVersion = async (schema: string, version: number) => {
+  const client = await adminClient();
+  try {
+    await client.query(`CREATE SCHEMA ${schema}`);
+    await client.query(
+      `CREATE TABLE ${schema}.holdfast_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    for (const migration of MIGRATIONS.slice(0, version)) {
+      await client.query(migration.sql(schema));
+      await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES ($1, $2)`, [
+        migration.id,
+        migration.name,
+      ]);
+    }
+    await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('fingerprint_key', $1)`, [
+      "ab".repeat(32),
+    ]);
+    return client;
+  } catch (error) {
+    await client.end();
+    throw error;
+  }
+};
+
 describe("PostgreSQL journal: connecting", () => {
   it("an unreachable PostgreSQL fails with JournalUnavailable naming the masked URL, after retries with back-off", async () => {
     const started = Date.now();
@@ -190,17 +218,8 @@ describe("PostgreSQL journal: schema and migrations", () => {
 
   it("F24: a schema at version 1 upgrades keeping its claims; a release after the upgrade keeps the run's epoch", async () => {
     const schema = schemas.fresh();
-    const client = await adminClient();
+    const client = await schemaAtVersion(schema, 1);
     try {
-      await client.query(`CREATE SCHEMA ${schema}`);
-      await client.query(
-        `CREATE TABLE ${schema}.holdfast_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      await client.query(MIGRATIONS[0]!.sql(schema));
-      await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES (1, 'journal')`);
-      await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('fingerprint_key', $1)`, [
-        "ab".repeat(32),
-      ]);
       await client.query(
         `INSERT INTO ${schema}.claims (run_id, worker_id, epoch, lease_until) VALUES ('r1', 'w1', 3, 9999999999999)`,
       );
@@ -227,22 +246,8 @@ describe("PostgreSQL journal: schema and migrations", () => {
 
   it("a schema at version 3 upgrades: its stored calls rows are gone, every other projection row stays", async () => {
     const schema = schemas.fresh();
-    const client = await adminClient();
+    const client = await schemaAtVersion(schema, 3);
     try {
-      await client.query(`CREATE SCHEMA ${schema}`);
-      await client.query(
-        `CREATE TABLE ${schema}.holdfast_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      );
-      for (const migration of MIGRATIONS.slice(0, 3)) {
-        await client.query(migration.sql(schema));
-        await client.query(`INSERT INTO ${schema}.holdfast_migrations (id, name) VALUES ($1, $2)`, [
-          migration.id,
-          migration.name,
-        ]);
-      }
-      await client.query(`INSERT INTO ${schema}.meta (key, value) VALUES ('fingerprint_key', $1)`, [
-        "ab".repeat(32),
-      ]);
       const row = `INSERT INTO ${schema}.projections (name, key, value, position) VALUES ($1, $2, $3, $4)`;
       await client.query(row, ["runs", "r1", JSON.stringify({ runId: "r1", status: "running" }), 2]);
       await client.query(row, ["calls", "r1/0", JSON.stringify({ callId: "r1/0", status: "completed" }), 2]);
