@@ -746,6 +746,92 @@ export const journalContract = (
         ]);
       });
 
+      it("one commit decides each request against the ones before it: a claim let go, the same stream twice, a refused part of appendAll", async () => {
+        let commits = 0;
+        const { journal, open, store } = await given();
+        const claim = await journal.claim("r1", "w1", 60_000);
+        const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c1", "i")],
+          fence,
+        });
+        await journal.append({
+          streamId: "run-r2",
+          expectedVersion: "no-stream",
+          events: [admitted("r2", "c2", "i")],
+        });
+        await journal.append({ streamId: "taken", expectedVersion: "no-stream", events: [opened1()] });
+        await journal.close();
+        const batched = await open({ onBeforeCommit: () => commits++ });
+        // Queued together, so they share one commit; each is decided after those before it.
+        const [letGo, afterLetGo, first, second, part, stale, any, ends] = await Promise.allSettled([
+          batched.append({
+            streamId: "run-r1",
+            expectedVersion: 1,
+            events: [intended("r1", 0)],
+            fence,
+            releaseClaim: true,
+          }),
+          batched.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence }),
+          batched.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1(), opened1()] }),
+          batched.append({ streamId: "s", expectedVersion: 2, events: [opened1()] }),
+          batched.appendAll([
+            { streamId: "fresh", expectedVersion: "no-stream", events: [opened1()] },
+            { streamId: "taken", expectedVersion: "no-stream", events: [opened1()] },
+          ]),
+          batched.append({ streamId: "s", expectedVersion: 1, events: [opened1()] }),
+          batched.append({ streamId: "run-r2", expectedVersion: "any", events: [intended("r2", 0)] }),
+          batched.append({
+            streamId: "run-r2",
+            expectedVersion: "stream-exists",
+            events: [done("r2", 0), completed("r2")],
+          }),
+        ]);
+        expect(commits).toBe(1);
+        expect(letGo).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
+        expect(afterLetGo).toMatchObject({ status: "rejected", reason: { _tag: "FencedOut", runId: "r1" } });
+        expect(first).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
+        expect(second).toMatchObject({ status: "fulfilled", value: { nextVersion: 3 } });
+        expect(part).toMatchObject({
+          status: "rejected",
+          reason: { _tag: "WrongExpectedVersion", streamId: "taken" },
+        });
+        expect(stale).toMatchObject({
+          status: "rejected",
+          reason: { _tag: "WrongExpectedVersion", streamId: "s", actual: 3 },
+        });
+        expect(any).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
+        expect(ends).toMatchObject({ status: "fulfilled", value: { nextVersion: 4 } });
+
+        const reader = await open();
+        expect(await reader.readStream("fresh")).toEqual([]);
+        expect(await reader.readStream("taken")).toHaveLength(1);
+        expect(await reader.currentClaim("r1")).toBeNull();
+        expect(await reader.activeRun("c2")).toBeNull();
+        expect(await reader.activeRun("c1")).toBe("r1");
+        expect((await reader.readStream("s")).map((e) => e.version)).toEqual([1, 2, 3]);
+        const rows = await store.rawRows();
+        for (const stream of ["run-r1", "run-r2", "s"])
+          expect(verifyStreamChain(rows.filter((r) => r.streamId === stream)), stream).toBeNull();
+        for (const row of rows) expect(rowHash(row)).toBe(row.hash);
+        const events = await reader.readAll({ after: 0, limit: 100 });
+        const positions = events.map((e) => e.position);
+        expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+        for (const stream of ["run-r1", "run-r2", "s"]) {
+          const versions = events.filter((e) => e.streamId === stream).map((e) => e.version);
+          expect(versions, stream).toEqual(versions.map((_, i) => i + 1));
+        }
+        for (const projection of inlineProjections) {
+          const folded = foldProjection(projection, events);
+          expect(await reader.projectionRows(projection.name), projection.name).toHaveLength(folded.size);
+          for (const [key, value] of folded)
+            expect(await reader.projection(projection.name, key), `${projection.name} ${key}`).toEqual(value);
+        }
+        expect(await reader.projection("runs", "r2")).toMatchObject({ status: "completed" });
+      });
+
       it("appends made while a commit is in flight go together into the next commit", async () => {
         let commits = 0;
         const later: Array<Promise<unknown>> = [];

@@ -20,6 +20,7 @@ import type {
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
+import { batchProgram, decidableInMemory, type GroupOutcome } from "../sql/batch.js";
 import {
   type ClaimResult,
   claimManyProgram,
@@ -248,10 +249,12 @@ export class PostgresJournal implements Journal {
   }
 
   /**
-   * Open the batch's transaction and run its requests. Without savepoints, "again" when a request of
-   * a batch of several failed after its first statement or a statement failed: what it left in the
-   * transaction cannot be taken back alone. A batch of one needs no savepoint: if it fails, the
-   * whole transaction is rolled back.
+   * Open the batch's transaction and run its requests. First (without savepoints) every caller that
+   * can be decided in memory goes through {@link batchProgram}: a few statements for all of them.
+   * The rest (admissions, decided by unique keys) run one by one. Without savepoints, "again" when
+   * the batch program's statements failed, or a request of a batch of several failed after its
+   * first statement or a statement failed: what it left in the transaction cannot be taken back
+   * alone. A batch of one needs no savepoint: if it fails, the whole transaction is rolled back.
    */
   private async applyBatch(
     client: pg.PoolClient,
@@ -266,12 +269,36 @@ export class PostgresJournal implements Journal {
       `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}${savepoints ? "; SAVEPOINT append_one" : ""}`,
     );
     const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
+    let rest: ReadonlyArray<Pending> = batch;
+    if (!savepoints) {
+      const { decided, others } = splitBatch(batch);
+      if (decided.length > 0) {
+        let results: GroupOutcome[];
+        try {
+          const program = batchProgram(
+            SQL,
+            SQL.lists!,
+            decided.map((p) => p.requests),
+            inlineProjections,
+            this.keyring,
+          );
+          results = await runAsync(program, (step) => execute(client, step));
+        } catch {
+          return "again";
+        }
+        decided.forEach((pending, i) => {
+          outcomes[batch.indexOf(pending)] = results[i]!;
+        });
+        rest = others;
+      }
+    }
     let savepointOpen = savepoints;
-    for (const pending of batch) {
+    for (const pending of rest) {
       if (savepoints && !savepointOpen) await client.query("SAVEPOINT append_one");
       savepointOpen = savepoints;
       let statements = 0;
       let statementFailed = false;
+      const index = batch.indexOf(pending);
       try {
         const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
         const ok = await runAsync(program, (step) => {
@@ -285,7 +312,7 @@ export class PostgresJournal implements Journal {
         if (savepoints && pending !== batch.at(-1)) {
           await client.query("RELEASE SAVEPOINT append_one; SAVEPOINT append_one");
         }
-        outcomes.push({ ok });
+        outcomes[index] = { ok };
       } catch (error) {
         if (savepoints) {
           await client.query("ROLLBACK TO SAVEPOINT append_one; RELEASE SAVEPOINT append_one");
@@ -293,7 +320,7 @@ export class PostgresJournal implements Journal {
         } else if (batch.length > 1 && (statementFailed || statements > 1)) {
           return "again";
         }
-        outcomes.push({ error });
+        outcomes[index] = { error };
       }
     }
     return outcomes;
@@ -567,6 +594,24 @@ function* afterLock<T>(lock: string, program: Program<T>): Program<T> {
 
 /** Connections the server ended while checked out, and their error listeners. */
 const ended = new WeakSet<pg.PoolClient>();
+/**
+ * The callers a batch program can decide in memory, and the others (admissions). A caller that
+ * shares a stream with one of the others goes with them, so each stream's appends keep their order.
+ */
+const splitBatch = (
+  batch: ReadonlyArray<Pending>,
+): { readonly decided: Pending[]; readonly others: Pending[] } => {
+  const others = batch.filter((p) => !decidableInMemory(p.requests));
+  const theirs = new Set(others.flatMap((p) => p.requests.map((r) => r.streamId)));
+  const decided: Pending[] = [];
+  for (const pending of batch)
+    if (!others.includes(pending) && pending.requests.some((r) => theirs.has(r.streamId)))
+      others.push(pending);
+    else if (!others.includes(pending)) decided.push(pending);
+  others.sort((a, b) => batch.indexOf(a) - batch.indexOf(b));
+  return { decided, others };
+};
+
 const listeners = new WeakMap<pg.PoolClient, () => void>();
 
 /**

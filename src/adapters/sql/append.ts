@@ -37,10 +37,7 @@ export function* appendProgram(
   ring: Keyring | null,
 ): Program<AppendResult> {
   const { streamId, expectedVersion, events, fence } = request;
-  if (request.releaseClaim && !fence)
-    throw new TypeError(
-      `an append to ${streamId} asks to release its claim but has no fence: only a fenced append holds a claim to let go`,
-    );
+  refuseReleaseWithoutFence(request);
   let head: HeadRow | undefined;
   let prefetched: Prefetched | undefined;
   const before = versionBefore(expectedVersion);
@@ -94,9 +91,62 @@ export function* appendProgram(
     new WrongExpectedVersion({ streamId, expected: describeExpected(expectedVersion), actual: current });
   if (!expectedVersionMatches(expectedVersion, current)) throw wrongVersion();
 
-  let prevHash = head?.hash ?? GENESIS_HASH;
-  let version = current;
   const recorded: RecordedEvent[] = [];
+  for (const row of prepareEvents(streamId, head, events, ring)) {
+    const { version } = row;
+    let inserted: { position: number | string } | undefined;
+    try {
+      inserted = yield* get(sql.insertEvent, [
+        streamId,
+        version,
+        row.eventId,
+        row.event.type,
+        row.schemaVersion,
+        row.recordedAt,
+        row.dataText,
+        row.prevHash,
+        row.hash,
+      ]);
+    } catch (error) {
+      // Two writers passed the version check together: the unique key decides (STYLE habit 4).
+      if (error instanceof UniqueViolation && error.key === "event-version") throw wrongVersion();
+      throw error;
+    }
+    if (!inserted) throw new Error(`the insert of ${streamId}@${version} returned no position`);
+    if (ring && recorded.length === 0) yield* run(sql.markSealed, [String(inserted.position)]);
+    recorded.push(recordedOf(row, Number(inserted.position)));
+    for (const write of guardWritesFor(row.event)) yield* applyGuard(sql, write);
+  }
+  yield* applyProjections(sql, recorded, projections, ring, prefetched);
+  // Checked before: a fenced append only gets here holding the claim it lets go.
+  if (request.releaseClaim && fence) yield* run(sql.releaseRun, [fence.workerId, fence.runId]);
+  return { streamId, nextVersion: recorded.at(-1)?.version ?? current, recorded };
+}
+
+/** An event ready to insert: everything but the position, which the database hands out. */
+export interface PreparedEvent {
+  readonly streamId: string;
+  readonly version: number;
+  readonly eventId: string;
+  readonly recordedAt: string;
+  readonly schemaVersion: number;
+  /** The stored payload: canonical JSON, sealed with a key. */
+  readonly dataText: string;
+  readonly prevHash: string;
+  readonly hash: string;
+  readonly event: AnyEvent;
+}
+
+/** The rows of `events` appended after `head`, each chained to the one before (DESIGN §9). */
+export const prepareEvents = (
+  streamId: string,
+  head: HeadRow | undefined,
+  events: ReadonlyArray<AnyEvent>,
+  ring: Keyring | null,
+): PreparedEvent[] => {
+  let prevHash = head?.hash ?? GENESIS_HASH;
+  let version = head ? Number(head.version) : 0;
+  const rows: PreparedEvent[] = [];
   for (const event of events) {
     version += 1;
     // With a key, the payload fields are sealed; the chain covers what is stored (DESIGN §9).
@@ -109,48 +159,35 @@ export function* appendProgram(
       { streamId, version, eventId, recordedAt, prevHash, schemaVersion },
       dataText,
     );
-    let inserted: { position: number | string } | undefined;
-    try {
-      inserted = yield* get(sql.insertEvent, [
-        streamId,
-        version,
-        eventId,
-        event.type,
-        schemaVersion,
-        recordedAt,
-        dataText,
-        prevHash,
-        hash,
-      ]);
-    } catch (error) {
-      // Two writers passed the version check together: the unique key decides (STYLE habit 4).
-      if (error instanceof UniqueViolation && error.key === "event-version") throw wrongVersion();
-      throw error;
-    }
-    if (!inserted) throw new Error(`the insert of ${streamId}@${version} returned no position`);
-    if (ring && recorded.length === 0) yield* run(sql.markSealed, [String(inserted.position)]);
-    recorded.push({
-      streamId,
-      version,
-      position: Number(inserted.position),
-      eventId,
-      recordedAt,
-      prevHash,
-      hash,
-      schemaVersion,
-      event,
-    });
-    for (const write of guardWritesFor(event)) yield* applyGuard(sql, write);
+    rows.push({ streamId, version, eventId, recordedAt, schemaVersion, dataText, prevHash, hash, event });
     prevHash = hash;
   }
-  yield* applyProjections(sql, recorded, projections, ring, prefetched);
-  // Checked before: a fenced append only gets here holding the claim it lets go.
-  if (request.releaseClaim && fence) yield* run(sql.releaseRun, [fence.workerId, fence.runId]);
-  return { streamId, nextVersion: version, recorded };
-}
+  return rows;
+};
+
+/** The recorded event of a row the database placed at `position`. */
+export const recordedOf = (row: PreparedEvent, position: number): RecordedEvent => ({
+  streamId: row.streamId,
+  version: row.version,
+  position,
+  eventId: row.eventId,
+  recordedAt: row.recordedAt,
+  prevHash: row.prevHash,
+  hash: row.hash,
+  schemaVersion: row.schemaVersion,
+  event: row.event,
+});
+
+/** Only a fenced append holds a claim to let go. */
+export const refuseReleaseWithoutFence = (request: AppendRequest): void => {
+  if (request.releaseClaim && !request.fence)
+    throw new TypeError(
+      `an append to ${request.streamId} asks to release its claim but has no fence: only a fenced append holds a claim to let go`,
+    );
+};
 
 /** A stored projection row as the append reads it. */
-interface ProjectionRowRead {
+export interface ProjectionRowRead {
   readonly name: string;
   readonly key: string;
   readonly value: string;
@@ -158,10 +195,10 @@ interface ProjectionRowRead {
 }
 
 /** Projection rows read ahead with the claim, by {@link rowId}: null where no row is stored. */
-type Prefetched = ReadonlyMap<string, ProjectionRowRead | null>;
+export type Prefetched = ReadonlyMap<string, ProjectionRowRead | null>;
 
 /** One row of `fencedHeadAndRows`. */
-interface PartRow {
+export interface PartRow {
   readonly part: "claim" | "head" | "row";
   readonly name: string | null;
   readonly key: string | null;
@@ -170,19 +207,19 @@ interface PartRow {
 }
 
 /** More rows than this are read as before, in their own statements. */
-const PREFETCH_MAX_ROWS = 64;
+export const PREFETCH_MAX_ROWS = 64;
 
-const rowId = (name: string, key: string): string => `${name}\u0000${key}`;
+export const rowId = (name: string, key: string): string => `${name}\u0000${key}`;
 
 /** The stream's version before the append when the expected version fixes it, else null. */
-const versionBefore = (expected: AppendRequest["expectedVersion"]): number | null =>
+export const versionBefore = (expected: AppendRequest["expectedVersion"]): number | null =>
   typeof expected === "number" ? expected : expected === "no-stream" ? 0 : null;
 
 /**
  * The projection rows the events will touch if they land at versions `before + 1…`: keys depend on
  * the events and their place in the stream, never on positions or on the rows.
  */
-const wantedRows = (
+export const wantedRows = (
   streamId: string,
   before: number,
   events: ReadonlyArray<AnyEvent>,
@@ -274,16 +311,44 @@ export function* applyProjections(
   ring: Keyring | null,
   prefetched?: Prefetched,
 ): Program<void> {
+  const rows = yield* foldProjectionRows(sql, recorded, projections, ring, prefetched);
+  const per = sql.projectionRowsPerStatement;
+  for (let from = 0; from < rows.length; from += per) {
+    const chunk = rows.slice(from, from + per);
+    const values = chunk.flatMap(({ name, key, value, position }) => [name, key, value, position]);
+    yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
+  }
+}
+
+/** A projection row's new state, ready to store (sealed with a key). */
+export interface ProjectionRowWrite {
+  readonly name: string;
+  readonly key: string;
+  readonly value: string;
+  readonly position: number;
+}
+
+/**
+ * The final state of every inline projection row the events touch: each row read once (those read
+ * ahead are not read again), every event folded in order, the position of the last event that
+ * changed it.
+ */
+export function* foldProjectionRows(
+  sql: Statements,
+  recorded: ReadonlyArray<RecordedEvent>,
+  projections: ReadonlyArray<AnyProjection>,
+  ring: Keyring | null,
+  prefetched?: Prefetched,
+): Program<ProjectionRowWrite[]> {
   // The keys first: which rows a projection touches depends on the events, never on the rows.
   const touched = [...touches(recorded, projections)];
   const states = new Map<string, { name: string; key: string; state: unknown; position: number }>();
   for (const { projection, key, id } of touched)
     if (!states.has(id)) states.set(id, { name: projection.name, key, state: undefined, position: 0 });
-  if (states.size === 0) return;
+  if (states.size === 0) return [];
   const rows = [...states.values()];
   const found: ProjectionRowRead[] = [];
-  // Rows read ahead with the claim are not read again; any other (none, when the keys were
-  // foreseen) is read here.
+  // Rows read ahead are not read again; any other (none, when the keys were foreseen) is read here.
   const toRead = prefetched ? rows.filter((r) => !prefetched.has(rowId(r.name, r.key))) : rows;
   if (prefetched)
     for (const r of rows) {
@@ -314,16 +379,12 @@ export function* applyProjections(
     known.state = projection.evolve(known.state, entry, key);
     known.position = entry.position;
   }
-  for (let from = 0; from < rows.length; from += per) {
-    const chunk = rows.slice(from, from + per);
-    const values = chunk.flatMap(({ name, key, state, position }) => [
-      name,
-      key,
-      sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
-      position,
-    ]);
-    yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
-  }
+  return rows.map(({ name, key, state, position }) => ({
+    name,
+    key,
+    value: sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
+    position,
+  }));
 }
 
 function* oneRow(
