@@ -766,30 +766,40 @@ export const journalContract = (
         await journal.close();
         const batched = await open({ onBeforeCommit: () => commits++ });
         // Queued together, so they share one commit; each is decided after those before it.
-        const [letGo, afterLetGo, first, second, part, stale, any, ends] = await Promise.allSettled([
-          batched.append({
-            streamId: "run-r1",
-            expectedVersion: 1,
-            events: [intended("r1", 0)],
-            fence,
-            releaseClaim: true,
-          }),
-          batched.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence }),
-          batched.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1(), opened1()] }),
-          batched.append({ streamId: "s", expectedVersion: 2, events: [opened1()] }),
-          batched.appendAll([
-            { streamId: "fresh", expectedVersion: "no-stream", events: [opened1()] },
-            { streamId: "taken", expectedVersion: "no-stream", events: [opened1()] },
-          ]),
-          batched.append({ streamId: "s", expectedVersion: 1, events: [opened1()] }),
-          batched.append({ streamId: "run-r2", expectedVersion: "any", events: [intended("r2", 0)] }),
-          batched.append({
-            streamId: "run-r2",
-            expectedVersion: "stream-exists",
-            events: [done("r2", 0), completed("r2")],
-          }),
-        ]);
+        const [letGo, afterLetGo, first, second, part, stale, any, ends, admits, afterAdmit] =
+          await Promise.allSettled([
+            batched.append({
+              streamId: "run-r1",
+              expectedVersion: 1,
+              events: [intended("r1", 0)],
+              fence,
+              releaseClaim: true,
+            }),
+            batched.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence }),
+            batched.append({ streamId: "s", expectedVersion: "no-stream", events: [opened1(), opened1()] }),
+            batched.append({ streamId: "s", expectedVersion: 2, events: [opened1()] }),
+            batched.appendAll([
+              { streamId: "fresh", expectedVersion: "no-stream", events: [opened1()] },
+              { streamId: "taken", expectedVersion: "no-stream", events: [opened1()] },
+            ]),
+            batched.append({ streamId: "s", expectedVersion: 1, events: [opened1()] }),
+            batched.append({ streamId: "run-r2", expectedVersion: "any", events: [intended("r2", 0)] }),
+            batched.append({
+              streamId: "run-r2",
+              expectedVersion: "stream-exists",
+              events: [done("r2", 0), completed("r2")],
+            }),
+            // An admission (decided by unique keys) and an append to its stream after it.
+            batched.append({
+              streamId: "run-r3",
+              expectedVersion: "no-stream",
+              events: [admitted("r3", "c3", "i")],
+            }),
+            batched.append({ streamId: "run-r3", expectedVersion: 1, events: [intended("r3", 0)] }),
+          ]);
         expect(commits).toBe(1);
+        expect(admits).toMatchObject({ status: "fulfilled", value: { nextVersion: 1 } });
+        expect(afterAdmit).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
         expect(letGo).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
         expect(afterLetGo).toMatchObject({ status: "rejected", reason: { _tag: "FencedOut", runId: "r1" } });
         expect(first).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
@@ -811,15 +821,16 @@ export const journalContract = (
         expect(await reader.currentClaim("r1")).toBeNull();
         expect(await reader.activeRun("c2")).toBeNull();
         expect(await reader.activeRun("c1")).toBe("r1");
+        expect(await reader.activeRun("c3")).toBe("r3");
         expect((await reader.readStream("s")).map((e) => e.version)).toEqual([1, 2, 3]);
         const rows = await store.rawRows();
-        for (const stream of ["run-r1", "run-r2", "s"])
+        for (const stream of ["run-r1", "run-r2", "run-r3", "s"])
           expect(verifyStreamChain(rows.filter((r) => r.streamId === stream)), stream).toBeNull();
         for (const row of rows) expect(rowHash(row)).toBe(row.hash);
         const events = await reader.readAll({ after: 0, limit: 100 });
         const positions = events.map((e) => e.position);
         expect([...positions].sort((a, b) => a - b)).toEqual(positions);
-        for (const stream of ["run-r1", "run-r2", "s"]) {
+        for (const stream of ["run-r1", "run-r2", "run-r3", "s"]) {
           const versions = events.filter((e) => e.streamId === stream).map((e) => e.version);
           expect(versions, stream).toEqual(versions.map((_, i) => i + 1));
         }

@@ -266,13 +266,13 @@ export class PostgresJournal implements Journal {
     // processes' readers. Savepoints ride along with the statements around them: the first with
     // BEGIN, each next one with the release of the one before, and COMMIT releases the last.
     await client.query(
-      `BEGIN; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}${savepoints ? "; SAVEPOINT append_one" : ""}`,
+      `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}')); NOTIFY ${commitChannel(this.schema)}${savepoints ? "; SAVEPOINT append_one" : ""}`,
     );
     const outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     let rest: ReadonlyArray<Pending> = batch;
     if (!savepoints) {
       const { decided, others } = splitBatch(batch);
-      if (decided.length > 0) {
+      if (decided.length > 1) {
         let results: GroupOutcome[];
         try {
           const program = batchProgram(
@@ -601,14 +601,14 @@ const ended = new WeakSet<pg.PoolClient>();
 const splitBatch = (
   batch: ReadonlyArray<Pending>,
 ): { readonly decided: Pending[]; readonly others: Pending[] } => {
-  const others = batch.filter((p) => !decidableInMemory(p.requests));
-  const theirs = new Set(others.flatMap((p) => p.requests.map((r) => r.streamId)));
+  const admitting = batch.filter((p) => !decidableInMemory(p.requests));
+  const theirs = new Set(admitting.flatMap((p) => p.requests.map((r) => r.streamId)));
   const decided: Pending[] = [];
-  for (const pending of batch)
-    if (!others.includes(pending) && pending.requests.some((r) => theirs.has(r.streamId)))
-      others.push(pending);
-    else if (!others.includes(pending)) decided.push(pending);
-  others.sort((a, b) => batch.indexOf(a) - batch.indexOf(b));
+  const others: Pending[] = [];
+  for (const pending of batch) {
+    const goesWithThem = admitting.includes(pending) || pending.requests.some((r) => theirs.has(r.streamId));
+    (goesWithThem ? others : decided).push(pending);
+  }
   return { decided, others };
 };
 

@@ -192,6 +192,7 @@ export function* batchProgram(
       writes.map((w) => w.value),
       writes.map((w) => w.position),
       [...finished],
+      releases.map((f) => f.runId),
       releases.map((f) => f.workerId),
       releases.map((f) => f.runId),
       sealedSince,

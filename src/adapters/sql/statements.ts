@@ -35,7 +35,7 @@ export interface Dialect {
  * ids, row names, row keys; one row per part as `fencedHeadAndRows` (a head's name is its stream).
  * `insertEvents`: one list per column of `insertEvent`, returning each row's stream, version and
  * position. `write`: rows (names, keys, values, positions), finished run ids, released claims
- * (worker ids, run ids), and the first sealed position or null.
+ * (run ids, then worker ids and run ids as pairs), and the first sealed position or null.
  */
 export interface ListStatements {
   readonly read: string;
@@ -49,8 +49,9 @@ const postgresLists: ListStatements = {
     "SELECT 'claim' AS part, run_id AS name, worker_id AS key, CAST(epoch AS TEXT) AS value, lease_until AS position FROM claim " +
     "UNION ALL SELECT 'head', s.stream_id, h.hash, CAST(h.version AS TEXT), NULL FROM unnest(?::text[]) AS s(stream_id) " +
     "CROSS JOIN LATERAL (SELECT version, hash FROM events e WHERE e.stream_id = s.stream_id ORDER BY version DESC LIMIT 1) AS h " +
-    "UNION ALL SELECT 'row', p.name, p.key, p.value, p.position FROM projections p " +
-    "JOIN unnest(?::text[], ?::text[]) AS w(name, key) ON p.name = w.name AND p.key = w.key",
+    // Each pair its own index probe (LIMIT 1 keeps the planner from joining the whole table).
+    "UNION ALL SELECT 'row', w.name, w.key, p.value, p.position FROM unnest(?::text[], ?::text[]) AS w(name, key) " +
+    "CROSS JOIN LATERAL (SELECT value, position FROM projections p WHERE p.name = w.name AND p.key = w.key LIMIT 1) AS p",
   insertEvents:
     "INSERT INTO events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash) " +
     "SELECT stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash " +
@@ -63,8 +64,8 @@ const postgresLists: ListStatements = {
     "SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[]) " +
     "ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position RETURNING 1), " +
     "fin AS (UPDATE run_guard SET active = 0 WHERE run_id = ANY(?::text[]) RETURNING 1), " +
-    "rel AS (UPDATE claims SET worker_id = NULL, lease_until = 0 FROM unnest(?::text[], ?::text[]) AS r(worker_id, run_id) " +
-    "WHERE claims.worker_id = r.worker_id AND claims.run_id = r.run_id RETURNING 1), " +
+    "rel AS (UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE run_id = ANY(?::text[]) " +
+    "AND (worker_id, run_id) IN (SELECT * FROM unnest(?::text[], ?::text[])) RETURNING 1), " +
     "sealed AS (INSERT INTO meta (key, value) SELECT 'sealed_since', v FROM (SELECT CAST(? AS TEXT) AS v) AS s " +
     "WHERE v IS NOT NULL ON CONFLICT (key) DO NOTHING RETURNING 1) " +
     "SELECT (SELECT count(*) FROM up) AS rows, (SELECT count(*) FROM fin) AS finished, " +
