@@ -30,27 +30,45 @@ import {
 import { FAULTS, TORTURE_ERROR_TEXTS, TORTURE_SECRET, type TortureFault } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
-const { values } = parseArgs({
-  options: {
-    trials: { type: "string", default: "40" },
-    /** "classic" (the journaled-call agent) or "ai" (the AI SDK agent). */
-    agent: { type: "string", default: "classic" },
-    seed: { type: "string" },
-    json: { type: "boolean", default: false },
-    keep: { type: "boolean", default: false },
-    /** Only this crash point or fault kind (to chase one problem). */
-    point: { type: "string" },
-    /** Only calls of this name at the intent/effect/outcome points. */
-    call: { type: "string" },
-    /** Multi-worker torture (torture/workers.ts): a postgres:// URL, and how many workers share it. */
-    store: { type: "string" },
-    workers: { type: "string" },
-    runs: { type: "string", default: "200" },
-    kills: { type: "string", default: "30" },
-    pauses: { type: "string", default: "30" },
-    "lease-ms": { type: "string", default: "3000" },
-  },
-});
+const OPTIONS = {
+  trials: { type: "string", default: "40" },
+  /** "classic" (the journaled-call agent) or "ai" (the AI SDK agent). */
+  agent: { type: "string", default: "classic" },
+  seed: { type: "string" },
+  json: { type: "boolean", default: false },
+  keep: { type: "boolean", default: false },
+  /** Only this crash point or fault kind (to chase one problem). */
+  point: { type: "string" },
+  /** Only calls of this name at the intent/effect/outcome points. */
+  call: { type: "string" },
+  /** Multi-worker torture (torture/workers.ts): a postgres:// URL, and how many workers share it. */
+  store: { type: "string" },
+  workers: { type: "string" },
+  runs: { type: "string", default: "200" },
+  kills: { type: "string", default: "30" },
+  pauses: { type: "string", default: "30" },
+  "lease-ms": { type: "string", default: "3000" },
+  help: { type: "boolean", default: false },
+} as const;
+const USAGE = `usage:
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai]
+  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--seed S] [--json] [--keep]
+`;
+
+const parsed = (() => {
+  try {
+    return parseArgs({ options: OPTIONS });
+  } catch (error) {
+    process.stderr.write(`torture: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    process.exit(2);
+  }
+})();
+if (parsed.values.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const { values } = parsed;
+
 const trials = Number(values.trials);
 const aiAgent = values.agent === "ai";
 if (values.agent !== "classic" && !aiAgent) {

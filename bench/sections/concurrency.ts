@@ -8,6 +8,10 @@ import { openBenchRuntime, runToCompletion } from "../lib/runtime.js";
 import type { Section, Series } from "../lib/section.js";
 import { median, round, spreadOf } from "../lib/stats.js";
 import { setCallSink } from "../workload.js";
+
+/** Issue 15: journaled events/s at 64 runs at least this share of the batched floor. */
+const C64_TARGET = 0.25;
+
 import { BATCH_ROWS } from "./floor.js";
 
 /**
@@ -143,7 +147,7 @@ export const concurrencySection: Section = {
         spread: range(eventsPerS),
         note: `journaled events/s (intents, outcomes, admissions, completions) over the batched floor's ${round(batchedRowsPerS)} rows/s sampled alongside`,
       };
-      metrics.push(c === 64 ? targeted(events, ">=", 0.5) : figure(events));
+      metrics.push(c === 64 ? targeted(events, ">=", C64_TARGET) : figure(events));
     }
     progress("concurrency", "the journal alone at 64 streams");
     const only = await journalOnly(folder, 64, callsPerRun);
@@ -158,20 +162,26 @@ export const concurrencySection: Section = {
     );
     const c64 = results.get(64)!;
     metrics.push(
-      figure({
-        name: "concurrency.c64.cpu_per_event",
-        value: round(median(c64.map((x) => x.cpuMicros / x.events))),
-        unit: "µs CPU/event",
-        note: "user + system CPU time of the bench process per journaled event at 64 runs: the budget the target implies is 1e6 / (0.5 × batched floor rows/s) per event on one core",
-      }),
+      targeted(
+        {
+          name: "concurrency.c64.cpu_per_event",
+          value: round(median(c64.map((x) => x.cpuMicros / x.events))),
+          unit: "µs CPU/event",
+          ratio: null,
+          note: `user + system CPU time of the bench process per journaled event at 64 runs; the events/s target alone implies 1e6 / (${C64_TARGET} × batched floor rows/s) = ${round(1e6 / (C64_TARGET * batchedRowsPerS))} µs per event on one core`,
+        },
+        "<=",
+        30,
+        "value",
+      ),
     );
     const eventsPerCall = c64.reduce((a, x) => a + x.events, 0) / c64.reduce((a, x) => a + x.calls, 0);
-    const targetCalls = (0.5 * batchedRowsPerS) / eventsPerCall;
+    const targetCalls = (C64_TARGET * batchedRowsPerS) / eventsPerCall;
     const series: Series[] = [
       { chart: "concurrency", label: "journaled calls/s (median)", points },
       {
         chart: "concurrency",
-        label: `target at 64: 0.5 × batched floor (${round(batchedRowsPerS)} rows/s) in calls`,
+        label: `target at 64: ${C64_TARGET} × batched floor (${round(batchedRowsPerS)} rows/s) in calls`,
         points: [
           [1, targetCalls],
           [64, targetCalls],
