@@ -62,6 +62,7 @@ export {
   CallFailed,
   CallNotFound,
   CallNotInDoubt,
+  CallsDoNotFold,
   CheckpointInvalid,
   DecisionNeedsCalls,
   DefiniteFailure,

@@ -1,3 +1,4 @@
+import { Data } from "effect";
 import type { CallKind, Disposition, ErrorInfo, RecordedEvent } from "../events/index.js";
 import type { CallStatus } from "../machines/index.js";
 import { foldProjection, type Projection } from "./projection.js";
@@ -17,6 +18,23 @@ export interface CallRow {
   readonly resultDigest: string | null;
   readonly error: ErrorInfo | null;
   readonly position: number;
+}
+
+/**
+ * A run's stream holds a call event with no intent before it, so its calls cannot be folded. The
+ * runtime never writes one (its run machine refuses the event before the append); the journal was
+ * changed outside holdfast. `holdfast audit` reports it with everything else that differs.
+ */
+export class CallsDoNotFold extends Data.TaggedError("CallsDoNotFold")<{
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly eventType: string;
+  readonly callId: string;
+}> {
+  override get message(): string {
+    return `the calls of ${this.streamId} cannot be folded: ${this.eventType} at version ${this.version} (position ${this.position}) is for call ${this.callId}, which has no intent before it. The journal was changed outside holdfast; run \`holdfast audit\` and do not edit rows by hand.`;
+  }
 }
 
 /**
@@ -40,7 +58,7 @@ export const callsProjection: Projection<CallRow> = {
     if (e.type === "decision.recorded") return e.calls.map((c) => c.callId);
     return "callId" in e ? [String(e.callId)] : [];
   },
-  evolve: (state, recorded: RecordedEvent) => {
+  evolve: (state, recorded: RecordedEvent, key) => {
     const e = recorded.event;
     const position = recorded.position;
     if (e.type === "call.intended") {
@@ -60,7 +78,13 @@ export const callsProjection: Projection<CallRow> = {
       };
     }
     if (!state)
-      throw new RangeError(`calls projection: ${e.type} for a call with no intent in ${recorded.streamId}`);
+      throw new CallsDoNotFold({
+        streamId: recorded.streamId,
+        version: recorded.version,
+        position: recorded.position,
+        eventType: e.type,
+        callId: key,
+      });
     switch (e.type) {
       case "call.completed":
         return {

@@ -243,6 +243,7 @@ export class DefiniteFailure extends Error {
 }
 
 export { EventDecodeError } from "../events/index.js";
+export { CallsDoNotFold } from "../projections/index.js";
 /** The machine refused a transition the runtime asked for. */
 export { TransitionRejected } from "../machines/index.js";
 

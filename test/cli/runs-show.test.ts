@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { digestOf } from "../../src/events/index.js";
+import { openReader } from "../../src/index.js";
 import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
 import { expectTwoLineError, runCli, useSharedDemoJournal, useTempDir } from "./cliProcess.js";
 
@@ -132,6 +133,20 @@ describe("holdfast show", () => {
       calls: [],
       callsProblem: expect.stringContaining("no intent"),
     });
+    // A library reader gets a typed error naming the event, not the fold's internals.
+    const reader = await openReader({ store: db });
+    try {
+      await expect(reader.calls("r1")).rejects.toMatchObject({
+        _tag: "CallsDoNotFold",
+        streamId: "run-r1",
+        version: 2,
+        eventType: "call.completed",
+        callId: "r1/0",
+        message: expect.stringContaining("run `holdfast audit`"),
+      });
+    } finally {
+      await reader.close();
+    }
   });
 
   it("a run that is not in the journal exits 1 and says how to list runs", async () => {
