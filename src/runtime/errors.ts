@@ -243,9 +243,10 @@ export class DefiniteFailure extends Error {
 }
 
 export { EventDecodeError } from "../events/index.js";
-export { CallsDoNotFold } from "../projections/index.js";
 /** The machine refused a transition the runtime asked for. */
 export { TransitionRejected } from "../machines/index.js";
+/** A run's stream holds a call event with no intent before it: its calls cannot be folded. */
+export { CallsDoNotFold } from "../projections/index.js";
 
 /** The (chatId, inputId) pair is already admitted; the runtime turns this into reuse or `InputConflict`. */
 export class DuplicateAdmission extends Data.TaggedError("DuplicateAdmission")<{
