@@ -843,6 +843,29 @@ export const journalContract = (
         expect(await reader.projection("runs", "r2")).toMatchObject({ status: "completed" });
       });
 
+      it("in one commit, every stream keeps its callers' order through an admission: admit, then appendAll on its stream and another, then that other", async () => {
+        let commits = 0;
+        const { journal } = await given({ onBeforeCommit: () => commits++ });
+        const [admit, both, after] = await Promise.allSettled([
+          journal.append({
+            streamId: "run-r9",
+            expectedVersion: "no-stream",
+            events: [admitted("r9", "c9", "i")],
+          }),
+          journal.appendAll([
+            { streamId: "run-r9", expectedVersion: 1, events: [intended("r9", 0)] },
+            { streamId: "notes", expectedVersion: "no-stream", events: [opened1()] },
+          ]),
+          journal.append({ streamId: "notes", expectedVersion: 1, events: [opened1()] }),
+          journal.append({ streamId: "elsewhere", expectedVersion: "no-stream", events: [opened1()] }),
+        ]);
+        expect(commits).toBe(1);
+        expect(admit).toMatchObject({ status: "fulfilled", value: { nextVersion: 1 } });
+        expect(both).toMatchObject({ status: "fulfilled" });
+        expect(after).toMatchObject({ status: "fulfilled", value: { nextVersion: 2 } });
+        expect((await journal.readStream("notes")).map((e) => e.version)).toEqual([1, 2]);
+      });
+
       it("appends made while a commit is in flight go together into the next commit", async () => {
         let commits = 0;
         const later: Array<Promise<unknown>> = [];

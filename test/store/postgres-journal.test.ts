@@ -270,7 +270,11 @@ describe("PostgreSQL journal: global order and concurrency", () => {
   it("a batch whose request fails on its first statement (the server refuses a NUL in a stream id) commits the others", async () => {
     const schema = schemas.fresh();
     let commits = 0;
-    const journal = await open(schema, { onBeforeCommit: () => void commits++ });
+    const reruns: unknown[] = [];
+    const journal = await open(schema, {
+      onBeforeCommit: () => void commits++,
+      onBatchRerun: (cause) => void reruns.push(cause),
+    });
     const [first, bad, last] = await Promise.allSettled([
       journal.append({ streamId: "s-1", expectedVersion: "no-stream", events: [event] }),
       journal.append({ streamId: "s-\u0000-2", expectedVersion: "no-stream", events: [event] }),
@@ -280,9 +284,41 @@ describe("PostgreSQL journal: global order and concurrency", () => {
     expect(last.status).toBe("fulfilled");
     expect(bad).toMatchObject({ status: "rejected", reason: { code: "22021" } });
     expect(commits).toBe(1);
+    // The batch decided in memory failed on its read, and ran again request by request.
+    expect(reruns).toEqual([expect.objectContaining({ code: "22021" })]);
     // Committed for real: another connection reads both.
     const reader = await open(schema);
     expect((await reader.readAll({ after: 0, limit: 10 })).map((e) => e.streamId)).toEqual(["s-1", "s-3"]);
+  });
+
+  it("a batch of fenced and unfenced appends is decided in memory: it commits once and never runs again request by request", async () => {
+    const schema = schemas.fresh();
+    let commits = 0;
+    const reruns: unknown[] = [];
+    const journal = await open(schema, {
+      onBeforeCommit: () => void commits++,
+      onBatchRerun: (cause) => void reruns.push(cause),
+    });
+    const fences = [];
+    for (let i = 0; i < 8; i++) {
+      const claim = await journal.claim(`r${i}`, "w1", 60_000);
+      fences.push({ runId: `r${i}`, workerId: "w1", epoch: claim!.epoch });
+    }
+    commits = 0;
+    const results = await Promise.allSettled([
+      ...fences.map((fence, i) =>
+        journal.append({ streamId: `run-r${i}`, expectedVersion: "no-stream", events: [event], fence }),
+      ),
+      journal.append({ streamId: "plain", expectedVersion: "any", events: [event, event] }),
+      journal.append({ streamId: "run-r0", expectedVersion: 7, events: [event], fence: fences[0]! }),
+    ]);
+    expect(results.slice(0, 9).every((r) => r.status === "fulfilled")).toBe(true);
+    expect(results[9]).toMatchObject({
+      status: "rejected",
+      reason: { _tag: "WrongExpectedVersion", actual: 1 },
+    });
+    expect(commits).toBe(1);
+    expect(reruns).toEqual([]);
   });
 
   it("readAll never returns an event beyond a commit still in flight, so paging by position skips nothing", async () => {

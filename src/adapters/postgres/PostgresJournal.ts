@@ -283,7 +283,8 @@ export class PostgresJournal implements Journal {
             this.keyring,
           );
           results = await runAsync(program, (step) => execute(client, step));
-        } catch {
+        } catch (error) {
+          this.options.onBatchRerun?.(error);
           return "again";
         }
         decided.forEach((pending, i) => {
@@ -596,20 +597,24 @@ function* afterLock<T>(lock: string, program: Program<T>): Program<T> {
 const ended = new WeakSet<pg.PoolClient>();
 /**
  * The callers a batch program can decide in memory, and the others (admissions). A caller that
- * shares a stream with one of the others goes with them, so each stream's appends keep their order.
+ * shares a stream with one of the others goes with them, and so on through every stream they
+ * touch, so each stream's appends keep their order.
  */
 const splitBatch = (
   batch: ReadonlyArray<Pending>,
 ): { readonly decided: Pending[]; readonly others: Pending[] } => {
-  const admitting = batch.filter((p) => !decidableInMemory(p.requests));
-  const theirs = new Set(admitting.flatMap((p) => p.requests.map((r) => r.streamId)));
-  const decided: Pending[] = [];
-  const others: Pending[] = [];
-  for (const pending of batch) {
-    const goesWithThem = admitting.includes(pending) || pending.requests.some((r) => theirs.has(r.streamId));
-    (goesWithThem ? others : decided).push(pending);
+  const others = new Set(batch.filter((p) => !decidableInMemory(p.requests)));
+  const theirs = new Set([...others].flatMap((p) => p.requests.map((r) => r.streamId)));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const pending of batch)
+      if (!others.has(pending) && pending.requests.some((r) => theirs.has(r.streamId))) {
+        others.add(pending);
+        for (const r of pending.requests) theirs.add(r.streamId);
+        grew = true;
+      }
   }
-  return { decided, others };
+  return { decided: batch.filter((p) => !others.has(p)), others: batch.filter((p) => others.has(p)) };
 };
 
 const listeners = new WeakMap<pg.PoolClient, () => void>();

@@ -17,6 +17,11 @@ export interface PostgresJournalOptions {
   /** Called inside the group commit, between the batch's writes and COMMIT (tests). */
   readonly onBeforeCommit?: () => void | Promise<void>;
   /**
+   * Called when a batch decided in memory failed on a statement and is run again request by
+   * request, with what failed (tests, and a place to count how often it happens).
+   */
+  readonly onBatchRerun?: (cause: unknown) => void;
+  /**
    * The server ends a session idle inside a transaction for this long (default 10 000 ms), so a
    * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
    */

@@ -183,8 +183,9 @@ export function* batchProgram(
   const releases = accepted.flatMap((a) =>
     a.planned.flatMap(({ request }) => (request.releaseClaim && request.fence ? [request.fence] : [])),
   );
-  const sealedSince =
-    ring && recorded.length > 0 ? String(Math.min(...recorded.map((e) => e.position))) : null;
+  let first: number | null = null;
+  for (const event of recorded) if (first === null || event.position < first) first = event.position;
+  const sealedSince = ring && first !== null ? String(first) : null;
   if (writes.length > 0 || finished.size > 0 || releases.length > 0 || sealedSince !== null)
     yield* run(lists.write, [
       writes.map((w) => w.name),
