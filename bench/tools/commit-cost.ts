@@ -78,7 +78,7 @@ try {
       time(floor, busyMicros),
       time(journalLike, busyMicros),
     ];
-    figures.forEach((f, i) => all[i]!.push(f));
+    for (const [i, f] of figures.entries()) all[i]!.push(f);
     console.log(names.map((n, i) => `${n} ${figures[i]} µs`).join(" | "));
   }
   console.log(
