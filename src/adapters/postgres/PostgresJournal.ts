@@ -20,7 +20,7 @@ import type {
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
 import { appendAllProgram } from "../sql/append.js";
-import { batchProgram, decidableInMemory, type GroupOutcome } from "../sql/batch.js";
+import { batchProgram, type GroupOutcome, splitBatch } from "../sql/batch.js";
 import {
   type ClaimResult,
   claimManyProgram,
@@ -595,28 +595,6 @@ function* afterLock<T>(lock: string, program: Program<T>): Program<T> {
 
 /** Connections the server ended while checked out, and their error listeners. */
 const ended = new WeakSet<pg.PoolClient>();
-/**
- * The callers a batch program can decide in memory, and the others (admissions). A caller that
- * shares a stream with one of the others goes with them, and so on through every stream they
- * touch, so each stream's appends keep their order.
- */
-const splitBatch = (
-  batch: ReadonlyArray<Pending>,
-): { readonly decided: Pending[]; readonly others: Pending[] } => {
-  const others = new Set(batch.filter((p) => !decidableInMemory(p.requests)));
-  const theirs = new Set([...others].flatMap((p) => p.requests.map((r) => r.streamId)));
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const pending of batch)
-      if (!others.has(pending) && pending.requests.some((r) => theirs.has(r.streamId))) {
-        others.add(pending);
-        for (const r of pending.requests) theirs.add(r.streamId);
-        grew = true;
-      }
-  }
-  return { decided: batch.filter((p) => !others.has(p)), others: batch.filter((p) => others.has(p)) };
-};
-
 const listeners = new WeakMap<pg.PoolClient, () => void>();
 
 /**

@@ -32,6 +32,29 @@ export const decidableInMemory = (requests: ReadonlyArray<AppendRequest>): boole
   requests.every((r) => r.events.every((e) => guardWritesFor(e).every((w) => w.kind === "finish")));
 
 /**
+ * The callers of a batch that {@link batchProgram} can decide in memory, and the others
+ * (admissions), each in the batch's order. A caller that shares a stream with one of the others
+ * goes with them, and so on through every stream they touch, so each stream's appends keep their
+ * callers' order.
+ */
+export const splitBatch = <P extends { readonly requests: ReadonlyArray<AppendRequest> }>(
+  batch: ReadonlyArray<P>,
+): { readonly decided: P[]; readonly others: P[] } => {
+  const others = new Set(batch.filter((p) => !decidableInMemory(p.requests)));
+  const theirs = new Set([...others].flatMap((p) => p.requests.map((r) => r.streamId)));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const pending of batch)
+      if (!others.has(pending) && pending.requests.some((r) => theirs.has(r.streamId))) {
+        others.add(pending);
+        for (const r of pending.requests) theirs.add(r.streamId);
+        grew = true;
+      }
+  }
+  return { decided: batch.filter((p) => !others.has(p)), others: batch.filter((p) => others.has(p)) };
+};
+
+/**
  * A whole batch of appends in a few statements whatever its size, for an engine where each
  * statement is a round trip (PostgreSQL): one read of every claim, head and projection row the
  * batch needs; every refusal (a lost fence, a wrong expected version) decided in memory, so a
