@@ -266,15 +266,25 @@ describe("PostgreSQL journal: schema and migrations", () => {
   });
 });
 
+/** A journal on `schema` that counts its commits and keeps each batch rerun's cause. */
+const openWatched = async (schema: string) => {
+  const watched = { commits: 0, reruns: [] as unknown[] };
+  const journal = await open(schema, {
+    onBeforeCommit: () => void watched.commits++,
+    onBatchRerun: (cause) => void watched.reruns.push(cause),
+  });
+  return {
+    journal,
+    commits: () => watched.commits,
+    reruns: watched.reruns,
+    reset: () => (watched.commits = 0),
+  };
+};
+
 describe("PostgreSQL journal: global order and concurrency", () => {
   it("a batch whose request fails on its first statement (the server refuses a NUL in a stream id) commits the others", async () => {
     const schema = schemas.fresh();
-    let commits = 0;
-    const reruns: unknown[] = [];
-    const journal = await open(schema, {
-      onBeforeCommit: () => void commits++,
-      onBatchRerun: (cause) => void reruns.push(cause),
-    });
+    const { journal, commits, reruns } = await openWatched(schema);
     const [first, bad, last] = await Promise.allSettled([
       journal.append({ streamId: "s-1", expectedVersion: "no-stream", events: [event] }),
       journal.append({ streamId: "s-\u0000-2", expectedVersion: "no-stream", events: [event] }),
@@ -283,7 +293,7 @@ describe("PostgreSQL journal: global order and concurrency", () => {
     expect(first.status).toBe("fulfilled");
     expect(last.status).toBe("fulfilled");
     expect(bad).toMatchObject({ status: "rejected", reason: { code: "22021" } });
-    expect(commits).toBe(1);
+    expect(commits()).toBe(1);
     // The batch decided in memory failed on its read, and ran again request by request.
     expect(reruns).toEqual([expect.objectContaining({ code: "22021" })]);
     // Committed for real: another connection reads both.
@@ -293,18 +303,13 @@ describe("PostgreSQL journal: global order and concurrency", () => {
 
   it("a batch of fenced and unfenced appends is decided in memory: it commits once and never runs again request by request", async () => {
     const schema = schemas.fresh();
-    let commits = 0;
-    const reruns: unknown[] = [];
-    const journal = await open(schema, {
-      onBeforeCommit: () => void commits++,
-      onBatchRerun: (cause) => void reruns.push(cause),
-    });
+    const { journal, commits, reruns, reset } = await openWatched(schema);
     const fences = [];
     for (let i = 0; i < 8; i++) {
       const claim = await journal.claim(`r${i}`, "w1", 60_000);
       fences.push({ runId: `r${i}`, workerId: "w1", epoch: claim!.epoch });
     }
-    commits = 0;
+    reset();
     const results = await Promise.allSettled([
       ...fences.map((fence, i) =>
         journal.append({ streamId: `run-r${i}`, expectedVersion: "no-stream", events: [event], fence }),
@@ -317,7 +322,7 @@ describe("PostgreSQL journal: global order and concurrency", () => {
       status: "rejected",
       reason: { _tag: "WrongExpectedVersion", actual: 1 },
     });
-    expect(commits).toBe(1);
+    expect(commits()).toBe(1);
     expect(reruns).toEqual([]);
   });
 

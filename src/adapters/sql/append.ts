@@ -207,7 +207,7 @@ export interface PartRow {
 }
 
 /** More rows than this are read as before, in their own statements. */
-export const PREFETCH_MAX_ROWS = 64;
+const PREFETCH_MAX_ROWS = 64;
 
 export const rowId = (name: string, key: string): string => `${name}\u0000${key}`;
 
