@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
 import { openRuntime } from "../../src/index.js";
-import { runToCompletion } from "../lib/runtime.js";
+import { measuredRuns } from "../lib/runtime.js";
 import { benchAgent, noopTool } from "../workload.js";
 
 const runs = Number(process.argv[2] ?? 64);
@@ -74,19 +74,12 @@ const runtime = await openRuntime({
   recovery: { onOpen: false },
 });
 try {
-  await Promise.all(Array.from({ length: runs }, (_, i) => runToCompletion(runtime, `warm-${i}`, 20)));
-  measuring = true;
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  await Promise.all(Array.from({ length: runs }, (_, i) => runToCompletion(runtime, `run-${i}`, calls)));
-  const used = process.cpuUsage(cpu);
-  const wall = performance.now() - started;
-  measuring = false;
-  // Per run: the admission, an intent and an outcome per call, the completion.
-  const events = runs * (calls * 2 + 2);
+  const { events, wallMs, cpuMicros } = await measuredRuns(runtime, runs, calls, (on) => {
+    measuring = on;
+  });
   console.log(
-    `${runs} runs × ${calls} calls: ${events} events in ${Math.round(wall)} ms (${Math.round(events / (wall / 1000))} events/s), ` +
-      `${Math.round((used.user + used.system) / events)} µs CPU per event`,
+    `${runs} runs × ${calls} calls: ${events} events in ${Math.round(wallMs)} ms (${Math.round(events / (wallMs / 1000))} events/s), ` +
+      `${Math.round(cpuMicros / events)} µs CPU per event`,
   );
   console.log(
     `${batches.n} commit batches: ${(batches.requests / batches.n).toFixed(1)} requests and ${Math.round((batches.ms * 1000) / batches.n)} µs each`,

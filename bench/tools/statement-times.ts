@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openBenchRuntime, runToCompletion } from "../lib/runtime.js";
+import { measuredRuns, openBenchRuntime } from "../lib/runtime.js";
 
 const runs = Number(process.argv[2] ?? 64);
 const calls = Number(process.argv[3] ?? 50);
@@ -63,22 +63,16 @@ Database.prototype.exec = function (this: unknown, sql: string) {
 const folder = mkdtempSync(join(tmpdir(), "holdfast-statements-"));
 const runtime = await openBenchRuntime(folder);
 try {
-  await Promise.all(Array.from({ length: runs }, (_, i) => runToCompletion(runtime, `warm-${i}`, 20)));
-  measuring = true;
-  const cpu = process.cpuUsage();
-  const started = Date.now();
-  await Promise.all(Array.from({ length: runs }, (_, i) => runToCompletion(runtime, `run-${i}`, calls)));
-  const used = process.cpuUsage(cpu);
-  const wall = Date.now() - started;
-  measuring = false;
-  // Per run: the admission, an intent and an outcome per call, the completion.
-  const events = runs * (calls * 2 + 2);
+  const { events, wallMs, cpuMicros } = await measuredRuns(runtime, runs, calls, (on) => {
+    measuring = on;
+  });
+  const wall = Math.round(wallMs);
   let total = 0n;
   for (const entry of times.values()) total += entry.ns;
   const perEvent = (ns: bigint) => (Number(ns) / 1000 / events).toFixed(1);
   console.log(
     `${runs} runs × ${calls} calls: ${events} events in ${wall} ms (${Math.round(events / (wall / 1000))} events/s), ` +
-      `${Math.round((used.user + used.system) / events)} µs CPU per event; statements ${perEvent(total)} µs per event`,
+      `${Math.round(cpuMicros / events)} µs CPU per event; statements ${perEvent(total)} µs per event`,
   );
   for (const [sql, entry] of [...times].sort((a, b) => Number(b[1].ns - a[1].ns)).slice(0, 20))
     console.log(
