@@ -588,6 +588,73 @@ export const journalContract = (
         expect(await journal.readStream("run-r1")).toHaveLength(3);
       });
 
+      it("a run owner's appends in a row chain, fold and stay fenced whatever moved behind its back: a row, the head, digits like a position, the claim", async () => {
+        const { journal, open, store } = await given();
+        const other = await open();
+        const claim = await journal.claim("r1", "w1", 60_000);
+        const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
+        const append = (on: Journal, expectedVersion: number, event: AnyEvent) =>
+          on.append({ streamId: "run-r1", expectedVersion, events: [event], fence });
+        await journal.append({
+          streamId: "run-r1",
+          expectedVersion: "no-stream",
+          events: [admitted("r1", "c", "i")],
+          fence,
+        });
+        await append(journal, 1, intended("r1", 0));
+        await append(journal, 2, done("r1", 0));
+        await append(journal, 3, intended("r1", 1));
+        const last = await append(journal, 4, done("r1", 1));
+        expect(last.recorded[0]).toMatchObject({ version: 5 });
+        expect(await journal.projection("runs", "r1")).toMatchObject({ calls: 2, version: 4 });
+        expect((await auditJournal(journal)).findings).toEqual([]);
+
+        // The runs row changed behind the owner's back (where it is stored in the clear): the next
+        // append folds from the stored row.
+        if (!journal.keyring)
+          await store.exec(
+            `UPDATE projections SET value = replace(value, '"calls":2', '"calls":40') WHERE name = 'runs' AND key = 'r1'`,
+          );
+        const third = await append(journal, 5, intended("r1", 2));
+        expect(await journal.projection("runs", "r1")).toMatchObject({
+          calls: journal.keyring ? 3 : 41,
+          version: 6,
+          position: third.recorded[0]!.position,
+        });
+
+        // Another connection of the same owner moved the head: a stale expected version is refused,
+        // and the next append chains on what the other one wrote.
+        const moved = await append(other, 6, done("r1", 2));
+        await expect(append(journal, 6, intended("r1", 3))).rejects.toMatchObject({
+          _tag: "WrongExpectedVersion",
+          actual: 7,
+        });
+        const fourth = await append(journal, 7, intended("r1", 3));
+        expect(fourth.recorded[0]).toMatchObject({ version: 8, prevHash: moved.recorded[0]!.hash });
+
+        // Content that reads like a position is stored as written.
+        const detail = "see 9000000000000001 and 8000000000000001";
+        const held = await append(journal, 8, {
+          type: "run.held",
+          runId: "r1",
+          reasons: [{ code: "in-doubt", callId: "r1/3", detail }],
+        });
+        expect(await journal.projection("runs", "r1")).toMatchObject({
+          status: "held",
+          heldReasons: [{ detail }],
+          position: held.recorded[0]!.position,
+        });
+
+        // A take-over fences the old owner out, and nothing of its append is written.
+        expect(await other.claim("r1", "w2", 60_000, { takeOverFrom: "w1" })).toMatchObject({ epoch: 2 });
+        await expect(
+          append(journal, 9, { type: "run.resumed", runId: "r1", by: "w1" }),
+        ).rejects.toMatchObject({ _tag: "FencedOut", currentEpoch: 2 });
+        const stream = await other.readStream("run-r1");
+        expect(stream.map((e) => e.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        for (const [i, e] of stream.entries()) if (i > 0) expect(e.prevHash).toBe(stream[i - 1]!.hash);
+      });
+
       it("a fenced append reads its stream's head with the claim: it chains on the head, and a wrong expected version names the current one", async () => {
         const { journal } = await given();
         const claim = await journal.claim("r1", "w1", 60_000);
@@ -1118,7 +1185,7 @@ const awkward = (i: number): AnyEvent => ({
   idempotencyKey: `r/${i}#1`,
 });
 
-const admitted = (runId: string, chatId: string, inputId: string): AnyEvent => ({
+export const admitted = (runId: string, chatId: string, inputId: string): AnyEvent => ({
   type: "run.admitted",
   runId,
   chatId,
@@ -1129,7 +1196,7 @@ const admitted = (runId: string, chatId: string, inputId: string): AnyEvent => (
   input: { text: "hello" },
 });
 
-const intended = (runId: string, seq: number): AnyEvent => ({
+export const intended = (runId: string, seq: number): AnyEvent => ({
   type: "call.intended",
   runId,
   callId: `${runId}/${seq}`,
@@ -1145,7 +1212,7 @@ const intended = (runId: string, seq: number): AnyEvent => ({
   idempotencyKey: `${runId}/${seq}#1`,
 });
 
-const done = (runId: string, seq: number): AnyEvent => ({
+export const done = (runId: string, seq: number): AnyEvent => ({
   type: "call.completed",
   runId,
   callId: `${runId}/${seq}`,

@@ -1,12 +1,16 @@
+import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { MIGRATIONS } from "../../src/adapters/postgres/migrations.js";
 import { PostgresJournal, type PostgresJournalOptions } from "../../src/adapters/postgres/PostgresJournal.js";
 import { openStore } from "../../src/adapters/store.js";
 import type { AnyEvent } from "../../src/events/index.js";
+import { auditJournal } from "../../src/runtime/audit.js";
 import { JournalTooNew, JournalUnavailable } from "../../src/runtime/errors.js";
 import type { Journal } from "../../src/runtime/Journal.js";
+import { freshKey, keyEnv } from "../support/keys.js";
 import { adminClient, pgUrl, requirePg, TEST_PG_URL, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
+import { admitted, done, intended } from "./contract.js";
 
 const schemas = usePgSchemas();
 afterAll(schemas.dropAll);
@@ -174,7 +178,13 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 2, name: "released claims keep their epoch, pruned runs keep their answer" },
         { id: 3, name: "projection keys in byte order" },
         { id: 4, name: "calls folded on read" },
+        { id: 5, name: "a run owner's append in one statement" },
       ]);
+      const functions = await client.query<{ routine_name: string }>(
+        "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",
+        [schema],
+      );
+      expect(functions.rows.map((r) => r.routine_name)).toEqual(["append_owned", "refuse_event_change"]);
     } finally {
       await client.end();
     }
@@ -280,6 +290,62 @@ const openWatched = async (schema: string) => {
     reset: () => (watched.commits = 0),
   };
 };
+
+describe("PostgreSQL journal: a run owner's append in one statement", () => {
+  /** The statements the journal's connections send while `work` runs. */
+  const statementsDuring = async (work: () => Promise<unknown>): Promise<number> => {
+    const query = pg.Client.prototype.query;
+    let sent = 0;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      sent += 1;
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      await work();
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    return sent;
+  };
+
+  const ownerCalls = async (journal: Journal) => {
+    const claim = await journal.claim("r1", "w1", 60_000);
+    const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
+    await journal.append({
+      streamId: "run-r1",
+      expectedVersion: "no-stream",
+      events: [admitted("r1", "c", "i")],
+      fence,
+    });
+    const perAppend: number[] = [];
+    for (let seq = 0; seq < 3; seq++)
+      for (const event of [intended("r1", seq), done("r1", seq)]) {
+        const expectedVersion = 1 + perAppend.length;
+        perAppend.push(
+          await statementsDuring(() =>
+            journal.append({ streamId: "run-r1", expectedVersion, events: [event], fence }),
+          ),
+        );
+      }
+    return perAppend;
+  };
+
+  it("after the first, each of a run owner's appends is one statement; the log and the rows are what the transaction path writes", async () => {
+    const journal = await open(schemas.fresh());
+    // The first intent reads the head and the runs row; from then on the owner knows them.
+    expect(await ownerCalls(journal)).toEqual([5, 1, 1, 1, 1, 1]);
+    expect(await journal.projection("runs", "r1")).toMatchObject({ calls: 3, version: 6 });
+    expect((await auditJournal(journal)).findings).toEqual([]);
+    expect((await journal.rebuildProjections()).filter((r) => r.changed)).toEqual([]);
+  });
+
+  it("with a commit hook (tests) or payload keys (a sealed row's value depends on its position), every append takes the transaction", async () => {
+    const hooked = await open(schemas.fresh(), { onBeforeCommit: () => {} });
+    expect(await ownerCalls(hooked)).toEqual([5, 4, 5, 4, 5, 4]);
+    const sealed = await open(schemas.fresh(), { env: keyEnv(freshKey()) });
+    expect((await ownerCalls(sealed)).every((n) => n >= 4)).toBe(true);
+  });
+});
 
 describe("PostgreSQL journal: global order and concurrency", () => {
   it("a batch whose request fails on its first statement (the server refuses a NUL in a stream id) commits the others", async () => {

@@ -19,7 +19,7 @@ import type {
   StreamHead,
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
-import { appendAllProgram } from "../sql/append.js";
+import { appendAllProgram, type ProjectionRowWrite } from "../sql/append.js";
 import { batchProgram, type GroupOutcome, splitBatch } from "../sql/batch.js";
 import {
   type ClaimResult,
@@ -55,6 +55,7 @@ import { connectWithRetry } from "./connect.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { CommitListener, commitChannel } from "./notify.js";
 import type { PostgresJournalOptions } from "./options.js";
+import { OwnedAppends, type OwnedPlan } from "./ownedAppend.js";
 import { readableSchemaKey } from "./readOnly.js";
 import { maskUrl } from "./url.js";
 
@@ -69,6 +70,8 @@ interface Pending {
 const SQL = statements(postgresDialect);
 const NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now";
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+/** `append_owned`'s twenty parameters (migration 5). */
+const APPEND_OWNED_PARAMETERS = Array.from({ length: 20 }, () => "?").join(", ");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -93,6 +96,12 @@ export class PostgresJournal implements Journal {
   private readonly committedListeners = new Set<() => void>();
   /** Other processes' commits, heard on a LISTEN connection opened for the first listener. */
   private commitListener: CommitListener | null = null;
+  /**
+   * What this journal's own fenced appends committed, for a run owner's next append in one
+   * statement (decision 0034). None with payload keys (a sealed row's value depends on its
+   * position) or a commit hook (a test holding a transaction open needs one to hold).
+   */
+  private readonly owned: OwnedAppends | null;
 
   private constructor(
     pool: pg.Pool,
@@ -108,6 +117,8 @@ export class PostgresJournal implements Journal {
     this.fingerprintKey = key;
     this.keyring = keyring;
     this.options = options;
+    this.owned =
+      keyring || options.onBeforeCommit || options.readOnly ? null : new OwnedAppends(SQL, inlineProjections);
   }
 
   /** Connect (retrying with back-off), apply migrations, read the fingerprint key. */
@@ -193,6 +204,9 @@ export class PostgresJournal implements Journal {
    * transaction is rolled back and the batch runs again with a savepoint per request.
    */
   private async commitBatch(batch: Pending[]): Promise<void> {
+    const lone = batch.length === 1 && batch[0]!.requests.length === 1 ? batch[0]! : null;
+    const plan = lone && this.owned?.plan(lone.requests[0]!);
+    if (lone && plan && (await this.appendOwned(lone, plan))) return;
     let client: pg.PoolClient;
     try {
       client = await checkout(this.pool);
@@ -203,10 +217,12 @@ export class PostgresJournal implements Journal {
     }
     let outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     let committing = false;
+    const written = new Map<AppendRequest, ReadonlyArray<ProjectionRowWrite>>();
     try {
       let savepoints = false;
       for (;;) {
-        const attempt = await this.applyBatch(client, batch, savepoints);
+        written.clear();
+        const attempt = await this.applyBatch(client, batch, savepoints, written);
         if (attempt !== "again") {
           outcomes = attempt;
           break;
@@ -243,6 +259,11 @@ export class PostgresJournal implements Journal {
     if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
+      pending.requests.forEach((request, j) => {
+        const recorded = "ok" in outcome ? outcome.ok[j]?.recorded : undefined;
+        if (recorded) this.owned?.learn(request, recorded, written.get(request));
+        else this.owned?.forget(request.streamId);
+      });
       if ("ok" in outcome) pending.resolve(outcome.ok);
       else pending.reject(outcome.error);
     });
@@ -260,6 +281,7 @@ export class PostgresJournal implements Journal {
     client: pg.PoolClient,
     batch: ReadonlyArray<Pending>,
     savepoints: boolean,
+    written: Map<AppendRequest, ReadonlyArray<ProjectionRowWrite>>,
   ): Promise<Array<{ ok: AppendResult[] } | { error: unknown }> | "again"> {
     // One round trip. The lock comes before any insert, so positions follow the lock order, which
     // is commit order. The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other
@@ -301,7 +323,13 @@ export class PostgresJournal implements Journal {
       let statementFailed = false;
       const index = batch.indexOf(pending);
       try {
-        const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring);
+        const program = appendAllProgram(
+          SQL,
+          pending.requests,
+          inlineProjections,
+          this.keyring,
+          (request, rows) => written.set(request, rows),
+        );
         const ok = await runAsync(program, (step) => {
           statements += 1;
           return execute(client, step).catch((error: unknown) => {
@@ -325,6 +353,58 @@ export class PostgresJournal implements Journal {
       }
     }
     return outcomes;
+  }
+
+  /**
+   * A run owner's append in one autocommitted statement (see ./ownedAppend.ts). True when the
+   * caller is answered: committed, or lost with the connection (which may have committed). False
+   * when the statement wrote nothing — an assumption had moved, or the server refused it — and the
+   * request goes the transaction path, which reads everything afresh and refuses it properly.
+   */
+  private async appendOwned(pending: Pending, plan: OwnedPlan): Promise<boolean> {
+    const owned = this.owned!;
+    const request = plan.request;
+    let client: pg.PoolClient;
+    try {
+      client = await checkout(this.pool);
+    } catch {
+      return false;
+    }
+    let positions: ReadonlyArray<string> | null;
+    try {
+      const result = await client.query<{ positions: string[] | null }>(
+        prepared(
+          `SELECT ${this.schema}.append_owned(${APPEND_OWNED_PARAMETERS}) AS positions`,
+          owned.parameters(plan),
+        ),
+      );
+      positions = result.rows[0]?.positions ?? null;
+    } catch (error) {
+      owned.forget(request.streamId);
+      if (error instanceof pg.DatabaseError && !ended.has(client)) {
+        // A statement that failed in autocommit wrote nothing.
+        giveBack(client);
+        return false;
+      }
+      giveBack(client, true);
+      pending.reject(
+        new JournalUnavailable({
+          location: this.location,
+          reason: `the connection failed during an append to ${request.streamId} (${describe(error)}); it may or may not have been written`,
+          hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
+        }),
+      );
+      return true;
+    }
+    giveBack(client);
+    if (!positions) {
+      owned.forget(request.streamId);
+      return false;
+    }
+    const result = owned.committed(plan, positions.map(Number));
+    for (const listener of this.committedListeners) listener();
+    pending.resolve([result]);
+    return true;
   }
 
   private runProgram<T>(client: pg.ClientBase, program: Program<T>): Promise<T> {

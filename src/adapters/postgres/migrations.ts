@@ -4,6 +4,8 @@
  * Names are schema-qualified here, so the triggers work whatever a session's `search_path` is.
  * Never edit a released migration: add the next one.
  */
+import { commitChannel } from "./notify.js";
+
 export interface PostgresMigration {
   readonly id: number;
   readonly name: string;
@@ -122,6 +124,71 @@ ALTER TABLE ${s}.projections ALTER COLUMN key TYPE text COLLATE "C";
     // As libSQL's migration 4: a run's calls are folded from its stream when read (decision 0031).
     sql: (s) => `
 DELETE FROM ${s}.projections WHERE name = 'calls';
+`,
+  },
+  {
+    id: 5,
+    name: "a run owner's append in one statement",
+    // The owner of a claimed run appends in one round trip when it knows the stream's head and the
+    // projection rows it folds from (src/adapters/postgres/ownedAppend.ts, decision 0034): under the
+    // append lock, every assumption is checked (the claim, the head, each row's value and position)
+    // and the function returns NULL, having written nothing, if any one has moved. The caller folded
+    // the rows with stand-in positions (p_stand_ins, one per event), replaced here by the positions
+    // the insert hands out.
+    sql: (s) => `
+CREATE FUNCTION ${s}.append_owned(
+  p_run text, p_worker text, p_epoch integer, p_stream text, p_version integer, p_hash text,
+  p_event_ids text[], p_types text[], p_schema_versions integer[], p_recorded_at text[],
+  p_data text[], p_prev_hashes text[], p_hashes text[],
+  p_row_names text[], p_row_keys text[], p_row_known text[], p_row_known_positions bigint[],
+  p_row_values text[], p_row_events integer[], p_stand_ins text[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_version integer;
+  v_hash text;
+  v_positions bigint[];
+  v_value text;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('holdfast.append.${s}'));
+  PERFORM 1 FROM ${s}.claims
+    WHERE run_id = p_run AND worker_id = p_worker AND epoch = p_epoch FOR SHARE;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  SELECT version, hash INTO v_version, v_hash FROM ${s}.events
+    WHERE stream_id = p_stream ORDER BY version DESC LIMIT 1;
+  IF v_version IS DISTINCT FROM p_version OR v_hash IS DISTINCT FROM p_hash THEN
+    RETURN NULL;
+  END IF;
+  IF EXISTS (
+    SELECT 1 FROM unnest(p_row_names, p_row_keys, p_row_known, p_row_known_positions) AS w(name, key, known, known_position)
+    LEFT JOIN ${s}.projections p ON p.name = w.name AND p.key = w.key
+    WHERE p.value IS DISTINCT FROM w.known OR p.position IS DISTINCT FROM w.known_position
+  ) THEN
+    RETURN NULL;
+  END IF;
+  WITH inserted AS (
+    INSERT INTO ${s}.events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash)
+    SELECT p_stream, p_version + n::integer, event_id, type, schema_version, recorded_at, data, prev_hash, hash
+    FROM unnest(p_event_ids, p_types, p_schema_versions, p_recorded_at, p_data, p_prev_hashes, p_hashes)
+      WITH ORDINALITY AS e(event_id, type, schema_version, recorded_at, data, prev_hash, hash, n)
+    ORDER BY n
+    RETURNING position, version
+  )
+  SELECT array_agg(position ORDER BY version) INTO v_positions FROM inserted;
+  FOR r IN 1 .. coalesce(array_length(p_row_names, 1), 0) LOOP
+    v_value := p_row_values[r];
+    FOR i IN 1 .. array_length(v_positions, 1) LOOP
+      v_value := replace(v_value, p_stand_ins[i], v_positions[i]::text);
+    END LOOP;
+    INSERT INTO ${s}.projections (name, key, value, position)
+    VALUES (p_row_names[r], p_row_keys[r], v_value, v_positions[p_row_events[r]])
+    ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position;
+  END LOOP;
+  PERFORM pg_notify('${commitChannel(s)}', '');
+  RETURN v_positions;
+END;
+$fn$;
 `,
   },
 ];

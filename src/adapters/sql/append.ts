@@ -25,6 +25,9 @@ import { all, get, type Program, run, UniqueViolation } from "./program.js";
 import type { AdmissionRow, ClaimRow, FencedHeadRow, HeadRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 
+/** Told the projection rows each request of a program wrote (the PostgreSQL owner's memory). */
+export type RowsWritten = (request: AppendRequest, rows: ReadonlyArray<ProjectionRowWrite>) => void;
+
 /**
  * One append request inside the batch transaction (the caller wraps it in a savepoint): check the
  * expected version and the fence, write each event chained to the one before, the guard rows it
@@ -35,6 +38,7 @@ export function* appendProgram(
   request: AppendRequest,
   projections: ReadonlyArray<AnyProjection>,
   ring: Keyring | null,
+  written?: RowsWritten,
 ): Program<AppendResult> {
   const { streamId, expectedVersion, events, fence } = request;
   refuseReleaseWithoutFence(request);
@@ -117,7 +121,8 @@ export function* appendProgram(
     recorded.push(recordedOf(row, Number(inserted.position)));
     for (const write of guardWritesFor(row.event)) yield* applyGuard(sql, write);
   }
-  yield* applyProjections(sql, recorded, projections, ring, prefetched);
+  const rows = yield* applyProjections(sql, recorded, projections, ring, prefetched);
+  written?.(request, rows);
   // Checked before: a fenced append only gets here holding the claim it lets go.
   if (request.releaseClaim && fence) yield* run(sql.releaseRun, [fence.workerId, fence.runId]);
   return { streamId, nextVersion: recorded.at(-1)?.version ?? current, recorded };
@@ -310,7 +315,7 @@ export function* applyProjections(
   projections: ReadonlyArray<AnyProjection>,
   ring: Keyring | null,
   prefetched?: Prefetched,
-): Program<void> {
+): Program<ProjectionRowWrite[]> {
   const rows = yield* foldProjectionRows(sql, recorded, projections, ring, prefetched);
   const per = sql.projectionRowsPerStatement;
   for (let from = 0; from < rows.length; from += per) {
@@ -318,6 +323,7 @@ export function* applyProjections(
     const values = chunk.flatMap(({ name, key, value, position }) => [name, key, value, position]);
     yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
   }
+  return rows;
 }
 
 /** A projection row's new state, ready to store (sealed with a key). */
@@ -401,8 +407,10 @@ export function* appendAllProgram(
   requests: ReadonlyArray<AppendRequest>,
   projections: ReadonlyArray<AnyProjection>,
   ring: Keyring | null,
+  written?: RowsWritten,
 ): Program<AppendResult[]> {
   const results: AppendResult[] = [];
-  for (const request of requests) results.push(yield* appendProgram(sql, request, projections, ring));
+  for (const request of requests)
+    results.push(yield* appendProgram(sql, request, projections, ring, written));
   return results;
 }
