@@ -339,6 +339,53 @@ describe("PostgreSQL journal: a run owner's append in one statement", () => {
     expect((await journal.rebuildProjections()).filter((r) => r.changed)).toEqual([]);
   });
 
+  it("owners' appends queued together go in one statement; one that moved sends the batch the transaction path, where it alone is refused", async () => {
+    const schema = schemas.fresh();
+    const journal = await open(schema);
+    const other = await open(schema);
+    const runs = Array.from({ length: 8 }, (_, i) => `r${i}`);
+    const fences = new Map<string, { runId: string; workerId: string; epoch: number }>();
+    for (const runId of runs) {
+      const claim = await journal.claim(runId, "w1", 60_000);
+      fences.set(runId, { runId, workerId: "w1", epoch: claim!.epoch });
+    }
+    const all = (version: number, event: (runId: string) => AnyEvent, on: Journal = journal) =>
+      Promise.allSettled(
+        runs.map((runId) =>
+          on.append({
+            streamId: `run-${runId}`,
+            expectedVersion: version === 0 ? "no-stream" : version,
+            events: [event(runId)],
+            fence: fences.get(runId)!,
+          }),
+        ),
+      );
+    await all(0, (runId) => admitted(runId, `c-${runId}`, "i"));
+    // The first intents go through the batch, which tells the owner the heads and rows.
+    await all(1, (runId) => intended(runId, 0));
+    expect(await statementsDuring(() => all(2, (runId) => done(runId, 0)))).toBe(1);
+    expect(await statementsDuring(() => all(3, (runId) => intended(runId, 1)))).toBe(1);
+    // Another connection of the same owner appends to r3: the batch cannot go in one statement.
+    await other.append({
+      streamId: "run-r3",
+      expectedVersion: 4,
+      events: [done("r3", 1)],
+      fence: fences.get("r3")!,
+    });
+    const settled = await all(4, (runId) => done(runId, 1));
+    expect(settled.map((s) => s.status)).toEqual(runs.map((r) => (r === "r3" ? "rejected" : "fulfilled")));
+    expect((settled[3] as PromiseRejectedResult).reason).toMatchObject({
+      _tag: "WrongExpectedVersion",
+      actual: 5,
+    });
+    for (const runId of runs) {
+      expect((await journal.readStream(`run-${runId}`)).map((e) => e.version)).toEqual([1, 2, 3, 4, 5]);
+      expect(await journal.projection("runs", runId)).toMatchObject({ calls: 2, version: 4 });
+    }
+    expect((await auditJournal(journal)).findings).toEqual([]);
+    expect((await journal.rebuildProjections()).filter((r) => r.changed)).toEqual([]);
+  });
+
   it("with a commit hook (tests) or payload keys (a sealed row's value depends on its position), every append takes the transaction", async () => {
     const hooked = await open(schemas.fresh(), { onBeforeCommit: () => {} });
     expect(await ownerCalls(hooked)).toEqual([5, 4, 5, 4, 5, 4]);

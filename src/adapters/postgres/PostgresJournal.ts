@@ -70,8 +70,8 @@ interface Pending {
 const SQL = statements(postgresDialect);
 const NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now";
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-/** `append_owned`'s twenty parameters (migration 5). */
-const APPEND_OWNED_PARAMETERS = Array.from({ length: 20 }, () => "?").join(", ");
+/** `append_owned`'s parameters (migration 5). */
+const APPEND_OWNED_PARAMETERS = Array.from({ length: 24 }, () => "?").join(", ");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -204,9 +204,11 @@ export class PostgresJournal implements Journal {
    * transaction is rolled back and the batch runs again with a savepoint per request.
    */
   private async commitBatch(batch: Pending[]): Promise<void> {
-    const lone = batch.length === 1 && batch[0]!.requests.length === 1 ? batch[0]! : null;
-    const plan = lone && this.owned?.plan(lone.requests[0]!);
-    if (lone && plan && (await this.appendOwned(lone, plan))) return;
+    const plan =
+      this.owned && batch.every((p) => p.requests.length === 1)
+        ? this.owned.plan(batch.map((p) => p.requests[0]!))
+        : null;
+    if (plan && (await this.appendOwned(batch, plan))) return;
     let client: pg.PoolClient;
     try {
       client = await checkout(this.pool);
@@ -217,7 +219,8 @@ export class PostgresJournal implements Journal {
     }
     let outcomes: Array<{ ok: AppendResult[] } | { error: unknown }> = [];
     let committing = false;
-    const written = new Map<AppendRequest, ReadonlyArray<ProjectionRowWrite>>();
+    // The projection rows written, per caller (by its first request) and for the batch program.
+    const written = new Map<AppendRequest | "batch", ProjectionRowWrite[]>();
     try {
       let savepoints = false;
       for (;;) {
@@ -257,12 +260,15 @@ export class PostgresJournal implements Journal {
     }
     giveBack(client);
     if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
+    this.owned?.learnRows(written.get("batch") ?? []);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       pending.requests.forEach((request, j) => {
         const recorded = "ok" in outcome ? outcome.ok[j]?.recorded : undefined;
-        if (recorded) this.owned?.learn(request, recorded, written.get(request));
-        else this.owned?.forget(request.streamId);
+        if (recorded) {
+          this.owned?.learnHead(request, recorded);
+          this.owned?.learnRows(written.get(request) ?? []);
+        } else this.owned?.forget(request.streamId);
       });
       if ("ok" in outcome) pending.resolve(outcome.ok);
       else pending.reject(outcome.error);
@@ -281,7 +287,7 @@ export class PostgresJournal implements Journal {
     client: pg.PoolClient,
     batch: ReadonlyArray<Pending>,
     savepoints: boolean,
-    written: Map<AppendRequest, ReadonlyArray<ProjectionRowWrite>>,
+    written: Map<AppendRequest | "batch", ProjectionRowWrite[]>,
   ): Promise<Array<{ ok: AppendResult[] } | { error: unknown }> | "again"> {
     // One round trip. The lock comes before any insert, so positions follow the lock order, which
     // is commit order. The NOTIFY is delivered at COMMIT (never on ROLLBACK) and wakes other
@@ -303,6 +309,7 @@ export class PostgresJournal implements Journal {
             decided.map((p) => p.requests),
             inlineProjections,
             this.keyring,
+            (rows) => written.set("batch", [...rows]),
           );
           results = await runAsync(program, (step) => execute(client, step));
         } catch (error) {
@@ -323,12 +330,8 @@ export class PostgresJournal implements Journal {
       let statementFailed = false;
       const index = batch.indexOf(pending);
       try {
-        const program = appendAllProgram(
-          SQL,
-          pending.requests,
-          inlineProjections,
-          this.keyring,
-          (request, rows) => written.set(request, rows),
+        const program = appendAllProgram(SQL, pending.requests, inlineProjections, this.keyring, (rows) =>
+          written.set(pending.requests[0]!, [...(written.get(pending.requests[0]!) ?? []), ...rows]),
         );
         const ok = await runAsync(program, (step) => {
           statements += 1;
@@ -356,14 +359,18 @@ export class PostgresJournal implements Journal {
   }
 
   /**
-   * A run owner's append in one autocommitted statement (see ./ownedAppend.ts). True when the
-   * caller is answered: committed, or lost with the connection (which may have committed). False
-   * when the statement wrote nothing — an assumption had moved, or the server refused it — and the
-   * request goes the transaction path, which reads everything afresh and refuses it properly.
+   * Run owners' appends in one autocommitted statement (see ./ownedAppend.ts), all or none. True
+   * when the callers are answered: committed, or lost with the connection (which may have
+   * committed). False when the statement wrote nothing — an assumption had moved, or the server
+   * refused it — and the batch goes the transaction path, which reads everything afresh and
+   * refuses what it must.
    */
-  private async appendOwned(pending: Pending, plan: OwnedPlan): Promise<boolean> {
+  private async appendOwned(batch: ReadonlyArray<Pending>, plan: OwnedPlan): Promise<boolean> {
     const owned = this.owned!;
-    const request = plan.request;
+    const streams = plan.requests.map((r) => r.request.streamId);
+    const forget = () => {
+      for (const streamId of streams) owned.forget(streamId);
+    };
     let client: pg.PoolClient;
     try {
       client = await checkout(this.pool);
@@ -380,30 +387,41 @@ export class PostgresJournal implements Journal {
       );
       positions = result.rows[0]?.positions ?? null;
     } catch (error) {
-      owned.forget(request.streamId);
+      forget();
       if (error instanceof pg.DatabaseError && !ended.has(client)) {
         // A statement that failed in autocommit wrote nothing.
         giveBack(client);
         return false;
       }
       giveBack(client, true);
-      pending.reject(
-        new JournalUnavailable({
-          location: this.location,
-          reason: `the connection failed during an append to ${request.streamId} (${describe(error)}); it may or may not have been written`,
-          hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
-        }),
-      );
+      const failure = new JournalUnavailable({
+        location: this.location,
+        reason: `the connection failed during an append to ${streams.join(", ")} (${describe(error)}); it may or may not have been written`,
+        hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
+      });
+      for (const pending of batch) pending.reject(failure);
       return true;
     }
     giveBack(client);
     if (!positions) {
-      owned.forget(request.streamId);
+      forget();
       return false;
     }
-    const result = owned.committed(plan, positions.map(Number));
+    let results: AppendResult[];
+    try {
+      results = owned.committed(plan, positions.map(Number));
+    } catch (error) {
+      forget();
+      const failure = new JournalUnavailable({
+        location: this.location,
+        reason: `the append to ${streams.join(", ")} was committed but ${describe(error)}`,
+        hint: "Run `holdfast audit` on this journal before going on.",
+      });
+      for (const pending of batch) pending.reject(failure);
+      return true;
+    }
     for (const listener of this.committedListeners) listener();
-    pending.resolve([result]);
+    for (const [i, pending] of batch.entries()) pending.resolve([results[i]!]);
     return true;
   }
 

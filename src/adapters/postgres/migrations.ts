@@ -129,35 +129,45 @@ DELETE FROM ${s}.projections WHERE name = 'calls';
   {
     id: 5,
     name: "a run owner's append in one statement",
-    // The owner of a claimed run appends in one round trip when it knows the stream's head and the
-    // projection rows it folds from (src/adapters/postgres/ownedAppend.ts, decision 0034): under the
-    // append lock, every assumption is checked (the claim, the head, each row's value and position)
-    // and the function returns NULL, having written nothing, if any one has moved. The caller folded
-    // the rows with stand-in positions (p_stand_ins, one per event), replaced here by the positions
-    // the insert hands out.
+    // Run owners append in one round trip when they know their streams' heads and the projection
+    // rows they fold from (src/adapters/postgres/ownedAppend.ts, decision 0034): one or several
+    // requests, one per run and stream, all or none. Under the append lock every assumption is
+    // checked (each claim, each head's version and hash, each row's value and position) and the
+    // function returns NULL, having written nothing, if one has moved. The caller folded the rows
+    // with a stand-in position per event (p_stand_ins), replaced here, for each row, in its own
+    // request's events (p_row_first … p_row_last) by the positions the insert hands out.
     sql: (s) => `
 CREATE FUNCTION ${s}.append_owned(
-  p_run text, p_worker text, p_epoch integer, p_stream text, p_version integer, p_hash text,
-  p_event_ids text[], p_types text[], p_schema_versions integer[], p_recorded_at text[],
-  p_data text[], p_prev_hashes text[], p_hashes text[],
+  p_runs text[], p_workers text[], p_epochs integer[],
+  p_streams text[], p_versions integer[], p_heads text[],
+  p_event_streams text[], p_event_versions integer[], p_event_ids text[], p_types text[],
+  p_schema_versions integer[], p_recorded_at text[], p_data text[], p_prev_hashes text[], p_hashes text[],
   p_row_names text[], p_row_keys text[], p_row_known text[], p_row_known_positions bigint[],
-  p_row_values text[], p_row_events integer[], p_stand_ins text[]
+  p_row_values text[], p_row_events integer[], p_row_first integer[], p_row_last integer[],
+  p_stand_ins text[]
 ) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
 DECLARE
-  v_version integer;
-  v_hash text;
   v_positions bigint[];
   v_value text;
+  v_values text[] := '{}';
+  v_row_positions bigint[] := '{}';
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('holdfast.append.${s}'));
-  PERFORM 1 FROM ${s}.claims
-    WHERE run_id = p_run AND worker_id = p_worker AND epoch = p_epoch FOR SHARE;
-  IF NOT FOUND THEN
+  -- The claims locked shared in run order, as a batch's read locks them.
+  PERFORM 1 FROM ${s}.claims WHERE run_id = ANY(p_runs) ORDER BY run_id FOR SHARE;
+  IF (
+    SELECT count(*) FROM unnest(p_runs, p_workers, p_epochs) AS f(run_id, worker_id, epoch)
+    JOIN ${s}.claims c ON c.run_id = f.run_id AND c.worker_id = f.worker_id AND c.epoch = f.epoch
+  ) <> cardinality(p_runs) THEN
     RETURN NULL;
   END IF;
-  SELECT version, hash INTO v_version, v_hash FROM ${s}.events
-    WHERE stream_id = p_stream ORDER BY version DESC LIMIT 1;
-  IF v_version IS DISTINCT FROM p_version OR v_hash IS DISTINCT FROM p_hash THEN
+  IF EXISTS (
+    SELECT 1 FROM unnest(p_streams, p_versions, p_heads) AS w(stream_id, version, hash)
+    LEFT JOIN LATERAL (
+      SELECT e.version, e.hash FROM ${s}.events e WHERE e.stream_id = w.stream_id ORDER BY e.version DESC LIMIT 1
+    ) AS h ON true
+    WHERE h.version IS DISTINCT FROM w.version OR h.hash IS DISTINCT FROM w.hash
+  ) THEN
     RETURN NULL;
   END IF;
   IF EXISTS (
@@ -169,22 +179,27 @@ BEGIN
   END IF;
   WITH inserted AS (
     INSERT INTO ${s}.events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash)
-    SELECT p_stream, p_version + n::integer, event_id, type, schema_version, recorded_at, data, prev_hash, hash
-    FROM unnest(p_event_ids, p_types, p_schema_versions, p_recorded_at, p_data, p_prev_hashes, p_hashes)
-      WITH ORDINALITY AS e(event_id, type, schema_version, recorded_at, data, prev_hash, hash, n)
+    SELECT stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash
+    FROM unnest(p_event_streams, p_event_versions, p_event_ids, p_types, p_schema_versions, p_recorded_at, p_data, p_prev_hashes, p_hashes)
+      WITH ORDINALITY AS e(stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash, n)
     ORDER BY n
-    RETURNING position, version
+    RETURNING position, stream_id, version
   )
-  SELECT array_agg(position ORDER BY version) INTO v_positions FROM inserted;
+  SELECT array_agg(i.position ORDER BY e.n) INTO v_positions
+  FROM inserted i
+  JOIN unnest(p_event_streams, p_event_versions) WITH ORDINALITY AS e(stream_id, version, n)
+    ON e.stream_id = i.stream_id AND e.version = i.version;
   FOR r IN 1 .. coalesce(array_length(p_row_names, 1), 0) LOOP
     v_value := p_row_values[r];
-    FOR i IN 1 .. array_length(v_positions, 1) LOOP
+    FOR i IN p_row_first[r] .. p_row_last[r] LOOP
       v_value := replace(v_value, p_stand_ins[i], v_positions[i]::text);
     END LOOP;
-    INSERT INTO ${s}.projections (name, key, value, position)
-    VALUES (p_row_names[r], p_row_keys[r], v_value, v_positions[p_row_events[r]])
-    ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position;
+    v_values[r] := v_value;
+    v_row_positions[r] := v_positions[p_row_events[r]];
   END LOOP;
+  INSERT INTO ${s}.projections (name, key, value, position)
+  SELECT * FROM unnest(p_row_names, p_row_keys, v_values, v_row_positions)
+  ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position;
   PERFORM pg_notify('${commitChannel(s)}', '');
   RETURN v_positions;
 END;

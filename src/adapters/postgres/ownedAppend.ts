@@ -49,14 +49,21 @@ interface KnownHead {
   readonly hash: string;
 }
 
-/** A request ready for `append_owned`, and what its success will be. */
-export interface OwnedPlan {
+/** One request of a plan: its events, and its rows folded with stand-ins. */
+interface PlannedRequest {
   readonly request: AppendRequest;
+  readonly head: KnownHead;
   readonly prepared: ReadonlyArray<PreparedEvent>;
-  /** The rows' new values with stand-ins, and the event (from 1) whose position each row takes. */
+  /** Its first event's index among the plan's events, from 1. */
+  readonly first: number;
+  /** Each row's new value with stand-ins, and the event (index from 1) whose position it takes. */
   readonly rows: ReadonlyArray<{ readonly write: ProjectionRowWrite; readonly event: number }>;
   readonly known: ReadonlyArray<ProjectionRowRead>;
-  readonly head: KnownHead;
+}
+
+/** Requests ready for `append_owned`, all or none. */
+export interface OwnedPlan {
+  readonly requests: ReadonlyArray<PlannedRequest>;
 }
 
 /** A map that forgets its oldest entries beyond {@link REMEMBERED}. */
@@ -73,12 +80,9 @@ class Bounded<V> {
   delete(key: string): void {
     this.entries.delete(key);
   }
-  get size(): number {
-    return this.entries.size;
-  }
 }
 
-/** The heads and rows a journal's own fenced appends committed, and the plans made from them. */
+/** The heads and rows a journal's own appends committed, and the plans made from them. */
 export class OwnedAppends {
   private readonly heads = new Bounded<KnownHead>();
   private readonly rows = new Bounded<ProjectionRowRead>();
@@ -89,14 +93,39 @@ export class OwnedAppends {
   ) {}
 
   /**
-   * The plan for a request if it can go in one statement: fenced, releasing nothing, no admission
-   * or finished run (those are unique keys' and the run guard's), at the head this journal
-   * committed last for the same claim, every row it touches known. Else null.
+   * The plan for a batch of requests if all of them can go in one statement, else null. Each must
+   * be fenced, release nothing, admit or finish no run (those are unique keys' and the run guard's),
+   * be at the head this journal committed last for the same claim, and touch only rows it knows;
+   * no two may share a run, a stream or a row (each is then decided alone).
    */
-  plan(request: AppendRequest): OwnedPlan | null {
+  plan(requests: ReadonlyArray<AppendRequest>): OwnedPlan | null {
+    const runs = new Set<string>();
+    const streams = new Set<string>();
+    const rowIds = new Set<string>();
+    const planned: PlannedRequest[] = [];
+    let events = 0;
+    for (const request of requests) {
+      const one = this.planOne(request, events + 1, runs, streams, rowIds);
+      if (!one) return null;
+      planned.push(one);
+      events += one.prepared.length;
+    }
+    return planned.length > 0 ? { requests: planned } : null;
+  }
+
+  private planOne(
+    request: AppendRequest,
+    first: number,
+    runs: Set<string>,
+    streams: Set<string>,
+    rowIds: Set<string>,
+  ): PlannedRequest | null {
     const { fence, streamId, expectedVersion, events } = request;
     if (!fence || request.releaseClaim || typeof expectedVersion !== "number" || events.length === 0)
       return null;
+    if (runs.has(fence.runId) || streams.has(streamId)) return null;
+    runs.add(fence.runId);
+    streams.add(streamId);
     const head = this.heads.get(streamId);
     if (
       !head ||
@@ -110,83 +139,100 @@ export class OwnedAppends {
     const known = new Map<string, ProjectionRowRead>();
     for (const wanted of wantedRows(streamId, head.version, events, this.projections)) {
       const row = this.rows.get(wanted.id);
-      if (!row) return null;
+      if (!row || rowIds.has(wanted.id)) return null;
+      rowIds.add(wanted.id);
       known.set(wanted.id, row);
     }
     const prepared = prepareEvents(streamId, head, events, null);
-    const folded = this.fold(prepared, STAND_IN, known);
-    const check = this.fold(prepared, CHECK, known);
+    const folded = this.fold(prepared, first, STAND_IN, known);
+    const check = this.fold(prepared, first, CHECK, known);
     const rows: Array<{ write: ProjectionRowWrite; event: number }> = [];
     for (const [i, write] of folded.entries()) {
-      if (!positionsOnlyWherePrinted(write.value, check[i]!.value, prepared.length)) return null;
+      if (!positionsOnlyWherePrinted(write.value, check[i]!.value, first, prepared.length)) return null;
       rows.push({ write, event: write.position - STAND_IN });
     }
-    return { request, prepared, rows, known: [...known.values()], head };
+    return { request, head, prepared, first, rows, known: [...known.values()] };
   }
 
   /** The parameters of `append_owned` for a plan. */
   parameters(plan: OwnedPlan): unknown[] {
-    const { request, prepared, rows, known, head } = plan;
-    const fence = request.fence!;
+    const requests = plan.requests;
+    const events = requests.flatMap((r) => r.prepared);
+    const known = requests.flatMap((r) => r.known);
+    const rows = requests.flatMap((r) =>
+      r.rows.map((row) => ({ ...row, first: r.first, last: r.first + r.prepared.length - 1 })),
+    );
     return [
-      fence.runId,
-      fence.workerId,
-      fence.epoch,
-      request.streamId,
-      head.version,
-      head.hash,
-      prepared.map((e) => e.eventId),
-      prepared.map((e) => e.event.type),
-      prepared.map((e) => e.schemaVersion),
-      prepared.map((e) => e.recordedAt),
-      prepared.map((e) => e.dataText),
-      prepared.map((e) => e.prevHash),
-      prepared.map((e) => e.hash),
+      requests.map((r) => r.request.fence!.runId),
+      requests.map((r) => r.request.fence!.workerId),
+      requests.map((r) => r.request.fence!.epoch),
+      requests.map((r) => r.request.streamId),
+      requests.map((r) => r.head.version),
+      requests.map((r) => r.head.hash),
+      events.map((e) => e.streamId),
+      events.map((e) => e.version),
+      events.map((e) => e.eventId),
+      events.map((e) => e.event.type),
+      events.map((e) => e.schemaVersion),
+      events.map((e) => e.recordedAt),
+      events.map((e) => e.dataText),
+      events.map((e) => e.prevHash),
+      events.map((e) => e.hash),
       known.map((r) => r.name),
       known.map((r) => r.key),
       known.map((r) => r.value),
       known.map((r) => String(r.position)),
       rows.map((r) => r.write.value),
       rows.map((r) => r.event),
-      prepared.map((_, i) => String(STAND_IN + i + 1)),
+      rows.map((r) => r.first),
+      rows.map((r) => r.last),
+      events.map((_, i) => String(STAND_IN + i + 1)),
     ];
   }
 
-  /** The plan committed at these positions: its result, and what the owner now knows. */
-  committed(plan: OwnedPlan, positions: ReadonlyArray<number>): AppendResult {
-    const recorded = plan.prepared.map((row, i) => recordedOf(row, positions[i]!));
-    const written = plan.rows.map(({ write }) => ({
-      ...write,
-      value: withPositions(write.value, positions),
-      position: positions[write.position - STAND_IN - 1]!,
-    }));
-    this.learn(plan.request, recorded, written);
-    return { streamId: plan.request.streamId, nextVersion: recorded.at(-1)!.version, recorded };
+  /**
+   * The plan committed with these positions (one per event, in the plan's order): each request's
+   * result, and what the owner now knows. Each stream's positions must follow its versions; this
+   * checks it rather than trusting the insert.
+   */
+  committed(plan: OwnedPlan, positions: ReadonlyArray<number>): AppendResult[] {
+    if (positions.length !== plan.requests.reduce((n, r) => n + r.prepared.length, 0))
+      throw new Error(`append_owned returned ${positions.length} positions for the plan's events`);
+    return plan.requests.map(({ request, prepared, first, rows }) => {
+      const recorded = prepared.map((row, i) => recordedOf(row, positions[first - 1 + i]!));
+      for (let i = 1; i < recorded.length; i++)
+        if (recorded[i]!.position <= recorded[i - 1]!.position)
+          throw new Error(
+            `append_owned placed ${request.streamId}@${recorded[i]!.version} before its previous event`,
+          );
+      this.learnHead(request, recorded);
+      this.learnRows(
+        rows.map(({ write }) => ({
+          ...write,
+          value: withPositions(write.value, positions, first, prepared.length),
+          position: positions[write.position - STAND_IN - 1]!,
+        })),
+      );
+      return { streamId: request.streamId, nextVersion: recorded.at(-1)!.version, recorded };
+    });
   }
 
   /**
-   * What a committed append tells the owner: the stream's head for its claim and the rows it wrote.
-   * Rows not told (`undefined`: a batch decided in memory), an admission, a finished run or a claim
-   * let go leave nothing to know: the next append reads afresh.
+   * The stream's head after a committed append, for its claim. An append that admits or finishes
+   * a run, lets its claim go or has no fence leaves nothing to know: the next one reads afresh.
    */
-  learn(
-    request: AppendRequest,
-    recorded: ReadonlyArray<RecordedEvent>,
-    rows: ReadonlyArray<ProjectionRowWrite> | undefined,
-  ): void {
+  learnHead(request: AppendRequest, recorded: ReadonlyArray<RecordedEvent>): void {
     const { fence, streamId } = request;
     const last = recorded.at(-1);
-    if (
-      !fence ||
-      !last ||
-      !rows ||
-      request.releaseClaim ||
-      request.events.some((e) => guardWritesFor(e).length > 0)
-    ) {
+    if (!fence || !last || request.releaseClaim || request.events.some((e) => guardWritesFor(e).length > 0)) {
       this.forget(streamId);
       return;
     }
     this.heads.set(streamId, { ...fence, version: last.version, hash: last.hash });
+  }
+
+  /** Projection rows as a committed append left them (stored in the clear: no payload keys). */
+  learnRows(rows: ReadonlyArray<ProjectionRowWrite>): void {
     for (const row of rows) this.rows.set(rowId(row.name, row.key), { ...row });
   }
 
@@ -195,36 +241,47 @@ export class OwnedAppends {
     this.heads.delete(streamId);
   }
 
-  /** The rows the events touch, folded from the known values with the given stand-in positions. */
+  /** The rows the events touch, folded from the known values with stand-in positions. */
   private fold(
     prepared: ReadonlyArray<PreparedEvent>,
+    first: number,
     base: number,
     known: Prefetched,
   ): ProjectionRowWrite[] {
-    const recorded = prepared.map((row, i) => recordedOf(row, base + i + 1));
+    const recorded = prepared.map((row, i) => recordedOf(row, base + first + i));
     return runSync(foldProjectionRows(this.sql, recorded, this.projections, null, known), (step) => {
       throw new Error(`a planned append reads nothing, and it asked for: ${JSON.stringify(step)}`);
     });
   }
 }
 
-/** Replace each event's stand-in with its position, as `append_owned` does. */
-const withPositions = (value: string, positions: ReadonlyArray<number>): string =>
-  positions.reduce((text, position, i) => text.replaceAll(String(STAND_IN + i + 1), String(position)), value);
+/** Replace the stand-ins of events `first…first+count-1` with their positions, as `append_owned` does. */
+const withPositions = (
+  value: string,
+  positions: ReadonlyArray<number>,
+  first: number,
+  count: number,
+): string => {
+  let text = value;
+  for (let n = first; n < first + count; n++)
+    text = text.replaceAll(String(STAND_IN + n), String(positions[n - 1]));
+  return text;
+};
 
 /**
- * Whether replacing the stand-ins of `value` with positions gives the value the fold would give
- * with those positions: every stand-in stands alone (no digit either side), and folding with other
- * stand-ins changed the value exactly where the first ones are. A value that copies a stand-in's
- * digits from an event's content, or derives anything from a position, takes the transaction path.
+ * Whether replacing the stand-ins of events `first…first+count-1` in `value` with positions gives
+ * the value the fold would give with those positions: every stand-in stands alone (no digit either
+ * side), and folding with other stand-ins changed the value exactly where the first ones are. A
+ * value that copies a stand-in's digits from an event's content, or derives anything from a
+ * position, takes the transaction path.
  */
-const positionsOnlyWherePrinted = (value: string, check: string, events: number): boolean => {
+const positionsOnlyWherePrinted = (value: string, check: string, first: number, count: number): boolean => {
   let swapped = value;
-  for (let i = 1; i <= events; i++) {
-    const standIn = String(STAND_IN + i);
+  for (let n = first; n < first + count; n++) {
+    const standIn = String(STAND_IN + n);
     if (new RegExp(`\\d${standIn}|${standIn}\\d`).test(value)) return false;
-    if (check.includes(standIn) || value.includes(String(CHECK + i))) return false;
-    swapped = swapped.replaceAll(standIn, String(CHECK + i));
+    if (check.includes(standIn) || value.includes(String(CHECK + n))) return false;
+    swapped = swapped.replaceAll(standIn, String(CHECK + n));
   }
   return swapped === check;
 };

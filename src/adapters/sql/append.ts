@@ -25,8 +25,8 @@ import { all, get, type Program, run, UniqueViolation } from "./program.js";
 import type { AdmissionRow, ClaimRow, FencedHeadRow, HeadRow } from "./rows.js";
 import type { Statements } from "./statements.js";
 
-/** Told the projection rows each request of a program wrote (the PostgreSQL owner's memory). */
-export type RowsWritten = (request: AppendRequest, rows: ReadonlyArray<ProjectionRowWrite>) => void;
+/** Told the projection rows a program wrote (the PostgreSQL owner's memory). */
+export type RowsWritten = (rows: ReadonlyArray<ProjectionRowWrite>) => void;
 
 /**
  * One append request inside the batch transaction (the caller wraps it in a savepoint): check the
@@ -122,7 +122,7 @@ export function* appendProgram(
     for (const write of guardWritesFor(row.event)) yield* applyGuard(sql, write);
   }
   const rows = yield* applyProjections(sql, recorded, projections, ring, prefetched);
-  written?.(request, rows);
+  written?.(rows);
   // Checked before: a fenced append only gets here holding the claim it lets go.
   if (request.releaseClaim && fence) yield* run(sql.releaseRun, [fence.workerId, fence.runId]);
   return { streamId, nextVersion: recorded.at(-1)?.version ?? current, recorded };

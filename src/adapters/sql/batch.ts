@@ -8,6 +8,7 @@ import {
   type PartRow,
   type PreparedEvent,
   type ProjectionRowRead,
+  type ProjectionRowWrite,
   prepareEvents,
   recordedOf,
   refuseReleaseWithoutFence,
@@ -70,6 +71,7 @@ export function* batchProgram(
   groups: ReadonlyArray<ReadonlyArray<AppendRequest>>,
   projections: ReadonlyArray<AnyProjection>,
   ring: Keyring | null,
+  written?: (rows: ReadonlyArray<ProjectionRowWrite>) => void,
 ): Program<GroupOutcome[]> {
   // 1. One read: the fences' claims, the streams' heads and the rows the events will touch where
   // their versions are known before the read (rows of other appends are read after deciding).
@@ -201,6 +203,7 @@ export function* batchProgram(
     outcomes[index] = { ok: results };
   }
   const writes = yield* foldProjectionRows(sql, recorded, projections, ring, prefetched);
+  written?.(writes);
   const finished = new Set<string>();
   for (const entry of recorded) for (const write of guardWritesFor(entry.event)) finished.add(write.runId);
   const releases = accepted.flatMap((a) =>
