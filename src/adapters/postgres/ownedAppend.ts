@@ -218,13 +218,14 @@ export class OwnedAppends {
   }
 
   /**
-   * The stream's head after a committed append, for its claim. An append that admits or finishes
-   * a run, lets its claim go or has no fence leaves nothing to know: the next one reads afresh.
+   * The stream's head after a committed append, for its claim. An append that finishes its run,
+   * lets its claim go or has no fence leaves nothing worth knowing: the next one reads afresh.
    */
   learnHead(request: AppendRequest, recorded: ReadonlyArray<RecordedEvent>): void {
     const { fence, streamId } = request;
     const last = recorded.at(-1);
-    if (!fence || !last || request.releaseClaim || request.events.some((e) => guardWritesFor(e).length > 0)) {
+    const finishes = request.events.some((e) => guardWritesFor(e).some((w) => w.kind === "finish"));
+    if (!fence || !last || request.releaseClaim || finishes) {
       this.forget(streamId);
       return;
     }
