@@ -591,16 +591,9 @@ export const journalContract = (
       it("a run owner's appends in a row chain, fold and stay fenced whatever moved behind its back: a row, the head, digits like a position, the claim", async () => {
         const { journal, open, store } = await given();
         const other = await open();
-        const claim = await journal.claim("r1", "w1", 60_000);
-        const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
+        const fence = await claimAndAdmit(journal, "r1");
         const append = (on: Journal, expectedVersion: number, event: AnyEvent) =>
           on.append({ streamId: "run-r1", expectedVersion, events: [event], fence });
-        await journal.append({
-          streamId: "run-r1",
-          expectedVersion: "no-stream",
-          events: [admitted("r1", "c", "i")],
-          fence,
-        });
         await append(journal, 1, intended("r1", 0));
         await append(journal, 2, done("r1", 0));
         await append(journal, 3, intended("r1", 1));
@@ -682,14 +675,7 @@ export const journalContract = (
       it("an append with releaseClaim lets its claim go in the same commit; a refused one keeps it; none without a fence", async () => {
         const { journal, open } = await given();
         const other = await open();
-        const claim = await journal.claim("r1", "w1", 60_000);
-        const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
-        await journal.append({
-          streamId: "run-r1",
-          expectedVersion: "no-stream",
-          events: [admitted("r1", "c", "i")],
-          fence,
-        });
+        const fence = await claimAndAdmit(journal, "r1");
         // Refused (wrong version): nothing written, the claim stays.
         await expect(
           journal.append({
@@ -700,7 +686,7 @@ export const journalContract = (
             releaseClaim: true,
           }),
         ).rejects.toMatchObject({ _tag: "WrongExpectedVersion" });
-        expect(await other.currentClaim("r1")).toMatchObject({ workerId: "w1", epoch: claim!.epoch });
+        expect(await other.currentClaim("r1")).toMatchObject({ workerId: "w1", epoch: fence.epoch });
         await expect(
           journal.append({
             streamId: "run-r2",
@@ -722,7 +708,7 @@ export const journalContract = (
         expect(await other.currentClaim("r1")).toBeNull();
         // The row kept its epoch: the next claim counts on, and the old fence matches nothing.
         expect(await other.claim("r1", "w2", 60_000)).toMatchObject({
-          epoch: claim!.epoch + 1,
+          epoch: fence.epoch + 1,
           previous: null,
         });
         await expect(
@@ -1184,6 +1170,19 @@ const awkward = (i: number): AnyEvent => ({
   reconciler: null,
   idempotencyKey: `r/${i}#1`,
 });
+
+/** Claim `runId` for worker w1 and admit it (input i of `chatId`) under that claim; its fence. */
+export const claimAndAdmit = async (journal: Journal, runId: string, chatId = "c") => {
+  const claim = await journal.claim(runId, "w1", 60_000);
+  const fence = { runId, workerId: "w1", epoch: claim!.epoch };
+  await journal.append({
+    streamId: `run-${runId}`,
+    expectedVersion: "no-stream",
+    events: [admitted(runId, chatId, "i")],
+    fence,
+  });
+  return fence;
+};
 
 export const admitted = (runId: string, chatId: string, inputId: string): AnyEvent => ({
   type: "run.admitted",

@@ -10,7 +10,7 @@ import type { Journal } from "../../src/runtime/Journal.js";
 import { freshKey, keyEnv } from "../support/keys.js";
 import { adminClient, pgUrl, requirePg, TEST_PG_URL, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
-import { admitted, done, intended } from "./contract.js";
+import { admitted, claimAndAdmit, done, intended } from "./contract.js";
 
 const schemas = usePgSchemas();
 afterAll(schemas.dropAll);
@@ -309,14 +309,7 @@ describe("PostgreSQL journal: a run owner's append in one statement", () => {
   };
 
   const ownerCalls = async (journal: Journal) => {
-    const claim = await journal.claim("r1", "w1", 60_000);
-    const fence = { runId: "r1", workerId: "w1", epoch: claim!.epoch };
-    await journal.append({
-      streamId: "run-r1",
-      expectedVersion: "no-stream",
-      events: [admitted("r1", "c", "i")],
-      fence,
-    });
+    const fence = await claimAndAdmit(journal, "r1");
     const perAppend: number[] = [];
     for (let seq = 0; seq < 3; seq++)
       for (const event of [intended("r1", seq), done("r1", seq)]) {
@@ -385,6 +378,60 @@ describe("PostgreSQL journal: a run owner's append in one statement", () => {
     }
     expect((await auditJournal(journal)).findings).toEqual([]);
     expect((await journal.rebuildProjections()).filter((r) => r.changed)).toEqual([]);
+  });
+
+  it("an event that cannot be prepared is refused for its caller alone; the owners queued with it commit", async () => {
+    const journal = await open(schemas.fresh());
+    const one = await claimAndAdmit(journal, "r1");
+    const two = await claimAndAdmit(journal, "r2", "c2");
+    const bad = { type: "call.completed", runId: "r2" } as unknown as AnyEvent;
+    const [good, refused] = await Promise.allSettled([
+      journal.append({ streamId: "run-r1", expectedVersion: 1, events: [intended("r1", 0)], fence: one }),
+      journal.append({ streamId: "run-r2", expectedVersion: 1, events: [bad], fence: two }),
+    ]);
+    expect(good.status).toBe("fulfilled");
+    expect(refused.status).toBe("rejected");
+    expect(await journal.streamHead("run-r2")).toMatchObject({ version: 1 });
+    await journal.append({ streamId: "run-r2", expectedVersion: 1, events: [intended("r2", 0)], fence: two });
+    expect(
+      await statementsDuring(() =>
+        journal.append({ streamId: "run-r1", expectedVersion: 2, events: [done("r1", 0)], fence: one }),
+      ),
+    ).toBe(1);
+  });
+
+  it("a session ended while its statement waits (FATAL) is a lost connection: the caller hears 'may or may not have been written'", async () => {
+    const schema = schemas.fresh();
+    const journal = await open(schema);
+    const fence = await claimAndAdmit(journal, "r1");
+    const admin = await adminClient();
+    try {
+      await admin.query("BEGIN");
+      await admin.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.append.${schema}`]);
+      const waiting = journal.append({
+        streamId: "run-r1",
+        expectedVersion: 1,
+        events: [intended("r1", 0)],
+        fence,
+      });
+      let pid: number | undefined;
+      for (let i = 0; i < 100 && pid === undefined; i++) {
+        const found = await admin.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE query LIKE $1 AND wait_event_type = 'Lock'",
+          [`%${schema}.append_owned%`],
+        );
+        pid = found.rows[0]?.pid;
+        if (pid === undefined) await sleep(20);
+      }
+      expect(pid).toBeDefined();
+      await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+      await expect(waiting).rejects.toBeInstanceOf(JournalUnavailable);
+      await expect(waiting).rejects.toThrow(/may or may not have been written/);
+    } finally {
+      await admin.query("ROLLBACK").catch(() => {});
+      await admin.end();
+    }
+    expect(await journal.streamHead("run-r1")).toMatchObject({ version: 1 });
   });
 
   it("with a commit hook (tests) or payload keys (a sealed row's value depends on its position), every append takes the transaction", async () => {

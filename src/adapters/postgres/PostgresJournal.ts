@@ -204,10 +204,15 @@ export class PostgresJournal implements Journal {
    * transaction is rolled back and the batch runs again with a savepoint per request.
    */
   private async commitBatch(batch: Pending[]): Promise<void> {
-    const plan =
-      this.owned && batch.every((p) => p.requests.length === 1)
-        ? this.owned.plan(batch.map((p) => p.requests[0]!))
-        : null;
+    let plan: OwnedPlan | null = null;
+    try {
+      if (this.owned && batch.every((p) => p.requests.length === 1))
+        plan = this.owned.plan(batch.map((p) => p.requests[0]!));
+    } catch {
+      // A request that cannot be prepared (an event its schema refuses) is refused by the
+      // transaction path, for its caller alone.
+      plan = null;
+    }
     if (plan && (await this.appendOwned(batch, plan))) return;
     let client: pg.PoolClient;
     try {
@@ -388,8 +393,8 @@ export class PostgresJournal implements Journal {
       positions = result.rows[0]?.positions ?? null;
     } catch (error) {
       forget();
-      if (error instanceof pg.DatabaseError && !ended.has(client)) {
-        // A statement that failed in autocommit wrote nothing.
+      if (refusedBeforeCommit(error) && !ended.has(client)) {
+        // A statement the server refused with an ERROR, in autocommit, wrote nothing.
         giveBack(client);
         return false;
       }
@@ -713,6 +718,17 @@ const giveBack = (client: pg.PoolClient, broken = false): void => {
   if (listener) client.off("error", listener);
   client.release(broken || ended.has(client) || undefined);
 };
+
+/**
+ * Whether the server refused a statement with an ERROR, so its autocommitted transaction wrote
+ * nothing. A FATAL or PANIC (a terminated session, a shutdown: class 57, 08) may come after the
+ * commit: that is a lost connection, answered "may or may not have been written".
+ */
+const refusedBeforeCommit = (error: unknown): boolean =>
+  error instanceof pg.DatabaseError &&
+  error.severity === "ERROR" &&
+  !String(error.code).startsWith("57") &&
+  !String(error.code).startsWith("08");
 
 /** Typed holdfast errors (and unique violations) pass through unchanged. */
 const isTagged = (error: unknown): boolean =>

@@ -16,6 +16,7 @@ import type { RecordedEvent } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
 import type { AppendRequest, AppendResult } from "../../runtime/Journal.js";
 import {
+  eventColumns,
   foldProjectionRows,
   type Prefetched,
   type PreparedEvent,
@@ -38,8 +39,14 @@ const REMEMBERED = 4096;
  * out positions: 16 digits, far above any position, printed by JSON as digits.
  */
 const STAND_IN = 9_000_000_000_000_000;
-/** A second set, to check that a row's value depends on positions only where they are printed. */
+/**
+ * A second set, to check that a row's value depends on positions only where they are printed: other
+ * digits, spacing and parity than the stand-ins', so no value derived from a position (its parity,
+ * a remainder, a difference of two) stays the same under the swap.
+ */
 const CHECK = 8_000_000_000_000_000;
+const standIn = (n: number): number => STAND_IN + n;
+const checkIn = (n: number): number => CHECK + 7 * n + 3;
 
 interface KnownHead {
   readonly runId: string;
@@ -144,14 +151,19 @@ export class OwnedAppends {
       known.set(wanted.id, row);
     }
     const prepared = prepareEvents(streamId, head, events, null);
-    const folded = this.fold(prepared, first, STAND_IN, known);
-    const check = this.fold(prepared, first, CHECK, known);
+    const folded = this.fold(prepared, first, standIn, known);
+    const check = this.fold(prepared, first, checkIn, known);
     const rows: Array<{ write: ProjectionRowWrite; event: number }> = [];
+    // The function checks known[i] and writes rows[i] under the same name and key: one order.
+    const checked: ProjectionRowRead[] = [];
     for (const [i, write] of folded.entries()) {
+      const was = known.get(rowId(write.name, write.key));
+      if (!was || folded.length !== known.size) return null;
       if (!positionsOnlyWherePrinted(write.value, check[i]!.value, first, prepared.length)) return null;
       rows.push({ write, event: write.position - STAND_IN });
+      checked.push(was);
     }
-    return { request, head, prepared, first, rows, known: [...known.values()] };
+    return { request, head, prepared, first, rows, known: checked };
   }
 
   /** The parameters of `append_owned` for a plan. */
@@ -169,15 +181,7 @@ export class OwnedAppends {
       requests.map((r) => r.request.streamId),
       requests.map((r) => r.head.version),
       requests.map((r) => r.head.hash),
-      events.map((e) => e.streamId),
-      events.map((e) => e.version),
-      events.map((e) => e.eventId),
-      events.map((e) => e.event.type),
-      events.map((e) => e.schemaVersion),
-      events.map((e) => e.recordedAt),
-      events.map((e) => e.dataText),
-      events.map((e) => e.prevHash),
-      events.map((e) => e.hash),
+      ...eventColumns(events),
       known.map((r) => r.name),
       known.map((r) => r.key),
       known.map((r) => r.value),
@@ -246,10 +250,10 @@ export class OwnedAppends {
   private fold(
     prepared: ReadonlyArray<PreparedEvent>,
     first: number,
-    base: number,
+    positionOf: (n: number) => number,
     known: Prefetched,
   ): ProjectionRowWrite[] {
-    const recorded = prepared.map((row, i) => recordedOf(row, base + first + i));
+    const recorded = prepared.map((row, i) => recordedOf(row, positionOf(first + i)));
     return runSync(foldProjectionRows(this.sql, recorded, this.projections, null, known), (step) => {
       throw new Error(`a planned append reads nothing, and it asked for: ${JSON.stringify(step)}`);
     });
@@ -265,7 +269,7 @@ const withPositions = (
 ): string => {
   let text = value;
   for (let n = first; n < first + count; n++)
-    text = text.replaceAll(String(STAND_IN + n), String(positions[n - 1]));
+    text = text.replaceAll(String(standIn(n)), String(positions[n - 1]));
   return text;
 };
 
@@ -279,10 +283,10 @@ const withPositions = (
 const positionsOnlyWherePrinted = (value: string, check: string, first: number, count: number): boolean => {
   let swapped = value;
   for (let n = first; n < first + count; n++) {
-    const standIn = String(STAND_IN + n);
-    if (new RegExp(`\\d${standIn}|${standIn}\\d`).test(value)) return false;
-    if (check.includes(standIn) || value.includes(String(CHECK + n))) return false;
-    swapped = swapped.replaceAll(standIn, String(CHECK + n));
+    const stand = String(standIn(n));
+    if (new RegExp(`\\d${stand}|${stand}\\d`).test(value)) return false;
+    if (check.includes(stand) || value.includes(String(checkIn(n)))) return false;
+    swapped = swapped.replaceAll(stand, String(checkIn(n)));
   }
   return swapped === check;
 };

@@ -170,6 +170,22 @@ export const prepareEvents = (
   return rows;
 };
 
+/**
+ * Events to insert as one list per column, in the order of `insertEvents` and `append_owned`:
+ * stream, version, event id, type, schema version, recorded at, data, previous hash, hash.
+ */
+export const eventColumns = (rows: ReadonlyArray<PreparedEvent>): unknown[][] => [
+  rows.map((r) => r.streamId),
+  rows.map((r) => r.version),
+  rows.map((r) => r.eventId),
+  rows.map((r) => r.event.type),
+  rows.map((r) => r.schemaVersion),
+  rows.map((r) => r.recordedAt),
+  rows.map((r) => r.dataText),
+  rows.map((r) => r.prevHash),
+  rows.map((r) => r.hash),
+];
+
 /** The recorded event of a row the database placed at `position`. */
 export const recordedOf = (row: PreparedEvent, position: number): RecordedEvent => ({
   streamId: row.streamId,

@@ -4,6 +4,7 @@ import { WrongExpectedVersion } from "../../runtime/errors.js";
 import type { AppendRequest, AppendResult } from "../../runtime/Journal.js";
 import {
   checkFence,
+  eventColumns,
   foldProjectionRows,
   type PartRow,
   type PreparedEvent,
@@ -158,17 +159,7 @@ export function* batchProgram(
   if (rows.length > 0) {
     const inserted = yield* all<{ stream_id: string; version: number | string; position: number | string }>(
       lists.insertEvents,
-      [
-        rows.map((r) => r.streamId),
-        rows.map((r) => r.version),
-        rows.map((r) => r.eventId),
-        rows.map((r) => r.event.type),
-        rows.map((r) => r.schemaVersion),
-        rows.map((r) => r.recordedAt),
-        rows.map((r) => r.dataText),
-        rows.map((r) => r.prevHash),
-        rows.map((r) => r.hash),
-      ],
+      eventColumns(rows),
     );
     for (const row of inserted)
       positions.set(rowId(row.stream_id, String(row.version)), Number(row.position));
