@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
@@ -50,12 +50,13 @@ import {
   toPrunedRun,
   toStored,
 } from "../sql/rows.js";
-import { numberPlaceholders, postgresDialect, statements } from "../sql/statements.js";
+import { postgresDialect, statements } from "../sql/statements.js";
 import { connectWithRetry } from "./connect.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { CommitListener, commitChannel } from "./notify.js";
 import type { PostgresJournalOptions } from "./options.js";
-import { OwnedAppends, type OwnedPlan } from "./ownedAppend.js";
+import { appendOwned, OwnedAppends, type OwnedPlan } from "./ownedAppend.js";
+import { checkout, describe, ended, giveBack, prepared } from "./pooled.js";
 import { readableSchemaKey } from "./readOnly.js";
 import { maskUrl } from "./url.js";
 
@@ -70,8 +71,6 @@ interface Pending {
 const SQL = statements(postgresDialect);
 const NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now";
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-/** `append_owned`'s parameters (migration 5). */
-const APPEND_OWNED_PARAMETERS = Array.from({ length: 24 }, () => "?").join(", ");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -213,7 +212,13 @@ export class PostgresJournal implements Journal {
       // transaction path, for its caller alone.
       plan = null;
     }
-    if (plan && (await this.appendOwned(batch, plan))) return;
+    if (
+      plan &&
+      (await appendOwned(this.pool, this.schema, this.location, this.owned!, plan, batch, () => {
+        for (const listener of this.committedListeners) listener();
+      }))
+    )
+      return;
     let client: pg.PoolClient;
     try {
       client = await checkout(this.pool);
@@ -361,73 +366,6 @@ export class PostgresJournal implements Journal {
       }
     }
     return outcomes;
-  }
-
-  /**
-   * Run owners' appends in one autocommitted statement (see ./ownedAppend.ts), all or none. True
-   * when the callers are answered: committed, or lost with the connection (which may have
-   * committed). False when the statement wrote nothing — an assumption had moved, or the server
-   * refused it — and the batch goes the transaction path, which reads everything afresh and
-   * refuses what it must.
-   */
-  private async appendOwned(batch: ReadonlyArray<Pending>, plan: OwnedPlan): Promise<boolean> {
-    const owned = this.owned!;
-    const streams = plan.requests.map((r) => r.request.streamId);
-    const forget = () => {
-      for (const streamId of streams) owned.forget(streamId);
-    };
-    let client: pg.PoolClient;
-    try {
-      client = await checkout(this.pool);
-    } catch {
-      return false;
-    }
-    let positions: ReadonlyArray<string> | null;
-    try {
-      const result = await client.query<{ positions: string[] | null }>(
-        prepared(
-          `SELECT ${this.schema}.append_owned(${APPEND_OWNED_PARAMETERS}) AS positions`,
-          owned.parameters(plan),
-        ),
-      );
-      positions = result.rows[0]?.positions ?? null;
-    } catch (error) {
-      forget();
-      if (refusedBeforeCommit(error) && !ended.has(client)) {
-        // A statement the server refused with an ERROR, in autocommit, wrote nothing.
-        giveBack(client);
-        return false;
-      }
-      giveBack(client, true);
-      const failure = new JournalUnavailable({
-        location: this.location,
-        reason: `the connection failed during an append to ${streams.join(", ")} (${describe(error)}); it may or may not have been written`,
-        hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
-      });
-      for (const pending of batch) pending.reject(failure);
-      return true;
-    }
-    giveBack(client);
-    if (!positions) {
-      forget();
-      return false;
-    }
-    let results: AppendResult[];
-    try {
-      results = owned.committed(plan, positions.map(Number));
-    } catch (error) {
-      forget();
-      const failure = new JournalUnavailable({
-        location: this.location,
-        reason: `the append to ${streams.join(", ")} was committed but ${describe(error)}`,
-        hint: "Run `holdfast audit` on this journal before going on.",
-      });
-      for (const pending of batch) pending.reject(failure);
-      return true;
-    }
-    for (const listener of this.committedListeners) listener();
-    for (const [i, pending] of batch.entries()) pending.resolve([results[i]!]);
-    return true;
   }
 
   private runProgram<T>(client: pg.ClientBase, program: Program<T>): Promise<T> {
@@ -696,50 +634,9 @@ function* afterLock<T>(lock: string, program: Program<T>): Program<T> {
   return yield* program;
 }
 
-/** Connections the server ended while checked out, and their error listeners. */
-const ended = new WeakSet<pg.PoolClient>();
-const listeners = new WeakMap<pg.PoolClient, () => void>();
-
-/**
- * A pooled connection for a transaction. While checked out nobody else listens for its errors, and
- * a connection the server ends (idle-in-transaction timeout, restart) must fail our next query,
- * not crash the process; it is remembered so a batch knows its COMMIT was never sent.
- */
-const checkout = async (pool: pg.Pool): Promise<pg.PoolClient> => {
-  const client = await pool.connect();
-  const listener = () => ended.add(client);
-  listeners.set(client, listener);
-  client.on("error", listener);
-  return client;
-};
-
-const giveBack = (client: pg.PoolClient, broken = false): void => {
-  const listener = listeners.get(client);
-  if (listener) client.off("error", listener);
-  client.release(broken || ended.has(client) || undefined);
-};
-
-/**
- * Whether the server refused a statement with an ERROR, so its autocommitted transaction wrote
- * nothing. A FATAL or PANIC (a terminated session, a shutdown: class 57, 08) may come after the
- * commit: that is a lost connection, answered "may or may not have been written".
- */
-const refusedBeforeCommit = (error: unknown): boolean =>
-  error instanceof pg.DatabaseError &&
-  error.severity === "ERROR" &&
-  !String(error.code).startsWith("57") &&
-  !String(error.code).startsWith("08");
-
 /** Typed holdfast errors (and unique violations) pass through unchanged. */
 const isTagged = (error: unknown): boolean =>
   typeof error === "object" && error !== null && ("_tag" in error || error instanceof UniqueViolation);
-
-/** A named prepared statement per distinct text: parsed once per connection. */
-const prepared = (sql: string, params: ReadonlyArray<unknown>): pg.QueryConfig => ({
-  name: `hf_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`,
-  text: numberPlaceholders(sql),
-  values: [...params],
-});
 
 const execute = async (client: pg.ClientBase, step: SqlStep): Promise<unknown> => {
   if (step.kind === "now") {
@@ -768,8 +665,6 @@ const uniqueKeyOf = (error: unknown): UniqueKey | null => {
   if (code !== "23505") return null;
   return UNIQUE_KEYS[String(constraint)] ?? "other";
 };
-
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * Apply the migrations not yet applied, in one transaction under an advisory lock, so workers

@@ -12,8 +12,10 @@
  * What it knows comes only from its own committed appends, and nothing it knows is trusted: a stale
  * entry costs one refused statement, never a wrong write.
  */
+import type pg from "pg";
 import type { RecordedEvent } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
+import { JournalUnavailable } from "../../runtime/errors.js";
 import type { AppendRequest, AppendResult } from "../../runtime/Journal.js";
 import {
   eventColumns,
@@ -30,6 +32,7 @@ import {
 import { guardWritesFor } from "../sql/guard.js";
 import { runSync } from "../sql/program.js";
 import type { Statements } from "../sql/statements.js";
+import { checkout, describe, ended, giveBack, prepared, refusedBeforeCommit } from "./pooled.js";
 
 /** How many streams and rows the owner remembers; the oldest go first. */
 const REMEMBERED = 4096;
@@ -289,4 +292,87 @@ const positionsOnlyWherePrinted = (value: string, check: string, first: number, 
     swapped = swapped.replaceAll(stand, String(checkIn(n)));
   }
   return swapped === check;
+};
+
+/** A caller waiting for its append. */
+export interface Caller {
+  readonly resolve: (results: AppendResult[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** `append_owned`'s parameters (migration 5). */
+const APPEND_OWNED_PARAMETERS = Array.from({ length: 24 }, () => "?").join(", ");
+
+/**
+ * Run owners' appends in one autocommitted statement (see the top of this file), all or none. True
+ * when the callers are answered: committed, or lost with the connection (which may have
+ * committed). False when the statement wrote nothing — an assumption had moved, or the server
+ * refused it — and the batch goes the transaction path, which reads everything afresh and
+ * refuses what it must.
+ */
+export const appendOwned = async (
+  pool: pg.Pool,
+  schema: string,
+  location: string,
+  owned: OwnedAppends,
+  plan: OwnedPlan,
+  batch: ReadonlyArray<Caller>,
+  onCommitted: () => void,
+): Promise<boolean> => {
+  const streams = plan.requests.map((r) => r.request.streamId);
+  const forget = () => {
+    for (const streamId of streams) owned.forget(streamId);
+  };
+  let client: pg.PoolClient;
+  try {
+    client = await checkout(pool);
+  } catch {
+    return false;
+  }
+  let positions: ReadonlyArray<string> | null;
+  try {
+    const result = await client.query<{ positions: string[] | null }>(
+      prepared(
+        `SELECT ${schema}.append_owned(${APPEND_OWNED_PARAMETERS}) AS positions`,
+        owned.parameters(plan),
+      ),
+    );
+    positions = result.rows[0]?.positions ?? null;
+  } catch (error) {
+    forget();
+    if (refusedBeforeCommit(error) && !ended.has(client)) {
+      // A statement the server refused with an ERROR, in autocommit, wrote nothing.
+      giveBack(client);
+      return false;
+    }
+    giveBack(client, true);
+    const failure = new JournalUnavailable({
+      location,
+      reason: `the connection failed during an append to ${streams.join(", ")} (${describe(error)}); it may or may not have been written`,
+      hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
+    });
+    for (const pending of batch) pending.reject(failure);
+    return true;
+  }
+  giveBack(client);
+  if (!positions) {
+    forget();
+    return false;
+  }
+  let results: AppendResult[];
+  try {
+    results = owned.committed(plan, positions.map(Number));
+  } catch (error) {
+    forget();
+    const failure = new JournalUnavailable({
+      location,
+      reason: `the append to ${streams.join(", ")} was committed but ${describe(error)}`,
+      hint: "Run `holdfast audit` on this journal before going on.",
+    });
+    for (const pending of batch) pending.reject(failure);
+    return true;
+  }
+  onCommitted();
+  for (const [i, pending] of batch.entries()) pending.resolve([results[i]!]);
+  return true;
 };

@@ -1,0 +1,50 @@
+/**
+ * The PostgreSQL journal's pooled connections: checked out with a watch for the server ending the
+ * session, given back (destroyed when broken), and statements prepared by name.
+ */
+import { createHash } from "node:crypto";
+import pg from "pg";
+import { numberPlaceholders } from "../sql/statements.js";
+
+/** Connections the server ended while checked out, and their error listeners. */
+export const ended = new WeakSet<pg.PoolClient>();
+const listeners = new WeakMap<pg.PoolClient, () => void>();
+
+/**
+ * A pooled connection for a transaction. While checked out nobody else listens for its errors, and
+ * a connection the server ends (idle-in-transaction timeout, restart) must fail our next query,
+ * not crash the process; it is remembered so a batch knows its COMMIT was never sent.
+ */
+export const checkout = async (pool: pg.Pool): Promise<pg.PoolClient> => {
+  const client = await pool.connect();
+  const listener = () => ended.add(client);
+  listeners.set(client, listener);
+  client.on("error", listener);
+  return client;
+};
+
+export const giveBack = (client: pg.PoolClient, broken = false): void => {
+  const listener = listeners.get(client);
+  if (listener) client.off("error", listener);
+  client.release(broken || ended.has(client) || undefined);
+};
+
+/**
+ * Whether the server refused a statement with an ERROR, so its autocommitted transaction wrote
+ * nothing. A FATAL or PANIC (a terminated session, a shutdown: class 57, 08) may come after the
+ * commit: that is a lost connection, answered "may or may not have been written".
+ */
+export const refusedBeforeCommit = (error: unknown): boolean =>
+  error instanceof pg.DatabaseError &&
+  error.severity === "ERROR" &&
+  !String(error.code).startsWith("57") &&
+  !String(error.code).startsWith("08");
+
+/** A named prepared statement per distinct text: parsed once per connection. */
+export const prepared = (sql: string, params: ReadonlyArray<unknown>): pg.QueryConfig => ({
+  name: `hf_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`,
+  text: numberPlaceholders(sql),
+  values: [...params],
+});
+
+export const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
