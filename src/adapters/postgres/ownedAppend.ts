@@ -50,6 +50,8 @@ const STAND_IN = 9_000_000_000_000_000;
 const CHECK = 8_000_000_000_000_000;
 const standIn = (n: number): number => STAND_IN + n;
 const checkIn = (n: number): number => CHECK + 7 * n + 3;
+/** The event (from 1) whose stand-in a folded row's position is. */
+const eventOf = (position: number): number => position - STAND_IN;
 
 interface KnownHead {
   readonly runId: string;
@@ -156,14 +158,15 @@ export class OwnedAppends {
     const prepared = prepareEvents(streamId, head, events, null);
     const folded = this.fold(prepared, first, standIn, known);
     const check = this.fold(prepared, first, checkIn, known);
+    if (folded.length !== known.size) return null;
     const rows: Array<{ write: ProjectionRowWrite; event: number }> = [];
     // The function checks known[i] and writes rows[i] under the same name and key: one order.
     const checked: ProjectionRowRead[] = [];
     for (const [i, write] of folded.entries()) {
       const was = known.get(rowId(write.name, write.key));
-      if (!was || folded.length !== known.size) return null;
+      if (!was) return null;
       if (!positionsOnlyWherePrinted(write.value, check[i]!.value, first, prepared.length)) return null;
-      rows.push({ write, event: write.position - STAND_IN });
+      rows.push({ write, event: eventOf(write.position) });
       checked.push(was);
     }
     return { request, head, prepared, first, rows, known: checked };
@@ -193,7 +196,7 @@ export class OwnedAppends {
       rows.map((r) => r.event),
       rows.map((r) => r.first),
       rows.map((r) => r.last),
-      events.map((_, i) => String(STAND_IN + i + 1)),
+      events.map((_, i) => String(standIn(i + 1))),
     ];
   }
 
@@ -217,7 +220,7 @@ export class OwnedAppends {
         rows.map(({ write }) => ({
           ...write,
           value: withPositions(write.value, positions, first, prepared.length),
-          position: positions[write.position - STAND_IN - 1]!,
+          position: positions[eventOf(write.position) - 1]!,
         })),
       );
       return { streamId: request.streamId, nextVersion: recorded.at(-1)!.version, recorded };
