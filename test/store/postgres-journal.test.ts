@@ -405,9 +405,13 @@ describe("PostgreSQL journal: a run owner's append in one statement", () => {
     const journal = await open(schema);
     const fence = await claimAndAdmit(journal, "r1");
     const admin = await adminClient();
+    // Polled outside the lock holder's transaction: inside one, pg_stat_activity is a snapshot
+    // taken at its first read and never shows the append starting to wait.
+    const watcher = await adminClient();
     try {
       await admin.query("BEGIN");
       await admin.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.append.${schema}`]);
+      await watcher.query("SELECT count(*) FROM pg_stat_activity");
       // Settled into a value at once: it rejects as soon as the session ends, maybe before the
       // asserts below are reached.
       const waiting = journal
@@ -418,7 +422,7 @@ describe("PostgreSQL journal: a run owner's append in one statement", () => {
         );
       let pid: number | undefined;
       for (let i = 0; i < 100 && pid === undefined; i++) {
-        const found = await admin.query<{ pid: number }>(
+        const found = await watcher.query<{ pid: number }>(
           "SELECT pid FROM pg_stat_activity WHERE query LIKE $1 AND wait_event_type = 'Lock'",
           [`%${schema}.append_owned%`],
         );
@@ -433,6 +437,7 @@ describe("PostgreSQL journal: a run owner's append in one statement", () => {
     } finally {
       await admin.query("ROLLBACK").catch(() => {});
       await admin.end();
+      await watcher.end();
     }
     expect(await journal.streamHead("run-r1")).toMatchObject({ version: 1 });
   });
