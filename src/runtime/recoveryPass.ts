@@ -52,8 +52,19 @@ const emptyPart = (): Part => ({
   reconciled: [],
 });
 
-/** Runs inspected and classified at once by one recovery pass. */
-const PASS_CONCURRENCY = 8;
+/**
+ * Runs inspected and classified at once by one recovery pass. Their verdicts share commits through
+ * group commit, so the more runs in flight, the fewer commits per run: at 8, a pass over 10,000
+ * interrupted runs made 1,832 commits; at 32, 583 (docs/performance.md, "4 December").
+ */
+const PASS_CONCURRENCY = 32;
+
+/**
+ * Reconcilers asked at once by one pass: the only classification that leaves the process (an
+ * adapter asks another system what happened), kept to what the pass asked before it classified
+ * more runs at once.
+ */
+const RECONCILER_CONCURRENCY = 8;
 
 /**
  * Runs a pass claims in one transaction before inspecting them: a claim is a commit, and one per
@@ -74,6 +85,7 @@ export const recoverRuns = async (
 ): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }> => {
   const started: Promise<RunResult>[] = [];
   const limiter = new Limiter(PASS_CONCURRENCY);
+  const reconcilers = new Limiter(RECONCILER_CONCURRENCY);
   const runIds = await core.journal.activeRuns();
   const parts = runIds.map(emptyPart);
   // What a run's failure leaves: the run flagged, its claim let go; the pass goes on.
@@ -90,7 +102,7 @@ export const recoverRuns = async (
     const batch = runIds
       .slice(from, from + CLAIM_BATCH)
       .map((runId, k) => ({ runId, part: parts[from + k]! }));
-    // Which runs to claim: the checks that need no claim run first, eight at a time.
+    // Which runs to claim: the checks that need no claim run first, as many at a time as the pass classifies.
     const wanted = await Promise.allSettled(
       batch.map(({ runId, part }) =>
         limiter.run(async () => {
@@ -124,7 +136,7 @@ export const recoverRuns = async (
             return;
           }
           try {
-            const resumed = await recoverClaimed(core, runId, claim, part);
+            const resumed = await recoverClaimed(core, runId, claim, part, reconcilers);
             if (resumed) started.push(resumed.execution);
           } catch (error) {
             await failed(runId, part, error);
@@ -180,6 +192,7 @@ const recoverClaimed = async (
   runId: string,
   claim: Claim & { readonly previous: Claim | null },
   part: Part,
+  reconcilers: Limiter,
 ): Promise<{ readonly execution: Promise<RunResult> } | null> => {
   // Started meanwhile by this runtime (a decision, a submit): it is that execution's now.
   if (core.isLive(runId)) return null;
@@ -265,15 +278,17 @@ const recoverClaimed = async (
     await recordOpening();
   for (const call of inDoubt) {
     const intent = intents.get(call.callId);
+    const classify = (found: NonNullable<typeof intent>) =>
+      classifyInDoubt(call, found, {
+        tools: core.tools,
+        allowlist: core.allowlist,
+        masker: core.masker,
+        fingerprintKey: core.journal.fingerprintKey,
+        // Each reconciler answers within half a lease; the heartbeat renews the claim meanwhile.
+        maxReconcileMs: Math.floor(core.leaseMs / 2),
+      });
     const decided: Classification = intent
-      ? await classifyInDoubt(call, intent, {
-          tools: core.tools,
-          allowlist: core.allowlist,
-          masker: core.masker,
-          fingerprintKey: core.journal.fingerprintKey,
-          // Each reconciler answers within half a lease; the heartbeat renews the claim meanwhile.
-          maxReconcileMs: Math.floor(core.leaseMs / 2),
-        })
+      ? await (asksReconciler(call, core.tools) ? reconcilers.run(() => classify(intent)) : classify(intent))
       : {
           kind: "hold",
           reason: { code: "corrupt", callId: call.callId, detail: "the call has no intent event" },

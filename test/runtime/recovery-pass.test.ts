@@ -1,0 +1,102 @@
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Schema } from "effect";
+import { describe, expect, it } from "vitest";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { fingerprintOf } from "../../src/events/index.js";
+import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
+import { CURRENT_RUN_MACHINE } from "../../src/machines/index.js";
+import { useTempDir } from "../support/tmp.js";
+
+const tempDir = useTempDir();
+
+/** A tool whose reconciler takes a while and cannot tell; it counts how many are asked at once. */
+const slowlyUnsure = () => {
+  const asked = { now: 0, peak: 0, total: 0 };
+  const tool = defineTool({
+    name: "t",
+    args: Schema.Struct({ n: Schema.Number }),
+    reconciler: {
+      name: "proof",
+      check: async () => {
+        asked.now += 1;
+        asked.total += 1;
+        asked.peak = Math.max(asked.peak, asked.now);
+        await sleep(20);
+        asked.now -= 1;
+        return { outcome: "unknown" as const, evidence: { asked: true } };
+      },
+    },
+    run: async () => "done",
+  });
+  return { tool, asked };
+};
+
+/** `runs` runs killed right after an intent to call `tool`, which has a reconciler. */
+const interruptedRuns = async (db: string, runs: number, tool: ReturnType<typeof slowlyUnsure>["tool"]) => {
+  const journal = LibsqlJournal.open(db);
+  for (let r = 0; r < runs; r++) {
+    const runId = `r${r}`;
+    await journal.append({
+      streamId: `run-${runId}`,
+      expectedVersion: "no-stream",
+      events: [
+        {
+          type: "run.admitted",
+          runId,
+          chatId: `c${r}`,
+          inputId: "i",
+          inputDigest: "0".repeat(64),
+          agent: { name: "a", version: "1" },
+          machine: CURRENT_RUN_MACHINE,
+          input: null,
+        },
+        {
+          type: "call.intended",
+          runId,
+          callId: `${runId}/0`,
+          seq: 0,
+          attempt: 1,
+          kind: "tool",
+          name: tool.name,
+          args: { n: r },
+          fingerprint: fingerprintOf(journal.fingerprintKey, {
+            kind: "tool",
+            name: tool.name,
+            args: { n: r },
+          }),
+          disposition: "reconcile",
+          pin: tool.pin,
+          reconciler: "proof",
+          idempotencyKey: `${runId}/0#1`,
+        },
+      ],
+    });
+  }
+  await journal.close();
+};
+
+describe("a recovery pass", () => {
+  it("classifies many runs at once but asks at most eight reconcilers at a time, and holds each run they cannot explain", async () => {
+    const db = join(tempDir(), "j.db");
+    const { tool, asked } = slowlyUnsure();
+    await interruptedRuns(db, 40, tool);
+    const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(tool, { n: 0 }) });
+    const rt = await openRuntime({ store: db, agents: [agent], tools: [tool] });
+    try {
+      expect(rt.recovery.interrupted).toHaveLength(40);
+      expect(rt.recovery.held).toHaveLength(40);
+      expect(new Set(rt.recovery.held.map((h) => h.reasons[0]?.code))).toEqual(
+        new Set(["reconcile-unknown"]),
+      );
+      expect(asked.total).toBe(40);
+      // Other systems are asked no harder than before the pass classified more runs at once…
+      expect(asked.peak).toBeLessThanOrEqual(8);
+      // …and still in parallel: 40 slow answers one at a time would be a pass of 40 × 20 ms.
+      expect(asked.peak).toBe(8);
+      for (let r = 0; r < 40; r++) expect((await rt.run(`r${r}`))?.status).toBe("held");
+    } finally {
+      await rt.close();
+    }
+  });
+});
