@@ -40,11 +40,22 @@ export const refusedBeforeCommit = (error: unknown): boolean =>
   !String(error.code).startsWith("57") &&
   !String(error.code).startsWith("08");
 
+/** Statement names and numbered texts by SQL text; the journal's texts are few, a bound keeps it so. */
+const named = new Map<string, { readonly name: string; readonly text: string }>();
+const NAMED_MAX = 1024;
+
 /** A named prepared statement per distinct text: parsed once per connection. */
-export const prepared = (sql: string, params: ReadonlyArray<unknown>): pg.QueryConfig => ({
-  name: `hf_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`,
-  text: numberPlaceholders(sql),
-  values: [...params],
-});
+export const prepared = (sql: string, params: ReadonlyArray<unknown>): pg.QueryConfig => {
+  let statement = named.get(sql);
+  if (!statement) {
+    if (named.size >= NAMED_MAX) named.clear();
+    statement = {
+      name: `hf_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`,
+      text: numberPlaceholders(sql),
+    };
+    named.set(sql, statement);
+  }
+  return { name: statement.name, text: statement.text, values: [...params] };
+};
 
 export const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
