@@ -1,24 +1,56 @@
-/** A counting semaphore: at most `limit` tasks at once, started in arrival order. */
+/**
+ * A counting semaphore: at most `limit` tasks at once, started in arrival order. With a `budget`,
+ * the weights of the tasks running together stay within it too (a task heavier than the budget
+ * runs alone).
+ */
 export class Limiter {
   private active = 0;
+  private used = 0;
   private peakActive = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly limit: number) {}
+  private peakUsed = 0;
+  private readonly waiting: Array<{ readonly weight: number; readonly go: () => void }> = [];
+  constructor(
+    private readonly limit: number,
+    private readonly budget = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** The most tasks ever running at once (observed, for tests and reports). */
   get peak(): number {
     return this.peakActive;
   }
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
-    this.peakActive = Math.max(this.peakActive, this.active);
+  /** The largest sum of weights ever running at once. */
+  get peakWeight(): number {
+    return this.peakUsed;
+  }
+
+  async run<T>(fn: () => Promise<T>, weight = 0): Promise<T> {
+    // Behind anyone waiting: arrival order is start order.
+    if (this.waiting.length > 0 || !this.fits(weight))
+      await new Promise<void>((go) => this.waiting.push({ weight, go }));
+    else this.take(weight);
     try {
       return await fn();
     } finally {
       this.active--;
-      this.waiting.shift()?.();
+      this.used -= weight;
+      // Whoever is woken has its place taken here, so no arrival slips in before it.
+      while (this.waiting.length > 0 && this.fits(this.waiting[0]!.weight)) {
+        const next = this.waiting.shift()!;
+        this.take(next.weight);
+        next.go();
+      }
     }
+  }
+
+  private fits(weight: number): boolean {
+    return this.active < this.limit && (this.active === 0 || this.used + weight <= this.budget);
+  }
+
+  private take(weight: number): void {
+    this.active++;
+    this.used += weight;
+    this.peakActive = Math.max(this.peakActive, this.active);
+    this.peakUsed = Math.max(this.peakUsed, this.used);
   }
 }

@@ -60,6 +60,13 @@ const emptyPart = (): Part => ({
 const PASS_CONCURRENCY = 32;
 
 /**
+ * The events of the runs being classified at once, at most (a longer run is classified alone):
+ * inspecting a run holds its whole stream, and the pass holds no more than eight runs of ~2,000
+ * events each did before it classified 32 at once.
+ */
+const PASS_EVENTS = 16_384;
+
+/**
  * Reconcilers asked at once by one pass: the only classification that leaves the process (an
  * adapter asks another system what happened), kept to what the pass asked before it classified
  * more runs at once.
@@ -84,8 +91,10 @@ export const recoverRuns = async (
   core: EngineCore,
 ): Promise<RecoveryReport & { readonly done: Promise<ReadonlyArray<RunResult>> }> => {
   const started: Promise<RunResult>[] = [];
-  const limiter = new Limiter(PASS_CONCURRENCY);
+  const limiter = new Limiter(PASS_CONCURRENCY, PASS_EVENTS);
   const reconcilers = new Limiter(RECONCILER_CONCURRENCY);
+  // What each run to claim weighs in the pass's budget: its events, as its runs row counts them.
+  const weights = new Map<string, number>();
   const runIds = await core.journal.activeRuns();
   const parts = runIds.map(emptyPart);
   // What a run's failure leaves: the run flagged, its claim let go; the pass goes on.
@@ -107,7 +116,10 @@ export const recoverRuns = async (
       batch.map(({ runId, part }) =>
         limiter.run(async () => {
           try {
-            return (await needsClaim(core, runId, part)) ? runId : null;
+            const events = await needsClaim(core, runId, part);
+            if (events === null) return null;
+            weights.set(runId, events);
+            return runId;
           } catch (error) {
             await failed(runId, part, error);
             return null;
@@ -141,7 +153,7 @@ export const recoverRuns = async (
           } catch (error) {
             await failed(runId, part, error);
           }
-        }),
+        }, weights.get(runId) ?? 0),
       ),
     );
     const failure = settled.find((r) => r.status === "rejected");
@@ -162,16 +174,19 @@ export const recoverRuns = async (
   return { ...report, done: Promise.all(started) };
 };
 
-/** Whether a run is one for this runtime to claim and recover; what it is otherwise goes in `part`. */
-const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<boolean> => {
-  if (core.isLive(runId)) return false;
+/**
+ * Whether a run is one for this runtime to claim and recover: its events as its runs row counts
+ * them (what inspecting it will hold in memory), or null, and what it is otherwise goes in `part`.
+ */
+const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<number | null> => {
+  if (core.isLive(runId)) return null;
   const row = await core.journal.projection<RunRow>("runs", runId);
   // Only a runtime that has the agents to execute a run recovers it: its tools and reconcilers
   // are what classify the run's calls, and nobody else should hold what they would reconcile.
   const agentName = row ? row.agent.slice(0, row.agent.lastIndexOf("@")) : null;
   if (agentName !== null && !core.agents.has(agentName)) {
     part.notHere.push({ runId, agent: row!.agent });
-    return false;
+    return null;
   }
   // A held run waits for a person: nothing to recover, so it is not claimed, read and released on
   // every pass (its row is written in the same transaction as its events) — unless this worker or
@@ -180,10 +195,10 @@ const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<
     const owner = await core.journal.currentClaim(runId);
     if (!owner || core.ownership.heldByAnotherLiveWorker(owner.workerId)) {
       part.held.push({ runId, reasons: row.heldReasons });
-      return false;
+      return null;
     }
   }
-  return true;
+  return row?.version ?? 0;
 };
 
 /** Recover one run this worker has just claimed; the execution it starts, if it resumes. */

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { fingerprintOf } from "../../src/events/index.js";
+import { type AnyEvent, digestOf, fingerprintOf } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { CURRENT_RUN_MACHINE } from "../../src/machines/index.js";
 import { useTempDir } from "../support/tmp.js";
@@ -32,11 +32,45 @@ const slowlyUnsure = () => {
   return { tool, asked };
 };
 
-/** `runs` runs killed right after an intent to call `tool`, which has a reconciler. */
-const interruptedRuns = async (db: string, runs: number, tool: ReturnType<typeof slowlyUnsure>["tool"]) => {
+/**
+ * `runs` runs killed right after an intent to call `tool`, which has a reconciler; each made
+ * `finished` calls of it before (two events each).
+ */
+const interruptedRuns = async (
+  db: string,
+  runs: number,
+  tool: ReturnType<typeof slowlyUnsure>["tool"],
+  finished = 0,
+) => {
   const journal = LibsqlJournal.open(db);
+  const intent = (runId: string, seq: number): AnyEvent => ({
+    type: "call.intended",
+    runId,
+    callId: `${runId}/${seq}`,
+    seq,
+    attempt: 1,
+    kind: "tool",
+    name: tool.name,
+    args: { n: seq },
+    fingerprint: fingerprintOf(journal.fingerprintKey, { kind: "tool", name: tool.name, args: { n: seq } }),
+    disposition: "reconcile",
+    pin: tool.pin,
+    reconciler: "proof",
+    idempotencyKey: `${runId}/${seq}#1`,
+  });
   for (let r = 0; r < runs; r++) {
     const runId = `r${r}`;
+    const calls = Array.from({ length: finished }, (_, seq): AnyEvent[] => [
+      intent(runId, seq),
+      {
+        type: "call.completed",
+        runId,
+        callId: `${runId}/${seq}`,
+        attempt: 1,
+        result: "done",
+        resultDigest: digestOf("done"),
+      },
+    ]).flat();
     await journal.append({
       streamId: `run-${runId}`,
       expectedVersion: "no-stream",
@@ -51,25 +85,8 @@ const interruptedRuns = async (db: string, runs: number, tool: ReturnType<typeof
           machine: CURRENT_RUN_MACHINE,
           input: null,
         },
-        {
-          type: "call.intended",
-          runId,
-          callId: `${runId}/0`,
-          seq: 0,
-          attempt: 1,
-          kind: "tool",
-          name: tool.name,
-          args: { n: r },
-          fingerprint: fingerprintOf(journal.fingerprintKey, {
-            kind: "tool",
-            name: tool.name,
-            args: { n: r },
-          }),
-          disposition: "reconcile",
-          pin: tool.pin,
-          reconciler: "proof",
-          idempotencyKey: `${runId}/0#1`,
-        },
+        ...calls,
+        intent(runId, finished),
       ],
     });
   }
@@ -95,6 +112,22 @@ describe("a recovery pass", () => {
       // …and still in parallel: 40 slow answers one at a time would be a pass of 40 × 20 ms.
       expect(asked.peak).toBe(8);
       for (let r = 0; r < 40; r++) expect((await rt.run(`r${r}`))?.status).toBe("held");
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("classifies long runs fewer at a time: the events it holds stay within its budget", async () => {
+    const db = join(tempDir(), "j.db");
+    const { tool, asked } = slowlyUnsure();
+    // 12 runs of 3,000 events: five of them (15,000 events) fit in the pass's 16,384, six do not.
+    await interruptedRuns(db, 12, tool, 1499);
+    const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(tool, { n: 0 }) });
+    const rt = await openRuntime({ store: db, agents: [agent], tools: [tool] });
+    try {
+      expect(rt.recovery.held).toHaveLength(12);
+      expect(asked.total).toBe(12);
+      expect(asked.peak).toBe(5);
     } finally {
       await rt.close();
     }
