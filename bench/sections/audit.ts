@@ -139,7 +139,7 @@ export const auditSection: Section = {
             value: mib(report.maxRssKiB),
             unit: "MiB",
             ratio: null,
-            note: `maxRSS of the child process (${runner}), auditing as holdfast audit does: ${report.heapMib === null ? `in its own thread${report.fallback ? ` (${report.fallback})` : ""}` : `in a worker thread with a ${report.heapMib} MiB heap`}; ${mib(report.startRssKiB)} MiB before it opened the journal; page cache 4 MiB in the worker, 32 MiB in one thread`,
+            note: `peak RSS of the child process (its own: VmHWM on Linux; ${runner}), auditing as holdfast audit does: ${report.heapMib === null ? `in its own thread${report.fallback ? ` (${report.fallback})` : ""}` : `in a worker thread with a ${report.heapMib} MiB heap`}; ${mib(report.startRssKiB)} MiB before it opened the journal; page cache 4 MiB in the worker, 32 MiB in one thread`,
           },
           "<=",
           256,
@@ -156,7 +156,7 @@ export const auditSection: Section = {
               name: "audit.peak_rss.in_process",
               value: mib(inProcess.maxRssKiB),
               unit: "MiB",
-              note: `maxRSS of the same audit run in the child's own thread (auditStore, as a library call runs it; V8 grows the heap as it likes), ${round(inProcess.events / inProcess.seconds)} events/s`,
+              note: `peak RSS of the same audit run in the child's own thread (auditStore, as a library call runs it; V8 grows the heap as it likes), ${round(inProcess.events / inProcess.seconds)} events/s`,
             }),
         figure({
           name: "audit.log_events",
