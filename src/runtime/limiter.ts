@@ -12,7 +12,12 @@ export class Limiter {
   constructor(
     private readonly limit: number,
     private readonly budget = Number.POSITIVE_INFINITY,
-  ) {}
+  ) {
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw new RangeError(`a limiter runs at least one task at once (limit ${limit})`);
+    if (Number.isNaN(budget) || budget < 0)
+      throw new RangeError(`a limiter's budget is at least 0 (${budget})`);
+  }
 
   /** The most tasks ever running at once (observed, for tests and reports). */
   get peak(): number {
@@ -25,6 +30,8 @@ export class Limiter {
   }
 
   async run<T>(fn: () => Promise<T>, weight = 0): Promise<T> {
+    if (!Number.isFinite(weight) || weight < 0)
+      throw new RangeError(`a task's weight is a finite number of at least 0 (${weight})`);
     // Behind anyone waiting: arrival order is start order.
     if (this.waiting.length > 0 || !this.fits(weight))
       await new Promise<void>((go) => this.waiting.push({ weight, go }));

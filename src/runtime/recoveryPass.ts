@@ -54,8 +54,9 @@ const emptyPart = (): Part => ({
 
 /**
  * Runs inspected and classified at once by one recovery pass. Their verdicts share commits through
- * group commit, so the more runs in flight, the fewer commits per run: at 8, a pass over 10,000
- * interrupted runs made 1,832 commits; at 32, 583 (docs/performance.md, "4 December").
+ * group commit, so the more runs in flight, the fewer commits per run: a pass over 10,000 of the
+ * bench's interrupted runs returned at 398 µs per run with 8 and 270 µs with 32
+ * (docs/performance.md, "4 December").
  */
 const PASS_CONCURRENCY = 32;
 
@@ -93,7 +94,7 @@ export const recoverRuns = async (
   const started: Promise<RunResult>[] = [];
   const limiter = new Limiter(PASS_CONCURRENCY, PASS_EVENTS);
   const reconcilers = new Limiter(RECONCILER_CONCURRENCY);
-  // What each run to claim weighs in the pass's budget: its events, as its runs row counts them.
+  // What each run to claim weighs in the pass's budget: about its events (its runs row's version).
   const weights = new Map<string, number>();
   const runIds = await core.journal.activeRuns();
   const parts = runIds.map(emptyPart);
@@ -175,8 +176,8 @@ export const recoverRuns = async (
 };
 
 /**
- * Whether a run is one for this runtime to claim and recover: its events as its runs row counts
- * them (what inspecting it will hold in memory), or null, and what it is otherwise goes in `part`.
+ * Whether a run is one for this runtime to claim and recover: about how many events it has (its runs
+ * row's version; inspecting it holds them all), or null, and what it is otherwise goes in `part`.
  */
 const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<number | null> => {
   if (core.isLive(runId)) return null;
@@ -198,7 +199,8 @@ const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<
       return null;
     }
   }
-  return row?.version ?? 0;
+  // A run without a row is of unknown length: it is classified alone.
+  return row ? row.version : PASS_EVENTS;
 };
 
 /** Recover one run this worker has just claimed; the execution it starts, if it resumes. */
@@ -329,23 +331,26 @@ const recoverClaimed = async (
   part.resumed.push(runId);
   const admitted = events[0]!.event;
   const input = admitted.type === "run.admitted" ? admitted.input : null;
-  // The events inspected, then what was appended since (this pass's own events, or any other):
-  // history never changes, so only the stream's tail is read and decoded again.
-  const history = [
-    ...events,
-    ...(await core.journal.readStream(runStreamId(runId), { afterVersion: events.at(-1)?.version ?? 0 })),
-  ];
-  const run = () =>
+  // Children run outside the limit: a parent holding a slot may be waiting for them.
+  const limited = !context.chatId.startsWith(CHILD_CHAT_PREFIX);
+  // A child starts now: the events inspected, then what was appended since (this pass's own events,
+  // or any other) — history never changes, so only the stream's tail is read and decoded again. A
+  // limited run may wait long for its slot (a pass can leave thousands waiting for two), so it reads
+  // its history when it gets one rather than holding the inspected events until then.
+  const served = limited ? null : events;
+  const afterVersion = events.at(-1)?.version ?? 0;
+  const run = async () =>
     execute(core.executeDeps, {
       agent,
       writer,
       chatId: context.chatId,
       inputId: context.inputId,
       input,
-      history,
+      history: served
+        ? [...served, ...(await core.journal.readStream(runStreamId(runId), { afterVersion }))]
+        : await core.journal.readStream(runStreamId(runId)),
     });
-  // Children run outside the limit: a parent holding a slot may be waiting for them.
-  return { execution: core.start(runId, run, { limited: !context.chatId.startsWith(CHILD_CHAT_PREFIX) }) };
+  return { execution: core.start(runId, run, { limited }) };
 };
 
 /** Record that a run cannot be trusted (once), without the machine: it cannot fold the stream. */

@@ -66,14 +66,34 @@ describe("Limiter", () => {
     expect(limiter.peak).toBe(3);
   });
 
-  it("lets a failed task's place go to the next", async () => {
-    const limiter = new Limiter(1);
+  it("gives a failed task's place and weight back to the next", async () => {
+    const limiter = new Limiter(2, 10);
     const failing = limiter.run(async () => {
       throw new Error("no");
-    });
-    const next = limiter.run(async () => "next");
+    }, 8);
+    const next = limiter.run(async () => "next", 8);
     await expect(failing).rejects.toThrow("no");
     expect(await next).toBe("next");
+    // Were the failed task's 8 still counted, a task of 2 could not run beside one of 8.
+    const { started, task, finish } = gate();
+    const both = [limiter.run(task("eight"), 8), limiter.run(task("two"), 2)];
+    await settle();
+    expect(started).toEqual(["eight", "two"]);
+    await finish("eight");
+    await finish("two");
+    await Promise.all(both);
+  });
+
+  it("refuses a limit below one, a budget below zero and a weight that is not a finite number of at least zero", async () => {
+    expect(() => new Limiter(0)).toThrow(RangeError);
+    expect(() => new Limiter(Number.NaN)).toThrow(RangeError);
+    expect(() => new Limiter(1, -1)).toThrow(RangeError);
+    expect(() => new Limiter(1, Number.NaN)).toThrow(RangeError);
+    const limiter = new Limiter(1, 10);
+    await expect(limiter.run(async () => 1, Number.NaN)).rejects.toThrow(RangeError);
+    await expect(limiter.run(async () => 1, -1)).rejects.toThrow(RangeError);
+    // Nothing was taken by the refused tasks.
+    expect(await limiter.run(async () => "ok", 10)).toBe("ok");
   });
 
   it("never runs more than its limit when a task arrives between a release and the start of the task it woke", async () => {

@@ -10,8 +10,12 @@ import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
 
-/** A tool whose reconciler takes a while and cannot tell; it counts how many are asked at once. */
-const slowlyUnsure = () => {
+/**
+ * A tool whose reconciler takes a while and cannot tell; it counts how many are asked at once.
+ * `whileFirst` runs inside the first check, and no check answers before it has finished.
+ */
+const slowlyUnsure = (whileFirst?: () => Promise<void>) => {
+  let first: Promise<void> | undefined;
   const asked = { now: 0, peak: 0, total: 0 };
   const tool = defineTool({
     name: "t",
@@ -22,6 +26,8 @@ const slowlyUnsure = () => {
         asked.now += 1;
         asked.total += 1;
         asked.peak = Math.max(asked.peak, asked.now);
+        if (asked.total === 1) first = whileFirst?.();
+        await first;
         await sleep(20);
         asked.now -= 1;
         return { outcome: "unknown" as const, evidence: { asked: true } };
@@ -96,16 +102,24 @@ const interruptedRuns = async (
 describe("a recovery pass", () => {
   it("classifies many runs at once but asks at most eight reconcilers at a time, and holds each run they cannot explain", async () => {
     const db = join(tempDir(), "j.db");
-    const { tool, asked } = slowlyUnsure();
+    let rt: Awaited<ReturnType<typeof openRuntime>> | undefined;
+    let interruptedMeanwhile = 0;
+    // Before any reconciler answers, the runs whose interruption is on record: the pass records a
+    // run's interruption before it asks an adapter (decision 0029), so these are the runs in flight.
+    const { tool, asked } = slowlyUnsure(async () => {
+      await sleep(50);
+      interruptedMeanwhile = (await rt!.runs()).filter((run) => run.status === "interrupted").length;
+    });
     await interruptedRuns(db, 40, tool);
     const agent = defineAgent({ name: "a", version: "1", run: async (turn) => turn.tool(tool, { n: 0 }) });
-    const rt = await openRuntime({ store: db, agents: [agent], tools: [tool] });
+    rt = await openRuntime({ store: db, agents: [agent], tools: [tool], recovery: { onOpen: false } });
     try {
-      expect(rt.recovery.interrupted).toHaveLength(40);
-      expect(rt.recovery.held).toHaveLength(40);
-      expect(new Set(rt.recovery.held.map((h) => h.reasons[0]?.code))).toEqual(
-        new Set(["reconcile-unknown"]),
-      );
+      const report = await rt.recover();
+      expect(report.interrupted).toHaveLength(40);
+      expect(report.held).toHaveLength(40);
+      expect(new Set(report.held.map((h) => h.reasons[0]?.code))).toEqual(new Set(["reconcile-unknown"]));
+      // More runs in flight than the eight the pass once classified at once.
+      expect(interruptedMeanwhile).toBe(32);
       expect(asked.total).toBe(40);
       // Other systems are asked no harder than before the pass classified more runs at once…
       expect(asked.peak).toBeLessThanOrEqual(8);
