@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { Either, ParseResult, Schema } from "effect";
+import * as Either from "effect/Either";
+import * as ParseResult from "effect/ParseResult";
+import * as Schema from "effect/Schema";
 import { Digest } from "../events/index.js";
 import { InvalidInput } from "../runtime/errors.js";
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { type RecordedEvent, runStreamId } from "../events/index.js";
 import { type CallRow, callsOfRun, type RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";

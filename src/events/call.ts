@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { Digest } from "./ids.js";
 import { CallKind, Disposition, ErrorInfo, Json } from "./shared.js";
 

@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { DECISION_KINDS } from "./decisionKinds.js";
 import { Json } from "./shared.js";
 

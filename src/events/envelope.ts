@@ -1,4 +1,7 @@
-import { Data, Either, ParseResult, Schema } from "effect";
+import * as Data from "effect/Data";
+import * as Either from "effect/Either";
+import * as ParseResult from "effect/ParseResult";
+import * as Schema from "effect/Schema";
 import { canonicalJson, sha256Hex } from "./canonical.js";
 import { upcastDecisionV1 } from "./decision.js";
 import { type Keyring, openPayload, SealError } from "./seal.js";

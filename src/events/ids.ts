@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 
 /** A conversation. At most one active run per chat. */
 export const ChatId = Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200), Schema.brand("ChatId"));

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
-import { Data } from "effect";
+import * as Data from "effect/Data";
 
 /**
  * Payload encryption (DESIGN §9, docs/decisions/0009 and 0013): the fields of an event that carry

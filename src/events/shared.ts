@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { Digest } from "./ids.js";
 
 /** Any JSON value, already masked. (Not re-validated on read: the canonical encoding guarantees JSON.) */

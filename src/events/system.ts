@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { Digest } from "./ids.js";
 
 export const JournalOpened = Schema.Struct({

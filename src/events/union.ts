@@ -1,4 +1,5 @@
-import { Schema, SchemaAST } from "effect";
+import * as Schema from "effect/Schema";
+import * as SchemaAST from "effect/SchemaAST";
 import { CallEvent } from "./call.js";
 import { DecisionEvent } from "./decision.js";
 import { DocumentEvent } from "./document.js";

@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 
 /** A worker took ownership of a run (first claim or take-over after lease expiry). */
 export const RunClaimed = Schema.Struct({

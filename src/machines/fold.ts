@@ -1,4 +1,4 @@
-import { Data } from "effect";
+import * as Data from "effect/Data";
 import { type AnyActorScope, createActor, initialTransition, type SnapshotFrom } from "xstate";
 import type { AnyEvent } from "../events/index.js";
 import type { RunContext, RunStatus } from "./context.js";

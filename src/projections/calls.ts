@@ -1,4 +1,4 @@
-import { Data } from "effect";
+import * as Data from "effect/Data";
 import type { CallKind, Disposition, ErrorInfo, RecordedEvent } from "../events/index.js";
 import type { CallStatus } from "../machines/index.js";
 import { foldProjection, type Projection } from "./projection.js";

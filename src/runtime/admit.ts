@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { ChatId, InputId, keyedDigestOf } from "../events/index.js";
 import { CURRENT_RUN_MACHINE } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";

@@ -1,4 +1,4 @@
-import type { Schema } from "effect";
+import type * as Schema from "effect/Schema";
 import { type Disposition, type KeyedHash, sha256Hex } from "../events/index.js";
 import type { PlanValue } from "./documents.js";
 

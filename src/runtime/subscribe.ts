@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import type { EventType, RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import { decodeInput } from "./input.js";

@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { type FlexibleSchema, type JSONSchema7, jsonSchema, type Tool, type ToolExecutionOptions } from "ai";
-import { Either, JSONSchema, ParseResult, Schema } from "effect";
+import * as Either from "effect/Either";
+import * as JSONSchema from "effect/JSONSchema";
+import * as ParseResult from "effect/ParseResult";
+import * as Schema from "effect/Schema";
 import type { Disposition } from "../../events/index.js";
 import {
   type AnyToolDef,

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { defineTool } from "../../runtime/define.js";
 import { builtInSource } from "../tools/moduleSource.js";
 

@@ -1,4 +1,5 @@
-import { JSONSchema, Schema } from "effect";
+import * as JSONSchema from "effect/JSONSchema";
+import * as Schema from "effect/Schema";
 import { CallKind, DecisionKind, Disposition, HoldReason } from "../../events/index.js";
 
 /**

@@ -1,6 +1,6 @@
 import { chmodSync, closeSync, existsSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { Data } from "effect";
+import * as Data from "effect/Data";
 import Database from "libsql";
 import { SYSTEM_STREAM } from "../../events/index.js";
 import type { AuditReport } from "../../runtime/audit.js";

@@ -1,6 +1,6 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type CallToolResult, CallToolResultSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import {
   type AnyToolDef,
   type CallContext,

@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { Data } from "effect";
+import * as Data from "effect/Data";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import type { McpServerInfo } from "./describe.js";
 

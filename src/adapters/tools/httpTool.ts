@@ -1,4 +1,4 @@
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import type { Reconciler, ToolDef } from "../../runtime/define.js";
 import { defineTool } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join, resolve } from "node:path";
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { builtInSource } from "./moduleSource.js";

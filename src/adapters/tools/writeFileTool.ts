@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { type ContentHash, digestWith, type FileState, fileState, plainSha256 } from "./fileState.js";
