@@ -48,6 +48,14 @@ module.exports = {
       to: { dependencyTypes: ["npm"], pathNot: "node_modules/(effect|xstate|canonicalize)/" },
     },
     {
+      name: "effect-by-module",
+      comment:
+        "import effect's modules by subpath (effect/Schema, effect/Either, …): the barrel evaluates all of effect, ~10 MiB more in every thread (the audit worker's too)",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { path: "node_modules/effect/dist/(esm|cjs)/index\\.js$" },
+    },
+    {
       name: "cli-commands-load-lazily",
       comment:
         "the CLI imports a command's module (and failure.ts, which loads the error classes) only when it runs: `holdfast --help` loads no engine, `holdfast audit` no server",
