@@ -30,6 +30,18 @@ describe("layer rule", () => {
     }
   });
 
+  it("an import of effect's index (not a module of it) in src makes the check fail", () => {
+    const probe = join(ROOT, "src", "events", "effect-index-probe.ts");
+    writeFileSync(probe, 'import { Schema } from "effect";\nexport const probe = Schema.String;\n');
+    try {
+      const result = depcruise("src/events/effect-index-probe.ts");
+      expect(result.status).not.toBe(0);
+      expect(`${result.stdout}${result.stderr}`).toMatch(/effect-by-module/);
+    } finally {
+      rmSync(probe, { force: true });
+    }
+  });
+
   it("the source tree as committed passes the layer check", () => {
     const result = depcruise("src");
     expect(result.status).toBe(0);
