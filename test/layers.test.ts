@@ -14,32 +14,35 @@ const depcruise = (target: string) =>
     },
   );
 
+/** Write a probe module under src/, run the check on it alone, remove it: the check's result. */
+const checkProbe = (path: string, source: string) => {
+  const probe = join(ROOT, path);
+  writeFileSync(probe, source);
+  try {
+    const result = depcruise(path);
+    return { status: result.status, output: `${result.stdout}${result.stderr}` };
+  } finally {
+    rmSync(probe, { force: true });
+  }
+};
+
 describe("layer rule", () => {
   it("an import from src/adapters inside src/events makes the layer check fail", () => {
-    const probe = join(ROOT, "src", "events", "layer-probe.ts");
-    writeFileSync(
-      probe,
+    const result = checkProbe(
+      "src/events/layer-probe.ts",
       'import { LibsqlJournal } from "../adapters/libsql/LibsqlJournal.js";\nexport const probe = LibsqlJournal;\n',
     );
-    try {
-      const result = depcruise("src/events/layer-probe.ts");
-      expect(result.status).not.toBe(0);
-      expect(`${result.stdout}${result.stderr}`).toMatch(/layer-events/);
-    } finally {
-      rmSync(probe, { force: true });
-    }
+    expect(result.status).not.toBe(0);
+    expect(result.output).toMatch(/layer-events/);
   });
 
   it("an import of effect's index (not a module of it) in src makes the check fail", () => {
-    const probe = join(ROOT, "src", "events", "effect-index-probe.ts");
-    writeFileSync(probe, 'import { Schema } from "effect";\nexport const probe = Schema.String;\n');
-    try {
-      const result = depcruise("src/events/effect-index-probe.ts");
-      expect(result.status).not.toBe(0);
-      expect(`${result.stdout}${result.stderr}`).toMatch(/effect-by-module/);
-    } finally {
-      rmSync(probe, { force: true });
-    }
+    const result = checkProbe(
+      "src/events/effect-index-probe.ts",
+      'import { Schema } from "effect";\nexport const probe = Schema.String;\n',
+    );
+    expect(result.status).not.toBe(0);
+    expect(result.output).toMatch(/effect-by-module/);
   });
 
   it("the source tree as committed passes the layer check", () => {
