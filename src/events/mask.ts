@@ -136,6 +136,16 @@ const TOKEN_SHAPES: ReadonlyArray<{ name: string; pattern: RegExp; keep?: string
   { name: "google-api-key", pattern: /\bAIza[0-9A-Za-z_-]{35}/g },
 ];
 
+/**
+ * Set `key` on `target` as an own, enumerable property. An assignment would treat `__proto__` as the
+ * prototype: the key would vanish from what is stored, and the copy would inherit its value.
+ */
+export const setOwn = (target: Record<string, unknown>, key: string, value: unknown): void => {
+  if (key === "__proto__")
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+};
+
 export interface Masker {
   /** A deep copy of `value` with every secret replaced by `«secret:NAME»`. */
   readonly mask: <A>(value: A) => A;
@@ -188,11 +198,11 @@ export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Mask
       const out: Record<string, unknown> = {};
       for (const [key, item] of Object.entries(value)) {
         const maskedKey = maskString(key);
-        if (isSecretKey(key) && item !== null && item !== undefined) {
-          out[maskedKey] = maskToken(key);
-        } else {
-          out[maskedKey] = walk(item, seen);
-        }
+        setOwn(
+          out,
+          maskedKey,
+          isSecretKey(key) && item !== null && item !== undefined ? maskToken(key) : walk(item, seen),
+        );
       }
       return out;
     } finally {

@@ -39,6 +39,17 @@ describe("the stored form of AI SDK values", () => {
     expect(canonicalJson(toStored(prompt()))).toBe(canonicalJson(toStored(prompt())));
   });
 
+  it("R10: a __proto__ key is stored and revived as data, and neither copy inherits from it", () => {
+    const value = JSON.parse('{"a":1,"__proto__":{"approved":true}}');
+    const stored = toStored(value) as Record<string, unknown>;
+    expect(stored.approved).toBeUndefined();
+    expect(JSON.stringify(stored)).toBe('{"a":1,"__proto__":{"approved":true}}');
+    const revived = fromStored(JSON.parse(JSON.stringify(stored))) as Record<string, unknown>;
+    expect(revived.approved).toBeUndefined();
+    expect(Object.getPrototypeOf(revived)).toBe(Object.prototype);
+    expect(Object.keys(revived)).toEqual(["a", "__proto__"]);
+  });
+
   it("refuses values that have no stored form", () => {
     expect(() => toStored({ f: () => 1 })).toThrow(TypeError);
     expect(() => toStored({ n: 1n })).toThrow(TypeError);

@@ -27,6 +27,17 @@ describe("masking", () => {
     });
   });
 
+  it("R10: a __proto__ key is kept as data, and the copy inherits nothing from it", () => {
+    const value = JSON.parse('{"a":1,"__proto__":{"isAdmin":true,"password":"x"}}');
+    const masked = masker.mask(value) as Record<string, unknown>;
+    expect(Object.keys(masked)).toEqual(["a", "__proto__"]);
+    expect(Object.getPrototypeOf(masked)).toBe(Object.prototype);
+    expect(masked.isAdmin).toBeUndefined();
+    expect(JSON.stringify(masked)).toBe(
+      '{"a":1,"__proto__":{"isAdmin":true,"password":"«secret:password»"}}',
+    );
+  });
+
   it("does not mask ordinary keys that merely contain the word token", () => {
     expect(masker.mask({ maxTokens: 512, usage: { total_tokens: 9 } })).toEqual({
       maxTokens: 512,

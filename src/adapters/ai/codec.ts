@@ -5,6 +5,8 @@
  * model or from the journal.
  */
 
+import { setOwn } from "../../events/index.js";
+
 const TAG = "$holdfast";
 
 type Tagged =
@@ -39,7 +41,7 @@ export const toStored = (value: unknown): unknown => {
   const out: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(value)) {
     const stored = toStored(item);
-    if (stored !== undefined) out[key] = stored;
+    if (stored !== undefined) setOwn(out, key, stored);
   }
   return Object.hasOwn(out, TAG) ? tagged({ [TAG]: "object", value: out }) : out;
 };
@@ -70,6 +72,6 @@ export const fromStored = (value: unknown): unknown => {
 
 const reviveEntries = (record: Record<string, unknown>): Record<string, unknown> => {
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(record)) out[key] = fromStored(item);
+  for (const [key, item] of Object.entries(record)) setOwn(out, key, fromStored(item));
   return out;
 };
