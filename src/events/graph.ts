@@ -2,11 +2,13 @@ import * as Schema from "effect/Schema";
 import { Json } from "./shared.js";
 
 /**
- * A value a LangGraph serializer produced: JSON kept as JSON (so it is masked like any payload),
- * anything else as base64 with the serializer's type tag.
+ * A value a LangGraph serializer produced, with the serializer's type tag: JSON kept as JSON (masked
+ * like any payload), other bytes that are UTF-8 as text (masked as a string), the rest (binary,
+ * refused when it holds a registered secret) as base64.
  */
 export const GraphValue = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("json"), json: Json }),
+  Schema.Struct({ kind: Schema.Literal("text"), type: Schema.String, text: Schema.String }),
   Schema.Struct({ kind: Schema.Literal("bytes"), type: Schema.String, base64: Schema.String }),
 );
 export type GraphValue = typeof GraphValue.Type;

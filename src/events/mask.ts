@@ -49,6 +49,13 @@ export const isSecretKey = (key: string): boolean => {
   return SECRET_KEYS.has(k) || SECRET_SUFFIXES.some((s) => k.endsWith(s));
 };
 
+/**
+ * Whether masking replaces the value under `key` whole, whatever its type (`«secret:key»`): the key
+ * names a secret and the value is not null.
+ */
+export const masksWhole = (key: string, value: unknown): boolean =>
+  isSecretKey(key) && value !== null && value !== undefined;
+
 /** Query parameter names (normalized) that carry secrets in URLs, beyond the secret key names. */
 const SECRET_PARAMS = new Set(["key", "sig", "signature", "code"]);
 /** Suffixes of query parameter names that carry secrets (`X-Amz-Signature`, `X-Amz-Security-Token`). */
@@ -149,6 +156,13 @@ export const setOwn = (target: Record<string, unknown>, key: string, value: unkn
 export interface Masker {
   /** A deep copy of `value` with every secret replaced by `«secret:NAME»`. */
   readonly mask: <A>(value: A) => A;
+  /**
+   * `mask` without the key-name net: for maps whose keys are names but whose values are not what
+   * those names hold (LangGraph's channel versions: `{ password: 3 }`).
+   */
+  readonly maskStrings: <A>(value: A) => A;
+  /** The name of a registered secret whose raw or encoded form `bytes` hold (UTF-8), or null. */
+  readonly registeredIn: (bytes: Uint8Array) => string | null;
   /** The same for one string. */
   readonly maskString: (text: string) => string;
   /** Registered secret names (never the values). */
@@ -185,33 +199,37 @@ export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Mask
     return maskShapes(out);
   };
 
-  const walk = (value: unknown, seen: WeakSet<object>): unknown => {
+  const walk = (value: unknown, seen: WeakSet<object>, byName: boolean): unknown => {
     if (typeof value === "string") return maskString(value);
     if (value === null || typeof value !== "object") return value;
     if (seen.has(value)) throw new TypeError("cannot mask a value with a circular reference");
     seen.add(value);
     try {
-      if (Array.isArray(value)) return value.map((item) => walk(item, seen));
+      if (Array.isArray(value)) return value.map((item) => walk(item, seen, byName));
       if (value instanceof Error) {
         return { name: value.name, message: maskString(value.message) };
       }
       const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(value)) {
-        const maskedKey = maskString(key);
-        setOwn(
-          out,
-          maskedKey,
-          isSecretKey(key) && item !== null && item !== undefined ? maskToken(key) : walk(item, seen),
-        );
-      }
+      for (const [key, item] of Object.entries(value))
+        setOwn(out, maskString(key), byName ? under(key, item, seen) : walk(item, seen, false));
       return out;
     } finally {
       seen.delete(value);
     }
   };
 
+  const under = (key: string, value: unknown, seen: WeakSet<object>): unknown =>
+    masksWhole(key, value) ? maskToken(key) : walk(value, seen, true);
+
+  const forms = registered.map(({ name, form }) => ({ name, bytes: Buffer.from(form) }));
+
   return {
-    mask: <A>(value: A): A => walk(value, new WeakSet()) as A,
+    mask: <A>(value: A): A => walk(value, new WeakSet(), true) as A,
+    maskStrings: <A>(value: A): A => walk(value, new WeakSet(), false) as A,
+    registeredIn: (bytes: Uint8Array): string | null => {
+      const haystack = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      return forms.find((f) => haystack.includes(f.bytes))?.name ?? null;
+    },
     maskString,
     names: [...new Set(registered.map((s) => s.name))],
   };

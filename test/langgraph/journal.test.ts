@@ -1,5 +1,6 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
@@ -80,6 +81,55 @@ describe("the LangGraph saver on the journal", () => {
     }
   });
 
+  it("R7: bytes a serializer stores are masked when they are text, and refused when they are binary holding a secret", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db, secrets: { openai: SECRET } });
+    const text = new TextEncoder().encode(`key is ${SECRET}`);
+    const config = await saver.put(
+      { configurable: { thread_id: "t-bytes", checkpoint_ns: "" } },
+      { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { file: text }, channel_versions: { file: 1 } },
+      { source: "input", step: -1, parents: {} },
+      { file: 1 },
+    );
+    await saver.putWrites(config, [["file", text]], "task-1");
+    const binary = Uint8Array.from([0xff, 0xfe, ...Buffer.from(SECRET)]);
+    await expect(saver.putWrites(config, [["file", binary]], "task-2")).rejects.toThrow(
+      /binary \("bytes"\) that holds the registered secret "openai"/,
+    );
+    const tuple = await saver.getTuple({ configurable: { thread_id: "t-bytes" } });
+    const masked = new TextEncoder().encode("key is «secret:openai»");
+    expect(tuple?.checkpoint.channel_values).toEqual({ file: masked });
+    expect(tuple?.pendingWrites).toEqual([["task-1", "file", masked]]);
+    await saver.close();
+    const stored = storedBytes(db);
+    for (const form of [SECRET, Buffer.from(text).toString("base64"), Buffer.from(SECRET).toString("base64")])
+      expect(stored.includes(Buffer.from(form)), form).toBe(false);
+  });
+
+  it("R11: a state key named like a secret is masked in every checkpoint, write and lookup row, and its channel keeps working", async () => {
+    const db = join(tempDir(), "journal.db");
+    const password = "correct-horse-battery-staple";
+    const saver = await HoldfastSaver.open({ store: db });
+    const State = Annotation.Root({
+      password: Annotation<string>,
+      steps: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+    });
+    const graph = new StateGraph(State)
+      .addNode("check", (state) => ({ steps: 1, password: state.password }))
+      .addNode("answer", () => ({ steps: 1 }))
+      .addEdge(START, "check")
+      .addEdge("check", "answer")
+      .addEdge("answer", END)
+      .compile({ checkpointer: saver });
+    const config = { configurable: { thread_id: "t-password" } };
+    await graph.invoke({ password, steps: 0 }, config);
+    await graph.invoke({ steps: 1 }, config);
+    expect((await graph.getState(config)).values).toEqual({ password: "«secret:password»", steps: 5 });
+    await saver.close();
+    expect(storedBytes(db).includes(Buffer.from(password))).toBe(false);
+    expect((await audit(db)).findings).toEqual([]);
+  });
+
   it("with a payload key, checkpoints and writes are stored sealed, and read back whole", async () => {
     process.env.HOLDFAST_ENCRYPTION_KEY = freshKey();
     const db = join(tempDir(), "journal.db");
@@ -138,6 +188,10 @@ describe("the LangGraph saver on the journal", () => {
     await reopened.close();
   });
 });
+
+/** The database file and its WAL, as stored. */
+const storedBytes = (db: string): Buffer =>
+  Buffer.concat([db, `${db}-wal`].flatMap((file) => (existsSync(file) ? [readFileSync(file)] : [])));
 
 const readWal = (db: string): string => {
   try {

@@ -24,6 +24,8 @@ import {
   graphStreamId,
   type Masker,
   makeMasker,
+  masksWhole,
+  maskToken,
 } from "../../events/index.js";
 import {
   type GraphChannelRow,
@@ -37,6 +39,7 @@ import {
   graphThreadPrefix,
   graphThreadsProjection,
 } from "../../projections/index.js";
+import { InvalidInput } from "../../runtime/errors.js";
 import type { Journal } from "../../runtime/Journal.js";
 import { openStore } from "../store.js";
 
@@ -57,6 +60,17 @@ export interface HoldfastSaverOptions {
 const PAGE = 500;
 
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+/** Strict, and keeps a byte-order mark: text decoded here must encode back to the same bytes. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+const utf8 = (bytes: Uint8Array): string | null => {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return null;
+  }
+};
 
 const threadIdOf = (config: RunnableConfig): string | undefined => {
   const id: unknown = config.configurable?.thread_id;
@@ -180,18 +194,23 @@ export class HoldfastSaver extends BaseCheckpointSaver {
     stored.channel_values = {};
     const channels: GraphChannel[] = [];
     for (const [channel, version] of Object.entries(newVersions))
-      if (channel in values) channels.push({ channel, version, value: await this.dump(values[channel]) });
+      if (channel in values)
+        channels.push({
+          channel: this.masker.maskString(channel),
+          version,
+          value: await this.dumpUnder(channel, values[channel]),
+        });
     const event: AnyEvent = {
       type: "graph.checkpointed",
       threadId,
       namespace,
       checkpointId: checkpoint.id,
       parentId: config.configurable?.checkpoint_id ?? null,
-      state: this.masker.mask({
-        checkpoint: await this.dump(stored),
-        metadata: await this.dump(metadata),
+      state: {
+        checkpoint: this.maskCheckpoint(await this.dump(stored, "the checkpoint")),
+        metadata: this.mask(await this.dump(metadata, "the checkpoint's metadata")),
         channels,
-      }),
+      },
     };
     await this.journal.append({ streamId: graphStreamId(threadId), expectedVersion: "any", events: [event] });
     return { configurable: { thread_id: threadId, checkpoint_ns: namespace, checkpoint_id: checkpoint.id } };
@@ -212,8 +231,8 @@ export class HoldfastSaver extends BaseCheckpointSaver {
     const value = await Promise.all(
       writes.map(async ([channel, written], idx) => ({
         idx: WRITES_IDX_MAP[channel] ?? idx,
-        channel,
-        value: await this.dump(written),
+        channel: this.masker.maskString(channel),
+        value: await this.dumpUnder(channel, written),
       })),
     );
     const event: AnyEvent = {
@@ -223,7 +242,7 @@ export class HoldfastSaver extends BaseCheckpointSaver {
       checkpointId,
       taskId,
       taskPath: taskPath ?? "",
-      value: this.masker.mask(value),
+      value,
     };
     await this.journal.append({ streamId: graphStreamId(threadId), expectedVersion: "any", events: [event] });
   }
@@ -321,14 +340,59 @@ export class HoldfastSaver extends BaseCheckpointSaver {
       versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
   }
 
-  private async dump(value: unknown): Promise<GraphValue> {
+  /**
+   * A channel's value, masked. A state key reaches the journal as a channel name, a value
+   * (`{ channel: "password", value }`) that masking by key name never sees: the value is replaced
+   * whole as the masker replaces the value of a key of that name.
+   */
+  private async dumpUnder(channel: string, value: unknown): Promise<GraphValue> {
+    if (masksWhole(channel, value)) return { kind: "json", json: maskToken(channel) };
+    return this.mask(await this.dump(value, `channel "${channel}"`));
+  }
+
+  /**
+   * The versions are left to string masking only: they are keyed by channel name, and a channel
+   * named like a secret (`password`) would lose its version, and with it its value.
+   */
+  private maskCheckpoint(value: GraphValue): GraphValue {
+    if (
+      value.kind !== "json" ||
+      value.json === null ||
+      typeof value.json !== "object" ||
+      Array.isArray(value.json)
+    )
+      return this.mask(value);
+    const { channel_versions, versions_seen, ...rest } = value.json as Record<string, unknown>;
+    const json: Record<string, unknown> = this.masker.mask(rest);
+    if (channel_versions !== undefined) json.channel_versions = this.masker.maskStrings(channel_versions);
+    if (versions_seen !== undefined) json.versions_seen = this.masker.maskStrings(versions_seen);
+    return { kind: "json", json };
+  }
+
+  /** Binary is left whole: it was refused if it held a registered secret, and masking base64 only garbles it. */
+  private mask(value: GraphValue): GraphValue {
+    if (value.kind === "json") return { kind: "json", json: this.masker.mask(value.json) };
+    if (value.kind === "text") return { ...value, text: this.masker.maskString(value.text) };
+    return value;
+  }
+
+  private async dump(value: unknown, what: string): Promise<GraphValue> {
     const [type, bytes] = await this.serde.dumpsTyped(value);
     if (type === "json") return { kind: "json", json: JSON.parse(decoder.decode(bytes)) };
+    const text = utf8(bytes);
+    if (text !== null) return { kind: "text", type, text };
+    const secret = this.masker.registeredIn(bytes);
+    if (secret !== null)
+      throw new InvalidInput({
+        what,
+        detail: `the serializer stored it as binary ("${type}") that holds the registered secret "${secret}", which cannot be masked inside binary. Nothing was written; keep the secret out of the graph's state, or store it as text`,
+      });
     return { kind: "bytes", type, base64: Buffer.from(bytes).toString("base64") };
   }
 
   private load(value: GraphValue): Promise<unknown> {
     if (value.kind === "json") return this.serde.loadsTyped("json", JSON.stringify(value.json));
+    if (value.kind === "text") return this.serde.loadsTyped(value.type, encoder.encode(value.text));
     return this.serde.loadsTyped(value.type, new Uint8Array(Buffer.from(value.base64, "base64")));
   }
 }
