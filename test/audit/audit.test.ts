@@ -395,4 +395,23 @@ describe("the database's own records, checked against the events", () => {
       }),
     ]);
   });
+
+  it("a removed run stream that begins again from genesis is still pruned-stream-present: a run id is never used again", async () => {
+    const db = copy();
+    tamper(db, (sql) => {
+      const rows = rowsOf(sql, stream("completed"));
+      const last = rows.at(-1)!;
+      forgeChained(sql, "system", {
+        type: "retention.pruned",
+        streams: [
+          { streamId: stream("completed"), version: last.version, hash: last.hash, position: last.position },
+        ],
+      });
+      sql.prepare("DELETE FROM events WHERE stream_id = ?").run(stream("completed"));
+      forgeChained(sql, stream("completed"), JSON.parse(rows[0]!.data) as AnyEvent);
+    });
+    expect((await audit(db)).findings).toContainEqual(
+      expect.objectContaining({ kind: "pruned-stream-present", streamId: stream("completed"), version: 1 }),
+    );
+  });
 });

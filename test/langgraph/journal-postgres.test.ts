@@ -45,6 +45,36 @@ describe("the LangGraph saver on PostgreSQL", () => {
     }
   });
 
+  it("R6: a thread id used again after deleteThread starts a new stream from genesis; reads see only it, and the journal audits clean", async () => {
+    const url = pgUrl(schemas.fresh());
+    const saver = await HoldfastSaver.open({ store: url });
+    const put = async (value: string) => {
+      const config = await saver.put(
+        { configurable: { thread_id: "reused", checkpoint_ns: "" } },
+        { ...emptyCheckpoint(), id: uuid6(-1), channel_values: { messages: [value] } },
+        { source: "input", step: -1, parents: {} },
+        { messages: 1 },
+      );
+      await saver.putWrites(config, [["messages", value]], "task-1");
+    };
+    await put("first");
+    await saver.deleteThread("reused");
+    await put("second");
+    const tuples = [];
+    for await (const tuple of saver.list({ configurable: { thread_id: "reused" } })) tuples.push(tuple);
+    expect(tuples.map((t) => t.pendingWrites)).toEqual([[["task-1", "messages", "second"]]]);
+    await saver.close();
+
+    const reader = await openStoreReader(url);
+    try {
+      expect((await reader.readStream(graphStreamId("reused"))).map((e) => e.version)).toEqual([1, 2]);
+      const report = await auditJournal(reader);
+      expect(report.findings).toEqual([]);
+    } finally {
+      await reader.close();
+    }
+  });
+
   it("projection keys compare in byte order whatever the database's collation, so a thread's rows are one key range", async () => {
     const schema = schemas.fresh();
     const saver = await HoldfastSaver.open({ store: pgUrl(schema) });

@@ -7,6 +7,7 @@ import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { graphStreamId, SYSTEM_STREAM } from "../../src/events/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
 import { auditJournal } from "../../src/runtime/audit.js";
+import { forgeChained, rowsOf, tamper } from "../audit/tamper.js";
 import { freshKey } from "../support/keys.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -164,6 +165,65 @@ describe("the LangGraph saver on the journal", () => {
     });
     const report = await audit(db);
     expect(report.findings).toEqual([]);
+  });
+
+  it("R6: a thread id used again after deleteThread starts a new stream from genesis; reads see only it, and the journal audits clean", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db });
+    const listed = async () => {
+      const ids: string[] = [];
+      for await (const tuple of saver.list({ configurable: { thread_id: "reused" } }))
+        ids.push(tuple.checkpoint.id);
+      return ids;
+    };
+    const before: string[] = [];
+    for (const _ of [1, 2]) {
+      await givenThread(saver, "reused");
+      before.push(...(await listed()));
+      await saver.deleteThread("reused");
+    }
+    const latest = await givenThread(saver, "reused");
+    const now = await listed();
+    expect(now).toHaveLength(2);
+    expect(now[0]).toBe(latest);
+    expect(now.filter((id) => before.includes(id))).toEqual([]);
+    expect((await saver.getTuple({ configurable: { thread_id: "reused" } }))?.checkpoint.id).toBe(latest);
+    await saver.close();
+    const reader = LibsqlJournal.openReadOnly(db);
+    const events = await reader.readStream(graphStreamId("reused"));
+    const system = await reader.readStream(SYSTEM_STREAM);
+    await reader.close();
+    expect(events.map((e) => e.version)).toEqual([1, 2, 3]);
+    expect(system.filter((e) => e.event.type === "retention.pruned")).toHaveLength(2);
+    const report = await audit(db);
+    expect(report.findings).toEqual([]);
+    expect(report.clean).toBe(true);
+  });
+
+  it("a deleted thread whose events are still there is pruned-stream-present, also when its id is used again", async () => {
+    const db = join(tempDir(), "journal.db");
+    const saver = await HoldfastSaver.open({ store: db });
+    await givenThread(saver, "kept-back");
+    await saver.close();
+    tamper(db, (sql) => {
+      const last = rowsOf(sql, graphStreamId("kept-back")).at(-1)!;
+      forgeChained(sql, SYSTEM_STREAM, {
+        type: "retention.pruned",
+        streams: [
+          {
+            streamId: graphStreamId("kept-back"),
+            version: last.version,
+            hash: last.hash,
+            position: last.position,
+          },
+        ],
+      });
+    });
+    const reopened = await HoldfastSaver.open({ store: db });
+    await givenThread(reopened, "kept-back");
+    await reopened.close();
+    const findings = (await audit(db)).findings.filter((f) => f.kind === "pruned-stream-present");
+    expect(findings.map((f) => f.version)).toEqual([3, 4, 5, 6]);
   });
 
   it("rebuilt projections equal the inline ones, so retention's rebuild keeps every thread", async () => {

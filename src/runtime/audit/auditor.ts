@@ -3,6 +3,7 @@ import {
   EventDecodeError,
   EventDecryptError,
   GENESIS_HASH,
+  GRAPH_STREAM_PREFIX,
   type Keyring,
   type RecordedEvent,
   type StoredRow,
@@ -98,6 +99,15 @@ interface StreamState {
   pruned: boolean;
 }
 
+/**
+ * A LangGraph thread id is the application's to use again after `deleteThread`: its stream begins
+ * again at version 1 from genesis, after the record of the removal (rows come in log order). A run
+ * id is never used again, so a removed run stream that comes back stays `pruned-stream-present`;
+ * so does a removed thread whose rows are still there, or that resumes past version 1.
+ */
+const beginsAgain = (row: StoredRow): boolean =>
+  row.streamId.startsWith(GRAPH_STREAM_PREFIX) && row.version === 1 && row.prevHash === GENESIS_HASH;
+
 /** The spill space of the ids of the streams retention recorded as removed. */
 const PRUNED = "pruned";
 
@@ -173,7 +183,7 @@ export class LogAuditor {
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
-      const pruned = this.spill.get(PRUNED, row.streamId) !== undefined;
+      const pruned = this.spill.get(PRUNED, row.streamId) !== undefined && !beginsAgain(row);
       stream = { version: 0, hash: GENESIS_HASH, run: null, sealed: false, pruned };
       this.streams.set(row.streamId, stream);
     }
