@@ -82,7 +82,8 @@ const threadIdOf = (config: RunnableConfig): string | undefined => {
  * is an event in the thread's stream `langgraph-<threadId>` — hash-chained, masked before it is
  * written, sealed when `HOLDFAST_ENCRYPTION_KEY` is set, verified by `holdfast audit`. Two inline
  * projections answer `getTuple` and `list` without reading the streams. `deleteThread` removes the
- * stream and leaves its head in a `retention.pruned` event, as retention does for runs.
+ * stream and leaves its head in a `retention.pruned` event, as retention does for runs; the thread
+ * id can then be used again, and its stream begins again at version 1.
  *
  * @example
  * import { StateGraph } from "@langchain/langgraph";
