@@ -38,6 +38,20 @@ describe("masking", () => {
     );
   });
 
+  it("maskStrings masks registered secrets and token shapes but not by key name: maps keyed by names that hold no secret keep their values", () => {
+    expect(masker.maskStrings({ password: 3, versions: { api_key: "v2" }, note: "pg-pass-42" })).toEqual({
+      password: 3,
+      versions: { api_key: "v2" },
+      note: "«secret:DB»",
+    });
+  });
+
+  it("registeredIn finds a registered secret, raw or encoded, inside bytes", () => {
+    expect(masker.registeredIn(Uint8Array.from([0xff, ...Buffer.from("x=pg-pass-42")]))).toBe("DB");
+    expect(masker.registeredIn(Buffer.from(JSON.stringify({ k: "rk_live_51Habcdef" })))).toBe("STRIPE");
+    expect(masker.registeredIn(Uint8Array.from([0xff, 0xfe, 1]))).toBeNull();
+  });
+
   it("does not mask ordinary keys that merely contain the word token", () => {
     expect(masker.mask({ maxTokens: 512, usage: { total_tokens: 9 } })).toEqual({
       maxTokens: 512,
