@@ -413,10 +413,10 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
         `/api/runs/${runId}/decisions`,
         "POST",
         { basedOnVersion: version, decidedBy: "ada", calls: { [`${runId}/0`]: { decision: "stop" } } },
-        { auth: "none", headers: { cookie: session.cookie, ...headers } },
+        { auth: "none", headers: { host: g.panelHost, cookie: session.cookie, ...headers } },
       );
     const before = await g.head();
-    const origin = `http://${g.host}`;
+    const origin = `http://${g.panelHost}`;
     const refusals = [
       {},
       { origin },
@@ -433,9 +433,10 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
     }
     expect(await g.head()).toEqual(before);
     // A read with the session needs no CSRF token.
-    expect((await g.request("/api/runs", { auth: "none", headers: { cookie: session.cookie } })).status).toBe(
-      200,
-    );
+    expect(
+      (await g.request("/api/runs", { auth: "none", headers: { host: g.panelHost, cookie: session.cookie } }))
+        .status,
+    ).toBe(200);
     const accepted = await decide({ origin, "x-csrf-token": session.csrf });
     expect(accepted.status).toBe(200);
   });
@@ -445,7 +446,11 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
     const response = await g.request("/login", {
       method: "POST",
       auth: "none",
-      headers: { origin: "http://attacker.example", "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        host: g.panelHost,
+        origin: "http://attacker.example",
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: new URLSearchParams({ token: g.token, name: "mallory" }).toString(),
     });
     expect(response.status).toBe(403);
