@@ -441,6 +441,35 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
     expect(accepted.status).toBe(200);
   });
 
+  it("R8: after sign-in, next= leads only to a path on this origin", async () => {
+    const g = await setUp();
+    const signIn = async (next: string) => {
+      const response = await g.request("/login", {
+        method: "POST",
+        auth: "none",
+        headers: {
+          host: g.panelHost,
+          origin: `http://${g.panelHost}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ token: g.token, name: "ada", next }).toString(),
+      });
+      expect(response.status, JSON.stringify(next)).toBe(303);
+      return response.headers.get("location");
+    };
+    for (const next of [
+      "/\\evil.example/x",
+      "/\t/evil.example/x",
+      "//evil.example",
+      "http://evil.example/x",
+      "javascript:alert(1)",
+    ]) {
+      expect(await signIn(next), JSON.stringify(next)).toBe("/");
+    }
+    expect(await signIn("/runs/r-1?fragment=state#top")).toBe("/runs/r-1?fragment=state");
+    expect(await signIn("")).toBe("/");
+  });
+
   it("a cross-site login is refused and sets no cookie", async () => {
     const g = await setUp();
     const response = await g.request("/login", {
