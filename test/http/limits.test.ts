@@ -1,6 +1,7 @@
 import { type IncomingHttpHeaders, request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { BODY_LIMITS } from "../../src/adapters/http/security.js";
+import { PLAN_MAX_BYTES, PLAN_MAX_ITEMS } from "../../src/runtime/documents.js";
 import { useTempDir } from "../support/tmp.js";
 import { type Given, givenServer } from "./given.js";
 
@@ -107,5 +108,39 @@ describe("request bodies", () => {
     const streamed = await postPartly(g.server.port, decisions, api, "chunked", BODY_LIMITS.api + 64 * 1024);
     expect(streamed.status).toBe(413);
     expect(await g.head()).toEqual(before);
+  });
+
+  it("the panel's plan form takes the largest plan there can be, in the costliest encoding", async () => {
+    given = await givenServer(tempDir());
+    const g = given;
+    const { cookie, csrf } = await g.login();
+    // Form-encoded, every byte of 'ü', '&' and '%' becomes three; pretty-printing adds more.
+    const item = (i: number, length: number) => ({ id: `i${i}`, text: "ü&%".repeat(length), done: false });
+    const plan = { title: "large", items: [] as ReturnType<typeof item>[] };
+    const bytes = () => Buffer.byteLength(JSON.stringify(plan), "utf8");
+    for (let i = 0; i < PLAN_MAX_ITEMS; i++) plan.items.push(item(i, 150));
+    while (bytes() > PLAN_MAX_BYTES) plan.items.at(-1)!.text = plan.items.at(-1)!.text.slice(3);
+    const body = new URLSearchParams({
+      _csrf: csrf,
+      expectedRevision: "0",
+      value: JSON.stringify(plan, null, 2),
+    }).toString();
+    expect(body.length).toBeGreaterThan(2.5 * PLAN_MAX_BYTES);
+    expect(body.length).toBeLessThanOrEqual(BODY_LIMITS.form);
+    const response = await g.request("/chats/large/plan", {
+      method: "POST",
+      auth: "none",
+      headers: {
+        host: g.panelHost,
+        origin: `http://${g.panelHost}`,
+        cookie,
+        "content-type": "application/x-www-form-urlencoded",
+        "content-length": String(body.length),
+      },
+      body,
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain("Saved.");
+    expect((await g.runtime.documents.read("large")).revision).toBe(1);
   });
 });
