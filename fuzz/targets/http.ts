@@ -134,7 +134,8 @@ export const httpTarget: FuzzTarget = {
       runtime: given.runtime,
       live: { pollMs: 50, heartbeatMs: 1_000 },
     });
-    const host = `127.0.0.1:${server.port}`;
+    // The panel's own host name: a session works only there, and the API answers there too.
+    const host = new URL(server.panelUrl).host;
     const origin = `http://${host}`;
     const login = async () => {
       const response = await server.app.request("/login", {

@@ -39,7 +39,7 @@ describe("the Recovery panel, AI SDK runs", () => {
         runtime,
       });
       try {
-        const host = `127.0.0.1:${server.port}`;
+        const host = new URL(server.panelUrl).host;
         const signedIn = await server.app.request("/login", {
           method: "POST",
           headers: { host, origin: `http://${host}`, "content-type": "application/x-www-form-urlencoded" },

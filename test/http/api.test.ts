@@ -413,10 +413,10 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
         `/api/runs/${runId}/decisions`,
         "POST",
         { basedOnVersion: version, decidedBy: "ada", calls: { [`${runId}/0`]: { decision: "stop" } } },
-        { auth: "none", headers: { cookie: session.cookie, ...headers } },
+        { auth: "none", headers: { host: g.panelHost, cookie: session.cookie, ...headers } },
       );
     const before = await g.head();
-    const origin = `http://${g.host}`;
+    const origin = `http://${g.panelHost}`;
     const refusals = [
       {},
       { origin },
@@ -433,11 +433,41 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
     }
     expect(await g.head()).toEqual(before);
     // A read with the session needs no CSRF token.
-    expect((await g.request("/api/runs", { auth: "none", headers: { cookie: session.cookie } })).status).toBe(
-      200,
-    );
+    expect(
+      (await g.request("/api/runs", { auth: "none", headers: { host: g.panelHost, cookie: session.cookie } }))
+        .status,
+    ).toBe(200);
     const accepted = await decide({ origin, "x-csrf-token": session.csrf });
     expect(accepted.status).toBe(200);
+  });
+
+  it("R8: after sign-in, next= leads only to a path on this origin", async () => {
+    const g = await setUp();
+    const signIn = async (next: string) => {
+      const response = await g.request("/login", {
+        method: "POST",
+        auth: "none",
+        headers: {
+          host: g.panelHost,
+          origin: `http://${g.panelHost}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ token: g.token, name: "ada", next }).toString(),
+      });
+      expect(response.status, JSON.stringify(next)).toBe(303);
+      return response.headers.get("location");
+    };
+    for (const next of [
+      "/\\evil.example/x",
+      "/\t/evil.example/x",
+      "//evil.example",
+      "http://evil.example/x",
+      "javascript:alert(1)",
+    ]) {
+      expect(await signIn(next), JSON.stringify(next)).toBe("/");
+    }
+    expect(await signIn("/runs/r-1?fragment=state#top")).toBe("/runs/r-1?fragment=state");
+    expect(await signIn("")).toBe("/");
   });
 
   it("a cross-site login is refused and sets no cookie", async () => {
@@ -445,7 +475,11 @@ describe("the JSON API from a browser session: CSRF and origin", () => {
     const response = await g.request("/login", {
       method: "POST",
       auth: "none",
-      headers: { origin: "http://attacker.example", "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        host: g.panelHost,
+        origin: "http://attacker.example",
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: new URLSearchParams({ token: g.token, name: "mallory" }).toString(),
     });
     expect(response.status).toBe(403);

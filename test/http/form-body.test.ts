@@ -26,7 +26,8 @@ describe("panel forms", () => {
         method: "POST",
         auth: "none",
         headers: {
-          origin: `http://${given.host}`,
+          host: given.panelHost,
+          origin: `http://${given.panelHost}`,
           cookie,
           "content-type": "multipart/form-data; boundary=x",
         },

@@ -74,6 +74,8 @@ export const givenServer = async (dir: string, options: { readonly embedded?: bo
     live: { pollMs: 20, heartbeatMs: 1000 },
   });
   const host = `127.0.0.1:${server.port}`;
+  /** The panel's own host name: browser sessions work only there. */
+  const panelHost = new URL(server.panelUrl).host;
   const token = server.token.token;
 
   /** A request to the app in process, as a client of this server would send it. */
@@ -109,18 +111,24 @@ export const givenServer = async (dir: string, options: { readonly embedded?: bo
     }
   };
 
-  /** Sign in as a browser would (same origin): the session cookie and the page's CSRF token. */
+  /** Sign in as a browser would (on the panel's origin): the session cookie and the page's CSRF token. */
   const login = async (name = "ada") => {
     const response = await request("/login", {
       method: "POST",
       auth: "none",
-      headers: { origin: `http://${host}`, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        host: panelHost,
+        origin: `http://${panelHost}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
       body: new URLSearchParams({ token, name }).toString(),
     });
     expect(response.status).toBe(303);
     const cookie = response.headers.get("set-cookie")?.split(";")[0];
     expect(cookie).toMatch(/^holdfast_session=/);
-    const page = await (await request("/audit", { auth: "none", headers: { cookie: cookie! } })).text();
+    const page = await (
+      await request("/audit", { auth: "none", headers: { host: panelHost, cookie: cookie! } })
+    ).text();
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
     expect(csrf).toBeTruthy();
     return { cookie: cookie!, csrf: csrf! };
@@ -131,6 +139,7 @@ export const givenServer = async (dir: string, options: { readonly embedded?: bo
     runtime: runtime as Runtime,
     server,
     host,
+    panelHost,
     token,
     effects,
     failing,

@@ -114,7 +114,7 @@ describe("signing in", () => {
     const context = await newContext();
     const page = await context.newPage();
 
-    await page.goto(`${server.url}/`);
+    await page.goto(`${server.panelUrl}/`);
     expect(new URL(page.url()).pathname).toBe("/login");
     await page.fill("#token", "not-the-token-but-long-enough-to-look-real");
     await page.fill("#name", "mallory");
@@ -122,12 +122,12 @@ describe("signing in", () => {
     expect(refused.status()).toBe(401);
     expect(await text(page.locator(".banner-error"))).toBe("That is not the server's token.");
     expect(await context.cookies()).toEqual([]);
-    await page.goto(`${server.url}/`);
+    await page.goto(`${server.panelUrl}/`);
     expect(new URL(page.url()).pathname).toBe("/login");
 
     await page.fill("#token", server.token.token);
     await page.fill("#name", "ada");
-    await Promise.all([page.waitForURL(`${server.url}/`), page.click("button[type=submit]")]);
+    await Promise.all([page.waitForURL(`${server.panelUrl}/`), page.click("button[type=submit]")]);
     const cookies = await context.cookies();
     expect(cookies).toHaveLength(1);
     expect(cookies[0]).toMatchObject({
@@ -142,6 +142,73 @@ describe("signing in", () => {
   });
 });
 
+describe("the panel's origin", () => {
+  it("R2: the session cookie stays on the panel's own host name: another port on 127.0.0.1 receives none, and the cookie counts for nothing on 127.0.0.1", async () => {
+    const { store, runtime } = await openPanelRuntime(tempDir());
+    const run = await heldRun(runtime, "once", "victim");
+    await runtime.close();
+    const server = await started(serve({ store, port: 0 }));
+    const received: string[] = [];
+    const other: NodeServer = createServer((request, response) => {
+      received.push(request.headers.cookie ?? "");
+      response.end("another local server");
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    opened.push(() => new Promise<void>((resolve) => other.close(() => resolve())));
+    const otherPort = (other.address() as AddressInfo).port;
+
+    // A browser that opens the server's loopback address is sent to the panel's own origin to sign in.
+    const context = await newContext();
+    const opening = await context.newPage();
+    await opening.goto(`${server.url}/runs/${run.runId}`);
+    expect(new URL(opening.url()).origin).toBe(server.panelUrl);
+    expect(new URL(opening.url()).pathname).toBe("/login");
+    await opening.close();
+    const page = await signIn(context, server.panelUrl, server.token.token, "ada", `/runs/${run.runId}`);
+    const csrf = await page.locator(`form.decide input[name="_csrf"]`).first().inputValue();
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: "holdfast_session", domain: new URL(server.panelUrl).hostname });
+
+    // The person visits other local servers: none of them is sent the session.
+    for (const host of ["127.0.0.1", "localhost"]) await page.goto(`http://${host}:${otherPort}/`);
+    expect(received).toHaveLength(2);
+    expect(received.filter((header) => header.includes("holdfast_session"))).toEqual([]);
+
+    // The cookie presented on the loopback address (as a replay would) neither reads nor decides.
+    const reader = await openReader({ store });
+    opened.push(() => reader.close());
+    const before = await reader.audit();
+    const replay = { cookie: `holdfast_session=${cookie!.value}`, origin: server.url };
+    const form = await fetch(`${server.url}/runs/${run.runId}/decide`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { ...replay, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        _csrf: csrf,
+        confirm: "yes",
+        basedOnVersion: String(run.version),
+        callId: run.calls[0]!,
+        decision: "new-attempt",
+      }).toString(),
+    });
+    expect(form.status).toBe(303);
+    expect(form.headers.get("location")).toBe(`${server.panelUrl}/`);
+    const json = await fetch(`${server.url}/api/runs/${run.runId}/decisions`, {
+      method: "POST",
+      headers: { ...replay, "x-csrf-token": csrf, "content-type": "application/json" },
+      body: JSON.stringify({
+        basedOnVersion: run.version,
+        decidedBy: "ada",
+        calls: { [run.calls[0]!]: { decision: "new-attempt" } },
+      }),
+    });
+    expect(json.status).toBe(401);
+    const after = await reader.audit();
+    expect(after.headDigest).toBe(before.headDigest);
+    expect(await reader.events(run.runId)).toHaveLength(run.version);
+  });
+});
+
 describe("live updates", () => {
   it("a run crashed in another process and held by the next appears under Needs you without a reload", async () => {
     const dir = tempDir();
@@ -149,7 +216,7 @@ describe("live updates", () => {
     const witness = join(dir, "witness.txt");
     await (await openRuntime({ store, agents: [], tools: [] })).close();
     const server = await started(serve({ store, port: 0 }));
-    const page = await signIn(await newContext(), server.url, server.token.token);
+    const page = await signIn(await newContext(), server.panelUrl, server.token.token);
     await waitLive(page);
     expect(await page.locator("#needs-you").count()).toBe(0);
     // Gone if the page were loaded again.
@@ -182,7 +249,7 @@ describe("live updates", () => {
     expect(countOf(witness, "p-a")).toBe(1);
     await screenshot(page, "runs");
 
-    await Promise.all([page.waitForURL(`${server.url}/runs/${runId}`), row.locator("a").click()]);
+    await Promise.all([page.waitForURL(`${server.panelUrl}/runs/${runId}`), row.locator("a").click()]);
     const form = page.locator(`form.decide[data-call="${runId}/0"]`);
     const choices = await form.locator('input[name="decision"]').all();
     expect(await Promise.all(choices.map((choice) => choice.getAttribute("value")))).toEqual([
@@ -203,7 +270,7 @@ describe("the run page", () => {
     const call = run.calls[0]!;
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       `/runs/${run.runId}`,
@@ -234,7 +301,7 @@ describe("the recorded notice", () => {
     const call = run.calls[0]!;
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       `/runs/${run.runId}?decided=${encodeURIComponent("It happened (confirmed completed)")}`,
@@ -242,7 +309,7 @@ describe("the recorded notice", () => {
     expect(await page.locator(".banner-ok").count()).toBe(0);
 
     await review(page, call, "stop");
-    await Promise.all([page.waitForURL(`${server.url}/runs/${run.runId}`), page.click("#confirm")]);
+    await Promise.all([page.waitForURL(`${server.panelUrl}/runs/${run.runId}`), page.click("#confirm")]);
     expect(await text(page.locator(".banner-ok"))).toBe(
       `Recorded: Stop the run for ${call}. The run goes on where its agent runs.`,
     );
@@ -284,7 +351,7 @@ describe("a decision made through the page ends exactly as the same decision thr
 
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       `/runs/${web.runId}`,
@@ -361,7 +428,7 @@ describe("refusals write nothing", () => {
     const [first, second] = run.calls as [string, string];
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       `/runs/${run.runId}`,
@@ -408,7 +475,7 @@ describe("refusals write nothing", () => {
     const call = run.calls[0]!;
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       `/runs/${run.runId}`,
@@ -439,7 +506,7 @@ describe("refusals write nothing", () => {
     const { runtime, server } = await panelWithRuntime();
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       "/chats/planned/plan",
@@ -478,7 +545,7 @@ describe("refusals write nothing", () => {
     const server = await started(serve({ store, port: 0 }));
     const page = await signIn(
       await newContext(),
-      server.url,
+      server.panelUrl,
       server.token.token,
       "ada",
       `/runs/${run.runId}`,
@@ -500,7 +567,7 @@ describe("refusals write nothing", () => {
     };
     const attacker: NodeServer = createServer((_request, response) => {
       response.setHeader("content-type", "text/html; charset=utf-8");
-      response.end(`<!doctype html><form method="post" action="${server.url}/runs/${run.runId}/decide">
+      response.end(`<!doctype html><form method="post" action="${server.panelUrl}/runs/${run.runId}/decide">
 ${Object.entries(fields)
   .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}">`)
   .join("\n")}
@@ -510,20 +577,22 @@ ${Object.entries(fields)
     opened.push(() => new Promise<void>((resolve) => attacker.close(() => resolve())));
     const port = (attacker.address() as AddressInfo).port;
 
-    // Same site (another port on 127.0.0.1): the SameSite cookie goes along; the Origin check refuses.
+    // Same site (the panel's host name on another port): the SameSite cookie goes along; the Origin
+    // check refuses.
+    const sameSiteOrigin = `http://${new URL(server.panelUrl).hostname}:${port}`;
     const [sameSite] = await Promise.all([
       postResponse(page, "/decide"),
-      page.goto(`http://127.0.0.1:${port}/`, { waitUntil: "commit" }),
+      page.goto(`${sameSiteOrigin}/`, { waitUntil: "commit" }),
     ]);
     expect(sameSite.status()).toBe(403);
     expect(await sameSite.text()).toContain(
-      `refused: the request comes from another origin (http://127.0.0.1:${port})`,
+      `refused: the request comes from another origin (${sameSiteOrigin})`,
     );
 
-    // Another site (localhost is not 127.0.0.1): the SameSite=Strict cookie is not sent at all.
+    // Another site (127.0.0.1 is not the panel's host name): the SameSite=Strict cookie is not sent at all.
     const [crossSite] = await Promise.all([
       postResponse(page, "/decide"),
-      page.goto(`http://localhost:${port}/`, { waitUntil: "commit" }),
+      page.goto(`http://127.0.0.1:${port}/`, { waitUntil: "commit" }),
     ]);
     expect(crossSite.status()).toBe(401);
     expect(await crossSite.text()).toBe("Sign in first: this form needs a session.");
@@ -539,7 +608,7 @@ describe("the audit page", () => {
   it("shows the head digest the library's audit gives, to anchor elsewhere", async () => {
     const { runtime, server, store } = await panelWithRuntime();
     await heldRun(runtime, "once", "audited");
-    const page = await signIn(await newContext(), server.url, server.token.token, "ada", "/audit");
+    const page = await signIn(await newContext(), server.panelUrl, server.token.token, "ada", "/audit");
     const [ran] = await Promise.all([
       postResponse(page, "/audit"),
       page.click("main form button[type=submit]"),
@@ -557,10 +626,10 @@ describe("the live state of the page", () => {
   it("is live after every load of a page, however its scripts arrive", async () => {
     const { runtime, server } = await panelWithRuntime();
     const run = await heldRun(runtime, "once", "reloaded");
-    const page = await signIn(await newContext(), server.url, server.token.token);
+    const page = await signIn(await newContext(), server.panelUrl, server.token.token);
     // A race, so many loads: the panel's script is revalidated on each one, htmx comes from the cache.
     for (let load = 0; load < 30; load++) {
-      await page.goto(`${server.url}${load % 2 === 0 ? "/" : `/runs/${run.runId}`}`);
+      await page.goto(`${server.panelUrl}${load % 2 === 0 ? "/" : `/runs/${run.runId}`}`);
       await waitLive(page, 5_000);
     }
   });
@@ -570,7 +639,7 @@ describe("the live state of the page", () => {
     const store = join(dir, "journal.db");
     await (await openRuntime({ store, agents: [], tools: [] })).close();
     const server = await started(serve({ store, port: 0 }));
-    const page = await signIn(await newContext(), server.url, server.token.token);
+    const page = await signIn(await newContext(), server.panelUrl, server.token.token);
     await waitLive(page);
 
     await server.close();

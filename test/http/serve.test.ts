@@ -55,10 +55,12 @@ describe("holdfast serve", () => {
       await expect.poll(parsed, { timeout: 30_000 }).not.toBeNull();
       const started = parsed() as {
         url: string;
+        panelUrl: string;
         port: number;
         token: { from: string; path: string };
       };
       expect(started.url).toBe(`http://127.0.0.1:${started.port}`);
+      expect(started.panelUrl).toBe(`http://holdfast-${started.port}.localhost:${started.port}`);
       expect(started.token).toEqual({ from: "file-created", path: join(db, "..", "token") });
       expect(stdout).not.toMatch(/"token":"[A-Za-z0-9_-]{24,}"/);
       const { readFileSync } = await import("node:fs");
@@ -75,7 +77,7 @@ describe("holdfast serve", () => {
       expect((await fetch(`${started.url}/api/runs`)).status).toBe(401);
       const page = await fetch(`${started.url}/`, { redirect: "manual" });
       expect(page.status).toBe(303);
-      expect(page.headers.get("location")).toBe("/login?next=%2F");
+      expect(page.headers.get("location")).toBe(`${started.panelUrl}/`);
     } finally {
       child.kill("SIGTERM");
     }

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LiveOptions } from "../../src/adapters/http/events.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import type { RecordedEvent } from "../../src/events/index.js";
@@ -179,6 +179,30 @@ describe("GET /api/events (Server-Sent Events)", () => {
     const resumed = await connect(server, "", { lastEventId: String(lastEventId), onMessage: next.take });
     await resumed.until(() => next.messages.length >= 1, "an event");
     expect(positionOf(next.messages[0]!)).toBe(lastEventId + 1);
+  });
+
+  it("R9: a Last-Event-ID that is not a safe integer is a 422 naming the header, before any stream, and nothing is logged", async () => {
+    const { server } = await given({ finished: 1, calls: 4 }, {});
+    const logged = vi.spyOn(console, "error");
+    try {
+      for (const id of ["99999999999999999999999", String(2 ** 53), "-1", "0x10", "1e3"]) {
+        const response = await fetch(`${server.url}/api/events`, {
+          headers: { authorization: `Bearer ${TOKEN}`, "last-event-id": id },
+        });
+        expect(response.status, id).toBe(422);
+        expect(response.headers.get("content-type"), id).toMatch(/^application\/json/);
+        expect(((await response.json()) as { error: unknown }).error, id).toMatchObject({
+          code: "invalid-input",
+          field: "Last-Event-ID",
+        });
+      }
+      expect(await liveStreams(server)).toBe(0);
+      expect(logged).not.toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+    }
+    // The largest safe position is still one to resume from: the stream opens (connect checks the 200).
+    await connect(server, "", { lastEventId: String(Number.MAX_SAFE_INTEGER) });
   });
 
   it("without the token, /api/events answers 401 and opens no stream", async () => {

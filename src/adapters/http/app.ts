@@ -2,6 +2,7 @@ import * as Either from "effect/Either";
 import * as ParseResult from "effect/ParseResult";
 import * as Schema from "effect/Schema";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { getCookie } from "hono/cookie";
 import { EVENT_TYPES, type EventType } from "../../events/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
@@ -30,6 +31,7 @@ import {
   RunView,
 } from "./schemas.js";
 import {
+  BODY_LIMITS,
   CONTENT_SECURITY_POLICY,
   CSRF_HEADER,
   SESSION_COOKIE,
@@ -50,6 +52,11 @@ export interface AppOptions {
   readonly token: string;
   /** Host header values served (DNS rebinding); see `allowedHosts`. */
   readonly hosts: ReadonlySet<string>;
+  /**
+   * The panel's own origin (`http://holdfast-<port>.localhost:<port>`) and the loopback Host values
+   * that serve only the API (see `loopbackAliases`); undefined: the panel answers on every host.
+   */
+  readonly panel?: { readonly origin: string; readonly aliases: ReadonlySet<string> } | undefined;
   /** The package version, for the OpenAPI document and the panel's footer. */
   readonly version: string;
   /** The `--db` the commands the panel shows should carry (undefined: the default journal). */
@@ -81,6 +88,41 @@ const encodeWith = <S extends Schema.Schema.AnyNoContext>(
 type Present<T> = { [K in keyof T]: Exclude<T[K], undefined> };
 const present = <T extends object>(value: T): Present<T> =>
   Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Present<T>;
+
+/** A `Last-Event-ID` is a position this server sent: one past 2^53 would make a stream of nothing. */
+const lastEventId = (value: string | undefined): number | undefined => {
+  if (value === undefined || value === "") return undefined;
+  const position = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (Number.isSafeInteger(position)) return position;
+  throw new ApiError(
+    422,
+    "invalid-input",
+    `Last-Event-ID: ${JSON.stringify(value.slice(0, 40))} is not an event position (a whole number up to 2^53 − 1); reconnect with the id of the last event received, or without the header to start from ?after=`,
+    { field: "Last-Event-ID" },
+  );
+};
+
+const sizeText = (bytes: number): string =>
+  bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`;
+
+/**
+ * A body over `maxSize` is refused with 413 before it is read: by its Content-Length, or, without
+ * one, as soon as the bytes read pass the limit. The connection closes so the rest is not read.
+ */
+const limitBody = (maxSize: number, what: string, api: boolean): MiddlewareHandler<Env> =>
+  bodyLimit({
+    maxSize,
+    onError: (c) => {
+      const message = `${what} is larger than the ${sizeText(maxSize)} this route takes; nothing was read or written`;
+      c.header("Connection", "close");
+      return api
+        ? c.json(
+            { error: { code: "body-too-large", message, hint: "send a smaller body (docs/api.md, Limits)" } },
+            413,
+          )
+        : c.text(`${message}.`, 413);
+    },
+  });
 
 const jsonBody = async (c: Context): Promise<unknown> => {
   const type = c.req.header("content-type") ?? "";
@@ -142,6 +184,28 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
   });
 
+  // On loopback the panel lives on a host name of its own; a browser that comes by another
+  // loopback name is sent there, and never signs in here (its cookie would reach every port).
+  app.use("*", async (c, next) => {
+    const panel = options.panel;
+    const host = (c.req.header("host") ?? "").toLowerCase();
+    if (panel === undefined || !panel.aliases.has(host) || c.req.path.startsWith("/api/")) return next();
+    const url = new URL(c.req.url);
+    const target = c.req.method === "GET" || c.req.method === "HEAD" ? `${url.pathname}${url.search}` : "/";
+    return c.redirect(`${panel.origin}${target}`, 303);
+  });
+
+  const limits = {
+    login: limitBody(BODY_LIMITS.login, "the sign-in form", false),
+    form: limitBody(BODY_LIMITS.form, "the form", false),
+    api: limitBody(BODY_LIMITS.api, "the body", true),
+  };
+  app.use("*", (c, next) => {
+    const path = c.req.path;
+    const limit = path.startsWith("/api/") ? limits.api : path === "/login" ? limits.login : limits.form;
+    return limit(c, next);
+  });
+
   // Who is asking: a bearer token, or a browser session.
   app.use("*", async (c, next) => {
     const header = c.req.header("authorization");
@@ -162,7 +226,7 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
         );
       }
       auth = { kind: "token" };
-    } else {
+    } else if (!options.panel?.aliases.has((c.req.header("host") ?? "").toLowerCase())) {
       const session = sessions.get(getCookie(c, SESSION_COOKIE));
       if (session) auth = { kind: "session", session };
     }
@@ -269,8 +333,7 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
 
   app.get("/api/events", (c) => {
     const query = decodeWith(EventsQuery, c.req.query(), "query");
-    const resumeFrom = c.req.header("last-event-id");
-    const resumed = resumeFrom !== undefined && /^\d+$/.test(resumeFrom) ? Number(resumeFrom) : undefined;
+    const resumed = lastEventId(c.req.header("last-event-id"));
     const split = (value: string | undefined) =>
       value === undefined
         ? undefined

@@ -21,7 +21,14 @@ import {
   runState,
   runsSection,
 } from "./pages.js";
-import { SESSION_COOKIE, type Session, type Sessions, sameOrigin, tokenMatches } from "./security.js";
+import {
+  SESSION_COOKIE,
+  type Session,
+  type Sessions,
+  sameOrigin,
+  sameOriginPath,
+  tokenMatches,
+} from "./security.js";
 import type { Env, OperatorPort } from "./types.js";
 import { type RunView, runView } from "./views.js";
 
@@ -150,8 +157,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     if (name === "") return loginPage(c, "Say who you are: your name is recorded with your decisions.", 401);
     const session = sessions.create(name.slice(0, 100));
     setCookie(c, SESSION_COOKIE, session.id, { httpOnly: true, sameSite: "Strict", path: "/" });
-    const next = formText(form, "next");
-    return c.redirect(next.startsWith("/") && !next.startsWith("//") ? next : "/", 303);
+    return c.redirect(sameOriginPath(formText(form, "next"), `http://${c.req.header("host") ?? ""}`), 303);
   });
 
   /** A panel page needs a session; without one, the login page (then back here). */

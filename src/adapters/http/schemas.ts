@@ -270,7 +270,7 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           summary: "Decide a held run's in-doubt calls, on the version you looked at",
           parameters: [runId],
           requestBody: { required: true, content: json(DecideBody) },
-          responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 422) },
+          responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
       "/api/runs/{runId}/calls/{callId}/retries": {
@@ -278,7 +278,7 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           summary: "Allow a definitely failed call more attempts",
           parameters: [runId, callId],
           requestBody: { required: true, content: json(RetryBody) },
-          responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 422) },
+          responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
       "/api/chats/{chatId}/plan": {
@@ -292,7 +292,7 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
             "Replace a chat's plan if it is still at expectedRevision (else 409, recorded as a conflict)",
           parameters: [chatId],
           requestBody: { required: true, content: json(PlanBody) },
-          responses: { ...ok(Plan), ...errors(401, 403, 409, 422) },
+          responses: { ...ok(Plan), ...errors(401, 403, 409, 413, 422) },
         },
       },
       "/api/audit": {
@@ -308,7 +308,13 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
             "Server-Sent Events: every event after `after` (or Last-Event-ID), then live; id = position; heartbeats",
           parameters: [
             ...queryParameters(EventsQuery),
-            { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" } },
+            {
+              name: "Last-Event-ID",
+              in: "header",
+              required: false,
+              description: "the position to resume after: a whole number up to 2^53 − 1, else 422",
+              schema: { type: "string", pattern: "^[0-9]+$" },
+            },
           ],
           responses: {
             "200": { description: "an event stream", content: { "text/event-stream": {} } },

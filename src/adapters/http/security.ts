@@ -121,6 +121,25 @@ export const isLoopback = (host: string): boolean =>
   host === "127.0.0.1" || host === "::1" || host === "localhost" || /^127(\.\d{1,3}){3}$/.test(host);
 
 /**
+ * The panel's own host name on loopback, `holdfast-<port>.localhost` (browsers resolve `*.localhost`
+ * to loopback without asking DNS), or undefined when bound elsewhere. Cookies are not isolated by
+ * port: a session cookie set for 127.0.0.1 goes to every other port on 127.0.0.1, where anyone
+ * listening can replay it. A host-only cookie for this name does not.
+ */
+export const panelHostName = (host: string, port: number): string | undefined =>
+  host === "127.0.0.1" || host === "localhost" || host === "::1" ? `holdfast-${port}.localhost` : undefined;
+
+/**
+ * The loopback names (with the port) that answer the API but not the panel when the panel has a
+ * host name of its own: a browser there is sent to the panel's origin, and a session cookie there
+ * counts for nothing.
+ */
+export const loopbackAliases = (host: string, port: number): Set<string> =>
+  panelHostName(host, port) === undefined
+    ? new Set()
+    : new Set(["127.0.0.1", "localhost", "[::1]"].map((name) => `${name}:${port}`));
+
+/**
  * The Host header values this server answers (DNS rebinding: a page on another name that resolves
  * to 127.0.0.1 must not reach the API): the bound host and, on loopback, its usual names, each with
  * the port.
@@ -128,6 +147,8 @@ export const isLoopback = (host: string): boolean =>
 export const allowedHosts = (host: string, port: number, extra: ReadonlyArray<string> = []): Set<string> => {
   const names = new Set<string>([host.includes(":") ? `[${host}]` : host]);
   if (isLoopback(host)) for (const name of ["127.0.0.1", "localhost", "[::1]"]) names.add(name);
+  const panel = panelHostName(host, port);
+  if (panel !== undefined) names.add(panel);
   const hosts = new Set<string>();
   for (const name of names) hosts.add(`${name}:${port}`.toLowerCase());
   for (const name of extra) hosts.add(name.toLowerCase());
@@ -160,6 +181,28 @@ export const sameOrigin = (
     return { ok: false, why: `the request is ${headers.secFetchSite} (Sec-Fetch-Site)` };
   return { ok: false, why: "the request carries neither Origin nor Sec-Fetch-Site" };
 };
+
+/**
+ * Where to go after signing in: `next` only when it resolves to a path on `origin` (the WHATWG
+ * parser turns `/\host` and `/<TAB>/host` into another host, so a prefix check is not enough),
+ * as its path and query; else `/`.
+ */
+export const sameOriginPath = (next: string, origin: string): string => {
+  try {
+    const url = new URL(next, origin);
+    return url.origin === new URL(origin).origin ? `${url.pathname}${url.search}` : "/";
+  } catch {
+    return "/";
+  }
+};
+
+/** Request bodies (bytes): the sign-in form is tiny and open to anyone, so its cap is the smallest. */
+export const BODY_LIMITS = {
+  login: 4 * 1024,
+  /** The panel's forms: the plan form carries a plan of up to 64 KiB, pretty-printed and form-encoded. */
+  form: 512 * 1024,
+  api: 4 * 1024 * 1024,
+} as const;
 
 /**
  * The Content-Security-Policy of every page: scripts and styles only from this server, no inline

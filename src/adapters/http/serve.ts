@@ -11,7 +11,15 @@ import { isPostgresUrl, libsqlPath, maskUrl, openStoreReader, resolveStore } fro
 import { createApp, type Env, type OperatorPort } from "./app.js";
 import { vendorAssets } from "./assets.js";
 import type { LiveOptions } from "./events.js";
-import { allowedHosts, isLoopback, loadToken, TOKEN_VARIABLE, type TokenSource } from "./security.js";
+import {
+  allowedHosts,
+  isLoopback,
+  loadToken,
+  loopbackAliases,
+  panelHostName,
+  TOKEN_VARIABLE,
+  type TokenSource,
+} from "./security.js";
 
 export const DEFAULT_PORT = 4640;
 export const DEFAULT_HOST = "127.0.0.1";
@@ -41,8 +49,14 @@ export interface ServeOptions {
 
 /** A running `holdfast serve`: where it listens, its token, and `close()`. */
 export interface Server {
-  /** Where it listens, e.g. `http://127.0.0.1:4640`. */
+  /** Where it listens, e.g. `http://127.0.0.1:4640`: the API's address. */
   readonly url: string;
+  /**
+   * The panel's address, for a browser: on loopback a host name of its own,
+   * `http://holdfast-<port>.localhost:<port>`, so its session cookie does not reach other ports on
+   * 127.0.0.1 (a browser that opens `url` is sent here); elsewhere the same as `url`.
+   */
+  readonly panelUrl: string;
   readonly host: string;
   readonly port: number;
   /** The token and where it came from (print its file, never the token itself, unless asked). */
@@ -76,7 +90,7 @@ export const defaultTokenFile = (store: string): string =>
  *
  * @example
  * const server = await serve({ store: ".holdfast/journal.db" });
- * console.log(`open ${server.url} and sign in with the token in ${server.token.path}`);
+ * console.log(`open ${server.panelUrl} and sign in with the token in ${server.token.path}`);
  * // … later
  * await server.close();
  */
@@ -114,6 +128,7 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
   };
 
   let hosts = new Set<string>();
+  let panel: { readonly origin: string; readonly aliases: ReadonlySet<string> } | undefined;
   const { app, close: closeApp } = createApp({
     reader,
     operator: operatorPort,
@@ -121,6 +136,9 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
     token: token.token,
     get hosts() {
       return hosts;
+    },
+    get panel() {
+      return panel;
     },
     version: packageVersion(),
     ...(options.store === undefined ? {} : { db: maskUrl(options.store) }),
@@ -146,9 +164,15 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
   const bound = (server.address() as AddressInfo).port;
   hosts = allowedHosts(host, bound, options.allowedHosts);
   const urlHost = host.includes(":") ? `[${host}]` : host;
+  const url = `http://${urlHost}:${bound}`;
+  const panelName = panelHostName(host, bound);
+  if (panelName !== undefined) {
+    panel = { origin: `http://${panelName}:${bound}`, aliases: loopbackAliases(host, bound) };
+  }
   let closed = false;
   return {
-    url: `http://${urlHost}:${bound}`,
+    url,
+    panelUrl: panel?.origin ?? url,
     host,
     port: bound,
     token,

@@ -41,6 +41,7 @@ export const serveCommand = async (options: ServeCommandOptions, io: Io): Promis
   if (options.json) {
     await io.out.json({
       url: server.url,
+      panelUrl: server.panelUrl,
       host: server.host,
       port: server.port,
       journal: server.location,
@@ -48,7 +49,8 @@ export const serveCommand = async (options: ServeCommandOptions, io: Io): Promis
     });
   } else {
     await io.out.lines([
-      `holdfast serve: the Recovery panel and the API at ${server.url}`,
+      `holdfast serve: the Recovery panel at ${server.panelUrl}`,
+      `  API      ${server.url}/api`,
       `  journal  ${server.location} (read-only for reads; decisions through an operator runtime)`,
       `  token    ${tokenWhere}: sign in with it, or send Authorization: Bearer <token>`,
       "  Ctrl-C stops it",
