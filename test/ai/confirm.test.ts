@@ -101,7 +101,10 @@ describe.each(MODES)("a person's answer for a %s model call", (mode) => {
     const { runtime, runId, version } = await heldTrip(mode);
     await expect(runtime.decide(runId, confirm(version, { txt: "Hello" }))).rejects.toThrow(/text/);
     await expect(
-      runtime.decide(runId, confirm(version, { text: "x", toolCalls: [{ toolName: "lookup", input: "Paris" }] })),
+      runtime.decide(
+        runId,
+        confirm(version, { text: "x", toolCalls: [{ toolName: "lookup", input: "Paris" }] }),
+      ),
     ).rejects.toThrow(/toolCalls\.0\.input/);
     expect(await versionOf(runtime, runId)).toBe(version);
     await runtime.close();
