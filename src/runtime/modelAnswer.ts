@@ -28,9 +28,7 @@ export interface ModelAnswer {
   }>;
 }
 
-/** What a person enters for a model call, in one line (CLI help, refusals, the panel). */
-export const MODEL_ANSWER_HINT =
-  'the model\'s answer as JSON: {"text": "…"}, with "toolCalls": [{"toolName": "…", "input": {…}}] if it asked for tools';
+export { MODEL_ANSWER_HINT } from "./modelAnswerHint.js";
 
 /**
  * Decode a person's answer for model call `callId`, refusing (InvalidInput, naming the field) what
