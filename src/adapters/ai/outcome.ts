@@ -12,10 +12,8 @@ import type { GenerateResult, StoredStream, StreamPart } from "./types.js";
 
 const AnyObject = Schema.Record({ key: Schema.String, value: Schema.Unknown });
 const Usage = Schema.Struct({ inputTokens: AnyObject, outputTokens: AnyObject });
-const FinishReason = Schema.Struct({
-  unified: Schema.Literal("stop", "length", "content-filter", "tool-calls", "error", "other"),
-  raw: Schema.optional(Schema.String),
-});
+// Any unified reason: a provider newer than this code may send one it does not know yet.
+const FinishReason = Schema.Struct({ unified: Schema.String, raw: Schema.optional(Schema.String) });
 const ToolCall = Schema.Struct({
   type: Schema.Literal("tool-call"),
   toolCallId: Schema.String,
