@@ -50,6 +50,43 @@ describe("what a person enters for a model call", () => {
     expect(shown.stdout).toContain(MODEL_ANSWER_HINT);
   });
 
+  it("holdfast decide records a model call's answer given with --call-result, and refuses one without it", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const { runtime } = await openAiRuntime(dir, { failStep: { step: 1, times: 1, error: badGateway } });
+    const { runId } = await submitTrip(runtime);
+    const version = (await runtime.events(runId)).length;
+    await runtime.close();
+    const decide = (...extra: string[]) =>
+      runCli([
+        "decide",
+        runId,
+        "--based-on",
+        String(version),
+        "--call",
+        `${runId}/0`,
+        "confirmed-completed",
+        "--note",
+        "the provider's log shows it",
+        "--by",
+        "ada",
+        "--db",
+        db,
+        ...extra,
+      ]);
+    const refused = await decide();
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('{"text": "…"}');
+    expect(refused.stderr).toContain("nothing was written");
+    const recorded = await decide("--call-result", `${runId}/0`, '{"text":"Bonjour"}');
+    expect(recorded.code, recorded.stderr).toBe(0);
+    expect(recorded.stdout + recorded.stderr).not.toContain("was not checked");
+    const { runtime: again } = await openAiRuntime(dir);
+    await again.recover();
+    expect(await again.wait(runId)).toMatchObject({ status: "completed", output: { text: "Bonjour" } });
+    await again.close();
+  });
+
   it("holdfast decide --help says what to enter for a model call", async () => {
     const help = await runCli(["decide", "--help"]);
     expect(help.stdout).toContain(MODEL_ANSWER_HINT);
