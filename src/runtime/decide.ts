@@ -41,6 +41,7 @@ import {
 import { execute, type RunResult } from "./execute.js";
 import { decodeInput } from "./input.js";
 import { storedCopy } from "./json.js";
+import { decodeModelAnswer, MODEL_ANSWER_HINT } from "./modelAnswer.js";
 import { inspectRun } from "./recover.js";
 
 export const DECISIONS: ReadonlyArray<DecisionKind> = DecisionKind.literals;
@@ -50,7 +51,10 @@ export interface CallDecisionRequest {
   readonly decision: DecisionKind;
   /** Why; required for the two confirmations (the request's `note` is used when this one is absent). */
   readonly note?: string;
-  /** With `confirmed-completed`: the result the call produced, if the person knows it. */
+  /**
+   * With `confirmed-completed`: the result the call produced, if the person knows it. For a model
+   * call it is required and is the answer, `{ text, toolCalls? }` (`ModelAnswer`).
+   */
   readonly result?: unknown;
 }
 
@@ -179,6 +183,18 @@ export const decisionEvents = (
   const calls: CallDecision[] = wanted.map(({ call, decision, note, result }) => {
     const why = deps.masker.maskString((note ?? "").trim()) || runNote;
     if (CONFIRMATIONS.has(decision) && why === "") throw new NoteRequired({ runId, decision });
+    if (call.kind === "model" && decision === "confirmed-completed") {
+      // A model call's only outcome is its answer: without one, the agent would go on from nothing.
+      if (result === undefined) {
+        throw new InvalidInput({
+          what: `result for model call ${call.callId} (${call.name})`,
+          detail: `"It happened" needs ${MODEL_ANSWER_HINT}; or decide new-attempt, which asks the model again (a model call has no effect besides its answer)`,
+        });
+      }
+      const stored = storedCopy(result, `result for model call ${call.callId}`);
+      const answer = decodeModelAnswer(stored, call.callId, call.name);
+      return { callId: call.callId, decision, note: why, result: deps.masker.mask(answer) };
+    }
     if (result === undefined) return { callId: call.callId, decision, note: why };
     if (decision !== "confirmed-completed") {
       throw new InvalidInput({

@@ -207,6 +207,12 @@ export interface Turn {
   /** Save a masked checkpoint of the chat after the last call. */
   checkpoint(state: unknown): Promise<void>;
   /**
+   * `value` masked as the journal masks every payload (law 8). An integration that hands a call's
+   * output on while it arrives (a stream) masks it with this first, so the agent sees live what a
+   * re-execution serves from the journal (decision 0002).
+   */
+  mask<A>(value: A): A;
+  /**
    * The chat's durable plan (the built-in `durable_plan` tool). Its changes commit in the same
    * transaction as the call's outcome, so a plan call is never in doubt. A replace on a stale
    * revision fails with `DocumentConflict` and changes nothing.

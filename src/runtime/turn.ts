@@ -340,6 +340,10 @@ export class TurnImpl implements Turn, AttemptHost {
     return this.deps.documents;
   }
 
+  mask<A>(value: A): A {
+    return this.masker.mask(value);
+  }
+
   checkpoint(state: unknown): Promise<void> {
     const refused = this.refusal("checkpoint");
     if (refused) return Promise.reject(refused);

@@ -1,9 +1,15 @@
 import { join } from "node:path";
-import { APICallError, generateText, streamText } from "ai";
+import { APICallError, generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
-import { effectInputSchema, journaledModel } from "../../src/ai.js";
+import {
+  effectInputSchema,
+  fromAiTool,
+  journaledModel,
+  journaledTools,
+  type ModelPolicy,
+} from "../../src/ai.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { MODEL_NAME } from "../support/ai-agent.js";
 import { useTempDir } from "../support/tmp.js";
@@ -379,5 +385,223 @@ describe("Effect Schemas for AI SDK tools", () => {
     // Passed on as written: the journaled call decodes it once.
     expect(await resolved.validate?.({ nights: "3" })).toEqual({ success: true, value: { nights: "3" } });
     expect(await resolved.validate?.({ nights: 3 })).toMatchObject({ success: false });
+  });
+});
+
+describe("holdfast/ai streams, masked and whole", () => {
+  const usage = {
+    inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 1, text: 1, reasoning: 0 },
+  };
+  type Part = Record<string, unknown>;
+  const streaming = (parts: ReadonlyArray<Part>) =>
+    new MockLanguageModelV3({
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            for (const part of parts) controller.enqueue(part as never);
+            controller.close();
+          },
+        }),
+      }),
+    });
+  const streamingAgent = (model: MockLanguageModelV3, policy: ModelPolicy = {}) =>
+    defineAgent({
+      name: "streamer",
+      version: "1",
+      run: async (turn) => {
+        const result = streamText({
+          model: journaledModel(turn, model, policy),
+          prompt: "hi",
+          onError: () => {},
+        });
+        const got: string[] = [];
+        for await (const delta of result.textStream) got.push(delta);
+        return { got };
+      },
+    });
+  const runOnce = async (model: MockLanguageModelV3, policy: ModelPolicy = {}) => {
+    const runtime = await openRuntime({
+      store: join(tempDir(), "journal.db"),
+      agents: [streamingAgent(model, policy)],
+      allowlist: {},
+    });
+    const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "streamer", content: null });
+    return { runtime, runId: run.runId, result: await run.result };
+  };
+  const KEY = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
+
+  it("R4: a token shape in a streamed answer does not make the re-execution a determinism hold", async () => {
+    let bookRuns = 0;
+    const step = (prompt: ReadonlyArray<{ role: string }>) =>
+      prompt.filter((m) => m.role === "tool").length + 1;
+    // The key reaches the caller cut in two deltas: masking each alone would miss it.
+    const answer = (s: number): Part[] =>
+      s === 1
+        ? [
+            { type: "text-start", id: "t" },
+            { type: "text-delta", id: "t", delta: `Your new key is ${KEY.slice(0, 12)}` },
+            { type: "text-delta", id: "t", delta: `${KEY.slice(12)}. Booking now.` },
+            { type: "text-end", id: "t" },
+            { type: "tool-call", toolCallId: "c1", toolName: "lookup", input: '{"what":"flight"}' },
+          ]
+        : s === 2
+          ? [{ type: "tool-call", toolCallId: "c2", toolName: "book", input: '{"what":"hotel"}' }]
+          : [
+              { type: "text-start", id: "t" },
+              { type: "text-delta", id: "t", delta: "done" },
+              { type: "text-end", id: "t" },
+            ];
+    const model = new MockLanguageModelV3({
+      doStream: async ({ prompt }) => {
+        const s = step(prompt);
+        return {
+          stream: new ReadableStream({
+            start(controller) {
+              for (const part of answer(s)) controller.enqueue(part as never);
+              controller.enqueue({
+                type: "finish",
+                usage,
+                finishReason: { unified: s < 3 ? "tool-calls" : "stop", raw: "x" },
+              });
+              controller.close();
+            },
+          }),
+        };
+      },
+    });
+    const schema = jsonSchema<{ what: string }>({ type: "object", properties: { what: { type: "string" } } });
+    const lookup = fromAiTool("lookup", tool({ inputSchema: schema, execute: async () => ({ found: 1 }) }));
+    const book = fromAiTool(
+      "book",
+      tool({
+        inputSchema: schema,
+        execute: async () => {
+          bookRuns++;
+          if (bookRuns === 1) throw new Error("ECONNRESET");
+          return { ok: true };
+        },
+      }),
+    );
+    const seen: string[] = [];
+    const agent = defineAgent({
+      name: "a",
+      version: "1",
+      run: async (turn) => {
+        const result = streamText({
+          model: journaledModel(turn, model),
+          tools: journaledTools(turn, [lookup, book]),
+          stopWhen: stepCountIs(3),
+          prompt: "go",
+        });
+        let first = "";
+        for await (const part of result.fullStream) {
+          if (part.type === "finish-step") break;
+          if (part.type === "text-delta") first += part.text;
+        }
+        seen.push(first);
+        return await result.text;
+      },
+    });
+    const runtime = await openRuntime({
+      store: join(tempDir(), "journal.db"),
+      agents: [agent],
+      tools: [lookup, book],
+      allowlist: {},
+    });
+    const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "a", content: null });
+    expect(await run.result).toMatchObject({ status: "held", reasons: [{ code: "indefinite-failure" }] });
+    const decided = await runtime.decide(run.runId, {
+      basedOnVersion: await versionOf(runtime, run.runId),
+      decidedBy: "rev",
+      decision: "confirmed-not-completed",
+      note: "not booked",
+    });
+    expect(await decided.result).toMatchObject({ status: "completed", output: "done" });
+    expect((await eventsOf(runtime, run.runId)).filter((e) => e.type === "conflict.recorded")).toEqual([]);
+    // Live and re-executed, the caller saw the same masked text.
+    expect(seen).toEqual([
+      "Your new key is «secret:api-key». Booking now.",
+      "Your new key is «secret:api-key». Booking now.",
+    ]);
+    await runtime.close();
+  });
+
+  it("R5: an error part in the stream leaves the model call in doubt: the run is held, no outcome recorded", async () => {
+    const model = streaming([
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "hello " },
+      { type: "error", error: new Error("server overloaded mid-stream") },
+      { type: "finish", usage, finishReason: { unified: "error", raw: "error" } },
+    ]);
+    const { runtime, runId, result } = await runOnce(model);
+    expect(result).toMatchObject({
+      status: "held",
+      reasons: [{ code: "indefinite-failure", callId: `${runId}/0` }],
+    });
+    expect(JSON.stringify(result)).toContain("server overloaded mid-stream");
+    expect(outcomes(await eventsOf(runtime, runId))).toEqual([]);
+    await runtime.close();
+  });
+
+  it("R5: a finish with reason error and no error part leaves the model call in doubt too", async () => {
+    const model = streaming([
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "hello" },
+      { type: "finish", usage, finishReason: { unified: "error", raw: "overloaded" } },
+    ]);
+    const { runtime, runId, result } = await runOnce(model);
+    expect(result).toMatchObject({ status: "held", reasons: [{ code: "indefinite-failure" }] });
+    expect(JSON.stringify(result)).toContain("overloaded");
+    expect(outcomes(await eventsOf(runtime, runId))).toEqual([]);
+    await runtime.close();
+  });
+
+  it("R5: an error part the policy's definite classifier says proves a refusal is a definite failure", async () => {
+    const model = streaming([
+      {
+        type: "error",
+        error: new APICallError({
+          message: "rate limited",
+          url: "u",
+          requestBodyValues: {},
+          statusCode: 429,
+        }),
+      },
+      { type: "finish", usage, finishReason: { unified: "error", raw: "error" } },
+    ]);
+    const { runtime, runId } = await runOnce(model);
+    const events = await eventsOf(runtime, runId);
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: "call.failed", callId: `${runId}/0`, definite: true }),
+    );
+    expect(outcomes(events)).toEqual([]);
+    await runtime.close();
+  });
+
+  it("a stream that ends without a finish part is cut short: the model call stays in doubt", async () => {
+    const model = streaming([
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "hel" },
+    ]);
+    const { runtime, runId, result } = await runOnce(model);
+    expect(result).toMatchObject({ status: "held", reasons: [{ code: "indefinite-failure" }] });
+    expect(outcomes(await eventsOf(runtime, runId))).toEqual([]);
+    await runtime.close();
+  });
+
+  it("a secret that only shows once later text arrives is never stored: the call is left in doubt", async () => {
+    const model = streaming([
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: 'the config says password="open ' },
+      { type: "text-delta", id: "t", delta: 'sesame" and more' },
+      { type: "text-end", id: "t" },
+      { type: "finish", usage, finishReason: { unified: "stop", raw: "stop" } },
+    ]);
+    const { runtime, runId, result } = await runOnce(model);
+    expect(result).toMatchObject({ status: "held", reasons: [{ code: "indefinite-failure" }] });
+    expect(JSON.stringify(result)).toContain("StreamMaskDiverged");
+    expect(JSON.stringify(await eventsOf(runtime, runId))).not.toContain("sesame");
+    await runtime.close();
   });
 });

@@ -5,9 +5,12 @@
  *   HF_MODE               "generate" (default) or "stream"
  *   HF_POLICY             "replay": the model's calls are replayed when in doubt (default hold)
  *   HF_CITY               the input (default "Paris")
+ *   HF_FAIL_FIRST         "1": the provider answers the first model call with a 502 (the call is in doubt)
+ *   HF_REOPEN, HF_RUN     "1": submit nothing; open with recovery on open and print run HF_RUN's result
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL / HOLDFAST_CRASH_SKIP   crash points (SIGKILL)
  * Prints one JSON object per line on stdout.
  */
+import { APICallError } from "ai";
 import { openRuntime } from "../../src/index.js";
 import { makeAiAgent } from "./ai-agent.js";
 
@@ -19,14 +22,30 @@ const main = async () => {
     witness: env.HF_WITNESS!,
     mode: env.HF_MODE === "stream" ? "stream" : "generate",
     policy: env.HF_POLICY === "replay" ? { inDoubt: "replay" } : {},
+    ...(env.HF_FAIL_FIRST === "1"
+      ? {
+          failStep: {
+            step: 1,
+            times: 1,
+            error: () =>
+              new APICallError({ message: "bad gateway", url: "u", requestBodyValues: {}, statusCode: 502 }),
+          },
+        }
+      : {}),
   });
+  const reopen = env.HF_REOPEN === "1";
   const runtime = await openRuntime({
     store: env.HF_DB!,
     agents: [agent],
     tools: [...tools.all],
     allowlist: {},
-    recovery: { onOpen: false },
+    recovery: { onOpen: reopen },
   });
+  if (reopen) {
+    out({ kind: "result", result: await runtime.wait(env.HF_RUN!) });
+    await runtime.close();
+    return;
+  }
   const handle = await runtime.submit({
     chatId: "chat",
     inputId: "message",

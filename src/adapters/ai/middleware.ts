@@ -2,16 +2,20 @@ import { type LanguageModelMiddleware, wrapLanguageModel } from "ai";
 import type { ModelCallOptions, Turn } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { fromStored, toStored } from "./codec.js";
+import { ProviderStreamError, StreamMaskDiverged } from "./errors.js";
+import { LiveMask } from "./liveMask.js";
+import { generateResultOf, headersOf, streamOf } from "./outcome.js";
 import { refusalDetails, refusedRequest } from "./refusal.js";
+import type {
+  CallOptions,
+  GenerateResult,
+  LanguageModelV3,
+  StoredStream,
+  StreamPart,
+  StreamResult,
+} from "./types.js";
 
-type WrapOptions = Parameters<NonNullable<LanguageModelMiddleware["wrapGenerate"]>>[0];
-/** The AI SDK's language model (specification v3), as `wrapLanguageModel` takes it. */
-export type LanguageModelV3 = WrapOptions["model"];
-type CallOptions = WrapOptions["params"];
-type GenerateResult = Awaited<ReturnType<WrapOptions["doGenerate"]>>;
-type StreamResult = Awaited<ReturnType<WrapOptions["doStream"]>>;
-type StreamPart = StreamResult["stream"] extends ReadableStream<infer P> ? P : never;
-type Headers = NonNullable<NonNullable<StreamResult["response"]>["headers"]>;
+export type { LanguageModelV3 } from "./types.js";
 
 /** How one model's calls are journaled. */
 export interface ModelPolicy {
@@ -35,12 +39,6 @@ export interface ModelPolicy {
    * logs tie a request to its call — evidence for a person deciding a call in doubt.
    */
   readonly idempotencyHeader?: string;
-}
-
-/** The stored outcome of a streamed call: its parts (deltas merged, raw chunks left out). */
-interface StoredStream {
-  readonly parts: ReadonlyArray<StreamPart>;
-  readonly headers?: Headers;
 }
 
 const nameOf = (model: LanguageModelV3, policy: ModelPolicy): string =>
@@ -110,28 +108,6 @@ const asFailure = (error: unknown, policy: ModelPolicy): unknown => {
   return new DefiniteFailure(described, refusalDetails(error));
 };
 
-type Delta = Extract<StreamPart, { type: "text-delta" | "reasoning-delta" | "tool-input-delta" }>;
-const isDelta = (part: StreamPart): part is Delta =>
-  part.type === "text-delta" || part.type === "reasoning-delta" || part.type === "tool-input-delta";
-
-/** Keep a part for the stored outcome, merging a delta into the one before it of the same block. */
-const keep = (parts: StreamPart[], part: StreamPart): void => {
-  const last = parts.at(-1);
-  if (
-    last &&
-    isDelta(part) &&
-    isDelta(last) &&
-    last.type === part.type &&
-    last.id === part.id &&
-    last.providerMetadata === undefined &&
-    part.providerMetadata === undefined
-  ) {
-    parts[parts.length - 1] = { ...last, delta: last.delta + part.delta };
-    return;
-  }
-  parts.push(part);
-};
-
 /**
  * Journal every model call of `turn`: an intent with the prompt and tools before the provider is
  * asked, the full result as the outcome after. A re-execution is answered from the journal, for
@@ -163,10 +139,11 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
       },
       callOptions(policy),
     );
-    return fromStored(stored) as GenerateResult;
+    return generateResultOf(fromStored(stored), nameOf(model, policy));
   },
 
   wrapStream: async ({ doStream, params, model }) => {
+    const name = nameOf(model, policy);
     let out: ReadableStreamDefaultController<StreamPart> | undefined;
     let cancelled = false;
     const stream = new ReadableStream<StreamPart>({
@@ -182,6 +159,14 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
     const send = (part: StreamPart): void => {
       if (!cancelled) out?.enqueue(part);
     };
+    // Whatever goes wrong on the way to the caller ends the caller's stream, never the host.
+    const fail = (error: unknown): void => {
+      try {
+        if (!cancelled) out?.error(error);
+      } catch {
+        // The stream had ended already: the caller has all it will get.
+      }
+    };
     let live = false;
     let opened: (headers: StoredStream["headers"]) => void = () => undefined;
     const started = new Promise<StoredStream["headers"]>((resolve) => {
@@ -190,7 +175,7 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
 
     // Started before any await: the call takes its seq in the order the SDK asked for it.
     const call = turn.model(
-      nameOf(model, policy),
+      name,
       intentArgs("stream", model, params),
       async (_args, { idempotencyKey }): Promise<unknown> => {
         live = true;
@@ -200,46 +185,78 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
         } catch (error) {
           throw asFailure(error, policy);
         }
-        opened(source.response?.headers);
+        const headers = source.response?.headers && turn.mask(source.response.headers);
+        opened(headers);
         // A stream cut in the middle proves nothing: that error stays indefinite.
         const reader = source.stream.getReader();
-        const parts: StreamPart[] = [];
+        const view = new LiveMask((value) => turn.mask(value), send);
         let finished = false;
         for (;;) {
           const next = await reader.read();
           if (next.done) break;
           const part = next.value;
-          if (part.type === "finish") finished = true;
-          if (!finished) send(part);
-          if (part.type !== "raw") keep(parts, part);
+          if (part.type === "error" || (part.type === "finish" && part.finishReason.unified === "error")) {
+            // The rest of the stream cannot make the answer whole: stop reading it.
+            reader.cancel().catch(() => undefined);
+            throw inBand(part, name, policy);
+          }
+          if (part.type === "raw") continue;
+          if (part.type === "finish" && !finished) {
+            view.end();
+            finished = true;
+          }
+          // `finish` and what follows wait for the outcome's commit: the AI SDK starts tools on `finish`.
+          view.add(part, !finished);
         }
-        return toStored({ parts, headers: source.response?.headers });
+        if (!finished) {
+          view.end();
+          throw new ProviderStreamError({ model: name, detail: "the stream ended without a finish part" });
+        }
+        const outcome = { parts: view.parts, ...(headers ? { headers } : {}) };
+        if (view.diverged || JSON.stringify(turn.mask(outcome)) !== JSON.stringify(outcome))
+          throw new StreamMaskDiverged({ model: name });
+        return outcome;
       },
       callOptions(policy),
     );
 
-    const headers = await Promise.race([
-      started,
-      call.then(
-        (stored) => (fromStored(stored) as StoredStream).headers,
-        () => undefined,
-      ),
-    ]);
-    call.then(
-      (stored) => {
-        const { parts } = fromStored(stored) as StoredStream;
+    const headers = await Promise.race([started, call.then(headersOf, () => undefined)]);
+    call.then((stored) => {
+      try {
+        const { parts } = streamOf(fromStored(stored), name);
         // Live, everything before `finish` was sent already; from the journal, all of it is sent now.
         const from = live ? parts.findIndex((p) => p.type === "finish") : 0;
         if (from >= 0) for (const part of parts.slice(from)) send(part);
         if (!cancelled) out?.close();
-      },
-      (error: unknown) => {
-        if (!cancelled) out?.error(error);
-      },
-    );
+      } catch (error) {
+        fail(error);
+      }
+    }, fail);
     return headers ? { stream, response: { headers } } : { stream };
   },
 });
+
+/**
+ * An error the provider put in its stream: a definite failure if the policy says it proves a
+ * refusal, else it leaves the call in doubt (law 4) — a cut-short answer is not an outcome.
+ */
+const inBand = (
+  part: Extract<StreamPart, { type: "error" | "finish" }>,
+  name: string,
+  policy: ModelPolicy,
+): unknown => {
+  const error =
+    part.type === "error"
+      ? part.error
+      : new ProviderStreamError({
+          model: name,
+          detail: `it finished with reason "error"${part.finishReason.raw ? ` (${part.finishReason.raw})` : ""}`,
+        });
+  const failure = asFailure(error, policy);
+  if (failure instanceof DefiniteFailure || failure instanceof ProviderStreamError) return failure;
+  const detail = error instanceof Error ? `${error.name}: ${error.message}` : JSON.stringify(toStored(error));
+  return new ProviderStreamError({ model: name, detail });
+};
 
 /**
  * `model` with every call journaled in `turn` ({@link journaledMiddleware}).

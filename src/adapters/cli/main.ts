@@ -8,6 +8,7 @@ import {
   DEFAULT_KEEP_DAYS,
   DEFAULT_KEEP_RUNS,
   DEFAULT_LEASE_MS,
+  MODEL_ANSWER_HINT,
   parseConcurrency,
   parseExpectHead,
   parseKeepDays,
@@ -224,6 +225,15 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .option("--by <name>", "who decides (default: your OS user name)")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
+    .addHelpText(
+      "after",
+      `
+A model call's outcome is its answer. "Run it again" (new-attempt) is the usual choice for one:
+it has no effect besides its answer. To confirm it happened instead, give
+${MODEL_ANSWER_HINT}, e.g.
+  holdfast decide <runId> --based-on <version> --call <callId> confirmed-completed \\
+    --note "the provider's log shows it answered" --call-result <callId> '{"text":"Paris is lovely"}'`,
+    )
     .action(async (runId: string, decision: string | undefined, options) =>
       setCode(await (await commands.decide()).decideCommand(runId, decision, options, io)),
     );

@@ -2,6 +2,7 @@ import { InvalidArgumentError } from "commander";
 import { DECISION_KINDS } from "../../events/decisionKinds.js";
 import { type ExpectedHead, parseExpectedHead } from "../../runtime/audit/expectedHead.js";
 import { MIN_LEASE_MS } from "../../runtime/leaseBounds.js";
+import { MODEL_ANSWER_HINT } from "../../runtime/modelAnswerHint.js";
 import { DEFAULT_RETENTION } from "../../runtime/retentionDefaults.js";
 
 /**
@@ -16,6 +17,9 @@ export type RunStatusFilter = (typeof RUN_STATUSES)[number];
 
 /** The decisions `holdfast decide` records. */
 export const DECISIONS: ReadonlyArray<(typeof DECISION_KINDS)[number]> = DECISION_KINDS;
+
+/** What `holdfast decide --help` says to enter for a model call. */
+export { MODEL_ANSWER_HINT };
 
 export const DEFAULT_KEEP_RUNS = DEFAULT_RETENTION.keepRuns;
 export const DEFAULT_KEEP_DAYS = DEFAULT_RETENTION.keepDays;

@@ -199,7 +199,24 @@ export interface DecisionDraft {
   readonly decision?: string;
   readonly note?: string;
   readonly result?: string;
+  /** A model call's answer and tool calls, as typed. */
+  readonly answer?: string;
+  readonly toolCalls?: string;
 }
+
+/**
+ * What "It happened" takes: for a model call its answer, as text, and the tool calls it asked for
+ * (decision 0036); for any other call an optional result as JSON.
+ */
+const outcomeFields = (call: CallView, id: (suffix: string) => string, draft?: DecisionDraft): Html =>
+  call.kind === "model"
+    ? html`<p class="muted">A model call has no effect besides its answer: "Run it again" is the usual choice. Choose "It happened" only if you have the answer (the provider's log or dashboard shows it).</p>
+    <label class="field" for="${id("answer")}">The model's answer (only with "It happened")</label>
+    <textarea id="${id("answer")}" name="answer">${draft?.answer ?? ""}</textarea>
+    <label class="field" for="${id("tool-calls")}">Tool calls it asked for, as JSON (optional), e.g. [{"toolName": "lookup", "input": {"city": "Paris"}}]</label>
+    <textarea id="${id("tool-calls")}" name="toolCalls" class="mono">${draft?.toolCalls ?? ""}</textarea>`
+    : html`<label class="field" for="${id("result")}">Result as JSON (optional, only with "It happened")</label>
+    <textarea id="${id("result")}" name="result" class="mono">${draft?.result ?? ""}</textarea>`;
 
 export const decisionForm = (
   view: RunView,
@@ -224,8 +241,7 @@ export const decisionForm = (
     </fieldset>
     <label class="field" for="${id("note")}">Note (what you checked; required for both confirmations)</label>
     <textarea id="${id("note")}" name="note">${draft?.note ?? ""}</textarea>
-    <label class="field" for="${id("result")}">Result as JSON (optional, only with "It happened")</label>
-    <textarea id="${id("result")}" name="result" class="mono">${draft?.result ?? ""}</textarea>
+    ${outcomeFields(call, id, draft)}
     <p><button type="submit">Review decision…</button></p>
   </form>`;
 };
@@ -348,7 +364,15 @@ export const runPage = (view: RunView, session: Session, notice?: Html, draft?: 
 export const confirmPage = (
   view: RunView,
   session: Session,
-  fields: { basedOnVersion: string; callId?: string; decision: DecisionKind; note: string; result: string },
+  fields: {
+    basedOnVersion: string;
+    callId?: string;
+    decision: DecisionKind;
+    note: string;
+    result: string;
+    answer?: string;
+    toolCalls?: string;
+  },
 ): Html => {
   const call = fields.callId ? view.calls.find((c) => c.callId === fields.callId) : undefined;
   const meaning =
@@ -364,6 +388,8 @@ export const confirmPage = (
         <dt>what it does</dt><dd>${meaning}</dd>
         <dt>note</dt><dd>${fields.note === "" ? html`<span class="muted">none</span>` : html`<pre>${fields.note}</pre>`}</dd>
         ${fields.result === "" ? "" : html`<dt>result</dt><dd><pre>${fields.result}</pre></dd>`}
+        ${fields.answer ? html`<dt>the model's answer</dt><dd><pre id="confirm-answer">${fields.answer}</pre></dd>` : ""}
+        ${fields.toolCalls ? html`<dt>its tool calls</dt><dd><pre>${fields.toolCalls}</pre></dd>` : ""}
         <dt>on version</dt><dd>${fields.basedOnVersion}</dd>
         <dt>recorded as decided by</dt><dd>${session.name}</dd>
       </dl>
@@ -375,6 +401,7 @@ export const confirmPage = (
         <input type="hidden" name="decision" value="${fields.decision}" />
         <input type="hidden" name="note" value="${fields.note}" />
         <input type="hidden" name="result" value="${fields.result}" />
+        ${fields.answer === undefined ? "" : html`<input type="hidden" name="answer" value="${fields.answer}" /><input type="hidden" name="toolCalls" value="${fields.toolCalls ?? ""}" />`}
         <p><button type="submit" id="confirm">Confirm and record</button> <a class="button secondary" href="/runs/${encodeURIComponent(view.run.runId)}">Back</a></p>
       </form>
     </div>`;

@@ -288,8 +288,18 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       const callId = formText(form, "callId") || undefined;
       const note = formText(form, "note").trim();
       const resultText = formText(form, "result").trim();
+      // A model call's form asks for the answer as text (and its tool calls), not as raw JSON.
+      const modelForm = "answer" in form;
+      const answerText = formText(form, "answer").replace(/\r\n/g, "\n").trim();
+      const toolCallsText = formText(form, "toolCalls").trim();
       const basedOnVersion = formText(form, "basedOnVersion");
-      const draft: DecisionDraft = { callId: callId ?? "", decision, note, result: resultText };
+      const draft: DecisionDraft = {
+        callId: callId ?? "",
+        decision,
+        note,
+        result: resultText,
+        ...(modelForm ? { answer: answerText, toolCalls: toolCallsText } : {}),
+      };
       const refuse = (text: string, status: 409 | 422 = 422) =>
         showRun(c, session, runId, banner("error", `${text} Nothing was written.`), status, draft);
       if (!DECISIONS.has(decision)) return refuse("Choose one of the five decisions.");
@@ -298,7 +308,27 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         return refuse("A confirmation needs a note: say what you checked.");
       }
       let result: unknown;
-      if (resultText !== "") {
+      if (modelForm) {
+        if (kind !== "confirmed-completed") {
+          if (answerText !== "" || toolCallsText !== "")
+            return refuse('An answer goes only with "It happened".');
+        } else {
+          if (answerText === "" && toolCallsText === "") {
+            return refuse(
+              "Enter the model's answer as its provider's log shows it, or choose \"Run it again\" (a model call has no effect besides its answer).",
+            );
+          }
+          let toolCalls: unknown;
+          try {
+            toolCalls = toolCallsText === "" ? undefined : JSON.parse(toolCallsText);
+          } catch (error) {
+            return refuse(
+              `The tool calls are not JSON (${error instanceof Error ? error.message : String(error)}); give a list like [{"toolName": "lookup", "input": {"city": "Paris"}}].`,
+            );
+          }
+          result = { text: answerText, ...(toolCalls === undefined ? {} : { toolCalls }) };
+        }
+      } else if (resultText !== "") {
         if (kind !== "confirmed-completed") return refuse('A result goes only with "It happened".');
         try {
           result = JSON.parse(resultText);
@@ -323,6 +353,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
               decision: kind,
               note,
               result: resultText,
+              ...(modelForm ? { answer: answerText, toolCalls: toolCallsText } : {}),
             }),
           ),
         );

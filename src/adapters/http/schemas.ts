@@ -128,7 +128,10 @@ const Person = Schema.String.pipe(
 export const CallDecisionBody = Schema.Struct({
   decision: DecisionKind,
   note: Schema.optional(Schema.String),
-  /** For confirmed-completed: the call's result, checked against the tool's result Schema. */
+  /**
+   * For confirmed-completed: the call's result, checked against the tool's result Schema; for a
+   * model call, required: the answer `{ text, toolCalls? }` (decision 0036).
+   */
   result: Schema.optional(Schema.Unknown),
 });
 

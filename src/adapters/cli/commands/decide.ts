@@ -4,6 +4,7 @@ import { blockingCalls, type RunContext } from "../../../machines/index.js";
 import { DECISIONS, type DecisionRequest } from "../../../runtime/decide.js";
 import type { RunResult } from "../../../runtime/engine.js";
 import { NoteRequired } from "../../../runtime/errors.js";
+import { MODEL_ANSWER_HINT } from "../../../runtime/modelAnswer.js";
 import { localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { maskUrl } from "../../store.js";
@@ -20,6 +21,16 @@ export const DECISION_MEANINGS: Readonly<Record<DecisionKind, string>> = {
   "confirmed-completed":
     "you checked that it happened: record that as its outcome (optionally with its result as JSON); it is not run again",
   "confirmed-not-completed": "you checked that it did not happen: the call runs fresh when the run continues",
+};
+
+/**
+ * What two decisions mean for a model call (decision 0036): its only outcome is its answer, so
+ * "It happened" needs that answer, and asking again is the safe choice.
+ */
+export const MODEL_DECISION_MEANINGS: Readonly<Partial<Record<DecisionKind, string>>> = {
+  "new-attempt":
+    "ask the model again — recommended for a model call: it has no effect besides its answer (the provider may bill it twice)",
+  "confirmed-completed": `you know the model's answer (the provider's log or dashboard shows it): record it, as ${MODEL_ANSWER_HINT}; the model is not asked again`,
 };
 
 const CONFIRMATIONS: ReadonlySet<DecisionKind> = new Set(["confirmed-completed", "confirmed-not-completed"]);
@@ -104,17 +115,22 @@ export const heldCommands = (
   }
   const inDoubt = blockingCalls(context);
   if (inDoubt.length > 0) {
-    return inDoubt.flatMap((call) =>
-      DECISIONS.map(
+    return inDoubt.flatMap((call) => {
+      const model = call.kind === "model";
+      // A model call: "Run it again" first, as recommended; "It happened" with the answer to give.
+      const order = model
+        ? ["new-attempt" as const, ...DECISIONS.filter((d) => d !== "new-attempt")]
+        : DECISIONS;
+      return order.map(
         (decision): HeldCommand => ({
           action: "decide",
           decision,
           callId: call.callId,
-          command: `holdfast decide ${runId} ${at} --call ${call.callId} ${decision}${CONFIRMATIONS.has(decision) ? ' --note "…"' : ""}${suffix}`,
-          meaning: DECISION_MEANINGS[decision],
+          command: `holdfast decide ${runId} ${at} --call ${call.callId} ${decision}${CONFIRMATIONS.has(decision) ? ' --note "…"' : ""}${model && decision === "confirmed-completed" ? ` --call-result ${call.callId} '{"text":"…"}'` : ""}${suffix}`,
+          meaning: (model ? MODEL_DECISION_MEANINGS[decision] : undefined) ?? DECISION_MEANINGS[decision],
         }),
-      ),
-    );
+      );
+    });
   }
   const commands: HeldCommand[] = [];
   for (const reason of reasons) {
