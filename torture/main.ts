@@ -314,7 +314,7 @@ const runTrial = async (
     }
     if (result.code === 0 && result.signal === null) {
       // A held run: a person decides through the API, and the next process carries it on.
-      if (!decides || decisions >= 4 || !(await heldIn(db))) break;
+      if (!decides || decisions >= 8 || !(await heldIn(db))) break;
       try {
         decisions += await decideThroughApi(db, dir, rng, decisionCounts);
       } catch (e) {
