@@ -9,6 +9,7 @@
  * The conversation: the model asks for `read_safe` and `send` together (parallel tool calls), then
  * for a second `send`, then answers in text.
  */
+import { createHash } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateText, type LanguageModelMiddleware, stepCountIs, streamText } from "ai";
@@ -25,7 +26,19 @@ export interface AiTortureSetting {
   readonly mode: "generate" | "stream";
   /** The model's policy for a call in doubt. */
   readonly inDoubt: "hold" | "replay";
+  /**
+   * The `ai-stream` variant: some streamed answers break off with an in-band error part and a
+   * finish whose reason is `error`, as a provider reports an overload mid-stream ({@link inBandError}).
+   */
+  readonly inBandErrors?: boolean;
 }
+
+/**
+ * Whether the request of this attempt breaks off with an in-band error: a third of them, chosen by
+ * the idempotency key so every process (and the harness deciding afterwards) agrees.
+ */
+export const inBandError = (idempotencyKey: string): boolean =>
+  (createHash("sha256").update(idempotencyKey).digest()[0] ?? 0) % 3 === 0;
 
 /** The model calls' name in the journal (and for HOLDFAST_CRASH_CALL). */
 export const AI_MODEL_NAME = "torture-model";
@@ -53,7 +66,7 @@ const answer = (params: CallOptions) => {
   return { step: 3, text: `Done for ${label}.`, calls: [] };
 };
 
-export const makeAiTortureDefinitions = ({ dir, mode, inDoubt }: AiTortureSetting) => {
+export const makeAiTortureDefinitions = ({ dir, mode, inDoubt, inBandErrors = false }: AiTortureSetting) => {
   const witness = (name: string) => join(dir, "witness", name);
   const ask = (params: CallOptions) => {
     const a = answer(params);
@@ -84,16 +97,26 @@ export const makeAiTortureDefinitions = ({ dir, mode, inDoubt }: AiTortureSettin
     },
     doStream: async (params) => {
       const a = ask(params);
-      const parts = [
-        { type: "stream-start" as const, warnings: [] },
-        { type: "text-start" as const, id: "t" },
-        ...a.text
-          .split(" ")
-          .map((word, i) => ({ type: "text-delta" as const, id: "t", delta: i ? ` ${word}` : word })),
-        { type: "text-end" as const, id: "t" },
-        ...toolCalls(a),
-        { type: "finish" as const, usage, finishReason: finishReason(a) },
-      ];
+      const key = params.headers?.["Idempotency-Key"] ?? "no-key";
+      const broken = inBandErrors && inBandError(key);
+      const parts = broken
+        ? [
+            { type: "stream-start" as const, warnings: [] },
+            { type: "text-start" as const, id: "t" },
+            { type: "text-delta" as const, id: "t", delta: a.text.split(" ")[0] ?? "" },
+            { type: "error" as const, error: { type: "overloaded_error", message: "Overloaded" } },
+            { type: "finish" as const, usage, finishReason: { unified: "error" as const, raw: "error" } },
+          ]
+        : [
+            { type: "stream-start" as const, warnings: [] },
+            { type: "text-start" as const, id: "t" },
+            ...a.text
+              .split(" ")
+              .map((word, i) => ({ type: "text-delta" as const, id: "t", delta: i ? ` ${word}` : word })),
+            { type: "text-end" as const, id: "t" },
+            ...toolCalls(a),
+            { type: "finish" as const, usage, finishReason: finishReason(a) },
+          ];
       return {
         stream: new ReadableStream({
           async pull(controller) {

@@ -226,6 +226,8 @@ export const checkTrial = (
     ...lines(join(dir, "witness", "shell.txt")),
     // The AI SDK agent's provider: each request it received, with the call's idempotency key.
     ...lines(join(dir, "witness", "model.txt")),
+    // The MCP agent's server: its `send` requests (its `read` is on the safe list, like read_safe).
+    ...lines(join(dir, "witness", "mcp.txt")).filter((line) => line.startsWith("send ")),
   ]) {
     add(line.split(" ").at(-1)!);
   }
@@ -255,8 +257,9 @@ export const checkTrial = (
     }
   }
   if (options.everyEffectRecorded) {
-    // Outcomes per attempt: live ones, reconciled ones, a person's confirmation, or a late one
-    // kept in a conflict.
+    // Outcomes per attempt: live ones, reconciled ones, a late one kept in a conflict, or a
+    // person's decision on the attempt (a confirmation; or "run it again", "resume" after an
+    // answer that broke off: the person knew of that attempt and chose).
     const recorded = new Set<string>();
     const attemptOf = new Map<string, number>();
     for (const { event } of events) {
@@ -264,9 +267,7 @@ export const checkTrial = (
       if (event.type === "call.completed" || event.type === "call.failed" || event.type === "call.reconciled")
         recorded.add(`${event.callId}#${event.attempt}`);
       if (event.type === "decision.recorded")
-        for (const d of event.calls)
-          if (d.decision === "confirmed-completed")
-            recorded.add(`${d.callId}#${attemptOf.get(d.callId) ?? 1}`);
+        for (const d of event.calls) recorded.add(`${d.callId}#${attemptOf.get(d.callId) ?? 1}`);
       if (event.type === "conflict.recorded" && event.kind === "outcome" && event.callId) {
         const attempted = event.attempted as { attempt?: number } | null;
         if (typeof attempted?.attempt === "number") recorded.add(`${event.callId}#${attempted.attempt}`);

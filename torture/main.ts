@@ -6,6 +6,11 @@
  *   npm run torture -- --trials 300 [--seed S] [--json]
  *   npm run torture -- --agent ai --trials 100     the AI SDK agent (torture/ai-definitions.ts): its
  *     model and tools through holdfast/ai, generateText and streamText, hold and replay policies
+ *   npm run torture -- --agent ai-stream --trials 100   the AI SDK agent streaming only, a third of
+ *     its answers breaking off with an in-band error part; held runs decided through the HTTP API
+ *     (torture/decide-api.ts) and run on until they end
+ *   npm run torture -- --agent mcp --trials 100    the MCP agent (torture/mcp-definitions.ts): a real
+ *     MCP server's tools through holdfast/mcp; held runs decided through the HTTP API
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
@@ -27,12 +32,14 @@ import {
   scanTrial,
   sealedRows,
 } from "./check.js";
+import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
 import { FAULTS, TORTURE_ERROR_TEXTS, TORTURE_SECRET, type TortureFault } from "./definitions.js";
+import { MCP_NAMES } from "./mcp-definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const OPTIONS = {
   trials: { type: "string", default: "40" },
-  /** "classic" (the journaled-call agent) or "ai" (the AI SDK agent). */
+  /** "classic" (the journaled-call agent), "ai" (the AI SDK agent), "ai-stream" or "mcp". */
   agent: { type: "string", default: "classic" },
   seed: { type: "string" },
   json: { type: "boolean", default: false },
@@ -51,7 +58,7 @@ const OPTIONS = {
   help: { type: "boolean", default: false },
 } as const;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp]
   npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--seed S] [--json] [--keep]
 `;
 
@@ -70,11 +77,17 @@ if (parsed.values.help) {
 const { values } = parsed;
 
 const trials = Number(values.trials);
-const aiAgent = values.agent === "ai";
-if (values.agent !== "classic" && !aiAgent) {
-  process.stderr.write('torture: --agent takes "classic" or "ai"\n');
+const AGENTS = ["classic", "ai", "ai-stream", "mcp"] as const;
+type AgentVariant = (typeof AGENTS)[number];
+if (!(AGENTS as ReadonlyArray<string>).includes(values.agent)) {
+  process.stderr.write(`torture: --agent takes ${AGENTS.map((a) => `"${a}"`).join(", ")}\n`);
   process.exit(2);
 }
+const variant = values.agent as AgentVariant;
+/** The AI SDK agent, in either variant. */
+const aiAgent = variant === "ai" || variant === "ai-stream";
+/** Variants whose held runs a person decides through the API, and which then run on. */
+const decides = variant === "ai-stream" || variant === "mcp";
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (!Number.isInteger(trials) || trials < 1) {
   process.stderr.write("torture: --trials takes a positive whole number\n");
@@ -97,15 +110,17 @@ const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.l
 /** The torture agent's calls, with how often each happens in one run (parent and child). */
 const CALLS: Record<string, number> = aiAgent
   ? { [AI_MODEL_NAME]: 3, read_safe: 1, send: 2 }
-  : {
-      planner: 1,
-      read_safe: 2,
-      shell: 1,
-      write_file: 1,
-      http_post: 1,
-      send: 3,
-      "torture-child": 1,
-    };
+  : variant === "mcp"
+    ? { [MCP_NAMES.listing]: 1, [MCP_NAMES.read]: 1, [MCP_NAMES.send]: 2 }
+    : {
+        planner: 1,
+        read_safe: 2,
+        shell: 1,
+        write_file: 1,
+        http_post: 1,
+        send: 3,
+        "torture-child": 1,
+      };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
 type Kill = {
   readonly at: CrashPointName | "random";
@@ -115,6 +130,21 @@ type Kill = {
 };
 
 const AGENT = join(import.meta.dirname, "agent-process.ts");
+
+/** The tools on the trial's safe list: the only ones an "allowlisted" replay may name. */
+const ALLOWLISTED_TOOLS: ReadonlySet<string> =
+  variant === "mcp" ? new Set([MCP_NAMES.read, MCP_NAMES.listing]) : new Set(["read_safe"]);
+
+/** Decisions the harness made, by kind, over all trials. */
+const decisionCounts: DecisionCounts = {};
+
+/** Whether a run of the trial's journal is held. */
+const heldIn = async (db: string): Promise<boolean> => {
+  const { events } = await readLog(db);
+  const runs = new Map<string, string>();
+  for (const { streamId, event } of events) if (streamId.startsWith("run-")) runs.set(streamId, event.type);
+  return [...runs.values()].includes("run.held");
+};
 
 const runProcess = (
   env: Record<string, string>,
@@ -160,6 +190,8 @@ interface TrialResult {
   readonly fired: boolean;
   readonly restarts: number;
   readonly kills: number;
+  /** Decisions made through the API (the ai-stream and mcp variants). */
+  readonly decisions: number;
   readonly check: ReturnType<typeof checkTrial>;
   /** The audit's findings on the final journal (empty when it audits clean). */
   readonly audit: string[];
@@ -193,13 +225,22 @@ const runTrial = async (
     TORTURE_LABEL: `t${trial}`,
     TORTURE_FAULT: fault ?? "",
     // The AI SDK agent: every combination of generate/stream and hold/replay comes round.
-    ...(aiAgent
+    ...(variant === "ai"
       ? {
           TORTURE_AGENT: "ai",
           TORTURE_AI_MODE: trial % 2 === 0 ? "generate" : "stream",
           TORTURE_AI_POLICY: Math.floor(trial / 2) % 2 === 0 ? "hold" : "replay",
         }
-      : {}),
+      : variant === "ai-stream"
+        ? {
+            TORTURE_AGENT: "ai",
+            TORTURE_AI_MODE: "stream",
+            TORTURE_AI_POLICY: trial % 2 === 0 ? "hold" : "replay",
+            TORTURE_AI_ERRORS: "1",
+          }
+        : variant === "mcp"
+          ? { TORTURE_AGENT: "mcp" }
+          : {}),
   };
   const snapshots: Outcomes[] = [];
   counts.clear();
@@ -234,19 +275,30 @@ const runTrial = async (
     point === "after-replay-authorized"
       ? {
           at: "after-intent",
-          call: pick(aiAgent ? ["read_safe", AI_MODEL_NAME] : ["read_safe", "torture-child"]),
+          call: pick(
+            aiAgent
+              ? ["read_safe", AI_MODEL_NAME]
+              : variant === "mcp"
+                ? [MCP_NAMES.read, MCP_NAMES.listing]
+                : ["read_safe", "torture-child"],
+          ),
         }
       : point === "after-interrupted"
         ? {
             at: "after-intent",
             call: pick(
-              aiAgent ? ["send", "read_safe", AI_MODEL_NAME] : ["send", "read_safe", "shell", "http_post"],
+              aiAgent
+                ? ["send", "read_safe", AI_MODEL_NAME]
+                : variant === "mcp"
+                  ? [MCP_NAMES.send, MCP_NAMES.read]
+                  : ["send", "read_safe", "shell", "http_post"],
             ),
           }
         : kill;
   let next: Kill | null = firstKill;
   let pendingRecoveryKill = RECOVERY_POINTS.includes(point as CrashPointName) ? kill : null;
-  for (let round = 0; round < 8; round++) {
+  let decisions = 0;
+  for (let round = 0; round < (decides ? 16 : 8); round++) {
     const result = await runProcess(env, next);
     if (result.signal === "SIGKILL") {
       kills++;
@@ -260,7 +312,18 @@ const runTrial = async (
       error = `log unreadable: ${(e as Error).message}`;
       break;
     }
-    if (result.code === 0 && result.signal === null) break;
+    if (result.code === 0 && result.signal === null) {
+      // A held run: a person decides through the API, and the next process carries it on.
+      if (!decides || decisions >= 8 || !(await heldIn(db))) break;
+      try {
+        decisions += await decideThroughApi(db, dir, rng, decisionCounts);
+      } catch (e) {
+        error = `decision refused: ${(e as Error).message}`;
+        break;
+      }
+      next = null;
+      continue;
+    }
     if (result.signal !== "SIGKILL") {
       error = `process failed (${result.code}): ${result.err.split("\n").slice(0, 3).join(" | ")}`;
       break;
@@ -278,7 +341,7 @@ const runTrial = async (
   const log = await readLog(db);
   if (fault && kills === 0) firedAt.add(point);
   // Nothing killed this trial: every effect that happened must have its outcome in the journal.
-  const check = checkTrial(log, dir, counts, snapshots.slice(0, -1), new Set(["read_safe"]), {
+  const check = checkTrial(log, dir, counts, snapshots.slice(0, -1), ALLOWLISTED_TOOLS, {
     everyEffectRecorded: kills === 0,
   });
   const audit = await auditLog(db);
@@ -301,6 +364,7 @@ const runTrial = async (
     fired: firedAt.has(point),
     restarts,
     kills,
+    decisions,
     check,
     audit,
     sealed,
@@ -353,7 +417,8 @@ const main = async () => {
   if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
   // The faults belong to the classic agent's code; the AI SDK agent gets the kills.
-  const points: Category[] = aiAgent ? [...CRASH_POINTS, "random"] : [...CRASH_POINTS, "random", ...FAULTS];
+  const points: Category[] =
+    variant === "classic" ? [...CRASH_POINTS, "random", ...FAULTS] : [...CRASH_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
   for (let i = 0; i < trials; i++) {
@@ -369,7 +434,7 @@ const main = async () => {
       result.secrets.leaks.length +
       (result.error ? 1 : 0);
     process.stderr.write(
-      `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
+      `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} decisions=${result.decisions} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
     );
     if (bad)
       process.stderr.write(
@@ -385,12 +450,15 @@ const main = async () => {
   }
   const sum = (f: (r: TrialResult) => number) => results.reduce((a, r) => a + f(r), 0);
   const summary = {
-    agent: aiAgent ? "ai" : "classic",
+    agent: variant,
+    commit: process.env.TORTURE_COMMIT ?? null,
     seed,
     trials: results.length,
     trialsPerCrashPoint: perPoint,
     killedAtCrashPoint: killedPerPoint,
     kills: sum((r) => r.kills),
+    decisions: sum((r) => r.decisions),
+    decisionsByKind: decisionCounts,
     duplicates: sum((r) => r.check.duplicates),
     lost: sum((r) => r.check.lost),
     held: sum((r) => r.check.held),

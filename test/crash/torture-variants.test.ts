@@ -1,0 +1,74 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+/** Run the torture harness with `args` and return its JSON summary (and what it said, for failures). */
+const torture = (args: ReadonlyArray<string>) => {
+  const run = spawnSync(
+    process.execPath,
+    ["--import", "tsx", join(ROOT, "torture", "main.ts"), ...args, "--json"],
+    {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 280_000,
+    },
+  );
+  const line = run.stdout.trim().split("\n").at(-1) ?? "";
+  expect(line.startsWith("{"), `${run.stderr}\n${run.stdout}`).toBe(true);
+  const summary = JSON.parse(line);
+  const said = `${JSON.stringify({ ...summary, effectsPerCall: undefined })}\n${run.stderr}`;
+  return { summary, said, status: run.status };
+};
+
+const expectClean = ({ summary, said, status }: ReturnType<typeof torture>) => {
+  expect(summary.errors, said).toEqual([]);
+  expect(summary.duplicates, said).toBe(0);
+  expect(summary.lost, said).toBe(0);
+  expect(summary.logCheck, said).toBe("clean");
+  expect(summary.audit, said).toBe("clean");
+  expect(summary.unsettled, said).toEqual([]);
+  expect(status, said).toBe(0);
+};
+
+describe("crash torture, the variants decided through the API (fixed seed, short)", () => {
+  it("ai-stream: a model call killed between its request and its outcome is decided through the API and the run ends; no process dies but by SIGKILL", () => {
+    const result = torture([
+      "--agent",
+      "ai-stream",
+      "--trials",
+      "3",
+      "--seed",
+      "9",
+      "--point",
+      "after-effect-before-outcome",
+      "--call",
+      "torture-model",
+    ]);
+    expect(result.summary.agent).toBe("ai-stream");
+    expectClean(result);
+    // Every trial's run ends completed after the decisions: none is left held.
+    expect(result.summary.completed, result.said).toBe(3);
+    expect(result.summary.decisions, result.said).toBeGreaterThanOrEqual(1);
+  }, 300_000);
+
+  it("mcp: a send killed after the server ran it is confirmed through the API with its result; no duplicate send", () => {
+    const result = torture([
+      "--agent",
+      "mcp",
+      "--trials",
+      "2",
+      "--seed",
+      "8",
+      "--point",
+      "after-effect-before-outcome",
+      "--call",
+      "mcp__send",
+    ]);
+    expect(result.summary.agent).toBe("mcp");
+    expectClean(result);
+    expect(result.summary.completed, result.said).toBe(2);
+    expect(result.summary.decisionsByKind["confirmed-completed"], result.said).toBe(2);
+  }, 300_000);
+});
