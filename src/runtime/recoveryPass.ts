@@ -12,7 +12,9 @@ import {
   asksReconciler,
   type Classification,
   classifyInDoubt,
+  crashLoopReason,
   inspectRun,
+  interruptionsSinceProgress,
   latestIntents,
 } from "./recover.js";
 
@@ -321,6 +323,11 @@ const recoverClaimed = async (
       crashPoint("after-replay-authorized");
     } else part.reconciled.push(call.callId);
   }
+  // The crash-loop cap (DESIGN §13): counted from the events, this interruption included.
+  const interruptions = interruptionsSinceProgress(events);
+  if (opening.some((e) => e.type === "run.interrupted"))
+    interruptions.push({ at: new Date().toISOString(), by: core.workerId });
+  if (interruptions.length >= core.maxInterruptions) holds.unshift(crashLoopReason(interruptions));
   if (holds.length > 0) {
     await closing({ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }, true);
     part.held.push({ runId, reasons: holds });
