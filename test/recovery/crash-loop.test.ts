@@ -76,7 +76,7 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     // The next process that opens the journal leaves the held run alone, and stays up.
     const fifth = await start(store);
     expect(fifth.code, fifth.stderr).toBe(0);
-    expect((lineOf(fifth, "recovery")?.report as { resumed: string[] }).resumed).toEqual([]);
+    expect((lineOf(fifth, "recovery")?.report as { resumed?: string[] } | undefined)?.resumed).toEqual([]);
     expect((await inspect(store)).types).toEqual(types);
 
     // `holdfast show` says why, how many times and when.
@@ -109,9 +109,9 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     expect(afterDecision.signal, "re-executed (and died again), not held").toBe("SIGKILL");
     const fixed = await start(store, { HF_FIXED: "1" });
     expect(fixed.code, fixed.stderr).toBe(0);
-    expect((lineOf(fixed, "recovered")?.results as Array<{ status: string }>).map((r) => r.status)).toEqual([
-      "completed",
-    ]);
+    expect(
+      (lineOf(fixed, "recovered")?.results as Array<{ status: string }> | undefined)?.map((r) => r.status),
+    ).toEqual(["completed"]);
     const audit = await openRuntime({ store, agents: [], recovery: { onOpen: false } });
     try {
       expect((await audit.audit()).findings).toEqual([]);
