@@ -12,6 +12,7 @@ import {
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { DefiniteFailure, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, type RunResult, resultFromJournal } from "./execute.js";
+import { handled } from "./handled.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
@@ -134,10 +135,12 @@ export class Engine implements EngineCore {
     const run = options.limited ? () => this.limiter.run(execution) : execution;
     // Ownership lasts until the execution settles — every call it started included — never less;
     // the result is given once the release is committed (runs ending together share that commit).
-    const promise = run().finally(() => {
-      this.live.delete(runId);
-      return this.ownership.release(runId);
-    });
+    const promise = handled(
+      run().finally(() => {
+        this.live.delete(runId);
+        return this.ownership.release(runId);
+      }),
+    );
     this.live.set(runId, promise);
     return promise;
   }

@@ -16,6 +16,7 @@ import {
   verifyStreamChain,
 } from "../events/index.js";
 import { type CallState, foldRun, type RunFold } from "../machines/index.js";
+import { errorInfo } from "./attempt.js";
 import type { AnyToolDef } from "./define.js";
 import { storedCopy, storedDigest } from "./json.js";
 
@@ -167,7 +168,7 @@ export const classifyInDoubt = async (
         `reconciler "${reconciler.name}"`,
       );
     } catch (error) {
-      const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
+      const { message } = errorInfo(deps.masker, error);
       return hold(
         "reconcile-unknown",
         `reconciler "${reconciler.name}" failed, so nothing is proven: ${message}`,
@@ -188,7 +189,7 @@ export const classifyInDoubt = async (
       if (verdict.outcome === "completed")
         result = deps.masker.mask(storedCopy(verdict.result, "reconciled result"));
     } catch (error) {
-      const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
+      const { message } = errorInfo(deps.masker, error);
       return hold(
         "reconcile-unknown",
         `reconciler "${reconciler.name}" answered with values that cannot be stored: ${message}`,
