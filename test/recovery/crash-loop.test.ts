@@ -1,5 +1,8 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runPage } from "../../src/adapters/http/pages.js";
+import { runView } from "../../src/adapters/http/views.js";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openRuntime, serve } from "../../src/index.js";
 import { runCli } from "../cli/cliProcess.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
@@ -99,6 +102,17 @@ describe("the crash-loop cap (DESIGN §13)", () => {
       ]);
     } finally {
       await server.close();
+    }
+
+    // The panel's run page lists them under "Why it is held".
+    const reader = LibsqlJournal.open(store);
+    try {
+      const session = { id: "s", csrf: "c", name: "ada", expiresAt: Date.now() + 60_000 };
+      const page = String(await runPage(await runView(reader, run.runId), session));
+      expect(page).toContain("<strong>crash-loop</strong>");
+      for (const { at } of reason.interruptions) expect(page).toContain(`<time datetime="${at}">`);
+    } finally {
+      await reader.close();
     }
 
     // A person decides resume: the decision resets the count, so the run is re-executed again.
