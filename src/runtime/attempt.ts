@@ -8,6 +8,7 @@ import type {
   KeyedHash,
   Masker,
 } from "../events/index.js";
+import { makeMasker } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded } from "./cursor.js";
@@ -40,6 +41,9 @@ export interface CallSpec<R> {
   settled?: (context: SettledContext) => void;
 }
 
+/** For warnings: token shapes and secret-like keys masked, with no registered secrets at hand. */
+const WARNING_MASK = makeMasker({});
+
 /** Run a reconciler's clean-up for attempts `from`..`to` of a call; a failure is a warning only. */
 export const settledAttempts = (
   spec: { readonly name: string; readonly settled?: (context: SettledContext) => void },
@@ -55,7 +59,7 @@ export const settledAttempts = (
       spec.settled({ runId, callId, attempt, idempotencyKey });
     } catch (error) {
       process.emitWarning(
-        `tool "${spec.name}" could not clean up after attempt ${idempotencyKey}: ${error instanceof Error ? error.message : String(error)}`,
+        `tool "${spec.name}" could not clean up after attempt ${idempotencyKey}: ${errorInfo(WARNING_MASK, error).message}`,
         { code: "HOLDFAST_SETTLE_CLEANUP" },
       );
     }
@@ -88,6 +92,17 @@ export interface AttemptHost {
 
 /** Mask and shape an error for storage: name and message only, never a stack. */
 export const errorInfo = (masker: Masker, error: unknown): ErrorInfo => {
+  try {
+    return describeError(masker, error);
+  } catch (cause) {
+    // A thrown value that cannot be described (a getter or `toString` that throws, no prototype)
+    // must not become an error of holdfast's own: the run records that much instead.
+    const why = cause instanceof Error ? masker.maskString(cause.message) : "it cannot be described";
+    return { name: "Error", message: `a value was thrown that cannot be read (${why})` };
+  }
+};
+
+const describeError = (masker: Masker, error: unknown): ErrorInfo => {
   if (error instanceof DefiniteFailure) {
     const details =
       error.details === undefined ? {} : { details: masker.mask(storedCopy(error.details, "error details")) };

@@ -188,7 +188,16 @@ export class PostgresJournal implements Journal {
   /** While a batch commits, new appends queue; they go together into the next transaction. */
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) await this.commitBatch(this.queue.splice(0));
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0);
+        try {
+          await this.commitBatch(batch);
+        } catch (error) {
+          // Nothing may escape a drain nobody awaits: its callers hear of the failure (a caller
+          // already answered keeps its answer), and the next batch still runs.
+          for (const p of batch) p.reject(error);
+        }
+      }
     } finally {
       this.draining = false;
     }

@@ -155,7 +155,14 @@ export const heldCommands = (
   }
   commands.push(decideRun("stop"));
   if (commands.length === 1)
-    commands.push(decideRun("resume", "continue the run: the agent runs again from the top"));
+    commands.push(
+      decideRun(
+        "resume",
+        reasons.some((reason) => reason.code === "crash-loop")
+          ? "once what ended its processes is fixed: the agent runs again from the top, and the interruptions are counted from zero"
+          : "continue the run: the agent runs again from the top",
+      ),
+    );
   return commands;
 };
 
