@@ -6,3 +6,9 @@ export const DEFAULT_RETENTION: { readonly keepRuns: number; readonly keepDays: 
   keepRuns: 100,
   keepDays: 30,
 };
+
+/**
+ * Runs a prune removes per transaction: each batch takes the append lock and lets it go, so
+ * renewals and appends wait for one batch, never for the whole prune (docs/decisions/0040).
+ */
+export const DEFAULT_PRUNE_BATCH = 100;

@@ -6,9 +6,9 @@ import {
   GRAPH_STREAM_PREFIX,
   type Keyring,
   openProjectionValue,
+  type RecordedEvent,
   runStreamId,
   SealError,
-  type StoredRow,
   SYSTEM_STREAM,
 } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
@@ -16,16 +16,27 @@ import type {
   DroppedStream,
   ProjectionRebuild,
   PrunedRun,
+  PruneOptions,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
 } from "../../runtime/Journal.js";
-import { checkPrunable, type RetentionCandidate, selectForPruning } from "../../runtime/retention.js";
+import {
+  checkPrunable,
+  parentRunOf,
+  pruneOrder,
+  type RetentionCandidate,
+  selectForPruning,
+} from "../../runtime/retention.js";
+import { DEFAULT_PRUNE_BATCH } from "../../runtime/retentionDefaults.js";
 import { appendAllProgram, applyProjections } from "./append.js";
 import { all, get, type Program, run } from "./program.js";
 import { RunFoldCheck } from "./RunFoldCheck.js";
 import { type EventRow, toStored } from "./rows.js";
 import type { Statements } from "./statements.js";
+
+/** `?, ?, …`: the placeholders of an `IN` list of `count` values. */
+const placeholders = (count: number): string => Array.from({ length: count }, () => "?").join(", ");
 
 const EVENT_COLUMNS =
   "position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data";
@@ -54,6 +65,9 @@ export const MAINTENANCE = {
     "INSERT INTO pruned_runs (run_id, chat_id, status, output_digest, pruned_at) VALUES (?, ?, ?, ?, ?)",
   deleteGuard: "DELETE FROM run_guard WHERE run_id = ?",
   deleteClaim: "DELETE FROM claims WHERE run_id = ?",
+  /** The runs of `count` chats (every run has a guard row until retention removes it). */
+  runsOfChats: (count: number) =>
+    `SELECT run_id, chat_id FROM run_guard WHERE chat_id IN (${placeholders(count)})`,
 } as const;
 
 /** Events are read this many at a time: a rebuild streams the log through bounded memory. */
@@ -202,10 +216,10 @@ interface CandidateRow {
   readonly recorded_at: string;
 }
 
-/** `run.completed`'s output digest, read from the end of a run's stored rows; null when it did not complete. */
-const outputDigestOf = (rows: ReadonlyArray<StoredRow>, ring: Keyring | null): string | null => {
-  for (let i = rows.length - 1; i >= 0; i--) {
-    const { event } = decodeRow(rows[i]!, ring);
+/** `run.completed`'s output digest, read from the end of a run's events; null when it did not complete. */
+const outputDigestOf = (events: ReadonlyArray<RecordedEvent>): string | null => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const { event } = events[i]!;
     if (event.type === "run.completed") return event.outputDigest;
     if (event.type === "run.failed" || event.type === "run.stopped") return null;
   }
@@ -213,20 +227,12 @@ const outputDigestOf = (rows: ReadonlyArray<StoredRow>, ring: Keyring | null): s
 };
 
 /**
- * Retention (DESIGN §9), one transaction: choose the finished runs the policy does not keep, check
- * each against its own events, record `retention.pruned` with their heads in the `system` stream,
- * then delete their events, guard row and claim, keep each run's final status and output digest in
- * `pruned_runs`, and rebuild the projections from what remains. Admissions stay, so a re-sent input
- * finds its run and never starts another (law 6). A dry run stops after the checks and writes nothing.
+ * The finished runs a policy removes, newest first as reports list them, and how many it keeps.
+ * Read without the append lock: each batch checks its runs again under it.
  */
-export function* pruneProgram(
-  sql: Statements,
-  projections: ReadonlyArray<AnyProjection>,
-  lockAppends: string | null,
-  policy: RetentionPolicy & { readonly dryRun: boolean; readonly now: number },
-  ring: Keyring | null,
-): Program<PruneReport> {
-  if (lockAppends && !policy.dryRun) yield* get(lockAppends, []);
+export function* pruneSelectionProgram(
+  policy: RetentionPolicy & { readonly now: number },
+): Program<{ readonly prune: ReadonlyArray<RetentionCandidate>; readonly kept: number }> {
   const candidates: RetentionCandidate[] = (yield* all<CandidateRow>(MAINTENANCE.candidates, [])).map(
     (row) => ({
       runId: row.run_id,
@@ -239,20 +245,45 @@ export function* pruneProgram(
     }),
   );
   const selection = selectForPruning(candidates, policy, policy.now);
-  const pruned: PrunedRun[] = [];
-  const outputDigests = new Map<string, string | null>();
+  return selection;
+}
+
+/** A run a batch checked and may remove: its head, final status and events. */
+interface Removable extends PrunedRun {
+  readonly events: ReadonlyArray<RecordedEvent>;
+}
+
+/**
+ * Check each run of a batch against its own events (`checkPrunable`). A run whose parent was left
+ * alone stays too: a child goes only with its parent or after it.
+ */
+function* checkBatch(
+  batch: ReadonlyArray<RetentionCandidate>,
+  leftAlone: ReadonlySet<string>,
+  ring: Keyring | null,
+): Program<{ removable: Removable[]; skipped: Array<{ runId: string; reason: string }> }> {
+  const removable: Removable[] = [];
   const skipped: Array<{ runId: string; reason: string }> = [];
-  for (const candidate of selection.prune) {
+  const stays = new Set(leftAlone);
+  for (const candidate of batch) {
+    const parent = parentRunOf(candidate.chatId);
+    if (parent !== null && stays.has(parent)) {
+      stays.add(candidate.runId);
+      skipped.push({
+        runId: candidate.runId,
+        reason: `its parent run ${parent} was left alone, so it stays with it`,
+      });
+      continue;
+    }
     const streamId = runStreamId(candidate.runId);
     const rows = (yield* all<EventRow>(MAINTENANCE.streamRows, [streamId])).map(toStored);
     const checked = checkPrunable(rows, candidate, ring);
     if ("problem" in checked) {
+      stays.add(candidate.runId);
       skipped.push({ runId: candidate.runId, reason: checked.problem });
       continue;
     }
-    // The rows decoded in checkPrunable, so they decode here too.
-    outputDigests.set(candidate.runId, outputDigestOf(rows, ring));
-    pruned.push({
+    removable.push({
       runId: candidate.runId,
       chatId: candidate.chatId,
       status: checked.status,
@@ -261,17 +292,97 @@ export function* pruneProgram(
       hash: candidate.hash,
       position: candidate.position,
       finishedAt: candidate.recordedAt,
+      events: checked.events,
     });
   }
-  const report = { dryRun: policy.dryRun, pruned, kept: selection.kept, skipped };
-  if (policy.dryRun || pruned.length === 0) return { ...report, recorded: null };
+  return { removable, skipped };
+}
 
-  const prunedAt = new Date(policy.now).toISOString();
+const asPruned = ({ events: _events, ...run }: Removable): PrunedRun => run;
+
+/**
+ * Update the projection rows the removed runs' events made, and only those: a row of one stream
+ * goes with it; a row the runs of a chat share (`drawsOn`) stands unless it comes from a removed
+ * run, and is then folded again from the chat's remaining runs, as a rebuild from zero would.
+ */
+function* dropProjectionRows(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  removed: ReadonlyArray<Removable>,
+  ring: Keyring | null,
+): Program<void> {
+  const gone = new Set(removed.map((r) => r.runId));
+  const refold = new Map<string, Set<AnyProjection>>();
+  for (const projection of projections) {
+    const keys = new Map<string, Set<string>>();
+    for (const { chatId, events } of removed)
+      for (const recorded of events) {
+        if (!projection.canHandle.includes(recorded.event.type)) continue;
+        for (const key of projection.keysOf(recorded))
+          keys.set(key, (keys.get(key) ?? new Set()).add(chatId));
+      }
+    for (const [key, chats] of keys) {
+      const drawsOn = projection.drawsOn;
+      if (drawsOn) {
+        const row = yield* get<ProjectionRowSql>(sql.projection, [projection.name, key]);
+        const stored = row ? JSON.parse(openStoredProjection(ring, projection.name, { key, ...row })) : null;
+        if (stored !== null && !drawsOn(stored).some((runId) => gone.has(runId))) continue;
+        for (const chatId of chats) refold.set(chatId, (refold.get(chatId) ?? new Set()).add(projection));
+      }
+      yield* run(MAINTENANCE.deleteProjectionRow, [projection.name, key]);
+    }
+  }
+  if (refold.size === 0) return;
+  const chats = [...refold.keys()];
+  const remaining = yield* all<{ run_id: string; chat_id: string }>(
+    MAINTENANCE.runsOfChats(chats.length),
+    chats,
+  );
+  const byChat = new Map<string, RecordedEvent[]>();
+  for (const { run_id, chat_id } of remaining) {
+    const rows = yield* all<EventRow>(MAINTENANCE.streamRows, [runStreamId(run_id)]);
+    const events = byChat.get(chat_id) ?? [];
+    for (const row of rows) events.push(decodeRow(toStored(row), ring));
+    byChat.set(chat_id, events);
+  }
+  for (const [chatId, events] of byChat) {
+    events.sort((a, b) => a.position - b.position);
+    yield* applyProjections(sql, events, [...refold.get(chatId)!], ring);
+  }
+}
+
+/**
+ * One batch of a prune (DESIGN §9), one transaction that holds the append lock: check each run
+ * against its own events, record `retention.pruned` with their heads in the `system` stream, then
+ * delete their events, guard rows and claims, keep each run's final status and output digest in
+ * `pruned_runs`, and update the projection rows their events made. Admissions stay, so a re-sent
+ * input finds its run and never starts another (law 6). A dry run stops after the checks and
+ * writes nothing.
+ */
+export function* pruneBatchProgram(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+  batch: ReadonlyArray<RetentionCandidate>,
+  options: { readonly leftAlone: ReadonlySet<string>; readonly dryRun: boolean; readonly now: number },
+  ring: Keyring | null,
+): Program<PruneBatch> {
+  if (lockAppends && !options.dryRun) yield* get(lockAppends, []);
+  const { removable, skipped } = yield* checkBatch(batch, options.leftAlone, ring);
+  const pruned = removable.map(asPruned);
+  if (options.dryRun || removable.length === 0) return { pruned, skipped, recorded: null };
+
+  const prunedAt = new Date(options.now).toISOString();
   // Said first, in the same transaction: the triggers let events go only while this row exists.
   yield* run(MAINTENANCE.markRetention, [prunedAt]);
   const sealed: AnyEvent = {
     type: "retention.pruned",
-    streams: pruned.map(({ streamId, version, hash, position }) => ({ streamId, version, hash, position })),
+    streams: removable.map(({ streamId, version, hash, position }) => ({
+      streamId,
+      version,
+      hash,
+      position,
+    })),
   };
   const [appended] = yield* appendAllProgram(
     sql,
@@ -279,17 +390,101 @@ export function* pruneProgram(
     projections,
     ring,
   );
-  for (const { runId, chatId, status, streamId } of pruned) {
+  for (const { runId, chatId, status, streamId, events } of removable) {
     yield* run(MAINTENANCE.deleteEvents, [streamId]);
-    yield* run(MAINTENANCE.recordPruned, [runId, chatId, status, outputDigests.get(runId) ?? null, prunedAt]);
+    yield* run(MAINTENANCE.recordPruned, [runId, chatId, status, outputDigestOf(events), prunedAt]);
     yield* run(MAINTENANCE.deleteGuard, [runId]);
     yield* run(MAINTENANCE.deleteClaim, [runId]);
   }
   yield* run(MAINTENANCE.unmarkRetention, []);
-  // A chat's row carries the checkpoint of its latest run, which may be one just removed.
-  yield* rebuildBody(sql, projections, ring);
-  return { ...report, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
+  yield* dropProjectionRows(sql, projections, removable, ring);
+  return { pruned, skipped, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
 }
+
+/** What one batch removed (or, on a dry run, would remove). */
+export interface PruneBatch {
+  readonly pruned: ReadonlyArray<PrunedRun>;
+  readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+  readonly recorded: { readonly streamId: string; readonly version: number } | null;
+}
+
+/**
+ * Retention in batches of `batchRuns` runs, one transaction each (`pruneBatchProgram`), so the
+ * append lock is held for one batch at a time and renewals and appends get it in between
+ * (docs/decisions/0040). `read` runs the selection with no lock; `write` runs a batch in its own
+ * write transaction. A dry run checks every selected run in one `read`.
+ */
+export const pruneInBatches = async (
+  engine: {
+    readonly read: <T>(program: Program<T>) => Promise<T>;
+    readonly write: (program: Program<PruneBatch>) => Promise<PruneBatch>;
+  },
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+  policy: RetentionPolicy & PruneOptions,
+  ring: Keyring | null,
+): Promise<PruneReport> => {
+  const now = policy.now ?? Date.now();
+  const dryRun = policy.dryRun ?? false;
+  const batchRuns = policy.batchRuns ?? DEFAULT_PRUNE_BATCH;
+  if (!Number.isInteger(batchRuns) || batchRuns < 1)
+    throw new RangeError(`batchRuns must be a whole number ≥ 1, got ${batchRuns}`);
+  // Listed as the selection lists them (newest first), whatever order the batches took.
+  const listed = (selection: { prune: ReadonlyArray<RetentionCandidate> }, pruned: PrunedRun[]) => {
+    const rank = new Map(selection.prune.map((c, i) => [c.runId, i]));
+    return pruned.sort((a, b) => rank.get(a.runId)! - rank.get(b.runId)!);
+  };
+  if (dryRun)
+    return engine.read(
+      (function* () {
+        const selection = yield* pruneSelectionProgram({ ...policy, now });
+        const batch = yield* pruneBatchProgram(
+          sql,
+          projections,
+          null,
+          pruneOrder(selection.prune),
+          { leftAlone: new Set(), dryRun, now },
+          ring,
+        );
+        const pruned = listed(selection, [...batch.pruned]);
+        return { dryRun, pruned, skipped: batch.skipped, kept: selection.kept, recorded: null, records: [] };
+      })(),
+    );
+  const selection = await engine.read(pruneSelectionProgram({ ...policy, now }));
+  const order = pruneOrder(selection.prune);
+  const pruned: PrunedRun[] = [];
+  const skipped: Array<{ runId: string; reason: string }> = [];
+  const records: Array<{ streamId: string; version: number }> = [];
+  const leftAlone = new Set<string>();
+  for (let from = 0; from < order.length; from += batchRuns) {
+    const batch = await engine.write(
+      pruneBatchProgram(
+        sql,
+        projections,
+        lockAppends,
+        order.slice(from, from + batchRuns),
+        { leftAlone, dryRun, now },
+        ring,
+      ),
+    );
+    pruned.push(...batch.pruned);
+    skipped.push(...batch.skipped);
+    for (const s of batch.skipped) leftAlone.add(s.runId);
+    if (batch.recorded) records.push(batch.recorded);
+    policy.onBatch?.({ pruned: pruned.length, selected: selection.prune.length });
+    // A macrotask turn: this process's own queued appends and heartbeats go before the next batch.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return {
+    dryRun,
+    pruned: listed(selection, pruned),
+    kept: selection.kept,
+    skipped,
+    recorded: records.at(-1) ?? null,
+    records,
+  };
+};
 
 /**
  * Remove one LangGraph thread's stream, one transaction, as retention removes a run: its head goes
