@@ -2,7 +2,7 @@ import { InvalidArgumentError } from "commander";
 import { DECISION_KINDS } from "../../events/decisionKinds.js";
 import { type ExpectedHead, parseExpectedHead } from "../../runtime/audit/expectedHead.js";
 import { MIN_LEASE_MS } from "../../runtime/leaseBounds.js";
-import { DEFAULT_RETENTION } from "../../runtime/retentionDefaults.js";
+import { DEFAULT_PRUNE_BATCH, DEFAULT_RETENTION } from "../../runtime/retentionDefaults.js";
 
 /**
  * What the CLI's option definitions need (choices, defaults, parsers), apart from the commands: the
@@ -19,6 +19,7 @@ export const DECISIONS: ReadonlyArray<(typeof DECISION_KINDS)[number]> = DECISIO
 
 export const DEFAULT_KEEP_RUNS = DEFAULT_RETENTION.keepRuns;
 export const DEFAULT_KEEP_DAYS = DEFAULT_RETENTION.keepDays;
+export { DEFAULT_PRUNE_BATCH };
 
 /** `--keep-days` takes a number of days ≥ 0 (fractions allowed: 0.5 is twelve hours). */
 export const parseKeepDays = (value: string): number => {

@@ -501,11 +501,17 @@ export class LibsqlJournal implements Journal {
     this.assertOpen();
     return pruneInBatches(
       {
-        // A dry run reads one consistent snapshot and takes no write lock.
+        // The selection and each batch's checks read one snapshot each and take no write lock.
         read: (program) => this.read(() => this.readTransaction(() => this.runProgram(program))),
         write: async (program) => {
+          const started = performance.now();
           const batch = await this.writeTransaction(() => this.runProgram(program));
+          const held = performance.now() - started;
           if (batch.recorded) await this.anchorAtLastEvent();
+          // SQLite's write lock is no queue: another process waiting for it polls (lockBackoff),
+          // and so do this process's heartbeats on their timers. A pause as long as the batch
+          // held the lock gives every waiter a fair chance before the next batch takes it.
+          await sleep(Math.max(1, held));
           return batch;
         },
       },

@@ -9,6 +9,7 @@ import {
   type RecordedEvent,
   runStreamId,
   SealError,
+  type StoredRow,
   SYSTEM_STREAM,
 } from "../../events/index.js";
 import type { AnyProjection } from "../../projections/index.js";
@@ -35,6 +36,18 @@ import { RunFoldCheck } from "./RunFoldCheck.js";
 import { type EventRow, toStored } from "./rows.js";
 import type { Statements } from "./statements.js";
 
+/**
+ * Values bound per statement by the set-wise statements of a prune batch: few statements per batch
+ * (each a round trip on PostgreSQL), well under SQLite's 32,766 bound values.
+ */
+const PER_STATEMENT = 200;
+
+const chunksOf = <T>(list: ReadonlyArray<T>, size: number): T[][] => {
+  const chunks: T[][] = [];
+  for (let from = 0; from < list.length; from += size) chunks.push(list.slice(from, from + size));
+  return chunks;
+};
+
 /** `?, ?, …`: the placeholders of an `IN` list of `count` values. */
 const placeholders = (count: number): string => Array.from({ length: count }, () => "?").join(", ");
 
@@ -60,14 +73,25 @@ export const MAINTENANCE = {
   markRetention: "INSERT INTO meta (key, value) VALUES ('retention_in_progress', ?)",
   unmarkRetention: "DELETE FROM meta WHERE key = 'retention_in_progress'",
   deleteEvents: "DELETE FROM events WHERE stream_id = ?",
-  // No deleteAdmission: an admission outlives its run (law 6), or the same input would run again.
-  recordPruned:
-    "INSERT INTO pruned_runs (run_id, chat_id, status, output_digest, pruned_at) VALUES (?, ?, ?, ?, ?)",
-  deleteGuard: "DELETE FROM run_guard WHERE run_id = ?",
-  deleteClaim: "DELETE FROM claims WHERE run_id = ?",
   /** The runs of `count` chats (every run has a guard row until retention removes it). */
   runsOfChats: (count: number) =>
     `SELECT run_id, chat_id FROM run_guard WHERE chat_id IN (${placeholders(count)})`,
+  /** The rows of `count` streams, stream by stream, each in version order. */
+  streamsRows: (count: number) =>
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id IN (${placeholders(count)}) ORDER BY stream_id, version`,
+  deleteStreams: (count: number) => `DELETE FROM events WHERE stream_id IN (${placeholders(count)})`,
+  // No deleteAdmission: an admission outlives its run (law 6), or the same input would run again.
+  recordPrunedMany: (count: number) =>
+    `INSERT INTO pruned_runs (run_id, chat_id, status, output_digest, pruned_at) VALUES ${Array.from({ length: count }, () => "(?, ?, ?, ?, ?)").join(", ")}`,
+  deleteGuards: (count: number) => `DELETE FROM run_guard WHERE run_id IN (${placeholders(count)})`,
+  deleteClaims: (count: number) => `DELETE FROM claims WHERE run_id IN (${placeholders(count)})`,
+  /** The head (last version and its hash) of each of `count` streams. */
+  headsOf: (count: number) =>
+    `SELECT stream_id, version, hash FROM events e WHERE stream_id IN (${placeholders(count)}) AND version = (SELECT max(x.version) FROM events x WHERE x.stream_id = e.stream_id)`,
+  projectionRowsOf: (count: number) =>
+    `SELECT key, value, position FROM projections WHERE name = ? AND key IN (${placeholders(count)})`,
+  deleteProjectionRows: (count: number) =>
+    `DELETE FROM projections WHERE name = ? AND key IN (${placeholders(count)})`,
 } as const;
 
 /** Events are read this many at a time: a rebuild streams the log through bounded memory. */
@@ -253,31 +277,49 @@ interface Removable extends PrunedRun {
   readonly events: ReadonlyArray<RecordedEvent>;
 }
 
+/** The runs of a batch that passed their checks, and those left alone with the reason. */
+export interface CheckedBatch {
+  readonly removable: ReadonlyArray<Removable>;
+  readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+}
+
+/** A child goes only with its parent or after it: a run whose parent stays, stays. */
+const parentStays = (runId: string, chatId: string, stays: Set<string>) => {
+  const parent = parentRunOf(chatId);
+  if (parent === null || !stays.has(parent)) return null;
+  stays.add(runId);
+  return { runId, reason: `its parent run ${parent} was left alone, so it stays with it` };
+};
+
 /**
- * Check each run of a batch against its own events (`checkPrunable`). A run whose parent was left
- * alone stays too: a child goes only with its parent or after it.
+ * Check each run of a batch against its own events (`checkPrunable`), with no lock: decoding,
+ * verifying and folding is the slow part of a prune, and a stream whose head has not moved since
+ * has not changed, so the batch under the lock only compares heads (`pruneBatchProgram`).
  */
-function* checkBatch(
+export function* pruneCheckProgram(
   batch: ReadonlyArray<RetentionCandidate>,
   leftAlone: ReadonlySet<string>,
   ring: Keyring | null,
-): Program<{ removable: Removable[]; skipped: Array<{ runId: string; reason: string }> }> {
+): Program<CheckedBatch> {
   const removable: Removable[] = [];
   const skipped: Array<{ runId: string; reason: string }> = [];
   const stays = new Set(leftAlone);
+  const rowsOf = new Map<string, StoredRow[]>();
+  for (const chunk of chunksOf(batch, PER_STATEMENT)) {
+    const ids = chunk.map((c) => runStreamId(c.runId));
+    for (const row of yield* all<EventRow>(MAINTENANCE.streamsRows(ids.length), ids)) {
+      const stored = toStored(row);
+      rowsOf.set(stored.streamId, [...(rowsOf.get(stored.streamId) ?? []), stored]);
+    }
+  }
   for (const candidate of batch) {
-    const parent = parentRunOf(candidate.chatId);
-    if (parent !== null && stays.has(parent)) {
-      stays.add(candidate.runId);
-      skipped.push({
-        runId: candidate.runId,
-        reason: `its parent run ${parent} was left alone, so it stays with it`,
-      });
+    const child = parentStays(candidate.runId, candidate.chatId, stays);
+    if (child) {
+      skipped.push(child);
       continue;
     }
     const streamId = runStreamId(candidate.runId);
-    const rows = (yield* all<EventRow>(MAINTENANCE.streamRows, [streamId])).map(toStored);
-    const checked = checkPrunable(rows, candidate, ring);
+    const checked = checkPrunable(rowsOf.get(streamId) ?? [], candidate, ring);
     if ("problem" in checked) {
       stays.add(candidate.runId);
       skipped.push({ runId: candidate.runId, reason: checked.problem });
@@ -321,30 +363,41 @@ function* dropProjectionRows(
         for (const key of projection.keysOf(recorded))
           keys.set(key, (keys.get(key) ?? new Set()).add(chatId));
       }
-    for (const [key, chats] of keys) {
-      const drawsOn = projection.drawsOn;
-      if (drawsOn) {
-        const row = yield* get<ProjectionRowSql>(sql.projection, [projection.name, key]);
-        const stored = row ? JSON.parse(openStoredProjection(ring, projection.name, { key, ...row })) : null;
-        if (stored !== null && !drawsOn(stored).some((runId) => gone.has(runId))) continue;
-        for (const chatId of chats) refold.set(chatId, (refold.get(chatId) ?? new Set()).add(projection));
-      }
-      yield* run(MAINTENANCE.deleteProjectionRow, [projection.name, key]);
+    let doomed = [...keys.keys()];
+    const drawsOn = projection.drawsOn;
+    if (drawsOn) {
+      const standing = new Set<string>();
+      for (const chunk of chunksOf(doomed, PER_STATEMENT))
+        for (const row of yield* all<ProjectionRowSql & { key: string }>(
+          MAINTENANCE.projectionRowsOf(chunk.length),
+          [projection.name, ...chunk],
+        )) {
+          const stored = JSON.parse(openStoredProjection(ring, projection.name, row));
+          if (!drawsOn(stored).some((runId) => gone.has(runId))) standing.add(row.key);
+        }
+      doomed = doomed.filter((key) => !standing.has(key));
+      for (const key of doomed)
+        for (const chatId of keys.get(key)!)
+          refold.set(chatId, (refold.get(chatId) ?? new Set()).add(projection));
     }
+    for (const chunk of chunksOf(doomed, PER_STATEMENT))
+      yield* run(MAINTENANCE.deleteProjectionRows(chunk.length), [projection.name, ...chunk]);
   }
   if (refold.size === 0) return;
-  const chats = [...refold.keys()];
-  const remaining = yield* all<{ run_id: string; chat_id: string }>(
-    MAINTENANCE.runsOfChats(chats.length),
-    chats,
-  );
+  const chatOf = new Map<string, string>();
+  for (const chunk of chunksOf([...refold.keys()], PER_STATEMENT))
+    for (const { run_id, chat_id } of yield* all<{ run_id: string; chat_id: string }>(
+      MAINTENANCE.runsOfChats(chunk.length),
+      chunk,
+    ))
+      chatOf.set(runStreamId(run_id), chat_id);
   const byChat = new Map<string, RecordedEvent[]>();
-  for (const { run_id, chat_id } of remaining) {
-    const rows = yield* all<EventRow>(MAINTENANCE.streamRows, [runStreamId(run_id)]);
-    const events = byChat.get(chat_id) ?? [];
-    for (const row of rows) events.push(decodeRow(toStored(row), ring));
-    byChat.set(chat_id, events);
-  }
+  for (const chunk of chunksOf([...chatOf.keys()], PER_STATEMENT))
+    for (const row of yield* all<EventRow>(MAINTENANCE.streamsRows(chunk.length), chunk)) {
+      const recorded = decodeRow(toStored(row), ring);
+      const chatId = chatOf.get(recorded.streamId)!;
+      byChat.set(chatId, [...(byChat.get(chatId) ?? []), recorded]);
+    }
   for (const [chatId, events] of byChat) {
     events.sort((a, b) => a.position - b.position);
     yield* applyProjections(sql, events, [...refold.get(chatId)!], ring);
@@ -352,27 +405,47 @@ function* dropProjectionRows(
 }
 
 /**
- * One batch of a prune (DESIGN §9), one transaction that holds the append lock: check each run
- * against its own events, record `retention.pruned` with their heads in the `system` stream, then
- * delete their events, guard rows and claims, keep each run's final status and output digest in
- * `pruned_runs`, and update the projection rows their events made. Admissions stay, so a re-sent
- * input finds its run and never starts another (law 6). A dry run stops after the checks and
- * writes nothing.
+ * One batch of a prune (DESIGN §9), one transaction that holds the append lock: keep the checked
+ * runs whose stream head is still the one checked, record `retention.pruned` with their heads in
+ * the `system` stream, then delete their events, guard rows and claims, keep each run's final
+ * status and output digest in `pruned_runs`, and update the projection rows their events made.
+ * Admissions stay, so a re-sent input finds its run and never starts another (law 6).
  */
 export function* pruneBatchProgram(
   sql: Statements,
   projections: ReadonlyArray<AnyProjection>,
   lockAppends: string | null,
-  batch: ReadonlyArray<RetentionCandidate>,
-  options: { readonly leftAlone: ReadonlySet<string>; readonly dryRun: boolean; readonly now: number },
+  checked: CheckedBatch,
+  now: number,
   ring: Keyring | null,
 ): Program<PruneBatch> {
-  if (lockAppends && !options.dryRun) yield* get(lockAppends, []);
-  const { removable, skipped } = yield* checkBatch(batch, options.leftAlone, ring);
+  if (lockAppends) yield* get(lockAppends, []);
+  const heads = new Map<string, string>();
+  for (const chunk of chunksOf(checked.removable, PER_STATEMENT))
+    for (const head of yield* all<{ stream_id: string; version: number | string; hash: string }>(
+      MAINTENANCE.headsOf(chunk.length),
+      chunk.map((r) => r.streamId),
+    ))
+      heads.set(head.stream_id, `${Number(head.version)}:${head.hash}`);
+  const skipped = [...checked.skipped];
+  const stays = new Set(skipped.map((s) => s.runId));
+  const removable: Removable[] = [];
+  for (const run of checked.removable) {
+    const child = parentStays(run.runId, run.chatId, stays);
+    if (child) skipped.push(child);
+    else if (heads.get(run.streamId) === `${run.version}:${run.hash}`) removable.push(run);
+    else {
+      stays.add(run.runId);
+      skipped.push({
+        runId: run.runId,
+        reason: "its stream moved while retention ran; it is left for the next prune",
+      });
+    }
+  }
   const pruned = removable.map(asPruned);
-  if (options.dryRun || removable.length === 0) return { pruned, skipped, recorded: null };
+  if (removable.length === 0) return { pruned, skipped, recorded: null };
 
-  const prunedAt = new Date(options.now).toISOString();
+  const prunedAt = new Date(now).toISOString();
   // Said first, in the same transaction: the triggers let events go only while this row exists.
   yield* run(MAINTENANCE.markRetention, [prunedAt]);
   const sealed: AnyEvent = {
@@ -390,11 +463,18 @@ export function* pruneBatchProgram(
     projections,
     ring,
   );
-  for (const { runId, chatId, status, streamId, events } of removable) {
-    yield* run(MAINTENANCE.deleteEvents, [streamId]);
-    yield* run(MAINTENANCE.recordPruned, [runId, chatId, status, outputDigestOf(events), prunedAt]);
-    yield* run(MAINTENANCE.deleteGuard, [runId]);
-    yield* run(MAINTENANCE.deleteClaim, [runId]);
+  for (const chunk of chunksOf(removable, PER_STATEMENT / 5)) {
+    const runIds = chunk.map((r) => r.runId);
+    yield* run(
+      MAINTENANCE.deleteStreams(chunk.length),
+      chunk.map((r) => r.streamId),
+    );
+    yield* run(
+      MAINTENANCE.recordPrunedMany(chunk.length),
+      chunk.flatMap((r) => [r.runId, r.chatId, r.status, outputDigestOf(r.events), prunedAt]),
+    );
+    yield* run(MAINTENANCE.deleteGuards(chunk.length), runIds);
+    yield* run(MAINTENANCE.deleteClaims(chunk.length), runIds);
   }
   yield* run(MAINTENANCE.unmarkRetention, []);
   yield* dropProjectionRows(sql, projections, removable, ring);
@@ -409,10 +489,10 @@ export interface PruneBatch {
 }
 
 /**
- * Retention in batches of `batchRuns` runs, one transaction each (`pruneBatchProgram`), so the
- * append lock is held for one batch at a time and renewals and appends get it in between
- * (docs/decisions/0040). `read` runs the selection with no lock; `write` runs a batch in its own
- * write transaction. A dry run checks every selected run in one `read`.
+ * Retention in batches of `batchRuns` runs (docs/decisions/0040). `read` runs a program with no
+ * lock: the selection, and each batch's checks; `write` runs a batch in a write transaction of its
+ * own (`pruneBatchProgram`), so the append lock is held for one batch at a time and renewals and
+ * appends get it in between. A dry run checks every selected run in one `read`.
  */
 export const pruneInBatches = async (
   engine: {
@@ -426,29 +506,30 @@ export const pruneInBatches = async (
   ring: Keyring | null,
 ): Promise<PruneReport> => {
   const now = policy.now ?? Date.now();
-  const dryRun = policy.dryRun ?? false;
   const batchRuns = policy.batchRuns ?? DEFAULT_PRUNE_BATCH;
   if (!Number.isInteger(batchRuns) || batchRuns < 1)
     throw new RangeError(`batchRuns must be a whole number ≥ 1, got ${batchRuns}`);
   // Listed as the selection lists them (newest first), whatever order the batches took.
-  const listed = (selection: { prune: ReadonlyArray<RetentionCandidate> }, pruned: PrunedRun[]) => {
+  const listed = (
+    selection: { prune: ReadonlyArray<RetentionCandidate> },
+    runs: ReadonlyArray<PrunedRun>,
+  ) => {
     const rank = new Map(selection.prune.map((c, i) => [c.runId, i]));
-    return pruned.sort((a, b) => rank.get(a.runId)! - rank.get(b.runId)!);
+    return [...runs].sort((a, b) => rank.get(a.runId)! - rank.get(b.runId)!);
   };
-  if (dryRun)
+  if (policy.dryRun)
     return engine.read(
       (function* () {
         const selection = yield* pruneSelectionProgram({ ...policy, now });
-        const batch = yield* pruneBatchProgram(
-          sql,
-          projections,
-          null,
-          pruneOrder(selection.prune),
-          { leftAlone: new Set(), dryRun, now },
-          ring,
-        );
-        const pruned = listed(selection, [...batch.pruned]);
-        return { dryRun, pruned, skipped: batch.skipped, kept: selection.kept, recorded: null, records: [] };
+        const checked = yield* pruneCheckProgram(pruneOrder(selection.prune), new Set(), ring);
+        return {
+          dryRun: true,
+          pruned: listed(selection, checked.removable.map(asPruned)),
+          kept: selection.kept,
+          skipped: checked.skipped,
+          recorded: null,
+          records: [],
+        };
       })(),
     );
   const selection = await engine.read(pruneSelectionProgram({ ...policy, now }));
@@ -458,26 +539,18 @@ export const pruneInBatches = async (
   const records: Array<{ streamId: string; version: number }> = [];
   const leftAlone = new Set<string>();
   for (let from = 0; from < order.length; from += batchRuns) {
-    const batch = await engine.write(
-      pruneBatchProgram(
-        sql,
-        projections,
-        lockAppends,
-        order.slice(from, from + batchRuns),
-        { leftAlone, dryRun, now },
-        ring,
-      ),
+    const checked = await engine.read(
+      pruneCheckProgram(order.slice(from, from + batchRuns), leftAlone, ring),
     );
+    const batch = await engine.write(pruneBatchProgram(sql, projections, lockAppends, checked, now, ring));
     pruned.push(...batch.pruned);
     skipped.push(...batch.skipped);
     for (const s of batch.skipped) leftAlone.add(s.runId);
     if (batch.recorded) records.push(batch.recorded);
     policy.onBatch?.({ pruned: pruned.length, selected: selection.prune.length });
-    // A macrotask turn: this process's own queued appends and heartbeats go before the next batch.
-    await new Promise((resolve) => setImmediate(resolve));
   }
   return {
-    dryRun,
+    dryRun: false,
     pruned: listed(selection, pruned),
     kept: selection.kept,
     skipped,
