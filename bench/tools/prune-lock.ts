@@ -4,8 +4,8 @@
  * while `holdfast`'s retention removes `runs` finished runs of 10 events each. The probe's longest
  * wait is the longest hold a lease renewal or an append would have met.
  *
- *   npx tsx bench/tools/prune-lock.ts libsql [runs=10000]
- *   HOLDFAST_TEST_PG_URL=postgres://… npx tsx bench/tools/prune-lock.ts postgres [runs=10000]
+ *   npx tsx bench/tools/prune-lock.ts libsql [runs=10000] [batch=100]
+ *   HOLDFAST_TEST_PG_URL=postgres://… npx tsx bench/tools/prune-lock.ts postgres [runs=10000] [batch=100]
  *
  * Prints one JSON line. Works in a temp dir or a schema of its own, removed at the end. Run it from
  * a clone, on a quiet machine (decision 0040 records its figures).
@@ -71,7 +71,12 @@ const probe = async (engine: string, where: string): Promise<void> => {
   waits.sort((a, b) => a - b);
   const round = (ms: number) => Math.round(ms * 10) / 10;
   process.stdout.write(
-    `${JSON.stringify({ probes: waits.length, p50Ms: round(waits[waits.length >> 1] ?? 0), maxMs: round(waits.at(-1) ?? 0) })}\n`,
+    `${JSON.stringify({
+      probes: waits.length,
+      p50Ms: round(waits[Math.floor(waits.length * 0.5)] ?? 0),
+      p99Ms: round(waits[Math.floor(waits.length * 0.99)] ?? 0),
+      maxMs: round(waits.at(-1) ?? 0),
+    })}\n`,
   );
 };
 
@@ -95,7 +100,7 @@ const seed = async (journal: Journal & { readonly fingerprintKey: Uint8Array }, 
   }
 };
 
-const measure = async (engine: string, runs: number): Promise<void> => {
+const measure = async (engine: string, runs: number, batchRuns: number | undefined): Promise<void> => {
   const dir = mkdtempSync(join(tmpdir(), "holdfast-prune-lock-"));
   const schema = `hf_prune_lock_${randomBytes(4).toString("hex")}`;
   const store = engine === "postgres" ? withSchema(url, schema) : join(dir, "journal.db");
@@ -122,7 +127,11 @@ const measure = async (engine: string, runs: number): Promise<void> => {
     await probing;
     await sleep(100);
     const started = performance.now();
-    const report = await journal.prune({ keepRuns: 0, keepDays: 0 });
+    const report = await journal.prune({
+      keepRuns: 0,
+      keepDays: 0,
+      ...(batchRuns === undefined ? {} : { batchRuns }),
+    });
     const pruneMs = Math.round(performance.now() - started);
     await sleep(100);
     child.stdin.end();
@@ -132,7 +141,7 @@ const measure = async (engine: string, runs: number): Promise<void> => {
     const transactions =
       (report as { records?: ReadonlyArray<unknown> }).records?.length ?? (report.recorded ? 1 : 0);
     process.stdout.write(
-      `${JSON.stringify({ engine, commit, runs: report.pruned.length, events: runs * FILLER_EVENTS_PER_RUN, transactions, pruneMs, lockWait: JSON.parse(output.slice("ready\n".length)) })}\n`,
+      `${JSON.stringify({ engine, commit, batch: batchRuns ?? "default", runs: report.pruned.length, events: runs * FILLER_EVENTS_PER_RUN, transactions, pruneMs, lockWait: JSON.parse(output.slice("ready\n".length)) })}\n`,
     );
   } finally {
     await journal.close();
@@ -154,5 +163,6 @@ const withSchema = (base: string, schema: string): string => {
 
 const [first, second, third] = process.argv.slice(2);
 if (first === "probe") await probe(second!, third!);
-else if (first === "libsql" || first === "postgres") await measure(first, Number(second ?? 10_000));
-else throw new Error("usage: prune-lock.ts <libsql|postgres> [runs]");
+else if (first === "libsql" || first === "postgres")
+  await measure(first, Number(second ?? 10_000), third === undefined ? undefined : Number(third));
+else throw new Error("usage: prune-lock.ts <libsql|postgres> [runs] [batch]");

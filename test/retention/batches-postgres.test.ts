@@ -3,8 +3,8 @@ import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js"
 import { type AnyEvent, digestOf, runStreamId } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import type { AppendRequest } from "../../src/runtime/Journal.js";
-import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { admitted, claimAndAdmit, intended } from "../store/contract.js";
+import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 
 const schemas = usePgSchemas();
 afterAll(() => schemas.dropAll());
