@@ -80,6 +80,47 @@ const probe = async (engine: string, where: string): Promise<void> => {
   );
 };
 
+/**
+ * The prune's own holds of the lock, seen from inside: from the moment it has the lock (the
+ * advisory lock returned, or `BEGIN IMMEDIATE` succeeded) until its `COMMIT` returned.
+ */
+const holds: number[] = [];
+const watchHolds = (engine: string, journal: Journal): void => {
+  let since = 0;
+  const note = (text: string, done: number) => {
+    if (/pg_advisory_xact_lock|^BEGIN IMMEDIATE/.test(text)) since = done;
+    else if (text.startsWith("COMMIT") && since > 0) {
+      holds.push(done - since);
+      since = 0;
+    }
+  };
+  if (engine === "libsql") {
+    const db = (journal as LibsqlJournal).unsafeDatabase();
+    const exec = db.exec.bind(db);
+    db.exec = ((sql: string) => {
+      const result = exec(sql);
+      note(sql, performance.now());
+      return result;
+    }) as typeof db.exec;
+    return;
+  }
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  (pg.Client.prototype as unknown as { query: unknown }).query = function (
+    this: unknown,
+    ...args: unknown[]
+  ) {
+    const config = args[0] as string | { text?: string };
+    const text = typeof config === "string" ? config : (config.text ?? "");
+    const result = query.apply(this, args);
+    if (result instanceof Promise)
+      void result.then(
+        () => note(text, performance.now()),
+        () => {},
+      );
+    return result;
+  };
+};
+
 /** `runs` finished runs, 10 events each, five runs per chat, written 500 streams per commit. */
 const seed = async (journal: Journal & { readonly fingerprintKey: Uint8Array }, runs: number) => {
   for (let start = 0; start < runs; start += 500) {
@@ -126,6 +167,7 @@ const measure = async (engine: string, runs: number, batchRuns: number | undefin
     const exited = new Promise((resolve) => child.once("exit", resolve));
     await probing;
     await sleep(100);
+    watchHolds(engine, journal);
     const started = performance.now();
     const report = await journal.prune({
       keepRuns: 0,
@@ -141,7 +183,7 @@ const measure = async (engine: string, runs: number, batchRuns: number | undefin
     const transactions =
       (report as { records?: ReadonlyArray<unknown> }).records?.length ?? (report.recorded ? 1 : 0);
     process.stdout.write(
-      `${JSON.stringify({ engine, commit, batch: batchRuns ?? "default", runs: report.pruned.length, events: runs * FILLER_EVENTS_PER_RUN, transactions, pruneMs, lockWait: JSON.parse(output.slice("ready\n".length)) })}\n`,
+      `${JSON.stringify({ engine, commit, batch: batchRuns ?? "default", runs: report.pruned.length, events: runs * FILLER_EVENTS_PER_RUN, transactions, pruneMs, holdMs: spread(holds), lockWait: JSON.parse(output.slice("ready\n".length)) })}\n`,
     );
   } finally {
     await journal.close();
@@ -153,6 +195,12 @@ const measure = async (engine: string, runs: number, batchRuns: number | undefin
       await client.end();
     }
   }
+};
+
+const spread = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => Math.round((sorted[Math.floor(sorted.length * q)] ?? 0) * 10) / 10;
+  return { n: sorted.length, p50: at(0.5), p99: at(0.99), max: Math.round((sorted.at(-1) ?? 0) * 10) / 10 };
 };
 
 const withSchema = (base: string, schema: string): string => {
