@@ -137,8 +137,9 @@ export interface PruneOptions {
   /** The clock the policy's `keepDays` counts from (ms since the epoch). */
   readonly now?: number;
   /**
-   * Runs removed per transaction (default 100). Each batch takes the append lock and lets it go,
-   * so appends and lease renewals wait for one batch, never for the whole prune.
+   * Runs removed per transaction (default 50; and at most 500 events, unless one run alone has
+   * more). Each batch takes the append lock and lets it go, so appends and lease renewals wait
+   * for one batch, never for the whole prune.
    */
   readonly batchRuns?: number;
   /** Called after each committed batch: runs removed so far, of those the policy selected. */
@@ -262,7 +263,7 @@ export interface Journal extends JournalReader {
    */
   rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>>;
   /**
-   * Remove finished runs the policy does not keep, in batches of `batchRuns` runs, one write
+   * Remove finished runs the policy does not keep, in batches of up to `batchRuns` runs, one write
    * transaction each: `retention.pruned` (each removed stream's id and head) is appended to the
    * `system` stream first, then the batch's events, guard rows and claims go, each run's final
    * status and output digest are kept for {@link Journal.prunedRun}, and the projection rows the

@@ -29,7 +29,7 @@ import {
   type RetentionCandidate,
   selectForPruning,
 } from "../../runtime/retention.js";
-import { DEFAULT_PRUNE_BATCH } from "../../runtime/retentionDefaults.js";
+import { DEFAULT_PRUNE_BATCH, PRUNE_BATCH_EVENTS } from "../../runtime/retentionDefaults.js";
 import { appendAllProgram, applyProjections } from "./append.js";
 import { all, get, type Program, run } from "./program.js";
 import { RunFoldCheck } from "./RunFoldCheck.js";
@@ -488,8 +488,26 @@ export interface PruneBatch {
   readonly recorded: { readonly streamId: string; readonly version: number } | null;
 }
 
+/** Consecutive batches of at most `runs` runs and `PRUNE_BATCH_EVENTS` events (at least one run each). */
+const batchesOf = (order: ReadonlyArray<RetentionCandidate>, runs: number): RetentionCandidate[][] => {
+  const batches: RetentionCandidate[][] = [];
+  let batch: RetentionCandidate[] = [];
+  let events = 0;
+  for (const candidate of order) {
+    if (batch.length > 0 && (batch.length >= runs || events + candidate.version > PRUNE_BATCH_EVENTS)) {
+      batches.push(batch);
+      batch = [];
+      events = 0;
+    }
+    batch.push(candidate);
+    events += candidate.version;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+};
+
 /**
- * Retention in batches of `batchRuns` runs (docs/decisions/0040). `read` runs a program with no
+ * Retention in batches of `batchRuns` runs and at most `PRUNE_BATCH_EVENTS` events (docs/decisions/0040). `read` runs a program with no
  * lock: the selection, and each batch's checks; `write` runs a batch in a write transaction of its
  * own (`pruneBatchProgram`), so the append lock is held for one batch at a time and renewals and
  * appends get it in between. A dry run checks every selected run in one `read`.
@@ -538,10 +556,8 @@ export const pruneInBatches = async (
   const skipped: Array<{ runId: string; reason: string }> = [];
   const records: Array<{ streamId: string; version: number }> = [];
   const leftAlone = new Set<string>();
-  for (let from = 0; from < order.length; from += batchRuns) {
-    const checked = await engine.read(
-      pruneCheckProgram(order.slice(from, from + batchRuns), leftAlone, ring),
-    );
+  for (const runs of batchesOf(order, batchRuns)) {
+    const checked = await engine.read(pruneCheckProgram(runs, leftAlone, ring));
     const batch = await engine.write(pruneBatchProgram(sql, projections, lockAppends, checked, now, ring));
     pruned.push(...batch.pruned);
     skipped.push(...batch.skipped);
