@@ -1187,6 +1187,26 @@ export const journalContract = (
         expect((await journal.rebuildProjections()).filter((p) => p.changed)).toEqual([]);
       });
 
+      it("a prune batch holds at most 500 events: a run with more goes in a batch of its own", async () => {
+        const { journal } = await givenRuns();
+        const calls = Array.from({ length: 300 }, (_, seq) => [
+          intended("big", seq),
+          done("big", seq),
+        ]).flat();
+        await journal.append({
+          streamId: "run-big",
+          expectedVersion: "no-stream",
+          events: [admitted("big", "c9", "i"), ...calls, completed("big")],
+        });
+        const report = await journal.prune({ keepRuns: 0, keepDays: 0 });
+        expect(report.pruned.map((r) => r.runId).sort()).toEqual(["big", "r1", "r2"]);
+        const sealed = (await journal.readStream("system")).map((e) =>
+          e.event.type === "retention.pruned" ? e.event.streams.map((h) => h.streamId) : [],
+        );
+        expect(sealed).toEqual([["run-r1", "run-r2"], ["run-big"]]);
+        expect((await auditJournal(journal)).findings).toEqual([]);
+      });
+
       it("prune keeps the newest finished runs and those finished within the window", async () => {
         const { journal } = await givenRuns();
         expect(

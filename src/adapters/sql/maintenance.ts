@@ -252,7 +252,8 @@ const outputDigestOf = (events: ReadonlyArray<RecordedEvent>): string | null => 
 
 /**
  * The finished runs a policy removes, newest first as reports list them, and how many it keeps.
- * Read without the append lock: each batch checks its runs again under it.
+ * Read without the append lock: each batch checks its runs against their events, and then their
+ * heads again under the lock.
  */
 export function* pruneSelectionProgram(
   policy: RetentionPolicy & { readonly now: number },
@@ -268,8 +269,7 @@ export function* pruneSelectionProgram(
       recordedAt: row.recorded_at,
     }),
   );
-  const selection = selectForPruning(candidates, policy, policy.now);
-  return selection;
+  return selectForPruning(candidates, policy, policy.now);
 }
 
 /** A run a batch checked and may remove: its head, final status and events. */
@@ -309,7 +309,9 @@ export function* pruneCheckProgram(
     const ids = chunk.map((c) => runStreamId(c.runId));
     for (const row of yield* all<EventRow>(MAINTENANCE.streamsRows(ids.length), ids)) {
       const stored = toStored(row);
-      rowsOf.set(stored.streamId, [...(rowsOf.get(stored.streamId) ?? []), stored]);
+      const rows = rowsOf.get(stored.streamId);
+      if (rows) rows.push(stored);
+      else rowsOf.set(stored.streamId, [stored]);
     }
   }
   for (const candidate of batch) {
@@ -396,7 +398,9 @@ function* dropProjectionRows(
     for (const row of yield* all<EventRow>(MAINTENANCE.streamsRows(chunk.length), chunk)) {
       const recorded = decodeRow(toStored(row), ring);
       const chatId = chatOf.get(recorded.streamId)!;
-      byChat.set(chatId, [...(byChat.get(chatId) ?? []), recorded]);
+      const events = byChat.get(chatId);
+      if (events) events.push(recorded);
+      else byChat.set(chatId, [recorded]);
     }
   for (const [chatId, events] of byChat) {
     events.sort((a, b) => a.position - b.position);
@@ -481,7 +485,7 @@ export function* pruneBatchProgram(
   return { pruned, skipped, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
 }
 
-/** What one batch removed (or, on a dry run, would remove). */
+/** What one batch removed, and the runs it left alone. */
 export interface PruneBatch {
   readonly pruned: ReadonlyArray<PrunedRun>;
   readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
@@ -507,10 +511,11 @@ const batchesOf = (order: ReadonlyArray<RetentionCandidate>, runs: number): Rete
 };
 
 /**
- * Retention in batches of `batchRuns` runs and at most `PRUNE_BATCH_EVENTS` events (docs/decisions/0040). `read` runs a program with no
- * lock: the selection, and each batch's checks; `write` runs a batch in a write transaction of its
- * own (`pruneBatchProgram`), so the append lock is held for one batch at a time and renewals and
- * appends get it in between. A dry run checks every selected run in one `read`.
+ * Retention in batches of at most `batchRuns` runs and `PRUNE_BATCH_EVENTS` events
+ * (docs/decisions/0040). `read` runs a program with no lock: the selection, and each batch's
+ * checks; `write` runs a batch in a write transaction of its own (`pruneBatchProgram`), so the
+ * append lock is held for one batch at a time and renewals and appends get it in between. A dry
+ * run checks every selected run, batch by batch, in one `read`.
  */
 export const pruneInBatches = async (
   engine: {
@@ -539,12 +544,20 @@ export const pruneInBatches = async (
     return engine.read(
       (function* () {
         const selection = yield* pruneSelectionProgram({ ...policy, now });
-        const checked = yield* pruneCheckProgram(pruneOrder(selection.prune), new Set(), ring);
+        const pruned: PrunedRun[] = [];
+        const skipped: Array<{ runId: string; reason: string }> = [];
+        const leftAlone = new Set<string>();
+        for (const runs of batchesOf(pruneOrder(selection.prune), batchRuns)) {
+          const checked = yield* pruneCheckProgram(runs, leftAlone, ring);
+          pruned.push(...checked.removable.map(asPruned));
+          skipped.push(...checked.skipped);
+          for (const s of checked.skipped) leftAlone.add(s.runId);
+        }
         return {
           dryRun: true,
-          pruned: listed(selection, checked.removable.map(asPruned)),
+          pruned: listed(selection, pruned),
           kept: selection.kept,
-          skipped: checked.skipped,
+          skipped,
           recorded: null,
           records: [],
         };
