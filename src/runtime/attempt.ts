@@ -82,6 +82,8 @@ export interface AttemptHost {
   hold(reasons: [HoldReason, ...HoldReason[]]): Promise<never>;
   /** This execution no longer owns the run: nothing more may be written or started by it. */
   ownershipLost(): void;
+  /** The same, because retention removed the run while a call of it ran. */
+  runPruned(): void;
   /** A keyed digest under the journal's key, for content a call must recognise without storing it. */
   keyedHash(): KeyedHash;
 }
@@ -284,7 +286,8 @@ const settle = async (
 ): Promise<void> => {
   const where = await recordOutcome(host.writer, outcome);
   if (where === "recorded" || where === "duplicate") return;
-  host.ownershipLost();
+  if (where === "after-prune") host.runPruned();
+  else host.ownershipLost();
   throw new RunMovedOn({ runId: host.runId, callId, recordedAs: where });
 };
 

@@ -1,4 +1,4 @@
-import { type AnyEvent, type RecordedEvent, runStreamId } from "../events/index.js";
+import { type AnyEvent, type RecordedEvent, runStreamId, SYSTEM_STREAM } from "../events/index.js";
 import { contextOf, emptyFold, foldRun, type RunFold, step } from "../machines/index.js";
 import { FencedOut, JournalUnavailable, WrongExpectedVersion } from "./errors.js";
 import type { AppendRequest, Fence, Journal } from "./Journal.js";
@@ -110,10 +110,13 @@ export class RunWriter {
     return this.current.snapshot.can(event);
   }
 
-  /** Fold the stream as the journal holds it now (after another writer moved it); its events. */
+  /**
+   * Fold the stream as the journal holds it now (after another writer moved it); its events. None
+   * when retention removed the run: there is nothing to fold, and the fold stays as it was.
+   */
   async refresh(): Promise<ReadonlyArray<RecordedEvent>> {
     const events = await this.journal.readStream(this.streamId);
-    this.current = foldRun(events.map((e) => e.event));
+    if (events.length > 0) this.current = foldRun(events.map((e) => e.event));
     return events;
   }
 
@@ -151,7 +154,9 @@ export type OutcomeRecord =
   /** The run had moved on to another owner: appended as the call's outcome after all (the run was held for it). */
   | "late"
   /** The call was closed already, or the run cannot take it any more: kept as `conflict.recorded`. */
-  | "conflict";
+  | "conflict"
+  /** The run was removed by retention before the outcome arrived: kept as `outcome.orphaned` in the system stream. */
+  | "after-prune";
 
 const JOURNAL_RETRIES_MS = [100, 500, 2_000];
 const RECORD_ATTEMPTS = 8;
@@ -165,7 +170,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * claim moved on, the outcome is recorded without this worker's fence, on the stream as it is now:
  * as the call's outcome if the machine still takes it there (the new owner held the run for it),
  * else as `conflict.recorded` carrying it — the first outcome stands, history is never rewritten.
- * "late", "known" and "conflict" mean this execution no longer owns the run: it must stop.
+ * A run retention removed meanwhile has no stream left to take it: the outcome goes to the `system`
+ * stream as `outcome.orphaned`, with a warning (HOLDFAST_LATE_OUTCOME) naming where it is.
+ * "late", "known", "conflict" and "after-prune" mean this execution no longer owns the run: it must stop.
  */
 export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promise<OutcomeRecord> => {
   let fenced = true;
@@ -176,6 +183,7 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
     try {
       if (stale) {
         const events = await writer.refresh();
+        if (events.length === 0) return await recordOrphaned(writer, outcome);
         verdict = appendableOutcome(writer, outcome, events);
         if (verdict === "duplicate") return fenced ? "duplicate" : "known";
       }
@@ -210,6 +218,34 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
   });
 };
 
+/** The outcome of a call whose run is gone (pruned), kept in the system stream (law 5). */
+const recordOrphaned = async (writer: RunWriter, outcome: Outcome): Promise<"after-prune"> => {
+  const pruned = await writer.journal.prunedRun(writer.runId);
+  const event: AnyEvent = {
+    type: "outcome.orphaned",
+    runId: writer.runId,
+    callId: outcome.callId,
+    attempt: outcome.attempt,
+    detail: pruned
+      ? `the outcome (${outcome.type}, attempt ${outcome.attempt}) of ${outcome.callId} arrived after its run was pruned (${pruned.status}, at ${pruned.prunedAt})`
+      : `the outcome (${outcome.type}, attempt ${outcome.attempt}) of ${outcome.callId} arrived after its run had left the journal`,
+    recorded: pruned
+      ? { status: pruned.status, outputDigest: pruned.outputDigest, prunedAt: pruned.prunedAt }
+      : { status: null },
+    attempted: attemptedOf(outcome),
+  };
+  const { recorded } = await writer.journal.append({
+    streamId: SYSTEM_STREAM,
+    expectedVersion: "any",
+    events: [event],
+  });
+  process.emitWarning(
+    `the outcome of ${outcome.callId} (attempt ${outcome.attempt}) arrived after its run was pruned; recorded as outcome.orphaned at ${SYSTEM_STREAM}@${recorded[0]?.version} (holdfast events, holdfast audit)`,
+    { code: "HOLDFAST_LATE_OUTCOME" },
+  );
+  return "after-prune";
+};
+
 const isRejected = (error: unknown): boolean =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
 
@@ -242,7 +278,6 @@ const appendableOutcome = (
 
 const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent => {
   const call = contextOf(fold).calls.get(outcome.callId);
-  const attemptedDigest = outcome.type === "call.completed" ? outcome.resultDigest : null;
   return {
     type: "conflict.recorded",
     runId,
@@ -256,11 +291,14 @@ const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent =
       attempt: call?.attempt ?? null,
       resultDigest: call?.resultDigest ?? null,
     },
-    attempted: {
-      type: outcome.type,
-      attempt: outcome.attempt,
-      resultDigest: attemptedDigest,
-      ...(outcome.type === "call.completed" ? { result: outcome.result } : { error: outcome.error }),
-    },
+    attempted: attemptedOf(outcome),
   };
 };
+
+/** An outcome as a conflict keeps it: its type, attempt, digest, and the (masked) result or error. */
+const attemptedOf = (outcome: Outcome) => ({
+  type: outcome.type,
+  attempt: outcome.attempt,
+  resultDigest: outcome.type === "call.completed" ? outcome.resultDigest : null,
+  ...(outcome.type === "call.completed" ? { result: outcome.result } : { error: outcome.error }),
+});

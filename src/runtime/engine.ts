@@ -11,7 +11,7 @@ import {
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { DefiniteFailure, RunNotFound } from "./errors.js";
-import { type ExecuteDeps, type RunResult, resultFromJournal } from "./execute.js";
+import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
@@ -141,15 +141,9 @@ export class Engine implements EngineCore {
     if (live) return live;
     const events = await this.journal.readStream(runStreamId(runId));
     if (events.length > 0) return resultFromJournal(runId, events);
-    const pruned = await this.journal.prunedRun(runId);
+    const pruned = await prunedResult(this.journal, runId);
     if (!pruned) throw new RunNotFound({ runId });
-    return {
-      status: "pruned",
-      runId,
-      finalStatus: pruned.status,
-      outputDigest: pruned.outputDigest,
-      prunedAt: pruned.prunedAt,
-    };
+    return pruned;
   }
 
   /** Admit (or re-admit, idempotently) a child run and wait for how it ends. */

@@ -84,6 +84,10 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     ended = { error };
   }
   await turn.settle();
+  if (turn.runWasPruned)
+    return (
+      (await prunedResult(deps.journal, runId)) ?? elsewhere(runId, "the run is no longer in the journal")
+    );
   if (turn.ownershipWasLost) return elsewhere(runId, "this worker lost the run to another owner");
   try {
     return await finish(deps.masker, writer, ended);
@@ -96,6 +100,19 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
 };
 
 const elsewhere = (runId: string, state: string): RunResult => ({ status: "elsewhere", runId, state });
+
+/** What became of a run retention removed: how it ended, as `pruned_runs` keeps it; null if never pruned. */
+export const prunedResult = async (journal: Journal, runId: string): Promise<RunResult | null> => {
+  const pruned = await journal.prunedRun(runId);
+  if (!pruned) return null;
+  return {
+    status: "pruned",
+    runId,
+    finalStatus: pruned.status,
+    outputDigest: pruned.outputDigest,
+    prunedAt: pruned.prunedAt,
+  };
+};
 
 const finish = async (
   masker: Masker,

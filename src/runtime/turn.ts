@@ -71,6 +71,7 @@ export class TurnImpl implements Turn, AttemptHost {
   private readonly inflight = new Set<Promise<unknown>>();
   private returned = false;
   private lost = false;
+  private pruned = false;
 
   constructor(private readonly deps: TurnDeps) {
     this.runId = deps.writer.runId;
@@ -105,6 +106,16 @@ export class TurnImpl implements Turn, AttemptHost {
 
   ownershipLost(): void {
     this.lost = true;
+  }
+
+  /** Whether retention removed the run while this execution ran (it lost the run, too). */
+  get runWasPruned(): boolean {
+    return this.pruned;
+  }
+
+  runPruned(): void {
+    this.lost = true;
+    this.pruned = true;
   }
 
   keyedHash(): KeyedHash {
