@@ -94,6 +94,7 @@ export class Engine implements EngineCore {
       tools: this.tools,
       replayAllowed: (tool) => this.allowlist[tool.name] === tool.pin,
       mayStartEffect: (runId) => this.ownership.mayStartEffect(runId),
+      renewLease: (runId) => this.ownership.renewNow(runId),
       runChild: (agent, input, inputId) => this.runChild(agent, input, inputId),
     };
   }

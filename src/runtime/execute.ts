@@ -13,6 +13,7 @@ import {
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import type { LeaseRenewal } from "./ownership.js";
 import { TurnImpl } from "./turn.js";
 
 /** How a run ended, or where it stopped. */
@@ -42,6 +43,8 @@ export interface ExecuteDeps {
   readonly tools: ReadonlyMap<string, AnyToolDef>;
   readonly replayAllowed: (tool: AnyToolDef) => boolean;
   readonly mayStartEffect: (runId: string) => boolean;
+  /** Renew the run's lease now, when an effect would be refused for want of margin. */
+  readonly renewLease: (runId: string) => Promise<LeaseRenewal>;
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
 }
 
@@ -74,6 +77,7 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     history: run.history,
     documents: { journal: deps.journal, masker: deps.masker },
     mayStartEffect: () => deps.mayStartEffect(runId),
+    renewLease: () => deps.renewLease(runId),
     replayAllowed: deps.replayAllowed,
     runChild: deps.runChild,
   });
@@ -88,7 +92,8 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     return (
       (await prunedResult(deps.journal, runId)) ?? elsewhere(runId, "the run is no longer in the journal")
     );
-  if (turn.ownershipWasLost) return elsewhere(runId, "this worker lost the run to another owner");
+  if (turn.ownershipWasLost)
+    return elsewhere(runId, turn.lostBecause ?? "this worker lost the run to another owner");
   try {
     return await finish(deps.masker, writer, ended);
   } catch (error) {
