@@ -1,5 +1,11 @@
-import { type AnyEvent, type RecordedEvent, runStreamId, SYSTEM_STREAM } from "../events/index.js";
-import { contextOf, emptyFold, foldRun, type RunFold, step } from "../machines/index.js";
+import {
+  type AnyEvent,
+  type HoldReason,
+  type RecordedEvent,
+  runStreamId,
+  SYSTEM_STREAM,
+} from "../events/index.js";
+import { contextOf, emptyFold, foldRun, type RunFold, statusOf, step } from "../machines/index.js";
 import { FencedOut, JournalUnavailable, WrongExpectedVersion } from "./errors.js";
 import type { AppendRequest, Fence, Journal } from "./Journal.js";
 
@@ -187,9 +193,11 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
         verdict = appendableOutcome(writer, outcome, events);
         if (verdict === "duplicate") return fenced ? "duplicate" : "known";
       }
-      await writer.append([
-        verdict === "outcome" ? outcome : conflictFor(writer.runId, writer.fold, outcome),
-      ]);
+      await writer.append(
+        verdict === "outcome"
+          ? [outcome, ...heldAgain(writer.fold, outcome)]
+          : [conflictFor(writer.runId, writer.fold, outcome)],
+      );
       if (verdict === "conflict") return "conflict";
       return fenced ? "recorded" : "late";
     } catch (error) {
@@ -216,6 +224,29 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
     reason: `the outcome of ${outcome.callId} could not be recorded: run ${writer.runId} kept moving under it`,
     hint: "Read the run (holdfast show) and record what happened with a decision once it is held.",
   });
+};
+
+/** What a person is told about a held run's call whose outcome arrived after the hold. */
+export const OUTCOME_AFTER_HOLD = "the call's outcome arrived after the hold: resume to continue with it";
+
+/**
+ * An outcome that lands on a run held for that very call answers the hold's question: the run is
+ * held again, in the same commit, with that reason saying so — not "no outcome", which the journal
+ * now contradicts (the runs projection, `show`, the decision hints and the panel read the reasons).
+ */
+const heldAgain = (fold: RunFold, outcome: Outcome): AnyEvent[] => {
+  const { heldReasons, runId, calls } = contextOf(fold);
+  if (statusOf(fold) !== "held" || !heldReasons.some((r) => r.callId === outcome.callId)) return [];
+  const call = calls.get(outcome.callId);
+  const what = call ? `${call.kind} "${call.name}" attempt ${outcome.attempt}` : `attempt ${outcome.attempt}`;
+  const answered: HoldReason = {
+    code: "decision-needed",
+    callId: outcome.callId,
+    detail: `${what}: ${OUTCOME_AFTER_HOLD} (${outcome.type === "call.completed" ? "it completed" : "it failed definitely"})`,
+  };
+  const reasons = heldReasons.map((r) => (r.callId === outcome.callId ? answered : r));
+  const unique = reasons.filter((r, i) => r !== answered || reasons.indexOf(answered) === i);
+  return [{ type: "run.held", runId, reasons: unique as [HoldReason, ...HoldReason[]] }];
 };
 
 /** The outcome of a call whose run is gone (pruned), kept in the system stream (law 5). */

@@ -1,11 +1,10 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as Schema from "effect/Schema";
 import { afterAll, describe, expect, it } from "vitest";
-import { localWorkerId } from "../../src/adapters/localWorker.js";
 import { openStore } from "../../src/adapters/store.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { runCli } from "../cli/cliProcess.js";
+import { gate, staleWorkerId } from "../support/ownership.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -23,25 +22,6 @@ const engines = [
     },
   },
 ];
-
-/** A promise and the function that resolves it. */
-const gate = () => {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
-};
-
-/**
- * A worker id whose process cannot exist here (a pid above the kernel's limit): any other runtime
- * judges it dead and takes its runs over, as it would after the worker was paused past its lease
- * and its process gone — while the runtime that carries the id here goes on, as a paused one does.
- */
-const staleWorkerId = () => {
-  const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8"));
-  return localWorkerId().replace(/^([^:]*):\d+:/, `$1:${pidMax + 1}:`);
-};
 
 describe.each(engines)("law 5 — a late outcome after retention, on $name", (engine) => {
   it("P1: an outcome that arrives after its run was stopped and pruned is recorded as outcome.orphaned in the system stream; the worker is told the run was pruned, and the audit is clean and shows it", async () => {

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import * as Schema from "effect/Schema";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
+import { gate } from "../support/ownership.js";
 import { adminClient, pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -26,15 +27,6 @@ const LEASE_MS = 3_000;
 const pauseThread = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A promise and the function that resolves it. */
-const gate = () => {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { open, opened };
-};
 
 describe.each(engines)("an effect refused at the lease check, on $name", (engine) => {
   it("P3: a tool whose own lease check refuses while the run is still this worker's records the attempt as not started; the next recovery resumes the run and the call runs afresh, with nobody asked", async () => {
