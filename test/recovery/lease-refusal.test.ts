@@ -2,7 +2,7 @@ import { join } from "node:path";
 import * as Schema from "effect/Schema";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
-import { gate } from "../support/ownership.js";
+import { gate, staleWorkerId } from "../support/ownership.js";
 import { adminClient, pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -86,6 +86,63 @@ describe.each(engines)("an effect refused at the lease check, on $name", (engine
       expect((await rt.audit()).findings).toEqual([]);
     } finally {
       await rt.close();
+    }
+  }, 60_000);
+});
+
+describe("an effect refused at the lease check after a take-over", () => {
+  it("a tool's lease check refused after another worker took the run over writes nothing: the call stays in doubt for the new owner (law 10)", async () => {
+    const db = join(tempDir(), "journal.db");
+    const effects: string[] = [];
+    const before = gate();
+    const check = gate();
+    const checked = defineTool({
+      name: "checked",
+      args: Schema.Struct({}),
+      disposition: "hold",
+      run: async (_args, context) => {
+        before.open();
+        await check.opened;
+        context.checkLease();
+        effects.push(context.idempotencyKey);
+        return { sent: true };
+      },
+    });
+    const agent = defineAgent({ name: "checker", version: "1", run: async (turn) => turn.tool(checked, {}) });
+    const stale = await openRuntime({
+      store: db,
+      agents: [agent],
+      tools: [checked],
+      workerId: staleWorkerId(),
+      recovery: { onOpen: false, leaseMs: LEASE_MS },
+    });
+    const other = await openRuntime({
+      store: db,
+      agents: [agent],
+      tools: [checked],
+      recovery: { onOpen: false, leaseMs: LEASE_MS },
+    });
+    try {
+      const handle = await stale.submit({ chatId: "c", inputId: "i", agent: "checker", content: null });
+      await before.opened;
+      const report = await other.recover();
+      expect(report.held.map((h) => h.runId)).toEqual([handle.runId]);
+      const held = (await other.events(handle.runId)).length;
+      // The stale owner's heartbeat learns the run is no longer its own (a quarter lease apart).
+      await sleep(LEASE_MS / 2);
+      check.open();
+      expect(await handle.result).toMatchObject({
+        status: "elsewhere",
+        state: "this worker lost the run to another owner",
+      });
+      expect(effects).toEqual([]);
+      expect(await other.events(handle.runId)).toHaveLength(held);
+      expect((await other.run(handle.runId))?.heldReasons).toEqual([
+        expect.objectContaining({ code: "in-doubt", callId: `${handle.runId}/0` }),
+      ]);
+    } finally {
+      await stale.close();
+      await other.close();
     }
   }, 60_000);
 });
