@@ -77,7 +77,7 @@ export interface AttemptHost {
   readonly masker: Masker;
   /** Law 10: whether this worker may start an effect of the run now (lease with margin). */
   mayStartEffect(): boolean;
-  /** Renew the lease now ({@link Ownership.renewNow}); `lost` once this execution lost the run. */
+  /** Renew the lease now (`Ownership.renewNow`); `lost` once this execution lost the run. */
   renewLease(): Promise<LeaseRenewal>;
   /** Keep what the journal now holds for a call, for this execution's later calls. */
   record(callId: string, outcome: Recorded): void;

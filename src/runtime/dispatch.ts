@@ -184,12 +184,13 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
   let fenced = true;
   let stale = false;
   let failures = 0;
+  const orphan: OrphanTries = { systemHead: null };
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     let verdict: "outcome" | "duplicate" | "conflict" = "outcome";
     try {
       if (stale) {
         const events = await writer.refresh();
-        if (events.length === 0) return await recordOrphaned(writer, outcome);
+        if (events.length === 0) return await recordOrphaned(writer, outcome, orphan);
         verdict = appendableOutcome(writer, outcome, events);
         if (verdict === "duplicate") return fenced ? "duplicate" : "known";
       }
@@ -249,9 +250,30 @@ const heldAgain = (fold: RunFold, outcome: Outcome): AnyEvent[] => {
   return [{ type: "run.held", runId, reasons: unique as [HoldReason, ...HoldReason[]] }];
 };
 
+/** The system stream's version before the first try: a retry looks after it for a commit that went through. */
+interface OrphanTries {
+  systemHead: number | null;
+}
+
 /** The outcome of a call whose run is gone (pruned), kept in the system stream (law 5). */
-const recordOrphaned = async (writer: RunWriter, outcome: Outcome): Promise<"after-prune"> => {
-  const pruned = await writer.journal.prunedRun(writer.runId);
+const recordOrphaned = async (
+  writer: RunWriter,
+  outcome: Outcome,
+  tries: OrphanTries,
+): Promise<"after-prune"> => {
+  const { journal } = writer;
+  if (tries.systemHead === null) tries.systemHead = (await journal.streamHead(SYSTEM_STREAM))?.version ?? 0;
+  else {
+    const since = await journal.readStream(SYSTEM_STREAM, { afterVersion: tries.systemHead });
+    const kept = since.some(
+      ({ event }) =>
+        event.type === "outcome.orphaned" &&
+        event.callId === outcome.callId &&
+        event.attempt === outcome.attempt,
+    );
+    if (kept) return "after-prune";
+  }
+  const pruned = await journal.prunedRun(writer.runId);
   const event: AnyEvent = {
     type: "outcome.orphaned",
     runId: writer.runId,
@@ -265,7 +287,7 @@ const recordOrphaned = async (writer: RunWriter, outcome: Outcome): Promise<"aft
       : { status: null },
     attempted: attemptedOf(outcome),
   };
-  const { recorded } = await writer.journal.append({
+  const { recorded } = await journal.append({
     streamId: SYSTEM_STREAM,
     expectedVersion: "any",
     events: [event],
