@@ -25,6 +25,8 @@ export type RunResult =
   /**
    * Finished long ago and removed by retention: its admission remains (law 6), so the same input
    * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
+   * Also how an execution ends whose run was taken over, ended and pruned while one of its calls
+   * ran: that call's outcome is kept as `outcome.orphaned` in the system stream.
    */
   | {
       readonly status: "pruned";
