@@ -11,7 +11,7 @@ import {
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { DefiniteFailure, RunNotFound } from "./errors.js";
-import { type ExecuteDeps, type RunResult, resultFromJournal } from "./execute.js";
+import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import { handled } from "./handled.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
@@ -102,6 +102,7 @@ export class Engine implements EngineCore {
       tools: this.tools,
       replayAllowed: (tool) => this.allowlist[tool.name] === tool.pin,
       mayStartEffect: (runId) => this.ownership.mayStartEffect(runId),
+      renewLease: (runId) => this.ownership.renewNow(runId),
       runChild: (agent, input, inputId) => this.runChild(agent, input, inputId),
     };
   }
@@ -151,15 +152,9 @@ export class Engine implements EngineCore {
     if (live) return live;
     const events = await this.journal.readStream(runStreamId(runId));
     if (events.length > 0) return resultFromJournal(runId, events);
-    const pruned = await this.journal.prunedRun(runId);
+    const pruned = await prunedResult(this.journal, runId);
     if (!pruned) throw new RunNotFound({ runId });
-    return {
-      status: "pruned",
-      runId,
-      finalStatus: pruned.status,
-      outputDigest: pruned.outputDigest,
-      prunedAt: pruned.prunedAt,
-    };
+    return pruned;
   }
 
   /** Admit (or re-admit, idempotently) a child run and wait for how it ends. */
