@@ -243,14 +243,26 @@ export const latestIntents = (
   return intents;
 };
 
-/** What shows a run got further, or that a person took it on: the crash-loop count starts again. */
-const PROGRESS: ReadonlySet<string> = new Set([
-  "call.completed",
-  "call.failed",
-  "call.reconciled",
-  "decision.recorded",
-  "retry.granted",
-]);
+/**
+ * Whether an event shows the run got further, or that a person took it on: the crash-loop count
+ * starts again. An outcome counts, whoever recorded it (a reconciler's `completed` moves the run
+ * past that call as surely as the tool's own). A verdict that the attempt did not happen
+ * (`call.reconciled` not-completed, a replay authorization) does not: recovery records one on every
+ * pass of a run whose call kills its process, and the run is no further for it.
+ */
+export const isProgress = (event: AnyEvent): boolean => {
+  switch (event.type) {
+    case "call.completed":
+    case "call.failed":
+    case "decision.recorded":
+    case "retry.granted":
+      return true;
+    case "call.reconciled":
+      return event.outcome === "completed";
+    default:
+      return false;
+  }
+};
 
 /**
  * The run's interruptions since its last outcome or decision (DESIGN §13, crash-loop cap), read
@@ -259,7 +271,7 @@ const PROGRESS: ReadonlySet<string> = new Set([
 export const interruptionsSinceProgress = (events: ReadonlyArray<RecordedEvent>): Interruption[] => {
   let found: Interruption[] = [];
   for (const { event, recordedAt } of events) {
-    if (PROGRESS.has(event.type)) found = [];
+    if (isProgress(event)) found = [];
     else if (event.type === "run.interrupted") found.push({ at: recordedAt, by: event.detectedBy });
   }
   return found;
@@ -274,6 +286,16 @@ export const crashLoopReason = (interruptions: ReadonlyArray<Interruption>): Hol
   code: "crash-loop",
   detail: `the run was interrupted ${interruptions.length} times since its last outcome or decision (${interruptions.map((i) => `${i.at} by ${i.by}`).join(", ")}); each re-execution ended with its process, so it is not re-executed again. Look at what the process logged at those times, then decide: resume runs the agent again from the top (the count starts again), stop ends the run`,
   interruptions: [...interruptions],
+});
+
+/**
+ * The hold reason of an in-doubt call recovery would have authorized to run again, in a run held
+ * `crash-loop`: running it again is what the cap stops, so a person decides it.
+ */
+export const replayWithheldReason = (call: CallState): HoldReason => ({
+  code: "in-doubt",
+  callId: call.callId,
+  detail: `${call.kind} "${call.name}" attempt ${call.attempt} has an intent but no outcome; its disposition would let it run again, but the run is held crash-loop, so it is not authorized. Once what ended the processes is fixed, decide new-attempt to run it again`,
 });
 
 /**

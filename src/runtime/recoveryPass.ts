@@ -1,5 +1,5 @@
 import { type AnyEvent, EventDecryptError, type HoldReason, runStreamId } from "../events/index.js";
-import { blockingCalls, contextOf, statusOf } from "../machines/index.js";
+import { blockingCalls, type CallState, contextOf, statusOf } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
 import { errorInfo } from "./attempt.js";
@@ -17,7 +17,9 @@ import {
   crashLoopReason,
   inspectRun,
   interruptionsSinceProgress,
+  isProgress,
   latestIntents,
+  replayWithheldReason,
 } from "./recover.js";
 
 /** What a recovery pass did: runs interrupted, resumed, held, replayed, reconciled, left to others. */
@@ -263,13 +265,18 @@ const recoverClaimed = async (
       epoch: claim.epoch,
       previousWorkerId: previous.workerId,
     });
-  if (statusOf(fold) === "running")
+  const interrupted = statusOf(fold) === "running";
+  if (interrupted)
     opening.push({
       type: "run.interrupted",
       runId,
       detectedBy: core.workerId,
       inDoubt: blockingCalls(contextOf(fold)).map((c) => c.callId),
     });
+  // The crash-loop cap (DESIGN §13), counted from the events and this interruption before any
+  // verdict is recorded: a run at the cap is held instead of having a call authorized to run again.
+  let interruptions = interruptionsSinceProgress(events);
+  if (interrupted) interruptions.push({ at: new Date().toISOString(), by: core.workerId });
   // The opening goes in its own commit when a verdict needs more than the journal and the registry
   // (an adapter asked, a call authorized): it is on record before anything is asked or replayed.
   // When every in-doubt call is held, or none is in doubt, it goes in one commit with the verdict
@@ -294,6 +301,9 @@ const recoverClaimed = async (
 
   const intents = latestIntents(events);
   const holds: HoldReason[] = [];
+  // Replays wait until every reconciler has answered: a call proved completed moves the run on
+  // (the count starts again), and only then is it known whether the run is at the cap.
+  const replays: Array<{ readonly call: CallState; readonly events: ReadonlyArray<AnyEvent> }> = [];
   const inDoubt = blockingCalls(contextOf(fold));
   if (inDoubt.some((call) => intents.has(call.callId) && asksReconciler(call, core.tools)))
     await recordOpening();
@@ -318,18 +328,25 @@ const recoverClaimed = async (
       holds.push(decided.reason);
       continue;
     }
+    if (decided.note === "replayed") {
+      replays.push({ call, events: decided.events });
+      continue;
+    }
     await recordOpening();
     await writer.append(decided.events);
-    if (decided.note === "replayed") {
-      part.replayed.push(call.callId);
-      crashPoint("after-replay-authorized");
-    } else part.reconciled.push(call.callId);
+    part.reconciled.push(call.callId);
+    if (decided.events.some(isProgress)) interruptions = [];
   }
-  // The crash-loop cap (DESIGN §13): counted from the events, this interruption included.
-  const interruptions = interruptionsSinceProgress(events);
-  if (opening.some((e) => e.type === "run.interrupted"))
-    interruptions.push({ at: new Date().toISOString(), by: core.workerId });
-  if (interruptions.length >= core.maxInterruptions) holds.unshift(crashLoopReason(interruptions));
+  if (interruptions.length >= core.maxInterruptions) {
+    holds.unshift(crashLoopReason(interruptions));
+    for (const { call } of replays) holds.push(replayWithheldReason(call));
+  } else
+    for (const replay of replays) {
+      await recordOpening();
+      await writer.append(replay.events);
+      part.replayed.push(replay.call.callId);
+      crashPoint("after-replay-authorized");
+    }
   if (holds.length > 0) {
     await closing({ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }, true);
     part.held.push({ runId, reasons: holds });

@@ -134,6 +134,72 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     }
   }, 120_000);
 
+  it("crash-loop: a reconciled tool that kills its process is held after three interruptions, though its reconciler answers not-completed on every pass", async () => {
+    const store = join(tempDir(), "journal.db");
+    const fourth = await loopUntilHeld(store, { HF_LOOP: "reconciled" });
+    const report = lineOf(fourth, "recovery")?.report as {
+      resumed: string[];
+      held: Array<{ reasons: Array<{ code: string }> }>;
+    };
+    expect(report.resumed).toEqual([]);
+    expect(report.held[0]?.reasons.map((r) => r.code)).toEqual(["crash-loop"]);
+
+    const { run, types, events } = await inspect(store);
+    expect(run.status).toBe("held");
+    // Each pass proved the attempt did not happen; that is no progress, so the count went on.
+    const verdicts = events.flatMap((e) => (e.event.type === "call.reconciled" ? [e.event.outcome] : []));
+    expect(verdicts).toEqual(["not-completed", "not-completed", "not-completed"]);
+    expect(types.filter((t) => t === "run.interrupted")).toHaveLength(3);
+    expect(types.slice(-3)).toEqual(["run.interrupted", "call.reconciled", "run.held"]);
+    expect(types).not.toContain("call.replay-authorized");
+    const reason = crashLoopReason(run)!;
+    expect(reason.interruptions).toHaveLength(3);
+    expect(reason.detail).toContain("interrupted 3 times");
+
+    const next = await start(store, { HF_LOOP: "reconciled" });
+    expect(next.code, next.stderr).toBe(0);
+    expect((await inspect(store)).types).toEqual(types);
+  }, 120_000);
+
+  it("crash-loop: a replay-policy model call that kills its process is held at the third interruption, instead of being authorized to run again", async () => {
+    const store = join(tempDir(), "journal.db");
+    const env = { HF_LOOP: "replay" };
+    const fourth = await loopUntilHeld(store, env);
+    const report = lineOf(fourth, "recovery")?.report as {
+      resumed: string[];
+      replayed: string[];
+      held: Array<{ reasons: Array<{ code: string; callId?: string }> }>;
+    };
+    expect(report.resumed).toEqual([]);
+    expect(report.replayed).toEqual([]);
+    expect(report.held[0]?.reasons.map((r) => r.code)).toEqual(["crash-loop", "in-doubt"]);
+
+    const { run, types } = await inspect(store);
+    expect(run.status).toBe("held");
+    expect(types.filter((t) => t === "run.interrupted")).toHaveLength(3);
+    // The second and third starts authorized the replay; the fourth records the hold instead.
+    expect(types.filter((t) => t === "call.replay-authorized")).toHaveLength(2);
+    expect(types.slice(-2)).toEqual(["run.interrupted", "run.held"]);
+    const reason = crashLoopReason(run)!;
+    expect(reason.interruptions).toHaveLength(3);
+    expect(reason.detail).toContain("interrupted 3 times");
+    const [call] = report.held[0]!.reasons.filter((r) => r.code === "in-doubt");
+
+    // The call waits for a person; new-attempt runs it again once the model no longer kills.
+    const operator = await openRuntime({ store, agents: [], recovery: { onOpen: false } });
+    await operator.decide(run.runId, {
+      calls: { [call!.callId!]: { decision: "new-attempt" } },
+      basedOnVersion: run.version,
+      decidedBy: "ada",
+    });
+    await operator.close();
+    const fixed = await start(store, { ...env, HF_FIXED: "1" });
+    expect(fixed.code, fixed.stderr).toBe(0);
+    expect(
+      (lineOf(fixed, "recovered")?.results as Array<{ status: string }> | undefined)?.map((r) => r.status),
+    ).toEqual(["completed"]);
+  }, 120_000);
+
   it("recovery.maxInterruptions sets the cap; a stop decision ends a crash-looping run", async () => {
     const store = join(tempDir(), "journal.db");
     const first = await start(store, { HF_ACTION: "submit", HF_MAX_INTERRUPTIONS: "1" });

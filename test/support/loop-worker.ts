@@ -5,6 +5,9 @@
  *   HF_ACTION            "submit" (open, recover, submit one input, wait) or "recover" (open, recover, wait)
  *   HF_FIXED             "1": the agent no longer kills its process (the bug is fixed)
  *   HF_MAX_INTERRUPTIONS recovery.maxInterruptions (default: the runtime's)
+ *   HF_LOOP              where the process dies: "agent" (default: right after a recorded outcome),
+ *                        "reconciled" (inside a tool whose reconciler answers not-completed) or
+ *                        "replay" (inside a model call whose intent records the replay policy)
  * Prints one JSON object per line on stdout.
  */
 import * as Schema from "effect/Schema";
@@ -30,12 +33,49 @@ const looping = defineAgent({
   },
 });
 
+/** Its reconciler never finds the charge: the process died before the bank was reached. */
+const charge = defineTool({
+  name: "charge",
+  args: Schema.Struct({ cents: Schema.Number }),
+  reconciler: {
+    name: "bank",
+    check: async () => ({ outcome: "not-completed", evidence: "the bank has no such payment" }),
+  },
+  run: async ({ cents }) => {
+    if (env.HF_FIXED !== "1") process.kill(process.pid, "SIGKILL");
+    return { charged: cents };
+  },
+});
+
+const agents = {
+  agent: looping,
+  reconciled: defineAgent({
+    name: "looping",
+    version: "1",
+    run: async (turn) => turn.tool(charge, { cents: 500 }),
+  }),
+  replay: defineAgent({
+    name: "looping",
+    version: "1",
+    run: async (turn) =>
+      turn.model(
+        "local-llm",
+        { prompt: "hello" },
+        async () => {
+          if (env.HF_FIXED !== "1") process.kill(process.pid, "SIGKILL");
+          return { text: "hi" };
+        },
+        { inDoubt: "replay" },
+      ),
+  }),
+};
+
 const main = async () => {
   const max = env.HF_MAX_INTERRUPTIONS;
   const runtime = await openRuntime({
     store: env.HF_STORE!,
-    agents: [looping],
-    tools: [note],
+    agents: [agents[(env.HF_LOOP ?? "agent") as keyof typeof agents]],
+    tools: [note, charge],
     allowlist: {},
     recovery: { leaseMs: 3000, ...(max ? { maxInterruptions: Number(max) } : {}) },
   });
