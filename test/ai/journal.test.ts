@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { APICallError, generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
@@ -603,5 +604,143 @@ describe("holdfast/ai streams, masked and whole", () => {
     expect(JSON.stringify(result)).toContain("StreamMaskDiverged");
     expect(JSON.stringify(await eventsOf(runtime, runId))).not.toContain("sesame");
     await runtime.close();
+  });
+});
+
+describe.each(MODES)("holdfast/ai tool-call input, %s", (mode) => {
+  const usage = {
+    inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 1, text: 1, reasoning: 0 },
+  };
+  const PASSWORD = "hunter2xyz";
+  const REGISTERED = "k3y-Registered-Tool-5c4b3a";
+  /** Every byte the journal left in the folder: the database and its WAL. */
+  const rawBytes = (dir: string): Buffer =>
+    Buffer.concat(
+      readdirSync(dir)
+        .filter((f) => f.startsWith("journal.db"))
+        .map((f) => readFileSync(join(dir, f))),
+    );
+  const has = (bytes: Buffer, text: string): boolean => bytes.includes(Buffer.from(text, "utf8"));
+
+  it("tool-input mask: a password in a model's tool-call input never reaches the journal, and a re-execution after a decision is no determinism hold", async () => {
+    const dir = tempDir();
+    const input = JSON.stringify({ user: "ada", password: PASSWORD, note: `use ${REGISTERED}` });
+    const step = (prompt: ReadonlyArray<{ role: string }>) =>
+      prompt.filter((m) => m.role === "tool").length + 1;
+    const call = (s: number) =>
+      s === 1
+        ? { toolCallId: "c1", toolName: "login", input }
+        : { toolCallId: "c2", toolName: "book", input: '{"what":"hotel"}' };
+    const finishReason = (s: number) => ({
+      unified: s < 3 ? ("tool-calls" as const) : ("stop" as const),
+      raw: "x",
+    });
+    const model = new MockLanguageModelV3({
+      doGenerate: async ({ prompt }) => {
+        const s = step(prompt);
+        return {
+          content: s < 3 ? [{ type: "tool-call", ...call(s) }] : [{ type: "text", text: "done" }],
+          finishReason: finishReason(s),
+          usage,
+          warnings: [],
+        };
+      },
+      doStream: async ({ prompt }) => {
+        const s = step(prompt);
+        const { toolCallId, toolName, input: text } = call(s);
+        // The input streams cut inside the password, as providers send it.
+        const parts =
+          s < 3
+            ? [
+                { type: "tool-input-start", id: toolCallId, toolName },
+                { type: "tool-input-delta", id: toolCallId, delta: text.slice(0, 30) },
+                { type: "tool-input-delta", id: toolCallId, delta: text.slice(30) },
+                { type: "tool-input-end", id: toolCallId },
+                { type: "tool-call", toolCallId, toolName, input: text },
+              ]
+            : [
+                { type: "text-start", id: "t" },
+                { type: "text-delta", id: "t", delta: "done" },
+                { type: "text-end", id: "t" },
+              ];
+        return {
+          stream: new ReadableStream({
+            start(controller) {
+              for (const part of parts) controller.enqueue(part as never);
+              controller.enqueue({ type: "finish", usage, finishReason: finishReason(s) });
+              controller.close();
+            },
+          }),
+        };
+      },
+    });
+    const received: unknown[] = [];
+    const login = fromAiTool(
+      "login",
+      tool({
+        inputSchema: jsonSchema<Record<string, string>>({ type: "object" }),
+        execute: async (args) => {
+          received.push(args);
+          return { session: "s-1" };
+        },
+      }),
+    );
+    let bookRuns = 0;
+    const book = fromAiTool(
+      "book",
+      tool({
+        inputSchema: jsonSchema<{ what: string }>({ type: "object" }),
+        execute: async () => {
+          bookRuns++;
+          if (bookRuns === 1) throw new Error("ECONNRESET");
+          return { ok: true };
+        },
+      }),
+    );
+    const agent = defineAgent({
+      name: "a",
+      version: "1",
+      run: async (turn) => {
+        const request = {
+          model: journaledModel(turn, model),
+          tools: journaledTools(turn, [login, book]),
+          stopWhen: stepCountIs(3),
+          prompt: "go",
+        };
+        if (mode === "generate") return (await generateText(request)).text;
+        return await streamText(request).text;
+      },
+    });
+    const runtime = await openRuntime({
+      store: join(dir, "journal.db"),
+      agents: [agent],
+      tools: [login, book],
+      allowlist: {},
+      secrets: { TOOL_KEY: REGISTERED },
+    });
+    const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "a", content: null });
+    expect(await run.result).toMatchObject({ status: "held", reasons: [{ code: "indefinite-failure" }] });
+    const decided = await runtime.decide(run.runId, {
+      basedOnVersion: await versionOf(runtime, run.runId),
+      decidedBy: "rev",
+      decision: "confirmed-not-completed",
+      note: "not booked",
+    });
+    expect(await decided.result).toMatchObject({ status: "completed", output: "done" });
+    const events = await eventsOf(runtime, run.runId);
+    expect(events.filter((e) => e.type === "conflict.recorded")).toEqual([]);
+    const stored = JSON.stringify(outcomes(events)[0]?.result);
+    expect(stored).toContain("«secret:password»");
+    expect(stored).not.toContain(PASSWORD);
+    const whileOpen = rawBytes(dir);
+    expect(readdirSync(dir)).toContain("journal.db-wal");
+    // The masked form is there: the scan reads the right bytes.
+    expect(has(whileOpen, "«secret:password»")).toBe(true);
+    for (const secret of [PASSWORD, REGISTERED]) expect(has(whileOpen, secret)).toBe(false);
+    // The tool got what the journal keeps (decision 0036), once: the re-execution was answered.
+    expect(received).toEqual([{ user: "ada", password: "«secret:password»", note: "use «secret:TOOL_KEY»" }]);
+    await runtime.close();
+    for (const secret of [PASSWORD, REGISTERED]) expect(has(rawBytes(dir), secret)).toBe(false);
   });
 });

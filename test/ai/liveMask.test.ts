@@ -63,4 +63,37 @@ describe("a stream masked as it arrives", () => {
     view.add({ type: "text-end", id: "t" });
     expect(sent).toEqual(["first ", "second"]);
   });
+
+  it("tool-input mask: masks a tool call's input and a tool-input block as JSON, by key, and sends the block whole when it ends", () => {
+    const input = '{"user": "ada", "password": "hunter2xyz", "note": "use hunter2-very-secret"}';
+    // Cut inside the password, after whitespace that would send a text block's first words.
+    const cut = input.indexOf("hunter2xyz") + 5;
+    const masked = '{"user":"ada","password":"«secret:password»","note":"use «secret:DB»"}';
+    const sent: unknown[] = [];
+    const view = new LiveMask(masker.mask, (part) => sent.push(part));
+    view.add({ type: "tool-input-start", id: "c1", toolName: "login" });
+    view.add({ type: "tool-input-delta", id: "c1", delta: input.slice(0, cut) });
+    view.add({ type: "tool-input-delta", id: "c1", delta: input.slice(cut) });
+    expect(sent).toEqual([{ type: "tool-input-start", id: "c1", toolName: "login" }]);
+    view.add({ type: "tool-input-end", id: "c1" });
+    view.add({ type: "tool-call", toolCallId: "c1", toolName: "login", input });
+    expect(sent.slice(1)).toEqual([
+      { type: "tool-input-delta", id: "c1", delta: masked },
+      { type: "tool-input-end", id: "c1" },
+      { type: "tool-call", toolCallId: "c1", toolName: "login", input: masked },
+    ]);
+    expect(view.parts).toEqual(sent);
+    expect(JSON.stringify(view.parts)).not.toContain("hunter2");
+  });
+
+  it("keeps a tool call's input as the provider wrote it when nothing in it is secret, and masks text that is not JSON", () => {
+    const sent: unknown[] = [];
+    const view = new LiveMask(masker.mask, (part) => sent.push(part));
+    view.add({ type: "tool-call", toolCallId: "a", toolName: "t", input: '{ "city": "Oslo" }' });
+    view.add({ type: "tool-call", toolCallId: "b", toolName: "t", input: "{cut password=hunter2" });
+    expect(sent.map((p) => (p as { input: string }).input)).toEqual([
+      '{ "city": "Oslo" }',
+      "{cut password=«secret:password»",
+    ]);
+  });
 });

@@ -12,6 +12,23 @@ const ENDS: Readonly<Record<string, Delta["type"]>> = {
   "tool-input-end": "tool-input-delta",
 };
 
+/**
+ * A tool call's input as the journal keeps it. The input is JSON text, where masking the text would
+ * not see a secret under its key name (`{"password":"…"}`): it is parsed, masked as a value (key
+ * names, registered secrets, token shapes) and written again. Text unchanged by that masking is
+ * kept as the provider wrote it; text that is not JSON is masked as a string.
+ */
+export const maskToolInput = (mask: <A>(value: A) => A, input: string): string => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(input);
+  } catch {
+    return mask(input);
+  }
+  const masked = JSON.stringify(mask(parsed));
+  return masked === JSON.stringify(parsed) ? mask(input) : masked;
+};
+
 /** Keep a stored part, merging a delta into the one before it of the same block. */
 const keep = (parts: Array<Record<string, unknown>>, part: Record<string, unknown>): void => {
   const last = parts.at(-1);
@@ -42,7 +59,9 @@ interface Block {
  * piece alone would miss a token cut between two deltas, so a block's masked text goes out up to
  * its last whitespace, and the rest when the block ends; a secret shape does not span whitespace,
  * so what went out stays a prefix of the block's masked text. Where one did (a private key block,
- * a quoted password, a registered secret with spaces), `diverged` says so.
+ * a quoted password, a registered secret with spaces), `diverged` says so. A tool-input block is
+ * JSON whose secrets may be known only by their key, once the block is whole: it goes out in one
+ * piece when it ends, masked as a tool call's input is.
  */
 export class LiveMask {
   /** The parts in their stored form, deltas merged: what the call's outcome records. */
@@ -73,7 +92,8 @@ export class LiveMask {
     }
     const closes = ENDS[part.type];
     if (closes !== undefined && "id" in part) this.close(`${closes}:${part.id}`, live);
-    this.emit(this.mask(toStored(part)) as Record<string, unknown>, live);
+    const whole = part.type === "tool-call" ? { ...part, input: maskToolInput(this.mask, part.input) } : part;
+    this.emit(this.mask(toStored(whole)) as Record<string, unknown>, live);
   }
 
   /** Close every block still open: the stream is over (a provider may leave out the end parts). */
@@ -91,7 +111,12 @@ export class LiveMask {
   }
 
   private flush(part: Delta, block: Block, final: boolean, live: boolean): void {
-    const masked = this.mask(block.raw);
+    const masked =
+      part.type !== "tool-input-delta"
+        ? this.mask(block.raw)
+        : final
+          ? maskToolInput(this.mask, block.raw)
+          : block.sent;
     if (!masked.startsWith(block.sent)) {
       this.split = true;
       return;

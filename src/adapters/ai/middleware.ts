@@ -3,7 +3,7 @@ import type { ModelCallOptions, Turn } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { fromStored, toStored } from "./codec.js";
 import { ProviderStreamError, StreamMaskDiverged } from "./errors.js";
-import { LiveMask } from "./liveMask.js";
+import { LiveMask, maskToolInput } from "./liveMask.js";
 import { generateResultOf, headersOf, streamOf } from "./outcome.js";
 import { refusalDetails, refusedRequest } from "./refusal.js";
 import type {
@@ -85,10 +85,12 @@ const intentArgs = (mode: "generate" | "stream", model: LanguageModelV3, params:
     },
   });
 
-/** The full result without the raw request and response bodies. */
-const storedGenerate = (result: GenerateResult): unknown =>
+/** The full result without the raw request and response bodies, each tool call's input masked as JSON. */
+const storedGenerate = (result: GenerateResult, mask: <A>(value: A) => A): unknown =>
   toStored({
-    content: result.content,
+    content: result.content.map((part) =>
+      part.type === "tool-call" ? { ...part, input: maskToolInput(mask, part.input) } : part,
+    ),
     finishReason: result.finishReason,
     usage: result.usage,
     providerMetadata: result.providerMetadata,
@@ -135,7 +137,7 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
         } catch (error) {
           throw asFailure(error, policy);
         }
-        return storedGenerate(result);
+        return storedGenerate(result, (value) => turn.mask(value));
       },
       callOptions(policy),
     );
