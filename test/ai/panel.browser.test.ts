@@ -33,7 +33,7 @@ describe.each<Mode>(["generate", "stream"])("the panel, a held %s model call", (
     const server = await serve({ store: join(dir, "journal.db"), port: 0, runtime });
     const context = await browser.newContext();
     try {
-      const page = await signIn(context, server.url, server.token.token, "ada", `/runs/${runId}`);
+      const page = await signIn(context, server.panelUrl, server.token.token, "ada", `/runs/${runId}`);
       const form = page.locator(`form.decide[data-call="${runId}/0"]`);
       // A model call's form asks for the answer as text; it has no raw JSON result box.
       expect(await form.locator('textarea[name="result"]').count()).toBe(0);
@@ -44,7 +44,7 @@ describe.each<Mode>(["generate", "stream"])("the panel, a held %s model call", (
       expect(await page.locator("#confirm-answer").textContent()).toBe(
         "Paris is lovely in spring.\nShall I book?",
       );
-      await Promise.all([page.waitForURL(`${server.url}/runs/${runId}`), page.click("#confirm")]);
+      await Promise.all([page.waitForURL(`${server.panelUrl}/runs/${runId}`), page.click("#confirm")]);
       expect(await runtime.wait(runId)).toMatchObject({
         status: "completed",
         output: { text: "Paris is lovely in spring.\nShall I book?", steps: 1 },
@@ -67,7 +67,7 @@ describe("the panel, a model call without its answer", () => {
     const server = await serve({ store: join(dir, "journal.db"), port: 0, runtime });
     const context = await browser.newContext();
     try {
-      const page = await signIn(context, server.url, server.token.token, "ada", `/runs/${runId}`);
+      const page = await signIn(context, server.panelUrl, server.token.token, "ada", `/runs/${runId}`);
       const form = page.locator(`form.decide[data-call="${runId}/0"]`);
       await form.locator('input[name="decision"][value="confirmed-completed"]').check();
       await form.locator('textarea[name="note"]').fill("checked the dashboard");

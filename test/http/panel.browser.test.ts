@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { createServer, type Server as NodeServer } from "node:http";
+import { createServer, type Server as NodeServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
@@ -87,6 +87,24 @@ const review = async (
 const text = async (locator: Locator): Promise<string> =>
   ((await locator.textContent()) ?? "").replace(/\s+/g, " ").trim();
 
+/** A plain GET to 127.0.0.1 with a Host of the caller's choosing: its Location and body, as text. */
+const ask = (port: number, path: string, host = `127.0.0.1:${port}`): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const req = request(
+      { host: "127.0.0.1", port, path, headers: { host, accept: "text/html" } },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        response.on("end", () => resolve(`${response.headers.location ?? ""} ${body}`));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+
 const eventCount = async (runtime: Runtime, runId: string) => (await runtime.events(runId)).length;
 
 describe("docs/panel.md", () => {
@@ -157,12 +175,15 @@ describe("the panel's origin", () => {
     opened.push(() => new Promise<void>((resolve) => other.close(() => resolve())));
     const otherPort = (other.address() as AddressInfo).port;
 
-    // A browser that opens the server's loopback address is sent to the panel's own origin to sign in.
+    // A browser that opens the server's loopback address is told to open the address `serve`
+    // printed, and is not sent there (that would tell the panel's name to anyone).
     const context = await newContext();
     const opening = await context.newPage();
-    await opening.goto(`${server.url}/runs/${run.runId}`);
-    expect(new URL(opening.url()).origin).toBe(server.panelUrl);
-    expect(new URL(opening.url()).pathname).toBe("/login");
+    const shown = await opening.goto(`${server.url}/runs/${run.runId}`);
+    expect(shown?.status()).toBe(404);
+    expect(opening.url()).toBe(`${server.url}/runs/${run.runId}`);
+    expect(await text(opening.locator("h1"))).toBe("The panel is not served here");
+    expect(await opening.content()).not.toContain(new URL(server.panelUrl).hostname);
     await opening.close();
     const page = await signIn(context, server.panelUrl, server.token.token, "ada", `/runs/${run.runId}`);
     const csrf = await page.locator(`form.decide input[name="_csrf"]`).first().inputValue();
@@ -191,8 +212,8 @@ describe("the panel's origin", () => {
         decision: "new-attempt",
       }).toString(),
     });
-    expect(form.status).toBe(303);
-    expect(form.headers.get("location")).toBe(`${server.panelUrl}/`);
+    expect(form.status).toBe(404);
+    expect(form.headers.get("location")).toBeNull();
     const json = await fetch(`${server.url}/api/runs/${run.runId}/decisions`, {
       method: "POST",
       headers: { ...replay, "x-csrf-token": csrf, "content-type": "application/json" },
@@ -206,6 +227,57 @@ describe("the panel's origin", () => {
     const after = await reader.audit();
     expect(after.headDigest).toBe(before.headDigest);
     expect(await reader.events(run.runId)).toHaveLength(run.version);
+  });
+
+  it("R2: a page on another local port cannot learn the panel's name from 127.0.0.1 nor lure the session cookie to itself by two navigations", async () => {
+    const { store, runtime } = await openPanelRuntime(tempDir());
+    const run = await heldRun(runtime, "once", "victim");
+    await runtime.close();
+    const server = await started(serve({ store, port: 0 }));
+    const panelName = new URL(server.panelUrl).hostname;
+
+    // The attacker, a process on another local port without the token, asks 127.0.0.1 for the panel
+    // (as a browser, with a Host it does not serve) and takes the name from any answer that tells it,
+    // else guesses it from the port.
+    const told = [
+      await ask(server.port, "/"),
+      await ask(server.port, `/runs/${run.runId}`),
+      await ask(server.port, "/login"),
+      await ask(server.port, "/api/health", "attacker.example"),
+    ];
+    const learned = told.map((answer) => /holdfast-[\w-]+\.localhost/.exec(answer)?.[0]).find(Boolean);
+    const name = learned ?? `holdfast-${server.port}.localhost`;
+
+    // Its page sends the browser to that name on its own port (cross-site: no cookie), then on to
+    // another page there (same site now, so a cookie for that name would go along).
+    const received: string[] = [];
+    const attacker: NodeServer = createServer((request, response) => {
+      received.push(`${request.headers.host} ${request.url} ${request.headers.cookie ?? ""}`);
+      const port = (attacker.address() as AddressInfo).port;
+      response.setHeader("content-type", "text/html");
+      if (request.url === "/") response.end(`<script>location = "http://${name}:${port}/hop"</script>`);
+      else if (request.url === "/hop") response.end(`<script>location = "/land"</script>`);
+      else response.end("<h1>landed</h1>");
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", resolve));
+    opened.push(() => new Promise<void>((resolve) => attacker.close(() => resolve())));
+    const attackerPort = (attacker.address() as AddressInfo).port;
+
+    const context = await newContext();
+    const page = await signIn(context, server.panelUrl, server.token.token, "ada", `/runs/${run.runId}`);
+    await Promise.all([
+      page.waitForURL((u) => u.pathname === "/land"),
+      page.goto(`http://127.0.0.1:${attackerPort}/`),
+    ]);
+
+    expect(received.filter((line) => line.includes("holdfast_session"))).toEqual([]);
+    expect(received.map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([
+      `127.0.0.1:${attackerPort} /`,
+      `${name}:${attackerPort} /hop`,
+      `${name}:${attackerPort} /land`,
+    ]);
+    expect(learned).toBeUndefined();
+    expect(told.join("\n")).not.toContain(panelName);
   });
 });
 

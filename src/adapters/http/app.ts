@@ -15,6 +15,7 @@ import type { Auth, Env, OperatorPort } from "./types.js";
 export type { Auth, Env, OperatorPort };
 
 import { type LiveOptions, LiveStreams, liveEvents } from "./events.js";
+import { panelElsewhere } from "./pages.js";
 import { panelRoutes } from "./panel.js";
 import {
   AuditReply,
@@ -53,8 +54,9 @@ export interface AppOptions {
   /** Host header values served (DNS rebinding); see `allowedHosts`. */
   readonly hosts: ReadonlySet<string>;
   /**
-   * The panel's own origin (`http://holdfast-<port>.localhost:<port>`) and the loopback Host values
-   * that serve only the API (see `loopbackAliases`); undefined: the panel answers on every host.
+   * The panel's own origin (`http://holdfast-<port>-<hmac>.localhost:<port>`, see `panelHostName`)
+   * and the loopback Host values that serve only the API (see `loopbackAliases`); undefined: the
+   * panel answers on every host.
    */
   readonly panel?: { readonly origin: string; readonly aliases: ReadonlySet<string> } | undefined;
   /** The package version, for the OpenAPI document and the panel's footer. */
@@ -157,6 +159,9 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       : c.text("Not found", 404),
   );
 
+  const panelHost = (): string | undefined =>
+    options.panel === undefined ? undefined : new URL(options.panel.origin).host;
+
   // Host header allowlist (DNS rebinding) and security headers on every reply.
   app.use("*", async (c, next) => {
     const host = (c.req.header("host") ?? "").toLowerCase();
@@ -166,7 +171,8 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
           error: {
             code: "host-not-allowed",
             message: `this server does not answer for host ${JSON.stringify(host)}`,
-            hint: `open it as one of: ${[...options.hosts].join(", ")}`,
+            // Never the panel's own name: it is told only to whoever holds the token.
+            hint: `open it as one of: ${[...options.hosts].filter((name) => name !== panelHost()).join(", ")}`,
           },
         },
         403,
@@ -184,15 +190,23 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     if (!c.res.headers.has("Cache-Control")) c.header("Cache-Control", "no-store");
   });
 
-  // On loopback the panel lives on a host name of its own; a browser that comes by another
-  // loopback name is sent there, and never signs in here (its cookie would reach every port).
+  // On loopback the panel lives on a host name of its own that only the token tells. A browser that
+  // comes by another loopback name is told to open the address `holdfast serve` printed — not sent
+  // there: a page on another local port could then learn the name, lure the browser to it on its own
+  // port (same site, so the cookie goes along) and replay the cookie. It never signs in here either
+  // (its cookie would reach every port). The static files hold nothing secret and style the page.
   app.use("*", async (c, next) => {
     const panel = options.panel;
     const host = (c.req.header("host") ?? "").toLowerCase();
-    if (panel === undefined || !panel.aliases.has(host) || c.req.path.startsWith("/api/")) return next();
-    const url = new URL(c.req.url);
-    const target = c.req.method === "GET" || c.req.method === "HEAD" ? `${url.pathname}${url.search}` : "/";
-    return c.redirect(`${panel.origin}${target}`, 303);
+    const path = c.req.path;
+    if (
+      panel === undefined ||
+      !panel.aliases.has(host) ||
+      path.startsWith("/api/") ||
+      path.startsWith("/static/")
+    )
+      return next();
+    return c.html(panelElsewhere(), 404);
   });
 
   const limits = {

@@ -91,6 +91,22 @@ export const layout = (
   </body>
 </html>`;
 
+/**
+ * What a browser sees on a loopback address that serves only the API: where to go instead, without
+ * the panel's address (it is told only to whoever holds the token).
+ */
+export const panelElsewhere = (): Html =>
+  layout(
+    "Open the panel at its own address",
+    null,
+    html`<h1>The panel is not served here</h1>
+      <p>This address answers the JSON API only. Open the Recovery panel at the address
+        <code>holdfast serve</code> printed when it started (<code>http://holdfast-&lt;port&gt;-&lt;…&gt;.localhost:&lt;port&gt;</code>),
+        and sign in there with the server's token.</p>
+      <p class="muted">The panel has a host name of its own, derived from the token, so that its session
+        cookie reaches no other port on this machine.</p>`,
+  );
+
 export const banner = (kind: "error" | "stale" | "ok", text: Html | string): Html =>
   html`<div class="banner banner-${kind}" role="${kind === "ok" ? "status" : "alert"}">${text}</div>`;
 

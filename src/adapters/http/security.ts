@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 
@@ -121,33 +121,44 @@ export const isLoopback = (host: string): boolean =>
   host === "127.0.0.1" || host === "::1" || host === "localhost" || /^127(\.\d{1,3}){3}$/.test(host);
 
 /**
- * The panel's own host name on loopback, `holdfast-<port>.localhost` (browsers resolve `*.localhost`
- * to loopback without asking DNS), or undefined when bound elsewhere. Cookies are not isolated by
- * port: a session cookie set for 127.0.0.1 goes to every other port on 127.0.0.1, where anyone
- * listening can replay it. A host-only cookie for this name does not.
+ * The panel's own host name on loopback, `holdfast-<port>-<12 hex>.localhost` (browsers resolve
+ * `*.localhost` to loopback without asking DNS), or undefined when bound elsewhere. Cookies are not
+ * isolated by port: a session cookie set for 127.0.0.1 goes to every other port on 127.0.0.1, where
+ * anyone listening can replay it. A host-only cookie for this name does not — unless a page on
+ * another port can navigate to the name on its own port (`http://<name>:<its port>/`, same site,
+ * so the cookie goes along). Hence the name carries an HMAC of the token: it cannot be guessed, it
+ * is stable while the token is, and the server tells it only to whoever holds the token.
  */
-export const panelHostName = (host: string, port: number): string | undefined =>
-  host === "127.0.0.1" || host === "localhost" || host === "::1" ? `holdfast-${port}.localhost` : undefined;
+export const panelHostName = (host: string, port: number, token: string): string | undefined => {
+  if (host !== "127.0.0.1" && host !== "localhost" && host !== "::1") return undefined;
+  const tag = createHmac("sha256", token).update("holdfast panel host").digest("hex").slice(0, 12);
+  return `holdfast-${port}-${tag}.localhost`;
+};
 
 /**
  * The loopback names (with the port) that answer the API but not the panel when the panel has a
- * host name of its own: a browser there is sent to the panel's origin, and a session cookie there
- * counts for nothing.
+ * host name of its own: a browser there is told to open the address `holdfast serve` printed (never
+ * sent to it: that would tell the name to anyone), and a session cookie there counts for nothing.
  */
 export const loopbackAliases = (host: string, port: number): Set<string> =>
-  panelHostName(host, port) === undefined
-    ? new Set()
-    : new Set(["127.0.0.1", "localhost", "[::1]"].map((name) => `${name}:${port}`));
+  host === "127.0.0.1" || host === "localhost" || host === "::1"
+    ? new Set(["127.0.0.1", "localhost", "[::1]"].map((name) => `${name}:${port}`))
+    : new Set();
 
 /**
  * The Host header values this server answers (DNS rebinding: a page on another name that resolves
  * to 127.0.0.1 must not reach the API): the bound host and, on loopback, its usual names, each with
  * the port.
  */
-export const allowedHosts = (host: string, port: number, extra: ReadonlyArray<string> = []): Set<string> => {
+export const allowedHosts = (
+  host: string,
+  port: number,
+  token: string,
+  extra: ReadonlyArray<string> = [],
+): Set<string> => {
   const names = new Set<string>([host.includes(":") ? `[${host}]` : host]);
   if (isLoopback(host)) for (const name of ["127.0.0.1", "localhost", "[::1]"]) names.add(name);
-  const panel = panelHostName(host, port);
+  const panel = panelHostName(host, port, token);
   if (panel !== undefined) names.add(panel);
   const hosts = new Set<string>();
   for (const name of names) hosts.add(`${name}:${port}`.toLowerCase());

@@ -52,9 +52,10 @@ export interface Server {
   /** Where it listens, e.g. `http://127.0.0.1:4640`: the API's address. */
   readonly url: string;
   /**
-   * The panel's address, for a browser: on loopback a host name of its own,
-   * `http://holdfast-<port>.localhost:<port>`, so its session cookie does not reach other ports on
-   * 127.0.0.1 (a browser that opens `url` is sent here); elsewhere the same as `url`.
+   * The panel's address, for a browser: on loopback a host name of its own that only the token
+   * tells, `http://holdfast-<port>-<12 hex of an HMAC of the token>.localhost:<port>`, so its session
+   * cookie reaches no other port on 127.0.0.1 and no page there can lure it out (a browser that opens
+   * `url` is told to open this address, not sent to it); elsewhere the same as `url`.
    */
   readonly panelUrl: string;
   readonly host: string;
@@ -162,10 +163,10 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
     throw error;
   }
   const bound = (server.address() as AddressInfo).port;
-  hosts = allowedHosts(host, bound, options.allowedHosts);
+  hosts = allowedHosts(host, bound, token.token, options.allowedHosts);
   const urlHost = host.includes(":") ? `[${host}]` : host;
   const url = `http://${urlHost}:${bound}`;
-  const panelName = panelHostName(host, bound);
+  const panelName = panelHostName(host, bound, token.token);
   if (panelName !== undefined) {
     panel = { origin: `http://${panelName}:${bound}`, aliases: loopbackAliases(host, bound) };
   }
