@@ -14,9 +14,10 @@ import type { Recorded } from "./cursor.js";
 import type { CallContext, SettledContext } from "./define.js";
 import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
 import { withDocumentRetry } from "./documents.js";
-import { CallFailed, DefiniteFailure, LeaseLost, RunHeld, RunMovedOn } from "./errors.js";
+import { CallFailed, DefiniteFailure, FencedOut, LeaseLost, RunHeld, RunMovedOn } from "./errors.js";
 import type { AppendRequest } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import { nextDue, policyRetries, type ResolvedRetry } from "./retry.js";
 
 /** What a journaled call needs: its identity, what is stored, and the effect. */
 export interface CallSpec<R> {
@@ -38,6 +39,8 @@ export interface CallSpec<R> {
   atomic?: (context: CallContext) => Promise<AtomicEffect>;
   /** The reconciler's clean-up once an attempt is over ({@link Reconciler.settled}). */
   settled?: (context: SettledContext) => void;
+  /** The retry policy declared in code: recorded in the intent, applied to definite failures. */
+  retry?: ResolvedRetry;
 }
 
 /** Run a reconciler's clean-up for attempts `from`..`to` of a call; a failure is a warning only. */
@@ -189,6 +192,7 @@ const intentOf = <R>(
     reconciler: spec.reconciler,
     ...(probe === undefined ? {} : { probe: host.masker.mask(probe) }),
     idempotencyKey: context.idempotencyKey,
+    ...(spec.retry ? { retry: spec.retry.recorded } : {}),
   };
 };
 
@@ -235,6 +239,11 @@ const effect = async <R>(
         const slot = host.writer.reserve();
         return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
       }
+      if (
+        policyRetries(spec.retry, attempt, error) &&
+        (await scheduleRetry(host, spec, callId, attempt, error))
+      )
+        return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
     }
     // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself.
@@ -274,6 +283,57 @@ const effect = async <R>(
   settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
+};
+
+/**
+ * Record that the policy retries a definitely failed attempt, and when: the due time is in the
+ * journal before the wait starts, so a crash during the wait resumes only the rest of it.
+ * False when the run no longer takes the retry (held meanwhile): the failure then stands.
+ */
+const scheduleRetry = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R> & { retry?: ResolvedRetry },
+  callId: string,
+  failed: number,
+  failure: unknown,
+): Promise<boolean> => {
+  const now = Date.now();
+  const { delayMs, reason } = nextDue(spec.retry!.recorded, failed, failure, now);
+  const scheduled: EventOf<"retry.scheduled"> = {
+    type: "retry.scheduled",
+    runId: host.runId,
+    callId,
+    attempt: failed + 1,
+    dueAt: new Date(now + delayMs).toISOString(),
+    delayMs,
+    reason,
+  };
+  if (!host.writer.accepts(scheduled)) return false;
+  try {
+    await host.writer.append([scheduled]);
+  } catch (error) {
+    if (error instanceof FencedOut) host.ownershipLost();
+    throw error;
+  }
+  return true;
+};
+
+/** Wait until a recorded due time; then the attempt, in a fresh place in the run's append order. */
+export const attemptWhenDue = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  seq: number,
+  callId: string,
+  fingerprint: string,
+  attempt: number,
+): Promise<R> => {
+  const dueAt = contextOf(host.writer.fold).calls.get(callId)?.dueAt;
+  const wait = dueAt === undefined ? 0 : Date.parse(dueAt) - Date.now();
+  if (wait > 0) {
+    crashPointFor("during-backoff", spec.name);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  return runAttempt(host, spec, seq, callId, fingerprint, attempt, host.writer.reserve());
 };
 
 /** Record an outcome; if the run moved on to another owner meanwhile, stop this execution. */

@@ -1,6 +1,7 @@
 import type * as Schema from "effect/Schema";
 import { type Disposition, type KeyedHash, sha256Hex } from "../events/index.js";
 import type { PlanValue } from "./documents.js";
+import { type ResolvedRetry, type RetryPolicy, resolveRetry } from "./retry.js";
 
 /** What a tool or model function receives besides its arguments. */
 export interface CallContext {
@@ -88,6 +89,8 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly result: Schema.Schema.AnyNoContext | null;
   /** What the intent records beside the arguments, for a tool without a reconciler (see {@link ToolSpec.probe}). */
   readonly probe?: (args: A, context: CallContext) => unknown;
+  /** Its retry policy, checked, as every intent records it (absent: a definite failure is final). */
+  readonly retry?: ResolvedRetry;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
@@ -115,6 +118,11 @@ export interface ToolSpec<A, I, R, RI = unknown> {
    * source when `run` delegates to other code whose changes must also void the pin.
    */
   readonly source?: string;
+  /**
+   * Retry the `DefiniteFailure`s `retry.when` accepts (default: every one), up to `attempts` in
+   * all, after a durable backoff. An indefinite error is never retried: it holds the run (law 4).
+   */
+  readonly retry?: RetryPolicy;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
@@ -152,6 +160,7 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
     pin: sha256Hex(spec.source ?? spec.run.toString()),
     result: (spec.result as Schema.Schema.AnyNoContext | undefined) ?? null,
     ...(spec.probe ? { probe: spec.probe } : {}),
+    ...(spec.retry === undefined ? {} : { retry: resolveRetry(`tool "${spec.name}"`, spec.retry, "tool") }),
     run: spec.run,
   };
 };
@@ -188,6 +197,11 @@ export interface ModelCallOptions {
    * change what recovery does to a call already made.
    */
   readonly inDoubt?: "hold" | "replay";
+  /**
+   * Retry the call's definite failures: by default those that carry a retryable status (408, 409,
+   * 429, 5xx), after the provider's `Retry-After` or the backoff. Recorded in the intent.
+   */
+  readonly retry?: RetryPolicy;
 }
 
 /** The call API an agent uses. Every call is journaled: intent before, outcome after. */

@@ -12,7 +12,7 @@ import {
   type RecordedEvent,
 } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
-import { type AttemptHost, type CallSpec, runAttempt, settledAttempts } from "./attempt.js";
+import { type AttemptHost, attemptWhenDue, type CallSpec, runAttempt, settledAttempts } from "./attempt.js";
 import { crashPointFor } from "./crash.js";
 import { type Recorded, ReplayCursor } from "./cursor.js";
 import type { AnyToolDef, CallContext, ModelCallOptions, ToolDef, Turn } from "./define.js";
@@ -30,6 +30,7 @@ import {
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import { type ResolvedRetry, resolveRetry } from "./retry.js";
 
 export { errorInfo } from "./attempt.js";
 
@@ -172,12 +173,15 @@ export class TurnImpl implements Turn, AttemptHost {
     options?: ModelCallOptions,
   ): Promise<R> {
     let stored: unknown;
+    let retry: ResolvedRetry | undefined;
     try {
       stored = storedCopy(args, `arguments of model call "${name}"`);
+      if (options?.retry !== undefined) retry = resolveRetry(`model call "${name}"`, options.retry, "model");
     } catch (error) {
       return Promise.reject(error);
     }
     return this.call<R>({
+      ...(retry ? { retry } : {}),
       kind: "model",
       name,
       args: stored,
@@ -220,6 +224,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const reconciler = def.reconciler;
     const probe = reconciler ? reconciler.probe : def.probe;
     return this.call<R>({
+      ...(def.retry ? { retry: def.retry } : {}),
       kind: "tool",
       name,
       args: encoded,
@@ -320,6 +325,11 @@ export class TurnImpl implements Turn, AttemptHost {
           }
           case "attempt":
             attempt = next.attempt;
+            // A policy retry scheduled before a crash: only the rest of its recorded wait is left.
+            if (known.status === "authorized" && known.dueAt !== undefined) {
+              slot.release();
+              return await attemptWhenDue(this, spec, seq, callId, fingerprint, attempt);
+            }
         }
       }
       const extraProbe =
