@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { Schema } from "effect";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import {
   DefiniteFailure,
@@ -13,9 +13,12 @@ import {
 import { foldRun } from "../../src/machines/index.js";
 import { RunLaws } from "../../src/runtime/audit/laws.js";
 import type { AnyToolDef } from "../../src/runtime/define.js";
+import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
+const schemas = usePgSchemas();
+afterAll(() => schemas.dropAll());
 
 const fast = { initialMs: 0, maxMs: 0, factor: 1, jitter: 0 };
 
@@ -36,12 +39,20 @@ const flaky = (failures: number, retry: RetryPolicy, details: unknown = { status
 };
 
 /** An agent that makes one call and returns its result, or the name of the error the call threw. */
-const open = (
+const engines = ["libsql", "postgres"] as const;
+let engine: (typeof engines)[number] = "libsql";
+
+const freshPg = async () => {
+  await requirePg();
+  return pgUrl(schemas.fresh());
+};
+
+const open = async (
   tools: ReadonlyArray<AnyToolDef>,
   call: (turn: Parameters<ReturnType<typeof defineAgent>["run"]>[0]) => Promise<unknown>,
 ) =>
   openRuntime({
-    store: join(tempDir(), "j.db"),
+    store: engine === "postgres" ? await freshPg() : join(tempDir(), "j.db"),
     agents: [
       defineAgent({
         name: "caller",
@@ -68,7 +79,11 @@ const runOnce = async (runtime: Runtime) => {
 const ofType = <T extends AnyEvent["type"]>(events: ReadonlyArray<AnyEvent>, type: T) =>
   events.filter((e): e is EventOf<T> => e.type === type);
 
-describe("retry policies", () => {
+describe.each(engines)("retry policies on %s", (name) => {
+  beforeEach(() => {
+    engine = name;
+  });
+
   it("a bad policy is refused where it is declared, naming the value", async () => {
     const bad = (retry: unknown) => () =>
       defineTool({ name: "t", args: Schema.Struct({}), retry: retry as never, run: async () => 1 });
