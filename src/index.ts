@@ -63,6 +63,7 @@ export {
   CallNotFound,
   CallNotInDoubt,
   CallsDoNotFold,
+  CallTimedOut,
   CheckpointInvalid,
   DecisionNeedsCalls,
   DefiniteFailure,

@@ -14,7 +14,15 @@ import type { Recorded } from "./cursor.js";
 import type { CallContext, SettledContext } from "./define.js";
 import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
 import { withDocumentRetry } from "./documents.js";
-import { CallFailed, DefiniteFailure, FencedOut, LeaseLost, RunHeld, RunMovedOn } from "./errors.js";
+import {
+  CallFailed,
+  CallTimedOut,
+  DefiniteFailure,
+  FencedOut,
+  LeaseLost,
+  RunHeld,
+  RunMovedOn,
+} from "./errors.js";
 import type { AppendRequest } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
 import { nextDue, policyRetries, type ResolvedRetry } from "./retry.js";
@@ -41,6 +49,8 @@ export interface CallSpec<R> {
   settled?: (context: SettledContext) => void;
   /** The retry policy declared in code: recorded in the intent, applied to definite failures. */
   retry?: ResolvedRetry;
+  /** Abort each attempt through its signal after this long. */
+  timeoutMs?: number;
 }
 
 /** Run a reconciler's clean-up for attempts `from`..`to` of a call; a failure is a warning only. */
@@ -103,7 +113,12 @@ export const errorInfo = (masker: Masker, error: unknown): ErrorInfo => {
   return { name: "Error", message: masker.maskString(String(error)) };
 };
 
-const callContext = (host: AttemptHost, callId: string, attempt: number): CallContext => ({
+const callContext = (
+  host: AttemptHost,
+  callId: string,
+  attempt: number,
+  signal: AbortSignal,
+): CallContext => ({
   runId: host.runId,
   chatId: host.chatId,
   callId,
@@ -113,6 +128,7 @@ const callContext = (host: AttemptHost, callId: string, attempt: number): CallCo
     if (!host.mayStartEffect()) throw new LeaseLost({ runId: host.runId, callId });
   },
   keyedHash: () => host.keyedHash(),
+  signal,
 });
 
 /**
@@ -130,7 +146,8 @@ export const runAttempt = async <R>(
   slot: WriteSlot,
   extraProbe?: Readonly<Record<string, unknown>>,
 ): Promise<R> => {
-  const context = callContext(host, callId, attempt);
+  const controller = new AbortController();
+  const context = callContext(host, callId, attempt, controller.signal);
   let intent: EventOf<"call.intended">;
   try {
     intent = intentOf(host, spec, seq, callId, fingerprint, attempt, context, extraProbe);
@@ -159,7 +176,7 @@ export const runAttempt = async <R>(
     slot.release();
   }
   crashPointFor("after-intent", spec.name);
-  return effect(host, spec, seq, callId, fingerprint, attempt, context);
+  return effect(host, spec, seq, callId, fingerprint, attempt, context, controller);
 };
 
 const intentOf = <R>(
@@ -205,6 +222,7 @@ const effect = async <R>(
   fingerprint: string,
   attempt: number,
   context: CallContext,
+  controller: AbortController,
 ): Promise<R> => {
   if (!host.mayStartEffect()) {
     // Paused or cut off near or past the lease: another worker may own the run now, or soon. The
@@ -215,7 +233,15 @@ const effect = async <R>(
   pausePointFor("after-lease-check", spec.name);
   let result: unknown;
   try {
-    result = await spec.run(spec.runArgs, context);
+    const running = spec.run(spec.runArgs, context);
+    result = await (spec.timeoutMs === undefined
+      ? running
+      : withTimeout(
+          running,
+          controller,
+          new CallTimedOut({ runId: host.runId, callId, name: spec.name, timeoutMs: spec.timeoutMs }),
+          spec.timeoutMs,
+        ));
   } catch (error) {
     if (error instanceof LeaseLost) {
       // The tool's own re-check (after its receipt) refused: the effect was not started.
@@ -283,6 +309,46 @@ const effect = async <R>(
   settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
+};
+
+/** How long an aborted call has to answer its abort (with a `DefiniteFailure` that proves it did nothing). */
+const ABORT_GRACE_MS = 1_000;
+
+/**
+ * The effect, aborted through its signal after `timeoutMs`. What it answers within a short grace
+ * after the abort counts as usual: a result, or a `DefiniteFailure` that proves nothing happened.
+ * Any other error, or no answer, leaves the call in doubt with `timedOut` (law 4).
+ */
+const withTimeout = async <R>(
+  running: Promise<R>,
+  controller: AbortController,
+  timedOut: CallTimedOut,
+  timeoutMs: number,
+): Promise<R> => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<"expired">((resolve) => {
+    timer = setTimeout(() => resolve("expired"), timeoutMs);
+  });
+  try {
+    // Settled after the run was held, its late answer has no one to hear it: never an unhandled rejection.
+    running.catch(() => undefined);
+    const first = await Promise.race([running, expired]);
+    if (first !== "expired") return first as R;
+    controller.abort(timedOut);
+    const grace = new Promise<"ignored">((resolve) => {
+      timer = setTimeout(() => resolve("ignored"), ABORT_GRACE_MS);
+    });
+    const answer = await Promise.race([running.then(() => "answered" as const), grace]).catch((error) => {
+      // It answered the abort with a failure: a DefiniteFailure proves nothing happened; else in doubt.
+      if (error instanceof DefiniteFailure) throw error;
+      throw timedOut;
+    });
+    // An effect that ignores the abort may still be taking place: in doubt, for a person.
+    if (answer === "ignored") throw timedOut;
+    return await running;
+  } finally {
+    clearTimeout(timer);
+  }
 };
 
 /**

@@ -174,3 +174,12 @@ export const policyRetries = (retry: ResolvedRetry | undefined, failed: number, 
     return false;
   }
 };
+
+/** A `timeoutMs` as declared in code: a whole number of milliseconds from 1 to 24 hours. */
+export const checkTimeout = (where: string, timeoutMs: number): number => {
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 86_400_000)
+    throw new TypeError(
+      `the timeoutMs of ${where} is invalid: give a whole number of milliseconds from 1 to 86400000, not ${String(timeoutMs)}`,
+    );
+  return timeoutMs;
+};

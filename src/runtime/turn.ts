@@ -30,7 +30,7 @@ import {
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
-import { type ResolvedRetry, resolveRetry } from "./retry.js";
+import { checkTimeout, type ResolvedRetry, resolveRetry } from "./retry.js";
 
 export { errorInfo } from "./attempt.js";
 
@@ -177,11 +177,13 @@ export class TurnImpl implements Turn, AttemptHost {
     try {
       stored = storedCopy(args, `arguments of model call "${name}"`);
       if (options?.retry !== undefined) retry = resolveRetry(`model call "${name}"`, options.retry, "model");
+      if (options?.timeoutMs !== undefined) checkTimeout(`model call "${name}"`, options.timeoutMs);
     } catch (error) {
       return Promise.reject(error);
     }
     return this.call<R>({
       ...(retry ? { retry } : {}),
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       kind: "model",
       name,
       args: stored,
@@ -225,6 +227,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const probe = reconciler ? reconciler.probe : def.probe;
     return this.call<R>({
       ...(def.retry ? { retry: def.retry } : {}),
+      ...(def.timeoutMs === undefined ? {} : { timeoutMs: def.timeoutMs }),
       kind: "tool",
       name,
       args: encoded,
