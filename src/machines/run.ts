@@ -138,9 +138,13 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
       /** A retry policy recorded in the failed attempt's intent allows the next attempt (never more). */
       retryScheduleAllowed: when(["retry.scheduled"], (context, event) => {
         const call = callOf(context, event.callId);
+        // A model call declared replayable may be retried in doubt too, as recovery would replay it.
+        const retryable =
+          call?.status === "failed" ||
+          (call?.status === "in-doubt" && call.kind === "model" && call.disposition === "replay");
         return (
           call !== undefined &&
-          call.status === "failed" &&
+          retryable &&
           event.attempt === call.attempt + 1 &&
           event.attempt <= (call.policyAttempts ?? 0)
         );

@@ -272,7 +272,16 @@ const effect = async <R>(
         return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
     }
-    // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself.
+    // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself,
+    // except a model call declared replayable whose policy has attempts left (§13).
+    if (
+      spec.kind === "model" &&
+      spec.disposition === "replay" &&
+      spec.retry &&
+      attempt < spec.retry.recorded.attempts &&
+      (await scheduleRetry(host, spec, callId, attempt, error))
+    )
+      return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
     const info = errorInfo(host.masker, error);
     return host.hold([
       {

@@ -12,6 +12,8 @@ interface CallLaw {
   policy: number;
   /** The latest attempt with a definite failure recorded (0: none). */
   failed: number;
+  /** Whether the latest intent is a model call with disposition `replay` (a policy may retry it in doubt). */
+  replayable?: boolean;
 }
 
 type SavedCall = [
@@ -21,6 +23,7 @@ type SavedCall = [
   outcomes: Array<[number, number]>,
   policy?: number,
   failed?: number,
+  replayable?: boolean,
 ];
 interface Saved {
   readonly held: boolean;
@@ -61,7 +64,15 @@ export class RunLaws {
   save(): string {
     const calls: SavedCall[] = [];
     for (const [callId, call] of this.calls)
-      calls.push([callId, call.attempt, call.allowance, [...call.outcomes], call.policy, call.failed]);
+      calls.push([
+        callId,
+        call.attempt,
+        call.allowance,
+        [...call.outcomes],
+        call.policy,
+        call.failed,
+        call.replayable ?? false,
+      ]);
     return JSON.stringify({ held: this.held, calls } satisfies Saved);
   }
 
@@ -70,13 +81,14 @@ export class RunLaws {
     const saved = JSON.parse(text) as Saved;
     const laws = new RunLaws();
     laws.held = saved.held;
-    for (const [callId, attempt, allowance, outcomes, policy, failed] of saved.calls)
+    for (const [callId, attempt, allowance, outcomes, policy, failed, replayable] of saved.calls)
       laws.calls.set(callId, {
         attempt,
         allowance,
         outcomes: new Map(outcomes),
         policy: policy ?? 0,
         failed: failed ?? 0,
+        replayable: replayable ?? false,
       });
     return laws;
   }
@@ -87,6 +99,7 @@ export class RunLaws {
       case "call.intended": {
         const call = this.calls.get(event.callId);
         const policy = event.retry?.attempts ?? 0;
+        const replayable = event.kind === "model" && event.disposition === "replay";
         if (!call) {
           this.calls.set(event.callId, {
             attempt: event.attempt,
@@ -94,6 +107,7 @@ export class RunLaws {
             allowance: 0,
             policy,
             failed: 0,
+            replayable,
           });
           if (event.attempt > 1)
             return {
@@ -104,6 +118,7 @@ export class RunLaws {
         }
         const authorized = call.allowance > 0;
         call.policy = policy;
+        call.replayable = replayable;
         call.attempt = Math.max(call.attempt, event.attempt);
         call.allowance = Math.max(0, call.allowance - 1);
         if (!authorized)
@@ -150,7 +165,8 @@ export class RunLaws {
             detail: `retry.scheduled for ${event.callId}, which was never intended`,
           };
         // A policy retries only a definite failure of its latest attempt, and never past its attempts.
-        if (call.failed !== call.attempt || event.attempt !== call.attempt + 1 || event.attempt > call.policy)
+        const closed = call.failed === call.attempt || (call.replayable && !call.outcomes.get(call.attempt));
+        if (!closed || event.attempt !== call.attempt + 1 || event.attempt > call.policy)
           return {
             kind: "replay-without-authorization",
             detail: `retry.scheduled for attempt ${event.attempt} of ${event.callId}, but the recorded policy allows ${call.policy} attempt(s) in all and attempt ${call.attempt} ${call.failed === call.attempt ? "failed" : "has no recorded definite failure"}`,
