@@ -53,6 +53,12 @@ export interface RuntimeOptions {
     readonly concurrency?: number;
     /** Ownership lease of a run, renewed by heartbeat (default 15 s, at least 3 s). */
     readonly leaseMs?: number;
+    /**
+     * A run interrupted this many times (default 3) with no new outcome or decision in between is
+     * held `crash-loop` instead of re-executed again: one run whose re-execution kills its process
+     * cannot take down every process that opens the journal. See docs/recovery.md, "Crash loops".
+     */
+    readonly maxInterruptions?: number;
   };
   /**
    * Remove finished runs while opening, after recovery: keep the newest `keepRuns` (default 100)
@@ -175,6 +181,7 @@ const RuntimeOptionsSchema = Schema.Struct({
     Schema.Struct({
       onOpen: Schema.optional(Schema.Boolean),
       concurrency: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000))),
+      maxInterruptions: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000))),
       leaseMs: Schema.optional(
         Schema.Int.pipe(
           Schema.greaterThanOrEqualTo(MIN_LEASE_MS, {
@@ -239,6 +246,9 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
       recoveryConcurrency: checked.recovery?.concurrency ?? 2,
       newRunId,
       maxRetryAttempts: checked.retry?.maxAttempts ?? 3,
+      ...(checked.recovery?.maxInterruptions === undefined
+        ? {}
+        : { maxInterruptions: checked.recovery.maxInterruptions }),
       allowlist,
     });
   } catch (error) {

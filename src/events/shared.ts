@@ -22,7 +22,14 @@ export type CallKind = typeof CallKind.Type;
 export const Disposition = Schema.Literal("replay", "reconcile", "hold");
 export type Disposition = typeof Disposition.Type;
 
-/** Why a run is held: one entry per cause, naming the call when there is one. */
+/** One recovery that found a run active with no live owner: when (its `run.interrupted`), and by whom. */
+export const Interruption = Schema.Struct({ at: Schema.String, by: Schema.String });
+export type Interruption = typeof Interruption.Type;
+
+/**
+ * Why a run is held: one entry per cause, naming the call when there is one. A `crash-loop` hold
+ * lists the interruptions since the run's last outcome or decision.
+ */
 export const HoldReason = Schema.Struct({
   code: Schema.Literal(
     "indefinite-failure",
@@ -32,9 +39,11 @@ export const HoldReason = Schema.Struct({
     "determinism",
     "corrupt",
     "decision-needed",
+    "crash-loop",
   ),
   callId: Schema.optional(Schema.String),
   detail: Schema.String,
+  interruptions: Schema.optional(Schema.Array(Interruption)),
 });
 export type HoldReason = typeof HoldReason.Type;
 

@@ -20,6 +20,8 @@ export const chatsProjection: Projection<ChatRow> = {
   version: 1,
   canHandle: ["run.admitted", "checkpoint.saved"],
   keysOf: (recorded) => ("chatId" in recorded.event ? [String(recorded.event.chatId)] : []),
+  // The latest run.admitted and the latest checkpoint.saved of the chat decide the whole row.
+  drawsOn: (row) => (row.checkpoint ? [row.lastRunId, row.checkpoint.runId] : [row.lastRunId]),
   evolve: (state, recorded) => {
     const e = recorded.event;
     if (e.type === "run.admitted") {

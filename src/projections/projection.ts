@@ -12,6 +12,13 @@ export interface Projection<S> {
   /** The rows an event updates (usually one). */
   readonly keysOf: (recorded: RecordedEvent) => ReadonlyArray<string>;
   readonly evolve: (state: S | undefined, recorded: RecordedEvent, key: string) => S;
+  /**
+   * For a row the runs of one chat share: the runs whose events its value comes from. Retention
+   * removes whole finished runs and updates only the rows their events made: a shared row that
+   * comes from none of the removed runs stands as stored; another is folded again from its chat's
+   * remaining runs. Absent: every event of a key is in one stream, so the row goes with it.
+   */
+  readonly drawsOn?: (state: S) => ReadonlyArray<string>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of projections

@@ -121,8 +121,29 @@ export interface PruneReport {
   readonly kept: number;
   /** Runs the policy selected but retention left alone, and why (their events disagree with the caches). */
   readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
-  /** The `retention.pruned` event written to the `system` stream; null on a dry run or when nothing went. */
+  /**
+   * The last `retention.pruned` event written to the `system` stream; null on a dry run or when
+   * nothing went.
+   */
   readonly recorded: { readonly streamId: string; readonly version: number } | null;
+  /** Every `retention.pruned` written, in order: one per batch (one transaction each). */
+  readonly records: ReadonlyArray<{ readonly streamId: string; readonly version: number }>;
+}
+
+/** How a prune runs, beside the policy. */
+export interface PruneOptions {
+  /** Write nothing; report what would go. */
+  readonly dryRun?: boolean;
+  /** The clock the policy's `keepDays` counts from (ms since the epoch). */
+  readonly now?: number;
+  /**
+   * Runs removed per transaction (default 50; and at most 500 events, unless one run alone has
+   * more). Each batch takes the append lock and lets it go, so appends and lease renewals wait
+   * for one batch, never for the whole prune.
+   */
+  readonly batchRuns?: number;
+  /** Called after each committed batch: runs removed so far, of those the policy selected. */
+  readonly onBatch?: (progress: { readonly pruned: number; readonly selected: number }) => void;
 }
 
 /** A stream removed by {@link Journal.dropStream}: its head, and the `retention.pruned` that records it. */
@@ -242,14 +263,15 @@ export interface Journal extends JournalReader {
    */
   rebuildProjections(): Promise<ReadonlyArray<ProjectionRebuild>>;
   /**
-   * Remove finished runs the policy does not keep, in one write transaction: `retention.pruned`
-   * (each removed stream's id and head) is appended to the `system` stream first, then the runs'
-   * events, guard rows and claims go, each run's final status and output digest are kept for
-   * {@link Journal.prunedRun}, and the projections are rebuilt. Admissions stay (law 6: retention
-   * never reopens an input). Active, held and needs-attention runs are never removed. `dryRun`
-   * writes nothing and reports what would go.
+   * Remove finished runs the policy does not keep, in batches of up to `batchRuns` runs, one write
+   * transaction each: `retention.pruned` (each removed stream's id and head) is appended to the
+   * `system` stream first, then the batch's events, guard rows and claims go, each run's final
+   * status and output digest are kept for {@link Journal.prunedRun}, and the projection rows the
+   * batch's events made are removed or folded again from what remains. Admissions stay (law 6:
+   * retention never reopens an input). Active, held and needs-attention runs are never removed.
+   * `dryRun` writes nothing and reports what would go.
    */
-  prune(policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number }): Promise<PruneReport>;
+  prune(policy: RetentionPolicy & PruneOptions): Promise<PruneReport>;
   /**
    * Remove a LangGraph thread's stream (`langgraph-…`) in one write transaction, leaving the same
    * sealed record retention leaves: `retention.pruned` with the stream's head in the `system` stream,

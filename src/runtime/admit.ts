@@ -6,6 +6,7 @@ import type { EngineCore } from "./core.js";
 import { RunWriter } from "./dispatch.js";
 import { DuplicateAdmission, InputConflict, UnknownAgent } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
+import { handled } from "./handled.js";
 import { decodeInput, refuseSecretIds } from "./input.js";
 import { storedCopy } from "./json.js";
 
@@ -106,5 +107,5 @@ const reuse = async (
   if (admittedFor !== undefined && admittedFor !== request.agent) {
     throw new InputConflict({ chatId, inputId, runId, admittedFor: row!.agent });
   }
-  return { runId, reused: true, result: core.wait(runId) };
+  return { runId, reused: true, result: handled(core.wait(runId)) };
 };

@@ -8,6 +8,7 @@ import type {
   KeyedHash,
   Masker,
 } from "../events/index.js";
+import { makeMasker } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded } from "./cursor.js";
@@ -25,6 +26,7 @@ import {
 } from "./errors.js";
 import type { AppendRequest } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import type { LeaseRenewal } from "./ownership.js";
 import { nextDue, policyRetries, type ResolvedRetry } from "./retry.js";
 
 /** What a journaled call needs: its identity, what is stored, and the effect. */
@@ -53,6 +55,9 @@ export interface CallSpec<R> {
   timeoutMs?: number;
 }
 
+/** For warnings: token shapes and secret-like keys masked, with no registered secrets at hand. */
+const WARNING_MASK = makeMasker({});
+
 /** Run a reconciler's clean-up for attempts `from`..`to` of a call; a failure is a warning only. */
 export const settledAttempts = (
   spec: { readonly name: string; readonly settled?: (context: SettledContext) => void },
@@ -68,7 +73,7 @@ export const settledAttempts = (
       spec.settled({ runId, callId, attempt, idempotencyKey });
     } catch (error) {
       process.emitWarning(
-        `tool "${spec.name}" could not clean up after attempt ${idempotencyKey}: ${error instanceof Error ? error.message : String(error)}`,
+        `tool "${spec.name}" could not clean up after attempt ${idempotencyKey}: ${errorInfo(WARNING_MASK, error).message}`,
         { code: "HOLDFAST_SETTLE_CLEANUP" },
       );
     }
@@ -89,18 +94,33 @@ export interface AttemptHost {
   readonly masker: Masker;
   /** Law 10: whether this worker may start an effect of the run now (lease with margin). */
   mayStartEffect(): boolean;
+  /** Renew the lease now (`Ownership.renewNow`); `lost` once this execution lost the run. */
+  renewLease(): Promise<LeaseRenewal>;
   /** Keep what the journal now holds for a call, for this execution's later calls. */
   record(callId: string, outcome: Recorded): void;
   /** Hold the run (unless it is no longer running) and throw `RunHeld`. */
   hold(reasons: [HoldReason, ...HoldReason[]]): Promise<never>;
   /** This execution no longer owns the run: nothing more may be written or started by it. */
-  ownershipLost(): void;
+  ownershipLost(reason?: string): void;
+  /** The same, because retention removed the run while a call of it ran. */
+  runPruned(): void;
   /** A keyed digest under the journal's key, for content a call must recognise without storing it. */
   keyedHash(): KeyedHash;
 }
 
 /** Mask and shape an error for storage: name and message only, never a stack. */
 export const errorInfo = (masker: Masker, error: unknown): ErrorInfo => {
+  try {
+    return describeError(masker, error);
+  } catch (cause) {
+    // A thrown value that cannot be described (a getter or `toString` that throws, no prototype)
+    // must not become an error of holdfast's own: the run records that much instead.
+    const why = cause instanceof Error ? masker.maskString(cause.message) : "it cannot be described";
+    return { name: "Error", message: `a value was thrown that cannot be read (${why})` };
+  }
+};
+
+const describeError = (masker: Masker, error: unknown): ErrorInfo => {
   if (error instanceof DefiniteFailure) {
     const details =
       error.details === undefined ? {} : { details: masker.mask(storedCopy(error.details, "error details")) };
@@ -225,10 +245,10 @@ const effect = async <R>(
   controller: AbortController,
 ): Promise<R> => {
   if (!host.mayStartEffect()) {
-    // Paused or cut off near or past the lease: another worker may own the run now, or soon. The
-    // intent stays in doubt for the owner's recovery to classify; this worker starts nothing.
-    host.ownershipLost();
-    throw new LeaseLost({ runId: host.runId, callId });
+    // Near or past the lease (a pause, a heartbeat that waited behind a long write): a renewal now
+    // may give the margin back; if it does not, this worker starts nothing.
+    const lease = await host.renewLease();
+    if (lease !== "regained" || !host.mayStartEffect()) return notStarted(host, callId, attempt, lease);
   }
   pausePointFor("after-lease-check", spec.name);
   let result: unknown;
@@ -243,11 +263,9 @@ const effect = async <R>(
           spec.timeoutMs,
         ));
   } catch (error) {
-    if (error instanceof LeaseLost) {
+    if (error instanceof LeaseLost)
       // The tool's own re-check (after its receipt) refused: the effect was not started.
-      host.ownershipLost();
-      throw error;
-    }
+      return notStarted(host, callId, attempt, await host.renewLease());
     if (error instanceof DefiniteFailure) {
       const info = errorInfo(host.masker, error);
       await settle(host, callId, {
@@ -411,6 +429,46 @@ export const attemptWhenDue = async <R>(
   return runAttempt(host, spec, seq, callId, fingerprint, attempt, host.writer.reserve());
 };
 
+/** What the owner records when its lease check refused an attempt's effect (`call.reconciled`'s evidence). */
+export const NOT_STARTED_EVIDENCE = "lease check refused before the effect";
+
+/**
+ * The lease check refused the effect, so it never started, and this worker knows it. While the run
+ * is still this worker's (the renewal found its claim at the same epoch), it says so with a fenced
+ * `call.reconciled { outcome: "not-completed" }`: the next recovery resumes the run and the call
+ * runs afresh, instead of holding it for a person. When the claim was taken over (or nobody can
+ * tell), nothing is written and the intent stays in doubt for the new owner to classify (law 10).
+ * Either way this execution stops.
+ */
+const notStarted = async (
+  host: AttemptHost,
+  callId: string,
+  attempt: number,
+  lease: LeaseRenewal,
+): Promise<never> => {
+  if (lease !== "lost" && statusOf(host.writer.fold) === "running") {
+    try {
+      await host.writer.append([
+        {
+          type: "call.reconciled",
+          runId: host.runId,
+          callId,
+          attempt,
+          outcome: "not-completed",
+          evidence: NOT_STARTED_EVIDENCE,
+        },
+      ]);
+      host.ownershipLost(
+        `the lease check refused call ${callId} before its effect; recorded as not started, so the next recovery resumes the run`,
+      );
+    } catch {
+      // Fenced out or moved meanwhile: the intent stays in doubt, as for a lost lease.
+    }
+  }
+  host.ownershipLost();
+  throw new LeaseLost({ runId: host.runId, callId });
+};
+
 /** Record an outcome; if the run moved on to another owner meanwhile, stop this execution. */
 const settle = async (
   host: AttemptHost,
@@ -419,7 +477,8 @@ const settle = async (
 ): Promise<void> => {
   const where = await recordOutcome(host.writer, outcome);
   if (where === "recorded" || where === "duplicate") return;
-  host.ownershipLost();
+  if (where === "after-prune") host.runPruned();
+  else host.ownershipLost();
   throw new RunMovedOn({ runId: host.runId, callId, recordedAs: where });
 };
 

@@ -17,6 +17,8 @@ export interface EngineCore {
   readonly ownership: Ownership;
   readonly executeDeps: ExecuteDeps;
   readonly maxRetryAttempts: number;
+  /** Interruptions with no outcome or decision in between after which a run is held `crash-loop`. */
+  readonly maxInterruptions: number;
   newRunId(): string;
   /** Whether this runtime is executing the run now. */
   isLive(runId: string): boolean;

@@ -39,6 +39,7 @@ import {
   WrongExpectedVersion,
 } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
+import { handled } from "./handled.js";
 import { decodeInput } from "./input.js";
 import { storedCopy } from "./json.js";
 import { decodeModelAnswer, MODEL_ANSWER_HINT } from "./modelAnswer.js";
@@ -416,14 +417,14 @@ const continueAfter = async (
   }
   const version = contextOf(writer.fold).version;
   const done = { runId, version, unchecked };
-  if (statusOf(writer.fold) !== "running") return { ...done, result: core.wait(runId) };
+  if (statusOf(writer.fold) !== "running") return { ...done, result: handled(core.wait(runId)) };
   const context = contextOf(writer.fold);
   const agent = core.agents.get(context.agent.name);
   // Only a runtime that can execute the run claims it (an operator's runtime never does).
   const claim = agent ? await core.ownership.claim(runId) : null;
   if (!agent || !claim) {
     // Recorded; whoever owns the run (or the next recovery with the agent registered) continues it.
-    return { ...done, result: core.wait(runId) };
+    return { ...done, result: handled(core.wait(runId)) };
   }
   writer.setFence(core.ownership.fence(runId));
   // Read again under the claim: a worker may have gone through the run between the append and the claim.
@@ -431,7 +432,7 @@ const continueAfter = async (
   await writer.refresh();
   if (statusOf(writer.fold) !== "running") {
     await core.ownership.release(runId);
-    return { ...done, result: core.wait(runId) };
+    return { ...done, result: handled(core.wait(runId)) };
   }
   const admitted = history[0]?.event;
   const input = admitted?.type === "run.admitted" ? admitted.input : null;

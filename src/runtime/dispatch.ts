@@ -1,5 +1,11 @@
-import { type AnyEvent, type RecordedEvent, runStreamId } from "../events/index.js";
-import { contextOf, emptyFold, foldRun, type RunFold, step } from "../machines/index.js";
+import {
+  type AnyEvent,
+  type HoldReason,
+  type RecordedEvent,
+  runStreamId,
+  SYSTEM_STREAM,
+} from "../events/index.js";
+import { contextOf, emptyFold, foldRun, type RunFold, statusOf, step } from "../machines/index.js";
 import { FencedOut, JournalUnavailable, WrongExpectedVersion } from "./errors.js";
 import type { AppendRequest, Fence, Journal } from "./Journal.js";
 
@@ -110,10 +116,13 @@ export class RunWriter {
     return this.current.snapshot.can(event);
   }
 
-  /** Fold the stream as the journal holds it now (after another writer moved it); its events. */
+  /**
+   * Fold the stream as the journal holds it now (after another writer moved it); its events. None
+   * when retention removed the run: there is nothing to fold, and the fold stays as it was.
+   */
   async refresh(): Promise<ReadonlyArray<RecordedEvent>> {
     const events = await this.journal.readStream(this.streamId);
-    this.current = foldRun(events.map((e) => e.event));
+    if (events.length > 0) this.current = foldRun(events.map((e) => e.event));
     return events;
   }
 
@@ -151,7 +160,9 @@ export type OutcomeRecord =
   /** The run had moved on to another owner: appended as the call's outcome after all (the run was held for it). */
   | "late"
   /** The call was closed already, or the run cannot take it any more: kept as `conflict.recorded`. */
-  | "conflict";
+  | "conflict"
+  /** The run was removed by retention before the outcome arrived: kept as `outcome.orphaned` in the system stream. */
+  | "after-prune";
 
 const JOURNAL_RETRIES_MS = [100, 500, 2_000];
 const RECORD_ATTEMPTS = 8;
@@ -165,23 +176,29 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * claim moved on, the outcome is recorded without this worker's fence, on the stream as it is now:
  * as the call's outcome if the machine still takes it there (the new owner held the run for it),
  * else as `conflict.recorded` carrying it — the first outcome stands, history is never rewritten.
- * "late", "known" and "conflict" mean this execution no longer owns the run: it must stop.
+ * A run retention removed meanwhile has no stream left to take it: the outcome goes to the `system`
+ * stream as `outcome.orphaned`, with a warning (HOLDFAST_LATE_OUTCOME) naming where it is.
+ * "late", "known", "conflict" and "after-prune" mean this execution no longer owns the run: it must stop.
  */
 export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promise<OutcomeRecord> => {
   let fenced = true;
   let stale = false;
   let failures = 0;
+  const orphan: OrphanTries = { systemHead: null };
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     let verdict: "outcome" | "duplicate" | "conflict" = "outcome";
     try {
       if (stale) {
         const events = await writer.refresh();
+        if (events.length === 0) return await recordOrphaned(writer, outcome, orphan);
         verdict = appendableOutcome(writer, outcome, events);
         if (verdict === "duplicate") return fenced ? "duplicate" : "known";
       }
-      await writer.append([
-        verdict === "outcome" ? outcome : conflictFor(writer.runId, writer.fold, outcome),
-      ]);
+      await writer.append(
+        verdict === "outcome"
+          ? [outcome, ...heldAgain(writer.fold, outcome)]
+          : [conflictFor(writer.runId, writer.fold, outcome)],
+      );
       if (verdict === "conflict") return "conflict";
       return fenced ? "recorded" : "late";
     } catch (error) {
@@ -208,6 +225,78 @@ export const recordOutcome = async (writer: RunWriter, outcome: Outcome): Promis
     reason: `the outcome of ${outcome.callId} could not be recorded: run ${writer.runId} kept moving under it`,
     hint: "Read the run (holdfast show) and record what happened with a decision once it is held.",
   });
+};
+
+/** What a person is told about a held run's call whose outcome arrived after the hold. */
+export const OUTCOME_AFTER_HOLD = "the call's outcome arrived after the hold: resume to continue with it";
+
+/**
+ * An outcome that lands on a run held for that very call answers the hold's question: the run is
+ * held again, in the same commit, with that reason saying so — not "no outcome", which the journal
+ * now contradicts (the runs projection, `show`, the decision hints and the panel read the reasons).
+ */
+const heldAgain = (fold: RunFold, outcome: Outcome): AnyEvent[] => {
+  const { heldReasons, runId, calls } = contextOf(fold);
+  if (statusOf(fold) !== "held" || !heldReasons.some((r) => r.callId === outcome.callId)) return [];
+  const call = calls.get(outcome.callId);
+  const what = call ? `${call.kind} "${call.name}" attempt ${outcome.attempt}` : `attempt ${outcome.attempt}`;
+  const answered: HoldReason = {
+    code: "decision-needed",
+    callId: outcome.callId,
+    detail: `${what}: ${OUTCOME_AFTER_HOLD} (${outcome.type === "call.completed" ? "it completed" : "it failed definitely"})`,
+  };
+  const reasons = heldReasons.map((r) => (r.callId === outcome.callId ? answered : r));
+  const unique = reasons.filter((r, i) => r !== answered || reasons.indexOf(answered) === i);
+  return [{ type: "run.held", runId, reasons: unique as [HoldReason, ...HoldReason[]] }];
+};
+
+/** The system stream's version before the first try: a retry looks after it for a commit that went through. */
+interface OrphanTries {
+  systemHead: number | null;
+}
+
+/** The outcome of a call whose run is gone (pruned), kept in the system stream (law 5). */
+const recordOrphaned = async (
+  writer: RunWriter,
+  outcome: Outcome,
+  tries: OrphanTries,
+): Promise<"after-prune"> => {
+  const { journal } = writer;
+  if (tries.systemHead === null) tries.systemHead = (await journal.streamHead(SYSTEM_STREAM))?.version ?? 0;
+  else {
+    const since = await journal.readStream(SYSTEM_STREAM, { afterVersion: tries.systemHead });
+    const kept = since.some(
+      ({ event }) =>
+        event.type === "outcome.orphaned" &&
+        event.callId === outcome.callId &&
+        event.attempt === outcome.attempt,
+    );
+    if (kept) return "after-prune";
+  }
+  const pruned = await journal.prunedRun(writer.runId);
+  const event: AnyEvent = {
+    type: "outcome.orphaned",
+    runId: writer.runId,
+    callId: outcome.callId,
+    attempt: outcome.attempt,
+    detail: pruned
+      ? `the outcome (${outcome.type}, attempt ${outcome.attempt}) of ${outcome.callId} arrived after its run was pruned (${pruned.status}, at ${pruned.prunedAt})`
+      : `the outcome (${outcome.type}, attempt ${outcome.attempt}) of ${outcome.callId} arrived after its run had left the journal`,
+    recorded: pruned
+      ? { status: pruned.status, outputDigest: pruned.outputDigest, prunedAt: pruned.prunedAt }
+      : { status: null },
+    attempted: attemptedOf(outcome),
+  };
+  const { recorded } = await journal.append({
+    streamId: SYSTEM_STREAM,
+    expectedVersion: "any",
+    events: [event],
+  });
+  process.emitWarning(
+    `the outcome of ${outcome.callId} (attempt ${outcome.attempt}) arrived after its run was pruned; recorded as outcome.orphaned at ${SYSTEM_STREAM}@${recorded[0]?.version} (holdfast events, holdfast audit)`,
+    { code: "HOLDFAST_LATE_OUTCOME" },
+  );
+  return "after-prune";
 };
 
 const isRejected = (error: unknown): boolean =>
@@ -242,7 +331,6 @@ const appendableOutcome = (
 
 const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent => {
   const call = contextOf(fold).calls.get(outcome.callId);
-  const attemptedDigest = outcome.type === "call.completed" ? outcome.resultDigest : null;
   return {
     type: "conflict.recorded",
     runId,
@@ -256,11 +344,14 @@ const conflictFor = (runId: string, fold: RunFold, outcome: Outcome): AnyEvent =
       attempt: call?.attempt ?? null,
       resultDigest: call?.resultDigest ?? null,
     },
-    attempted: {
-      type: outcome.type,
-      attempt: outcome.attempt,
-      resultDigest: attemptedDigest,
-      ...(outcome.type === "call.completed" ? { result: outcome.result } : { error: outcome.error }),
-    },
+    attempted: attemptedOf(outcome),
   };
 };
+
+/** An outcome as a conflict keeps it: its type, attempt, digest, and the (masked) result or error. */
+const attemptedOf = (outcome: Outcome) => ({
+  type: outcome.type,
+  attempt: outcome.attempt,
+  resultDigest: outcome.type === "call.completed" ? outcome.resultDigest : null,
+  ...(outcome.type === "call.completed" ? { result: outcome.result } : { error: outcome.error }),
+});

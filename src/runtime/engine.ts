@@ -11,7 +11,8 @@ import {
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { DefiniteFailure, RunNotFound } from "./errors.js";
-import { type ExecuteDeps, type RunResult, resultFromJournal } from "./execute.js";
+import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
+import { handled } from "./handled.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
@@ -41,7 +42,12 @@ export interface EngineOptions {
   readonly maxRetryAttempts?: number;
   /** The safe list: tool name → pinned SHA-256 of its source (default: empty). */
   readonly allowlist?: Readonly<Record<string, string>>;
+  /** Interruptions with no outcome or decision in between before a run is held `crash-loop` (default 3). */
+  readonly maxInterruptions?: number;
 }
+
+/** Interruptions in a row, with nothing recorded in between, before a run is held `crash-loop`. */
+export const DEFAULT_MAX_INTERRUPTIONS = 3;
 
 /** A registered tool whose replay status does not hold (reported at start-up, never silent). */
 export interface PreflightFinding {
@@ -65,6 +71,7 @@ export class Engine implements EngineCore {
   readonly allowlist: Readonly<Record<string, string>>;
   readonly ownership: Ownership;
   readonly maxRetryAttempts: number;
+  readonly maxInterruptions: number;
   readonly preflight: ReadonlyArray<PreflightFinding>;
   readonly executeDeps: ExecuteDeps;
   readonly limiter: Limiter;
@@ -81,6 +88,7 @@ export class Engine implements EngineCore {
     this.limiter = new Limiter(Math.max(1, options.recoveryConcurrency));
     this.allowlist = options.allowlist ?? {};
     this.maxRetryAttempts = options.maxRetryAttempts ?? 3;
+    this.maxInterruptions = options.maxInterruptions ?? DEFAULT_MAX_INTERRUPTIONS;
     this.preflight = preflightOf(this.tools, this.allowlist);
     this.ownership = new Ownership({
       journal: options.journal,
@@ -94,6 +102,7 @@ export class Engine implements EngineCore {
       tools: this.tools,
       replayAllowed: (tool) => this.allowlist[tool.name] === tool.pin,
       mayStartEffect: (runId) => this.ownership.mayStartEffect(runId),
+      renewLease: (runId) => this.ownership.renewNow(runId),
       runChild: (agent, input, inputId) => this.runChild(agent, input, inputId),
     };
   }
@@ -127,10 +136,12 @@ export class Engine implements EngineCore {
     const run = options.limited ? () => this.limiter.run(execution) : execution;
     // Ownership lasts until the execution settles — every call it started included — never less;
     // the result is given once the release is committed (runs ending together share that commit).
-    const promise = run().finally(() => {
-      this.live.delete(runId);
-      return this.ownership.release(runId);
-    });
+    const promise = handled(
+      run().finally(() => {
+        this.live.delete(runId);
+        return this.ownership.release(runId);
+      }),
+    );
     this.live.set(runId, promise);
     return promise;
   }
@@ -141,15 +152,9 @@ export class Engine implements EngineCore {
     if (live) return live;
     const events = await this.journal.readStream(runStreamId(runId));
     if (events.length > 0) return resultFromJournal(runId, events);
-    const pruned = await this.journal.prunedRun(runId);
+    const pruned = await prunedResult(this.journal, runId);
     if (!pruned) throw new RunNotFound({ runId });
-    return {
-      status: "pruned",
-      runId,
-      finalStatus: pruned.status,
-      outputDigest: pruned.outputDigest,
-      prunedAt: pruned.prunedAt,
-    };
+    return pruned;
   }
 
   /** Admit (or re-admit, idempotently) a child run and wait for how it ends. */

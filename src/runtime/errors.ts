@@ -367,8 +367,11 @@ export class CallTimedOut extends Data.TaggedError("CallTimedOut")<{
 export class RunMovedOn extends Data.TaggedError("RunMovedOn")<{
   readonly runId: string;
   readonly callId: string;
-  /** `late`: appended as the call's outcome; `known`: the journal already said the same; `conflict`: kept as conflict.recorded. */
-  readonly recordedAs: "late" | "known" | "conflict";
+  /**
+   * `late`: appended as the call's outcome; `known`: the journal already said the same; `conflict`:
+   * kept as conflict.recorded; `after-prune`: the run was pruned, kept as outcome.orphaned.
+   */
+  readonly recordedAs: "late" | "known" | "conflict" | "after-prune";
 }> {
   override get message(): string {
     const how =
@@ -376,7 +379,9 @@ export class RunMovedOn extends Data.TaggedError("RunMovedOn")<{
         ? "was recorded late, as the call's outcome"
         : this.recordedAs === "known"
           ? "was already known to the journal"
-          : "was recorded as conflict.recorded";
+          : this.recordedAs === "conflict"
+            ? "was recorded as conflict.recorded"
+            : "was recorded as outcome.orphaned in the system stream, because retention had removed the run";
     return `run ${this.runId} moved on without this worker while call ${this.callId} ran; its outcome ${how}, and this execution stops (\`holdfast show ${this.runId}\`)`;
   }
 }

@@ -13,6 +13,7 @@ import {
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import type { LeaseRenewal } from "./ownership.js";
 import { TurnImpl } from "./turn.js";
 
 /** How a run ended, or where it stopped. */
@@ -24,6 +25,8 @@ export type RunResult =
   /**
    * Finished long ago and removed by retention: its admission remains (law 6), so the same input
    * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
+   * Also how an execution ends whose run was taken over, ended and pruned while one of its calls
+   * ran: that call's outcome is kept as `outcome.orphaned` in the system stream.
    */
   | {
       readonly status: "pruned";
@@ -42,6 +45,8 @@ export interface ExecuteDeps {
   readonly tools: ReadonlyMap<string, AnyToolDef>;
   readonly replayAllowed: (tool: AnyToolDef) => boolean;
   readonly mayStartEffect: (runId: string) => boolean;
+  /** Renew the run's lease now, when an effect would be refused for want of margin. */
+  readonly renewLease: (runId: string) => Promise<LeaseRenewal>;
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
 }
 
@@ -74,6 +79,7 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     history: run.history,
     documents: { journal: deps.journal, masker: deps.masker },
     mayStartEffect: () => deps.mayStartEffect(runId),
+    renewLease: () => deps.renewLease(runId),
     replayAllowed: deps.replayAllowed,
     runChild: deps.runChild,
   });
@@ -84,7 +90,12 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     ended = { error };
   }
   await turn.settle();
-  if (turn.ownershipWasLost) return elsewhere(runId, "this worker lost the run to another owner");
+  if (turn.runWasPruned)
+    return (
+      (await prunedResult(deps.journal, runId)) ?? elsewhere(runId, "the run is no longer in the journal")
+    );
+  if (turn.ownershipWasLost)
+    return elsewhere(runId, turn.lostBecause ?? "this worker lost the run to another owner");
   try {
     return await finish(deps.masker, writer, ended);
   } catch (error) {
@@ -96,6 +107,19 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
 };
 
 const elsewhere = (runId: string, state: string): RunResult => ({ status: "elsewhere", runId, state });
+
+/** What became of a run retention removed: how it ended, as `pruned_runs` keeps it; null if never pruned. */
+export const prunedResult = async (journal: Journal, runId: string): Promise<RunResult | null> => {
+  const pruned = await journal.prunedRun(runId);
+  if (!pruned) return null;
+  return {
+    status: "pruned",
+    runId,
+    finalStatus: pruned.status,
+    outputDigest: pruned.outputDigest,
+    prunedAt: pruned.prunedAt,
+  };
+};
 
 const finish = async (
   masker: Masker,

@@ -7,6 +7,9 @@ import type { Claim, Fence, Journal } from "./Journal.js";
  */
 export const safetyMarginMs = (leaseMs: number): number => Math.max(1_000, Math.floor(leaseMs / 3));
 
+/** What a renewal asked for at an effect's lease check found ({@link Ownership.renewNow}). */
+export type LeaseRenewal = "regained" | "kept" | "lost";
+
 interface ClaimBatch {
   readonly runIds: string[];
   done: Promise<ReadonlyMap<string, Claim & { readonly previous: Claim | null }>>;
@@ -39,6 +42,8 @@ export class Ownership {
   private readonly owned = new Map<string, Owned>();
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private renewing: Promise<void> | null = null;
+  /** When the renewal whose answer the deadlines hold started. */
+  private renewedFrom = 0;
 
   constructor(options: OwnershipOptions) {
     this.journal = options.journal;
@@ -117,6 +122,21 @@ export class Ownership {
     return Date.now() + safetyMarginMs(this.leaseMs) < owned.deadline;
   }
 
+  /**
+   * Renew now, for an owner about to refuse an effect for want of margin (a heartbeat that waited
+   * behind a long write, a pause): `regained` when the run is this worker's with the margin back,
+   * `kept` when it is still this worker's (same epoch) but the renewal itself took the margin,
+   * `lost` when another worker took it over, or the renewal failed and nobody can tell.
+   */
+  async renewNow(runId: string): Promise<LeaseRenewal> {
+    if (!this.owned.has(runId)) return "lost";
+    // Not behind a heartbeat's renewal that may be waiting already: this one starts now, so what it
+    // finds is measured from the refusal.
+    const renewed = await this.renewOnce();
+    if (!renewed?.has(runId) || !this.owned.has(runId)) return "lost";
+    return this.mayStartEffect(runId) ? "regained" : "kept";
+  }
+
   /** Claims asked for in the current turn of the event loop, not yet sent. */
   private claiming: ClaimBatch | null = null;
   /** Releases asked for in the current turn of the event loop, not yet sent. */
@@ -172,24 +192,32 @@ export class Ownership {
 
   private renew(): Promise<void> {
     if (this.owned.size === 0 || this.renewing) return this.renewing ?? Promise.resolve();
-    this.renewing = this.renewOnce().finally(() => {
-      this.renewing = null;
-    });
+    this.renewing = this.renewOnce()
+      .then(() => undefined)
+      .finally(() => {
+        this.renewing = null;
+      });
     return this.renewing;
   }
 
-  private async renewOnce(): Promise<void> {
+  /** One renewal of every claim held here; the runs renewed, or null when the renewal failed. */
+  private async renewOnce(): Promise<ReadonlySet<string> | null> {
     const startedAt = Date.now();
     let renewed: Set<string>;
     try {
       renewed = new Set(await this.journal.renewClaims(this.workerId, this.leaseMs));
     } catch {
       // A failed renewal extends nothing; the deadlines run out on their own.
-      return;
+      return null;
     }
+    // Two renewals may overlap (the heartbeat's and one at a lease check): only the later-started
+    // one's answer counts, so an older "renewed" never undoes a newer "taken over".
+    if (startedAt < this.renewedFrom) return renewed;
+    this.renewedFrom = startedAt;
     for (const [runId, owned] of this.owned) {
       // A run missing from the renewal was taken over: this worker must not start its effects.
       owned.deadline = renewed.has(runId) ? startedAt + this.leaseMs : 0;
     }
+    return renewed;
   }
 }

@@ -7,6 +7,7 @@ import {
   EventDecryptError,
   type EventOf,
   type HoldReason,
+  type Interruption,
   type Keyring,
   keyedHash,
   type Masker,
@@ -15,6 +16,7 @@ import {
   verifyStreamChain,
 } from "../events/index.js";
 import { type CallState, foldRun, type RunFold } from "../machines/index.js";
+import { errorInfo } from "./attempt.js";
 import type { AnyToolDef } from "./define.js";
 import { storedCopy, storedDigest } from "./json.js";
 
@@ -166,7 +168,7 @@ export const classifyInDoubt = async (
         `reconciler "${reconciler.name}"`,
       );
     } catch (error) {
-      const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
+      const { message } = errorInfo(deps.masker, error);
       return hold(
         "reconcile-unknown",
         `reconciler "${reconciler.name}" failed, so nothing is proven: ${message}`,
@@ -187,7 +189,7 @@ export const classifyInDoubt = async (
       if (verdict.outcome === "completed")
         result = deps.masker.mask(storedCopy(verdict.result, "reconciled result"));
     } catch (error) {
-      const message = deps.masker.maskString(error instanceof Error ? error.message : String(error));
+      const { message } = errorInfo(deps.masker, error);
       return hold(
         "reconcile-unknown",
         `reconciler "${reconciler.name}" answered with values that cannot be stored: ${message}`,
@@ -240,6 +242,39 @@ export const latestIntents = (
   for (const { event } of events) if (event.type === "call.intended") intents.set(event.callId, event);
   return intents;
 };
+
+/** What shows a run got further, or that a person took it on: the crash-loop count starts again. */
+const PROGRESS: ReadonlySet<string> = new Set([
+  "call.completed",
+  "call.failed",
+  "call.reconciled",
+  "decision.recorded",
+  "retry.granted",
+]);
+
+/**
+ * The run's interruptions since its last outcome or decision (DESIGN §13, crash-loop cap), read
+ * from its events alone, so every process and engine counts the same.
+ */
+export const interruptionsSinceProgress = (events: ReadonlyArray<RecordedEvent>): Interruption[] => {
+  let found: Interruption[] = [];
+  for (const { event, recordedAt } of events) {
+    if (PROGRESS.has(event.type)) found = [];
+    else if (event.type === "run.interrupted") found.push({ at: recordedAt, by: event.detectedBy });
+  }
+  return found;
+};
+
+/**
+ * The `crash-loop` hold reason of a run interrupted `interruptions.length` times with nothing
+ * recorded in between: each re-execution died at the same place (or before anything new was done),
+ * so running it again would most likely take down the process that does.
+ */
+export const crashLoopReason = (interruptions: ReadonlyArray<Interruption>): HoldReason => ({
+  code: "crash-loop",
+  detail: `the run was interrupted ${interruptions.length} times since its last outcome or decision (${interruptions.map((i) => `${i.at} by ${i.by}`).join(", ")}); each re-execution ended with its process, so it is not re-executed again. Look at what the process logged at those times, then decide: resume runs the agent again from the top (the count starts again), stop ends the run`,
+  interruptions: [...interruptions],
+});
 
 /**
  * Law 11: read a run's stored rows for recovery and say why it cannot be trusted, if it cannot:

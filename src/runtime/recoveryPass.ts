@@ -2,17 +2,21 @@ import { type AnyEvent, EventDecryptError, type HoldReason, runStreamId } from "
 import { blockingCalls, contextOf, statusOf } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
+import { errorInfo } from "./attempt.js";
 import type { EngineCore } from "./core.js";
 import { crashPoint } from "./crash.js";
 import { RunWriter } from "./dispatch.js";
 import { execute, type RunResult } from "./execute.js";
+import { handled } from "./handled.js";
 import type { Claim, Fence } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import {
   asksReconciler,
   type Classification,
   classifyInDoubt,
+  crashLoopReason,
   inspectRun,
+  interruptionsSinceProgress,
   latestIntents,
 } from "./recover.js";
 
@@ -105,7 +109,7 @@ export const recoverRuns = async (
     await core.ownership.release(runId);
     part.needsAttention.push({
       runId,
-      reason: `recovery failed: ${core.masker.maskString(error instanceof Error ? error.message : String(error))}`,
+      reason: `recovery failed: ${errorInfo(core.masker, error).message}`,
     });
   };
   for (let from = 0; from < runIds.length; from += CLAIM_BATCH) {
@@ -172,7 +176,7 @@ export const recoverRuns = async (
   for (const part of parts) {
     for (const key of Object.keys(report) as Array<keyof Part>) (report[key] as unknown[]).push(...part[key]);
   }
-  return { ...report, done: Promise.all(started) };
+  return { ...report, done: handled(Promise.all(started)) };
 };
 
 /**
@@ -321,6 +325,11 @@ const recoverClaimed = async (
       crashPoint("after-replay-authorized");
     } else part.reconciled.push(call.callId);
   }
+  // The crash-loop cap (DESIGN §13): counted from the events, this interruption included.
+  const interruptions = interruptionsSinceProgress(events);
+  if (opening.some((e) => e.type === "run.interrupted"))
+    interruptions.push({ at: new Date().toISOString(), by: core.workerId });
+  if (interruptions.length >= core.maxInterruptions) holds.unshift(crashLoopReason(interruptions));
   if (holds.length > 0) {
     await closing({ type: "run.held", runId, reasons: [holds[0]!, ...holds.slice(1)] }, true);
     part.held.push({ runId, reasons: holds });

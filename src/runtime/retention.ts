@@ -1,4 +1,10 @@
-import { decodeRow, type Keyring, type StoredRow, verifyStreamChain } from "../events/index.js";
+import {
+  decodeRow,
+  type Keyring,
+  type RecordedEvent,
+  type StoredRow,
+  verifyStreamChain,
+} from "../events/index.js";
 import { foldRun, statusOf } from "../machines/index.js";
 import type { Journal, PruneReport, RetentionPolicy } from "./Journal.js";
 
@@ -92,19 +98,52 @@ export const selectForPruning = (
   return { prune: selected, kept: finished.length - selected.length };
 };
 
+/**
+ * The order a prune removes the selected runs in, batch by batch. A parent comes before its
+ * children: a child goes with its parent or after it, so a child whose parent was left alone can be
+ * left alone too. Otherwise oldest first: a chat's row shows the chat's latest run, so removing a
+ * chat's runs oldest first folds that row again once, when its latest run goes, instead of once per
+ * batch.
+ *
+ * @example
+ * pruneOrder(selectForPruning(candidates, policy, Date.now()).prune)
+ */
+export const pruneOrder = (selected: ReadonlyArray<RetentionCandidate>): RetentionCandidate[] => {
+  const byId = new Map(selected.map((c) => [c.runId, c]));
+  const family = new Map<string, { root: number; depth: number }>();
+  const placeOf = (candidate: RetentionCandidate): { root: number; depth: number } => {
+    const known = family.get(candidate.runId);
+    if (known) return known;
+    const parentId = parentRunOf(candidate.chatId);
+    const parent = parentId === null ? undefined : byId.get(parentId);
+    const place = parent
+      ? { root: placeOf(parent).root, depth: placeOf(parent).depth + 1 }
+      : { root: candidate.position, depth: 0 };
+    family.set(candidate.runId, place);
+    return place;
+  };
+  return [...selected].sort((a, b) => {
+    const pa = placeOf(a);
+    const pb = placeOf(b);
+    return pa.root - pb.root || pa.depth - pb.depth || a.position - b.position;
+  });
+};
+
 const FINISHED = new Set(["completed", "failed", "stopped"]);
 
 /**
  * Check a selected run against its own events before anything is deleted: every row decodes, the
  * chain verifies, the stream ends where the candidate says, and the run machine folds it to a
- * finished status. Returns the status, or why the run must stay (retention never removes
+ * finished status. Returns the status and the decoded events, or why the run must stay (retention never removes
  * evidence of a problem, nor a run the caches wrongly call finished).
  */
 export const checkPrunable = (
   rows: ReadonlyArray<StoredRow>,
   candidate: Pick<RetentionCandidate, "version" | "hash">,
   ring: Keyring | null = null,
-): { readonly status: string } | { readonly problem: string } => {
+):
+  | { readonly status: string; readonly events: ReadonlyArray<RecordedEvent> }
+  | { readonly problem: string } => {
   let events: ReturnType<typeof decodeRow>[];
   try {
     events = rows.map((row) => decodeRow(row, ring));
@@ -127,7 +166,7 @@ export const checkPrunable = (
     return {
       problem: `its events say it is ${status}, not finished (the active-run guard disagrees); run \`holdfast audit\``,
     };
-  return { status };
+  return { status, events };
 };
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -30,6 +30,7 @@ import {
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
+import type { LeaseRenewal } from "./ownership.js";
 import { checkTimeout, type ResolvedRetry, resolveRetry } from "./retry.js";
 
 export { errorInfo } from "./attempt.js";
@@ -47,6 +48,8 @@ export interface TurnDeps {
   readonly replayAllowed: (tool: AnyToolDef) => boolean;
   /** Law 10: whether this worker may start an effect of the run now (its lease, with the safety margin). */
   readonly mayStartEffect: () => boolean;
+  /** Renew the lease now, when an effect would be refused for want of margin. */
+  readonly renewLease: () => Promise<LeaseRenewal>;
   /** Where documents live (the plan). */
   readonly documents: { readonly journal: Journal; readonly masker: Masker };
   /** Admit (or re-admit) a child run under `inputId` and wait for its end. */
@@ -72,6 +75,8 @@ export class TurnImpl implements Turn, AttemptHost {
   private readonly inflight = new Set<Promise<unknown>>();
   private returned = false;
   private lost = false;
+  private lostReason: string | undefined;
+  private pruned = false;
 
   constructor(private readonly deps: TurnDeps) {
     this.runId = deps.writer.runId;
@@ -104,8 +109,28 @@ export class TurnImpl implements Turn, AttemptHost {
     this.cursor.record(callId, outcome);
   }
 
-  ownershipLost(): void {
+  /** Why this execution stopped, when it knows better than "lost to another owner". */
+  get lostBecause(): string | undefined {
+    return this.lostReason;
+  }
+
+  ownershipLost(reason?: string): void {
     this.lost = true;
+    this.lostReason ??= reason;
+  }
+
+  renewLease(): Promise<LeaseRenewal> {
+    return this.lost ? Promise.resolve("lost") : this.deps.renewLease();
+  }
+
+  /** Whether retention removed the run while this execution ran (it lost the run, too). */
+  get runWasPruned(): boolean {
+    return this.pruned;
+  }
+
+  runPruned(): void {
+    this.lost = true;
+    this.pruned = true;
   }
 
   keyedHash(): KeyedHash {

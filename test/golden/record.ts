@@ -223,6 +223,39 @@ const maintained: Scenario = async (dir) => {
   return db;
 };
 
+/** An outcome that arrives after its run was pruned (outcome.orphaned in the system stream). */
+const orphaned: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openTestRuntime(db);
+  const handle = await runtime.submit({
+    chatId: "chat-1",
+    inputId: "m1",
+    agent: "steps",
+    content: { label: "gone" },
+  });
+  await handle.result;
+  await runtime.close();
+  const journal = LibsqlJournal.open(db);
+  const events = await journal.readStream(runStreamId(handle.runId));
+  const fold = foldRun(events.map((e) => e.event));
+  const report = await journal.prune({ keepRuns: 0, keepDays: 0 });
+  if (report.pruned.length !== 1) throw new Error(`expected 1 run pruned, got ${report.pruned.length}`);
+  // A writer that still holds the run as it was, as a paused worker would.
+  const writer = new RunWriter(journal, handle.runId, fold, contextOf(fold).machine);
+  const late = { label: "gone-late", done: "after the prune" };
+  const verdict = await recordOutcome(writer, {
+    type: "call.completed",
+    runId: handle.runId,
+    callId: `${handle.runId}/0`,
+    attempt: 1,
+    result: late,
+    resultDigest: digestOf(late),
+  });
+  await journal.close();
+  if (verdict !== "after-prune") throw new Error(`expected after-prune, got ${verdict}`);
+  return db;
+};
+
 /**
  * Machine run@2: decisions per call (one call confirmed while the other stays held: run.held; then
  * the other decided: run.resumed), a stop with two calls in doubt (run.stopped), a second outcome
@@ -334,6 +367,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   retention: maintained,
   "per-call-decisions": perCallDecisions,
   langgraph,
+  orphaned,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

@@ -71,9 +71,14 @@ describe("law 10 — loss of a lease never authorizes a replacement effect", () 
     const after = await journal.readStream(`run-${runId}`);
     await journal.close();
     // Its model call did finish: the outcome is recorded on the held run (the machine takes it
-    // there), without the old owner's fence — and nothing else is written by the old owner.
+    // there), without the old owner's fence, and the hold now says so (P4) — nothing else is
+    // written by the old owner.
     expect(after.slice(countBefore).map((e) => e.event)).toEqual([
       expect.objectContaining({ type: "call.completed", callId: `${runId}/0`, result: "thought" }),
+      expect.objectContaining({
+        type: "run.held",
+        reasons: [expect.objectContaining({ callId: `${runId}/0`, code: "decision-needed" })],
+      }),
     ]);
     // The effect after the paused call never ran.
     expect(countOf(witness, "p-slow")).toBe(0);

@@ -193,4 +193,38 @@ describe("retention", () => {
     expect(human.stdout).toContain("recorded retention.pruned as system@1");
     await withJournal(db, async (journal) => expect((await auditJournal(journal)).findings).toEqual([]));
   });
+  it("holdfast prune --batch N removes N runs per transaction, each batch with its own retention.pruned, listed in --json records", async () => {
+    const db = copyJournal(template.db, tempDir());
+    const refused = await runCli(["prune", "--db", db, "--batch", "0"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("--batch takes a whole number ≥ 1");
+    const json = await runCli([
+      "prune",
+      "--db",
+      db,
+      "--keep-runs",
+      "1",
+      "--keep-days",
+      "0",
+      "--batch",
+      "4",
+      "--json",
+    ]);
+    expect(json.code, json.stderr).toBe(0);
+    const report = JSON.parse(json.stdout) as {
+      pruned: unknown[];
+      records: Array<{ streamId: string; version: number }>;
+      recorded: { streamId: string; version: number };
+    };
+    expect(report.pruned).toHaveLength(10);
+    expect(report.records).toEqual([1, 2, 3].map((version) => ({ streamId: "system", version })));
+    expect(report.recorded).toEqual({ streamId: "system", version: 3 });
+    await withJournal(db, async (journal) => {
+      const sealed = (await journal.readStream("system")).map((e) =>
+        e.event.type === "retention.pruned" ? e.event.streams.length : 0,
+      );
+      expect(sealed).toEqual([4, 4, 2]);
+      expect((await auditJournal(journal)).findings).toEqual([]);
+    });
+  });
 });

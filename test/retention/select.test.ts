@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { parentRunOf, type RetentionCandidate, selectForPruning } from "../../src/runtime/retention.js";
+import {
+  parentRunOf,
+  pruneOrder,
+  type RetentionCandidate,
+  selectForPruning,
+} from "../../src/runtime/retention.js";
 
 const DAY = 86_400_000;
 const NOW = Date.parse("2025-06-30T12:00:00.000Z");
@@ -54,6 +59,16 @@ describe("which finished runs a retention policy removes", () => {
 
   it("a child whose parent is already gone may go", () => {
     expect(pruned([finished("c", 40, 90, "child:gone/1")], 0, 0)).toEqual(["c"]);
+  });
+
+  it("a prune removes oldest first, a parent before its children even when they finished later", () => {
+    const parent = finished("p", 50, 90);
+    const child = finished("c", 60, 90, "child:p/2");
+    const grandchild = finished("g", 30, 90, "child:c/0");
+    const older = finished("o", 20, 90);
+    const newer = finished("n", 70, 90);
+    const order = pruneOrder([newer, child, parent, older, grandchild]).map((c) => c.runId);
+    expect(order).toEqual(["o", "p", "c", "g", "n"]);
   });
 
   it("the parent of a child run is read from its chat: child:<runId>/<seq>", () => {

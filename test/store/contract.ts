@@ -1137,6 +1137,76 @@ export const journalContract = (
         expect((await auditJournal(journal)).findings).toEqual([]);
       });
 
+      it("prune goes batch by batch: one retention.pruned per batch, and only the rows the removed runs made change, as a rebuild from zero has them", async () => {
+        const { journal } = await givenRuns();
+        // Chat c5: an older run with a checkpoint and a conflict, then a newer one without either.
+        await journal.append({
+          streamId: "run-r5",
+          expectedVersion: "no-stream",
+          events: runStream("r5", "c5"),
+        });
+        await journal.append({
+          streamId: "run-r6",
+          expectedVersion: "no-stream",
+          events: [admitted("r6", "c5", "j"), intended("r6", 0), done("r6", 0), completed("r6")],
+        });
+        const chatBefore = await journal.projection<{ lastRunId: string; checkpoint: unknown }>(
+          "chats",
+          "c5",
+        );
+        expect(chatBefore).toMatchObject({ lastRunId: "r6", checkpoint: { runId: "r5" } });
+        const progress: Array<{ pruned: number; selected: number }> = [];
+        const report = await journal.prune({
+          keepRuns: 1,
+          keepDays: 0,
+          batchRuns: 2,
+          onBatch: (p) => progress.push(p),
+        });
+        expect(report.pruned.map((r) => r.runId).sort()).toEqual(["r1", "r2", "r5"]);
+        expect(progress).toEqual([
+          { pruned: 2, selected: 3 },
+          { pruned: 3, selected: 3 },
+        ]);
+        expect(report.records).toEqual([
+          { streamId: "system", version: 1 },
+          { streamId: "system", version: 2 },
+        ]);
+        expect(report.recorded).toEqual({ streamId: "system", version: 2 });
+        const sealed = (await journal.readStream("system")).map((e) =>
+          e.event.type === "retention.pruned" ? e.event.streams.map((h) => h.streamId) : [],
+        );
+        expect(sealed.flat().sort()).toEqual(["run-r1", "run-r2", "run-r5"]);
+        expect(sealed.every((streams) => streams.length <= 2)).toBe(true);
+        // r6 stays the chat's last run; the checkpoint it showed went with r5.
+        expect(await journal.projection("chats", "c5")).toMatchObject({ lastRunId: "r6", checkpoint: null });
+        expect(await journal.projection("runs", "r5")).toBeNull();
+        expect(await journal.projection("chats", "c1")).toBeNull();
+        expect(await journal.projection("runs", "r6")).toMatchObject({ status: "completed" });
+        expect((await journal.projectionRows("conflicts")).length).toBe(0);
+        expect((await auditJournal(journal)).findings).toEqual([]);
+        expect((await journal.rebuildProjections()).filter((p) => p.changed)).toEqual([]);
+      });
+
+      it("a prune batch holds at most 500 events: a run with more goes in a batch of its own", async () => {
+        const { journal } = await givenRuns();
+        const calls = Array.from({ length: 300 }, (_, seq) => [
+          intended("big", seq),
+          done("big", seq),
+        ]).flat();
+        await journal.append({
+          streamId: "run-big",
+          expectedVersion: "no-stream",
+          events: [admitted("big", "c9", "i"), ...calls, completed("big")],
+        });
+        const report = await journal.prune({ keepRuns: 0, keepDays: 0 });
+        expect(report.pruned.map((r) => r.runId).sort()).toEqual(["big", "r1", "r2"]);
+        const sealed = (await journal.readStream("system")).map((e) =>
+          e.event.type === "retention.pruned" ? e.event.streams.map((h) => h.streamId) : [],
+        );
+        expect(sealed).toEqual([["run-r1", "run-r2"], ["run-big"]]);
+        expect((await auditJournal(journal)).findings).toEqual([]);
+      });
+
       it("prune keeps the newest finished runs and those finished within the window", async () => {
         const { journal } = await givenRuns();
         expect(

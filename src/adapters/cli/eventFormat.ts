@@ -67,6 +67,8 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return event.reason;
     case "conflict.recorded":
       return `${event.kind}: ${event.detail}`;
+    case "outcome.orphaned":
+      return event.detail;
     case "decision.recorded": {
       const calls = event.calls.map(
         (c) => `${seqOf(c.callId)} ${c.decision}${c.note ? ` (${brief(c.note, 40)})` : ""}`,

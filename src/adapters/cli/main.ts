@@ -8,6 +8,7 @@ import {
   DEFAULT_KEEP_DAYS,
   DEFAULT_KEEP_RUNS,
   DEFAULT_LEASE_MS,
+  DEFAULT_PRUNE_BATCH,
   MODEL_ANSWER_HINT,
   parseConcurrency,
   parseExpectHead,
@@ -53,6 +54,14 @@ const nonNegativeInt =
   (value: string): number => {
     if (!/^\d+$/.test(value))
       throw new InvalidArgumentError(`${flag} takes a whole number ≥ 0, got "${value}"`);
+    return Number(value);
+  };
+
+const positiveInt =
+  (flag: string) =>
+  (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < 1)
+      throw new InvalidArgumentError(`${flag} takes a whole number ≥ 1, got "${value}"`);
     return Number(value);
   };
 
@@ -186,10 +195,16 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
       parseKeepDays,
       DEFAULT_KEEP_DAYS,
     )
+    .option(
+      "--batch <runs>",
+      "runs removed per transaction; appends and lease renewals wait for one batch at most",
+      positiveInt("--batch"),
+      DEFAULT_PRUNE_BATCH,
+    )
     .option("--dry-run", "list what would be removed, write nothing")
     .option("--db <path>", DB_HELP)
     .option("--json", "print one JSON document instead of text")
-    .action(async (options) => setCode(await (await commands.prune()).pruneCommand(options, io)));
+    .action(async (options) => setCode(await (await commands.prune()).pruneCommand(options, io, stderr)));
 
   command("backup <path>")
     .description("write a verified copy of a libSQL journal (VACUUM INTO, mode 0600, never over a file)")

@@ -3,7 +3,7 @@ import { DECISION_KINDS } from "../../events/decisionKinds.js";
 import { type ExpectedHead, parseExpectedHead } from "../../runtime/audit/expectedHead.js";
 import { MIN_LEASE_MS } from "../../runtime/leaseBounds.js";
 import { MODEL_ANSWER_HINT } from "../../runtime/modelAnswerHint.js";
-import { DEFAULT_RETENTION } from "../../runtime/retentionDefaults.js";
+import { DEFAULT_PRUNE_BATCH, DEFAULT_RETENTION } from "../../runtime/retentionDefaults.js";
 
 /**
  * What the CLI's option definitions need (choices, defaults, parsers), apart from the commands: the
@@ -23,6 +23,7 @@ export { MODEL_ANSWER_HINT };
 
 export const DEFAULT_KEEP_RUNS = DEFAULT_RETENTION.keepRuns;
 export const DEFAULT_KEEP_DAYS = DEFAULT_RETENTION.keepDays;
+export { DEFAULT_PRUNE_BATCH };
 
 /** `--keep-days` takes a number of days ≥ 0 (fractions allowed: 0.5 is twelve hours). */
 export const parseKeepDays = (value: string): number => {

@@ -328,7 +328,7 @@ export const runPage = (view: RunView, session: Session, notice?: Html, draft?: 
     ${notice ?? ""}
     ${
       run.status === "held" && run.heldReasons.length > 0
-        ? html`<div class="card call-held"><h2>Why it is held</h2><ul>${run.heldReasons.map((r) => html`<li><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}</li>`)}</ul></div>`
+        ? html`<div class="card call-held"><h2>Why it is held</h2><ul>${run.heldReasons.map((r) => html`<li><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}${r.interruptions ? html`<ol class="interruptions">${r.interruptions.map((i) => html`<li>interrupted <time datetime="${i.at}">${i.at}</time> <span class="muted">detected by <span class="mono">${i.by}</span></span></li>`)}</ol>` : ""}</li>`)}</ul></div>`
         : ""
     }
     ${inDoubt.map(

@@ -559,6 +559,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
                 <dt>head digest</dt><dd><code id="head-digest">${report.headDigest}@${report.lastPosition}</code> <button type="button" class="secondary" data-copy="head-digest">copy</button>
                   <div class="muted">Keep it off this machine: a later audit with <code>--expect-head</code> proves nothing committed before it was lost or changed.</div></dd>
                 ${report.sealedUnchecked > 0 ? html`<dt>sealed, unchecked</dt><dd>${report.sealedUnchecked} events (no key)</dd>` : ""}
+                ${report.orphanedOutcomes.length + report.orphanedOutcomesOmitted > 0 ? html`<dt>outcomes after a prune</dt><dd>${report.orphanedOutcomes.length + report.orphanedOutcomesOmitted} (<code>outcome.orphaned</code> in the system stream: the effect took place after its run was removed)</dd>` : ""}
               </dl>
               ${report.findings.length > 0 ? html`<h2>Findings</h2><pre>${pretty(report.findings)}</pre>` : ""}
             </div>`

@@ -183,6 +183,18 @@ export const AuditReply = Schema.Struct({
   headDigest: Schema.String,
   projections: Schema.Array(Schema.Struct({ name: Schema.String, rows: Schema.Number })),
   prunedStreams: Schema.Number,
+  /** Outcomes that arrived after their runs were pruned (`outcome.orphaned`), the first ones. */
+  orphanedOutcomes: Schema.Array(
+    Schema.Struct({
+      runId: Schema.String,
+      callId: Schema.String,
+      attempt: Schema.Number,
+      streamId: Schema.String,
+      version: Schema.Number,
+      position: Schema.Number,
+    }),
+  ),
+  orphanedOutcomesOmitted: Schema.Number,
   movedDuringAudit: Schema.Boolean,
   sealedUnchecked: Schema.Number,
 }).annotations({ identifier: "AuditReply" });

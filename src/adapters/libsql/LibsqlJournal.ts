@@ -18,6 +18,7 @@ import type {
   JournalReader,
   ProjectionRebuild,
   PrunedRunRecord,
+  PruneOptions,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
@@ -39,7 +40,7 @@ import {
   openStoredProjection,
   type ProjectionRowSql,
   projectionPageProgram,
-  pruneProgram,
+  pruneInBatches,
   rebuildProgram,
 } from "../sql/maintenance.js";
 import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
@@ -496,24 +497,30 @@ export class LibsqlJournal implements Journal {
     );
   }
 
-  async prune(
-    policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number },
-  ): Promise<PruneReport> {
+  async prune(policy: RetentionPolicy & PruneOptions): Promise<PruneReport> {
     this.assertOpen();
-    const program = pruneProgram(
+    return pruneInBatches(
+      {
+        // The selection and each batch's checks read one snapshot each and take no write lock.
+        read: (program) => this.read(() => this.readTransaction(() => this.runProgram(program))),
+        write: async (program) => {
+          const started = performance.now();
+          const batch = await this.writeTransaction(() => this.runProgram(program));
+          const held = performance.now() - started;
+          if (batch.recorded) await this.anchorAtLastEvent();
+          // SQLite's write lock is no queue: another process waiting for it polls (lockBackoff),
+          // and so do this process's heartbeats on their timers. A pause as long as the batch
+          // held the lock gives every waiter a fair chance before the next batch takes it.
+          await sleep(Math.max(1, held));
+          return batch;
+        },
+      },
       SQL,
       inlineProjections,
       null,
-      { ...policy, dryRun: policy.dryRun ?? false, now: policy.now ?? Date.now() },
+      policy,
       this.keyring,
     );
-    // A dry run reads one consistent snapshot and takes no write lock.
-    if (policy.dryRun) return this.read(() => this.readTransaction(() => this.runProgram(program)));
-    const report = await this.writeTransaction(() => this.runProgram(program));
-    if (report.recorded) {
-      await this.anchorAtLastEvent();
-    }
-    return report;
   }
 
   /** Move the head anchor to the log's last event (after a commit that removed or recorded events). */

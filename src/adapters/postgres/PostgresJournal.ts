@@ -13,6 +13,7 @@ import type {
   Journal,
   ProjectionRebuild,
   PrunedRunRecord,
+  PruneOptions,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
@@ -35,7 +36,7 @@ import {
   openStoredProjection,
   type ProjectionRowSql,
   projectionPageProgram,
-  pruneProgram,
+  pruneInBatches,
   rebuildProgram,
 } from "../sql/maintenance.js";
 import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation } from "../sql/program.js";
@@ -188,7 +189,16 @@ export class PostgresJournal implements Journal {
   /** While a batch commits, new appends queue; they go together into the next transaction. */
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) await this.commitBatch(this.queue.splice(0));
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0);
+        try {
+          await this.commitBatch(batch);
+        } catch (error) {
+          // Nothing may escape a drain nobody awaits: its callers hear of the failure (a caller
+          // already answered keeps its answer), and the next batch still runs.
+          for (const p of batch) p.reject(error);
+        }
+      }
     } finally {
       this.draining = false;
     }
@@ -481,18 +491,15 @@ export class PostgresJournal implements Journal {
     return this.transaction(rebuildProgram(SQL, inlineProjections, this.lockAppends, this.keyring));
   }
 
-  async prune(
-    policy: RetentionPolicy & { readonly dryRun?: boolean; readonly now?: number },
-  ): Promise<PruneReport> {
+  async prune(policy: RetentionPolicy & PruneOptions): Promise<PruneReport> {
     this.assertOpen();
-    return this.transaction(
-      pruneProgram(
-        SQL,
-        inlineProjections,
-        this.lockAppends,
-        { ...policy, dryRun: policy.dryRun ?? false, now: policy.now ?? Date.now() },
-        this.keyring,
-      ),
+    return pruneInBatches(
+      { read: (program) => this.read(program), write: (program) => this.transaction(program) },
+      SQL,
+      inlineProjections,
+      this.lockAppends,
+      policy,
+      this.keyring,
     );
   }
 

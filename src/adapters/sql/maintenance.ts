@@ -6,6 +6,7 @@ import {
   GRAPH_STREAM_PREFIX,
   type Keyring,
   openProjectionValue,
+  type RecordedEvent,
   runStreamId,
   SealError,
   type StoredRow,
@@ -16,16 +17,39 @@ import type {
   DroppedStream,
   ProjectionRebuild,
   PrunedRun,
+  PruneOptions,
   PruneReport,
   RetentionPolicy,
   StoredProjectionRow,
 } from "../../runtime/Journal.js";
-import { checkPrunable, type RetentionCandidate, selectForPruning } from "../../runtime/retention.js";
+import {
+  checkPrunable,
+  parentRunOf,
+  pruneOrder,
+  type RetentionCandidate,
+  selectForPruning,
+} from "../../runtime/retention.js";
+import { DEFAULT_PRUNE_BATCH, PRUNE_BATCH_EVENTS } from "../../runtime/retentionDefaults.js";
 import { appendAllProgram, applyProjections } from "./append.js";
 import { all, get, type Program, run } from "./program.js";
 import { RunFoldCheck } from "./RunFoldCheck.js";
 import { type EventRow, toStored } from "./rows.js";
 import type { Statements } from "./statements.js";
+
+/**
+ * Values bound per statement by the set-wise statements of a prune batch: few statements per batch
+ * (each a round trip on PostgreSQL), well under SQLite's 32,766 bound values.
+ */
+const PER_STATEMENT = 200;
+
+const chunksOf = <T>(list: ReadonlyArray<T>, size: number): T[][] => {
+  const chunks: T[][] = [];
+  for (let from = 0; from < list.length; from += size) chunks.push(list.slice(from, from + size));
+  return chunks;
+};
+
+/** `?, ?, …`: the placeholders of an `IN` list of `count` values. */
+const placeholders = (count: number): string => Array.from({ length: count }, () => "?").join(", ");
 
 const EVENT_COLUMNS =
   "position, stream_id, version, event_id, recorded_at, prev_hash, hash, schema_version, data";
@@ -49,11 +73,25 @@ export const MAINTENANCE = {
   markRetention: "INSERT INTO meta (key, value) VALUES ('retention_in_progress', ?)",
   unmarkRetention: "DELETE FROM meta WHERE key = 'retention_in_progress'",
   deleteEvents: "DELETE FROM events WHERE stream_id = ?",
+  /** The runs of `count` chats (every run has a guard row until retention removes it). */
+  runsOfChats: (count: number) =>
+    `SELECT run_id, chat_id FROM run_guard WHERE chat_id IN (${placeholders(count)})`,
+  /** The rows of `count` streams, stream by stream, each in version order. */
+  streamsRows: (count: number) =>
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id IN (${placeholders(count)}) ORDER BY stream_id, version`,
+  deleteStreams: (count: number) => `DELETE FROM events WHERE stream_id IN (${placeholders(count)})`,
   // No deleteAdmission: an admission outlives its run (law 6), or the same input would run again.
-  recordPruned:
-    "INSERT INTO pruned_runs (run_id, chat_id, status, output_digest, pruned_at) VALUES (?, ?, ?, ?, ?)",
-  deleteGuard: "DELETE FROM run_guard WHERE run_id = ?",
-  deleteClaim: "DELETE FROM claims WHERE run_id = ?",
+  recordPrunedMany: (count: number) =>
+    `INSERT INTO pruned_runs (run_id, chat_id, status, output_digest, pruned_at) VALUES ${Array.from({ length: count }, () => "(?, ?, ?, ?, ?)").join(", ")}`,
+  deleteGuards: (count: number) => `DELETE FROM run_guard WHERE run_id IN (${placeholders(count)})`,
+  deleteClaims: (count: number) => `DELETE FROM claims WHERE run_id IN (${placeholders(count)})`,
+  /** The head (last version and its hash) of each of `count` streams. */
+  headsOf: (count: number) =>
+    `SELECT stream_id, version, hash FROM events e WHERE stream_id IN (${placeholders(count)}) AND version = (SELECT max(x.version) FROM events x WHERE x.stream_id = e.stream_id)`,
+  projectionRowsOf: (count: number) =>
+    `SELECT key, value, position FROM projections WHERE name = ? AND key IN (${placeholders(count)})`,
+  deleteProjectionRows: (count: number) =>
+    `DELETE FROM projections WHERE name = ? AND key IN (${placeholders(count)})`,
 } as const;
 
 /** Events are read this many at a time: a rebuild streams the log through bounded memory. */
@@ -202,10 +240,10 @@ interface CandidateRow {
   readonly recorded_at: string;
 }
 
-/** `run.completed`'s output digest, read from the end of a run's stored rows; null when it did not complete. */
-const outputDigestOf = (rows: ReadonlyArray<StoredRow>, ring: Keyring | null): string | null => {
-  for (let i = rows.length - 1; i >= 0; i--) {
-    const { event } = decodeRow(rows[i]!, ring);
+/** `run.completed`'s output digest, read from the end of a run's events; null when it did not complete. */
+const outputDigestOf = (events: ReadonlyArray<RecordedEvent>): string | null => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const { event } = events[i]!;
     if (event.type === "run.completed") return event.outputDigest;
     if (event.type === "run.failed" || event.type === "run.stopped") return null;
   }
@@ -213,20 +251,13 @@ const outputDigestOf = (rows: ReadonlyArray<StoredRow>, ring: Keyring | null): s
 };
 
 /**
- * Retention (DESIGN §9), one transaction: choose the finished runs the policy does not keep, check
- * each against its own events, record `retention.pruned` with their heads in the `system` stream,
- * then delete their events, guard row and claim, keep each run's final status and output digest in
- * `pruned_runs`, and rebuild the projections from what remains. Admissions stay, so a re-sent input
- * finds its run and never starts another (law 6). A dry run stops after the checks and writes nothing.
+ * The finished runs a policy removes, newest first as reports list them, and how many it keeps.
+ * Read without the append lock: each batch checks its runs against their events, and then their
+ * heads again under the lock.
  */
-export function* pruneProgram(
-  sql: Statements,
-  projections: ReadonlyArray<AnyProjection>,
-  lockAppends: string | null,
-  policy: RetentionPolicy & { readonly dryRun: boolean; readonly now: number },
-  ring: Keyring | null,
-): Program<PruneReport> {
-  if (lockAppends && !policy.dryRun) yield* get(lockAppends, []);
+export function* pruneSelectionProgram(
+  policy: RetentionPolicy & { readonly now: number },
+): Program<{ readonly prune: ReadonlyArray<RetentionCandidate>; readonly kept: number }> {
   const candidates: RetentionCandidate[] = (yield* all<CandidateRow>(MAINTENANCE.candidates, [])).map(
     (row) => ({
       runId: row.run_id,
@@ -238,21 +269,65 @@ export function* pruneProgram(
       recordedAt: row.recorded_at,
     }),
   );
-  const selection = selectForPruning(candidates, policy, policy.now);
-  const pruned: PrunedRun[] = [];
-  const outputDigests = new Map<string, string | null>();
+  return selectForPruning(candidates, policy, policy.now);
+}
+
+/** A run a batch checked and may remove: its head, final status and events. */
+interface Removable extends PrunedRun {
+  readonly events: ReadonlyArray<RecordedEvent>;
+}
+
+/** The runs of a batch that passed their checks, and those left alone with the reason. */
+export interface CheckedBatch {
+  readonly removable: ReadonlyArray<Removable>;
+  readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+}
+
+/** A child goes only with its parent or after it: a run whose parent stays, stays. */
+const parentStays = (runId: string, chatId: string, stays: Set<string>) => {
+  const parent = parentRunOf(chatId);
+  if (parent === null || !stays.has(parent)) return null;
+  stays.add(runId);
+  return { runId, reason: `its parent run ${parent} was left alone, so it stays with it` };
+};
+
+/**
+ * Check each run of a batch against its own events (`checkPrunable`), with no lock: decoding,
+ * verifying and folding is the slow part of a prune, and a stream whose head has not moved since
+ * has not changed, so the batch under the lock only compares heads (`pruneBatchProgram`).
+ */
+export function* pruneCheckProgram(
+  batch: ReadonlyArray<RetentionCandidate>,
+  leftAlone: ReadonlySet<string>,
+  ring: Keyring | null,
+): Program<CheckedBatch> {
+  const removable: Removable[] = [];
   const skipped: Array<{ runId: string; reason: string }> = [];
-  for (const candidate of selection.prune) {
+  const stays = new Set(leftAlone);
+  const rowsOf = new Map<string, StoredRow[]>();
+  for (const chunk of chunksOf(batch, PER_STATEMENT)) {
+    const ids = chunk.map((c) => runStreamId(c.runId));
+    for (const row of yield* all<EventRow>(MAINTENANCE.streamsRows(ids.length), ids)) {
+      const stored = toStored(row);
+      const rows = rowsOf.get(stored.streamId);
+      if (rows) rows.push(stored);
+      else rowsOf.set(stored.streamId, [stored]);
+    }
+  }
+  for (const candidate of batch) {
+    const child = parentStays(candidate.runId, candidate.chatId, stays);
+    if (child) {
+      skipped.push(child);
+      continue;
+    }
     const streamId = runStreamId(candidate.runId);
-    const rows = (yield* all<EventRow>(MAINTENANCE.streamRows, [streamId])).map(toStored);
-    const checked = checkPrunable(rows, candidate, ring);
+    const checked = checkPrunable(rowsOf.get(streamId) ?? [], candidate, ring);
     if ("problem" in checked) {
+      stays.add(candidate.runId);
       skipped.push({ runId: candidate.runId, reason: checked.problem });
       continue;
     }
-    // The rows decoded in checkPrunable, so they decode here too.
-    outputDigests.set(candidate.runId, outputDigestOf(rows, ring));
-    pruned.push({
+    removable.push({
       runId: candidate.runId,
       chatId: candidate.chatId,
       status: checked.status,
@@ -261,17 +336,130 @@ export function* pruneProgram(
       hash: candidate.hash,
       position: candidate.position,
       finishedAt: candidate.recordedAt,
+      events: checked.events,
     });
   }
-  const report = { dryRun: policy.dryRun, pruned, kept: selection.kept, skipped };
-  if (policy.dryRun || pruned.length === 0) return { ...report, recorded: null };
+  return { removable, skipped };
+}
 
-  const prunedAt = new Date(policy.now).toISOString();
+const asPruned = ({ events: _events, ...run }: Removable): PrunedRun => run;
+
+/**
+ * Update the projection rows the removed runs' events made, and only those: a row of one stream
+ * goes with it; a row the runs of a chat share (`drawsOn`) stands unless it comes from a removed
+ * run, and is then folded again from the chat's remaining runs, as a rebuild from zero would.
+ */
+function* dropProjectionRows(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  removed: ReadonlyArray<Removable>,
+  ring: Keyring | null,
+): Program<void> {
+  const gone = new Set(removed.map((r) => r.runId));
+  const refold = new Map<string, Set<AnyProjection>>();
+  for (const projection of projections) {
+    const keys = new Map<string, Set<string>>();
+    for (const { chatId, events } of removed)
+      for (const recorded of events) {
+        if (!projection.canHandle.includes(recorded.event.type)) continue;
+        for (const key of projection.keysOf(recorded))
+          keys.set(key, (keys.get(key) ?? new Set()).add(chatId));
+      }
+    let doomed = [...keys.keys()];
+    const drawsOn = projection.drawsOn;
+    if (drawsOn) {
+      const standing = new Set<string>();
+      for (const chunk of chunksOf(doomed, PER_STATEMENT))
+        for (const row of yield* all<ProjectionRowSql & { key: string }>(
+          MAINTENANCE.projectionRowsOf(chunk.length),
+          [projection.name, ...chunk],
+        )) {
+          const stored = JSON.parse(openStoredProjection(ring, projection.name, row));
+          if (!drawsOn(stored).some((runId) => gone.has(runId))) standing.add(row.key);
+        }
+      doomed = doomed.filter((key) => !standing.has(key));
+      for (const key of doomed)
+        for (const chatId of keys.get(key)!)
+          refold.set(chatId, (refold.get(chatId) ?? new Set()).add(projection));
+    }
+    for (const chunk of chunksOf(doomed, PER_STATEMENT))
+      yield* run(MAINTENANCE.deleteProjectionRows(chunk.length), [projection.name, ...chunk]);
+  }
+  if (refold.size === 0) return;
+  const chatOf = new Map<string, string>();
+  for (const chunk of chunksOf([...refold.keys()], PER_STATEMENT))
+    for (const { run_id, chat_id } of yield* all<{ run_id: string; chat_id: string }>(
+      MAINTENANCE.runsOfChats(chunk.length),
+      chunk,
+    ))
+      chatOf.set(runStreamId(run_id), chat_id);
+  const byChat = new Map<string, RecordedEvent[]>();
+  for (const chunk of chunksOf([...chatOf.keys()], PER_STATEMENT))
+    for (const row of yield* all<EventRow>(MAINTENANCE.streamsRows(chunk.length), chunk)) {
+      const recorded = decodeRow(toStored(row), ring);
+      const chatId = chatOf.get(recorded.streamId)!;
+      const events = byChat.get(chatId);
+      if (events) events.push(recorded);
+      else byChat.set(chatId, [recorded]);
+    }
+  for (const [chatId, events] of byChat) {
+    events.sort((a, b) => a.position - b.position);
+    yield* applyProjections(sql, events, [...refold.get(chatId)!], ring);
+  }
+}
+
+/**
+ * One batch of a prune (DESIGN §9), one transaction that holds the append lock: keep the checked
+ * runs whose stream head is still the one checked, record `retention.pruned` with their heads in
+ * the `system` stream, then delete their events, guard rows and claims, keep each run's final
+ * status and output digest in `pruned_runs`, and update the projection rows their events made.
+ * Admissions stay, so a re-sent input finds its run and never starts another (law 6).
+ */
+export function* pruneBatchProgram(
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+  checked: CheckedBatch,
+  now: number,
+  ring: Keyring | null,
+): Program<PruneBatch> {
+  if (lockAppends) yield* get(lockAppends, []);
+  const heads = new Map<string, string>();
+  for (const chunk of chunksOf(checked.removable, PER_STATEMENT))
+    for (const head of yield* all<{ stream_id: string; version: number | string; hash: string }>(
+      MAINTENANCE.headsOf(chunk.length),
+      chunk.map((r) => r.streamId),
+    ))
+      heads.set(head.stream_id, `${Number(head.version)}:${head.hash}`);
+  const skipped = [...checked.skipped];
+  const stays = new Set(skipped.map((s) => s.runId));
+  const removable: Removable[] = [];
+  for (const run of checked.removable) {
+    const child = parentStays(run.runId, run.chatId, stays);
+    if (child) skipped.push(child);
+    else if (heads.get(run.streamId) === `${run.version}:${run.hash}`) removable.push(run);
+    else {
+      stays.add(run.runId);
+      skipped.push({
+        runId: run.runId,
+        reason: "its stream moved while retention ran; it is left for the next prune",
+      });
+    }
+  }
+  const pruned = removable.map(asPruned);
+  if (removable.length === 0) return { pruned, skipped, recorded: null };
+
+  const prunedAt = new Date(now).toISOString();
   // Said first, in the same transaction: the triggers let events go only while this row exists.
   yield* run(MAINTENANCE.markRetention, [prunedAt]);
   const sealed: AnyEvent = {
     type: "retention.pruned",
-    streams: pruned.map(({ streamId, version, hash, position }) => ({ streamId, version, hash, position })),
+    streams: removable.map(({ streamId, version, hash, position }) => ({
+      streamId,
+      version,
+      hash,
+      position,
+    })),
   };
   const [appended] = yield* appendAllProgram(
     sql,
@@ -279,17 +467,126 @@ export function* pruneProgram(
     projections,
     ring,
   );
-  for (const { runId, chatId, status, streamId } of pruned) {
-    yield* run(MAINTENANCE.deleteEvents, [streamId]);
-    yield* run(MAINTENANCE.recordPruned, [runId, chatId, status, outputDigests.get(runId) ?? null, prunedAt]);
-    yield* run(MAINTENANCE.deleteGuard, [runId]);
-    yield* run(MAINTENANCE.deleteClaim, [runId]);
+  for (const chunk of chunksOf(removable, PER_STATEMENT / 5)) {
+    const runIds = chunk.map((r) => r.runId);
+    yield* run(
+      MAINTENANCE.deleteStreams(chunk.length),
+      chunk.map((r) => r.streamId),
+    );
+    yield* run(
+      MAINTENANCE.recordPrunedMany(chunk.length),
+      chunk.flatMap((r) => [r.runId, r.chatId, r.status, outputDigestOf(r.events), prunedAt]),
+    );
+    yield* run(MAINTENANCE.deleteGuards(chunk.length), runIds);
+    yield* run(MAINTENANCE.deleteClaims(chunk.length), runIds);
   }
   yield* run(MAINTENANCE.unmarkRetention, []);
-  // A chat's row carries the checkpoint of its latest run, which may be one just removed.
-  yield* rebuildBody(sql, projections, ring);
-  return { ...report, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
+  yield* dropProjectionRows(sql, projections, removable, ring);
+  return { pruned, skipped, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
 }
+
+/** What one batch removed, and the runs it left alone. */
+export interface PruneBatch {
+  readonly pruned: ReadonlyArray<PrunedRun>;
+  readonly skipped: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
+  readonly recorded: { readonly streamId: string; readonly version: number } | null;
+}
+
+/** Consecutive batches of at most `runs` runs and `PRUNE_BATCH_EVENTS` events (at least one run each). */
+const batchesOf = (order: ReadonlyArray<RetentionCandidate>, runs: number): RetentionCandidate[][] => {
+  const batches: RetentionCandidate[][] = [];
+  let batch: RetentionCandidate[] = [];
+  let events = 0;
+  for (const candidate of order) {
+    if (batch.length > 0 && (batch.length >= runs || events + candidate.version > PRUNE_BATCH_EVENTS)) {
+      batches.push(batch);
+      batch = [];
+      events = 0;
+    }
+    batch.push(candidate);
+    events += candidate.version;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+};
+
+/**
+ * Retention in batches of at most `batchRuns` runs and `PRUNE_BATCH_EVENTS` events
+ * (docs/decisions/0040). `read` runs a program with no lock: the selection, and each batch's
+ * checks; `write` runs a batch in a write transaction of its own (`pruneBatchProgram`), so the
+ * append lock is held for one batch at a time and renewals and appends get it in between. A dry
+ * run checks every selected run, batch by batch, in one `read`.
+ */
+export const pruneInBatches = async (
+  engine: {
+    readonly read: <T>(program: Program<T>) => Promise<T>;
+    readonly write: (program: Program<PruneBatch>) => Promise<PruneBatch>;
+  },
+  sql: Statements,
+  projections: ReadonlyArray<AnyProjection>,
+  lockAppends: string | null,
+  policy: RetentionPolicy & PruneOptions,
+  ring: Keyring | null,
+): Promise<PruneReport> => {
+  const now = policy.now ?? Date.now();
+  const batchRuns = policy.batchRuns ?? DEFAULT_PRUNE_BATCH;
+  if (!Number.isInteger(batchRuns) || batchRuns < 1)
+    throw new RangeError(`batchRuns must be a whole number ≥ 1, got ${batchRuns}`);
+  // Listed as the selection lists them (newest first), whatever order the batches took.
+  const listed = (
+    selection: { prune: ReadonlyArray<RetentionCandidate> },
+    runs: ReadonlyArray<PrunedRun>,
+  ) => {
+    const rank = new Map(selection.prune.map((c, i) => [c.runId, i]));
+    return [...runs].sort((a, b) => rank.get(a.runId)! - rank.get(b.runId)!);
+  };
+  if (policy.dryRun)
+    return engine.read(
+      (function* () {
+        const selection = yield* pruneSelectionProgram({ ...policy, now });
+        const pruned: PrunedRun[] = [];
+        const skipped: Array<{ runId: string; reason: string }> = [];
+        const leftAlone = new Set<string>();
+        for (const runs of batchesOf(pruneOrder(selection.prune), batchRuns)) {
+          const checked = yield* pruneCheckProgram(runs, leftAlone, ring);
+          pruned.push(...checked.removable.map(asPruned));
+          skipped.push(...checked.skipped);
+          for (const s of checked.skipped) leftAlone.add(s.runId);
+        }
+        return {
+          dryRun: true,
+          pruned: listed(selection, pruned),
+          kept: selection.kept,
+          skipped,
+          recorded: null,
+          records: [],
+        };
+      })(),
+    );
+  const selection = await engine.read(pruneSelectionProgram({ ...policy, now }));
+  const order = pruneOrder(selection.prune);
+  const pruned: PrunedRun[] = [];
+  const skipped: Array<{ runId: string; reason: string }> = [];
+  const records: Array<{ streamId: string; version: number }> = [];
+  const leftAlone = new Set<string>();
+  for (const runs of batchesOf(order, batchRuns)) {
+    const checked = await engine.read(pruneCheckProgram(runs, leftAlone, ring));
+    const batch = await engine.write(pruneBatchProgram(sql, projections, lockAppends, checked, now, ring));
+    pruned.push(...batch.pruned);
+    skipped.push(...batch.skipped);
+    for (const s of batch.skipped) leftAlone.add(s.runId);
+    if (batch.recorded) records.push(batch.recorded);
+    policy.onBatch?.({ pruned: pruned.length, selected: selection.prune.length });
+  }
+  return {
+    dryRun: false,
+    pruned: listed(selection, pruned),
+    kept: selection.kept,
+    skipped,
+    recorded: records.at(-1) ?? null,
+    records,
+  };
+};
 
 /**
  * Remove one LangGraph thread's stream, one transaction, as retention removes a run: its head goes

@@ -7,6 +7,7 @@ import {
   type Keyring,
   type RecordedEvent,
   type StoredRow,
+  SYSTEM_STREAM,
 } from "../../events/index.js";
 import { type AnyProjection, inlineProjections } from "../../projections/index.js";
 import type { PrunedHead } from "../anchor.js";
@@ -41,6 +42,13 @@ export interface AuditReport {
   readonly projections: ReadonlyArray<{ readonly name: string; readonly rows: number }>;
   /** Streams the log records as removed by retention. */
   readonly prunedStreams: number;
+  /**
+   * Outcomes that arrived after retention had removed their run, kept in the `system` stream as
+   * `outcome.orphaned` (law 5): not findings, but effects a person may want to know about. The
+   * first `maxFindings` are listed, the rest counted.
+   */
+  readonly orphanedOutcomes: ReadonlyArray<OrphanedOutcome>;
+  readonly orphanedOutcomesOmitted: number;
   readonly expectedHead: ExpectedHeadResult | null;
   /** Events were appended while the audit ran: cache rows changed since were not compared. */
   readonly movedDuringAudit: boolean;
@@ -56,6 +64,16 @@ export interface AuditReport {
   readonly anchor: (HeadAnchor & { readonly holds: boolean }) | null;
   /** The last event audited (null: an empty log): what `holdfast audit --accept-head` anchors. */
   readonly lastEvent: HeadAnchor | null;
+}
+
+/** An `outcome.orphaned` event, where it is and what it names. */
+export interface OrphanedOutcome {
+  readonly runId: string;
+  readonly callId: string;
+  readonly attempt: number;
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
 }
 
 export interface LogAuditorOptions {
@@ -124,6 +142,9 @@ export class LogAuditor {
   private readonly rebuilt: RebuiltProjections;
   private readonly spill: AuditSpill;
   private prunedCount = 0;
+  private readonly orphaned: OrphanedOutcome[] = [];
+  private orphanedOmitted = 0;
+  private readonly maxListed: number;
   private readonly expected: ExpectedHeadCheck;
   private readonly headAnchor: HeadAnchorCheck;
   private readonly keyring: Keyring | null;
@@ -133,7 +154,8 @@ export class LogAuditor {
   private lastRow: HeadAnchor | null = null;
 
   constructor(options: LogAuditorOptions = {}) {
-    this.findings = new Findings(options.maxFindings ?? 1000);
+    this.maxListed = options.maxFindings ?? 1000;
+    this.findings = new Findings(this.maxListed);
     this.keyring = options.keyring ?? null;
     this.expected = new ExpectedHeadCheck(options.expectHead ?? null);
     this.headAnchor = new HeadAnchorCheck(options.anchor ?? null);
@@ -205,7 +227,8 @@ export class LogAuditor {
     } catch (error) {
       if (error instanceof EventDecryptError && error.reason === "no-key") {
         // Without the key the chain is all that can be verified (DESIGN §9): say so, do not guess.
-        stream.sealed = true;
+        // The system stream's events stand alone (an orphaned outcome is sealed, the next prune is not).
+        stream.sealed = row.streamId !== SYSTEM_STREAM;
         this.sealedCount += 1;
         return;
       }
@@ -222,6 +245,11 @@ export class LogAuditor {
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
     else if (row.streamId.startsWith("run-")) this.runs.check(recorded, stream);
     else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
+    else if (event.type === "outcome.orphaned") {
+      const { runId, callId, attempt } = event;
+      if (this.orphaned.length < this.maxListed) this.orphaned.push({ runId, callId, attempt, ...at });
+      else this.orphanedOmitted += 1;
+    }
     this.rebuilt.evolve(recorded);
   }
 
@@ -323,6 +351,8 @@ export class LogAuditor {
       headDigest: digest,
       projections: this.rebuilt.rowCounts(),
       prunedStreams: this.prunedCount,
+      orphanedOutcomes: this.orphaned,
+      orphanedOutcomesOmitted: this.orphanedOmitted,
       expectedHead: expected.result,
       movedDuringAudit: moved,
       sealedUnchecked: this.sealedCount,

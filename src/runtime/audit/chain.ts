@@ -43,7 +43,7 @@ export const checkChain = (row: StoredRow, head: ChainHead): AuditFinding[] => {
   return found;
 };
 
-const SYSTEM_TYPES = new Set(["journal.opened", "retention.pruned", "backup.written"]);
+const SYSTEM_TYPES = new Set(["journal.opened", "retention.pruned", "backup.written", "outcome.orphaned"]);
 const DOCUMENT_TYPES = new Set(["document.replaced", "document.conflicted"]);
 const GRAPH_TYPES = new Set(["graph.checkpointed", "graph.writes-recorded"]);
 

@@ -37,6 +37,16 @@ const humanLines = (report: AuditReport, location: string): string[] => {
       : `projections rebuilt and compared: ${report.projections.map((p) => `${p.name} ${p.rows}`).join(", ")}`,
   ];
   if (report.prunedStreams > 0) lines.push(`streams removed by retention: ${report.prunedStreams}`);
+  const orphaned = report.orphanedOutcomes.length + report.orphanedOutcomesOmitted;
+  if (orphaned > 0) {
+    lines.push(
+      `${orphaned} outcome${orphaned === 1 ? "" : "s"} arrived after ${orphaned === 1 ? "its run was" : "their runs were"} pruned (kept as outcome.orphaned; not a finding — the effect took place, see \`holdfast events\`):`,
+    );
+    for (const o of report.orphanedOutcomes)
+      lines.push(`  ${`${o.streamId}@${o.version}`.padEnd(16)} ${o.callId} attempt ${o.attempt}`);
+    if (report.orphanedOutcomesOmitted > 0)
+      lines.push(`  … and ${report.orphanedOutcomesOmitted} more (not listed)`);
+  }
   if (report.sealedUnchecked > 0)
     lines.push(
       `${report.sealedUnchecked} events have encrypted fields and HOLDFAST_ENCRYPTION_KEY is not set: their hash chains were verified; their contents, the runs they belong to and the projections were not checked (set the key for a full audit)`,

@@ -2,6 +2,7 @@ import { userInfo } from "node:os";
 import type { DecisionKind, HoldReason } from "../../../events/index.js";
 import { blockingCalls, type RunContext } from "../../../machines/index.js";
 import { DECISIONS, type DecisionRequest } from "../../../runtime/decide.js";
+import { OUTCOME_AFTER_HOLD } from "../../../runtime/dispatch.js";
 import type { RunResult } from "../../../runtime/engine.js";
 import { NoteRequired } from "../../../runtime/errors.js";
 import { MODEL_ANSWER_HINT } from "../../../runtime/modelAnswer.js";
@@ -153,9 +154,22 @@ export const heldCommands = (
     );
     return commands;
   }
-  commands.push(decideRun("stop"));
+  // Nothing is in doubt here: no call "stays unknown" (a late outcome may have answered the hold).
+  commands.push(decideRun("stop", "end the run as stopped; the chat takes new input"));
+  const answered = reasons.some(
+    (reason) => reason.callId !== undefined && context.calls.get(reason.callId)?.status === "completed",
+  );
   if (commands.length === 1)
-    commands.push(decideRun("resume", "continue the run: the agent runs again from the top"));
+    commands.push(
+      decideRun(
+        "resume",
+        reasons.some((reason) => reason.code === "crash-loop")
+          ? "once what ended its processes is fixed: the agent runs again from the top, and the interruptions are counted from zero"
+          : answered
+            ? `${OUTCOME_AFTER_HOLD} (the agent runs again from the top and is served the recorded outcome)`
+            : "continue the run: the agent runs again from the top",
+      ),
+    );
   return commands;
 };
 

@@ -78,6 +78,8 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       await out.line("held because");
       for (const reason of run.heldReasons) {
         await out.line(`  - ${reason.callId ? `${reason.callId} ` : ""}${reason.code}: ${reason.detail}`);
+        for (const interruption of reason.interruptions ?? [])
+          await out.line(`      interrupted ${interruption.at}  detected by ${interruption.by}`);
       }
     }
     if (run.status === "held") {

@@ -240,6 +240,8 @@ const runWorker = async (
           }),
         (error) => emit({ kind: "settled", runId, status: "failed", detail: describeFailure(error).reason }),
       )
+      // Nothing is left to tell when the report itself cannot be written (its reader went away).
+      .catch(() => undefined)
       .finally(() => live.delete(runId));
   };
 
@@ -347,7 +349,7 @@ const runWorker = async (
       }
     })();
     submissions.add(submission);
-    void submission.finally(() => submissions.delete(submission));
+    void submission.catch(() => undefined).finally(() => submissions.delete(submission));
   });
 
   const signal = await stopSignal;
