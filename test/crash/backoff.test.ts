@@ -1,8 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runView } from "../../src/adapters/http/views.js";
+import { openStore } from "../../src/adapters/store.js";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import { openRuntime } from "../../src/index.js";
+import { runCli } from "../cli/cliProcess.js";
 import { lineOf, runScript } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -55,6 +58,42 @@ describe("durable backoff", () => {
       expect((await runtime.audit()).findings).toEqual([]);
     } finally {
       await runtime.close();
+    }
+  });
+
+  it("while a retry waits, holdfast show and the API's call view show the failed attempt, its error and the next due time", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const first = await runScript(WORKER, {
+      HF_DB: db,
+      HF_WITNESS: join(dir, "witness.jsonl"),
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "during-backoff",
+    });
+    expect(first.signal).toBe("SIGKILL");
+    const reader = await openStore(db);
+    try {
+      const [runId] = await reader.activeRuns();
+      const run = { runId: runId! };
+      const events = (await reader.readStream(`run-${run.runId}`)).map((e) => e.event);
+      const [scheduled] = ofType(events, "retry.scheduled");
+      const view = await runView(reader, run.runId);
+      expect(view.calls).toEqual([
+        expect.objectContaining({
+          attempt: 1,
+          status: "authorized",
+          failedAttempts: [{ attempt: 1, name: "DefiniteFailure", message: "503 the server is busy" }],
+          nextDueAt: scheduled!.dueAt,
+        }),
+      ]);
+      const shown = await runCli(["show", run.runId, "--db", db]);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toContain(
+        `authorized: 503 the server is busy; attempt 2 due at ${scheduled!.dueAt}`,
+      );
+      expect(shown.stdout).toContain("retry.scheduled");
+    } finally {
+      await reader.close();
     }
   });
 });
