@@ -252,8 +252,9 @@ const effect = async <R>(
   }
   pausePointFor("after-lease-check", spec.name);
   let result: unknown;
+  let running: Promise<R> | undefined;
   try {
-    const running = spec.run(spec.runArgs, context);
+    running = spec.run(spec.runArgs, context);
     result = await (spec.timeoutMs === undefined
       ? running
       : withTimeout(
@@ -301,6 +302,7 @@ const effect = async <R>(
     )
       return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
     const info = errorInfo(host.masker, error);
+    if (error instanceof CallTimedOut && running) recordLateAnswer(host, spec, callId, attempt, running);
     return host.hold([
       {
         code: "indefinite-failure",
@@ -336,6 +338,54 @@ const effect = async <R>(
   settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
+};
+
+/**
+ * Law 5: an effect that ignored its timeout may still answer. Its answer is recorded when it comes —
+ * a result as the call's outcome (on the held run, which then says the outcome arrived after the
+ * hold), a `DefiniteFailure` as a definite failure — never dropped; any other error proves nothing.
+ * A failure to record is a warning, never an unhandled rejection.
+ */
+const recordLateAnswer = <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  callId: string,
+  attempt: number,
+  running: Promise<R>,
+): void => {
+  running
+    .then(
+      async (result) => {
+        const value = host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+        await recordOutcome(host.writer, {
+          type: "call.completed",
+          runId: host.runId,
+          callId,
+          attempt,
+          result: value,
+          resultDigest: storedDigest(value),
+        });
+      },
+      async (error: unknown) => {
+        if (!(error instanceof DefiniteFailure)) return;
+        await recordOutcome(host.writer, {
+          type: "call.failed",
+          runId: host.runId,
+          callId,
+          attempt,
+          definite: true,
+          error: errorInfo(host.masker, error),
+        });
+      },
+    )
+    .catch((error: unknown) => {
+      process.emitWarning(
+        `holdfast: the late answer of timed-out call ${callId} attempt ${attempt} could not be recorded: ${
+          errorInfo(host.masker, error).message
+        }`,
+        { code: "HOLDFAST_LATE_OUTCOME" },
+      );
+    });
 };
 
 /** How long an aborted call has to answer its abort (with a `DefiniteFailure` that proves it did nothing). */

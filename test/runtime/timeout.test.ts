@@ -56,7 +56,18 @@ const agent = defineAgent({
   },
 });
 
-const tools: AnyToolDef[] = [ignoring, honouring, aborted];
+/** Ignores its signal and answers long after the abort's grace: a late answer, as from a slow remote side. */
+const late = defineTool({
+  name: "late",
+  args: Schema.Struct({}),
+  timeoutMs: 50,
+  run: async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    return { delivered: true };
+  },
+});
+
+const tools: AnyToolDef[] = [ignoring, honouring, aborted, late];
 
 describe.each(["libsql", "postgres"] as const)("timeouts on %s", (engine) => {
   const open = async () => {
@@ -84,6 +95,34 @@ describe.each(["libsql", "postgres"] as const)("timeouts on %s", (engine) => {
       const types = (await runtime.events(run.runId)).map((e) => e.event.type);
       expect(types).not.toContain("call.failed");
       expect(types).not.toContain("call.completed");
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("law 5: a timed-out tool that answers after all has its answer recorded on the held run, never dropped", async () => {
+    const runtime = await open();
+    try {
+      const run = await runtime.submit({
+        chatId: "c",
+        inputId: "i",
+        agent: "timed",
+        content: { tool: "late" },
+      });
+      expect(await run.result).toMatchObject({ status: "held", reasons: [{ code: "indefinite-failure" }] });
+      const deadline = Date.now() + 30_000;
+      let events = await runtime.events(run.runId);
+      while (!events.some((e) => e.event.type === "call.completed") && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        events = await runtime.events(run.runId);
+      }
+      const completed = events.find((e) => e.event.type === "call.completed")?.event;
+      expect(completed).toMatchObject({ attempt: 1, result: { delivered: true } });
+      // The hold now says the outcome arrived after it, so a person resumes with it.
+      expect(events.at(-1)?.event).toMatchObject({
+        type: "run.held",
+        reasons: [{ detail: expect.stringContaining("arrived after the hold") }],
+      });
     } finally {
       await runtime.close();
     }
