@@ -63,6 +63,7 @@ export {
   CallNotFound,
   CallNotInDoubt,
   CallsDoNotFold,
+  CallTimedOut,
   CheckpointInvalid,
   DecisionNeedsCalls,
   DefiniteFailure,
@@ -93,4 +94,5 @@ export {
   WrongExpectedVersion,
 } from "./runtime/errors.js";
 export type { PrunedRun, PruneReport, RetentionPolicy } from "./runtime/Journal.js";
+export type { RetryBackoff, RetryPolicy } from "./runtime/retry.js";
 export type { SubscribeOptions, SubscriptionFilter } from "./runtime/subscribe.js";

@@ -3,6 +3,24 @@ import { Digest } from "./ids.js";
 import { CallKind, Disposition, ErrorInfo, Json } from "./shared.js";
 
 /**
+ * A retry policy as the intent records it (DESIGN §13): what the code declared when the call was
+ * made. `when` says whose rule chose the failures to retry: the default (a model call's retryable
+ * statuses, a tool's every `DefiniteFailure`) or a predicate in the code, which is not storable.
+ */
+export const RetryPolicy = Schema.Struct({
+  /** Attempts in all, the first one included. */
+  attempts: Schema.Int.pipe(Schema.between(1, 100)),
+  backoff: Schema.Struct({
+    initialMs: Schema.Int.pipe(Schema.nonNegative()),
+    maxMs: Schema.Int.pipe(Schema.nonNegative()),
+    factor: Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)),
+    jitter: Schema.Number.pipe(Schema.between(0, 1)),
+  }),
+  when: Schema.Literal("default", "custom"),
+});
+export type RetryPolicy = typeof RetryPolicy.Type;
+
+/**
  * The intent: durably committed before the effect starts (law 1). It records everything recovery
  * needs, so a later change of configuration cannot silently change what happens to this call.
  */
@@ -22,6 +40,8 @@ export const CallIntended = Schema.Struct({
   /** What the reconciler needs to find out later (a receipt folder, a target digest), computed before the effect. */
   probe: Schema.optional(Json),
   idempotencyKey: Schema.String,
+  /** The retry policy declared in code; absent: no automatic retry (and in logs written before policies). */
+  retry: Schema.optional(RetryPolicy),
 });
 
 export const CallCompleted = Schema.Struct({
@@ -64,11 +84,29 @@ export const CallReplayAuthorized = Schema.Struct({
   reason: Schema.Literal("allowlisted", "idempotent-child", "decision", "model-policy"),
 });
 
+/**
+ * A definitely failed attempt will run again under the policy its intent recorded: attempt
+ * `attempt` starts no earlier than `dueAt`, whichever process runs it (a durable backoff).
+ */
+export const RetryScheduled = Schema.Struct({
+  type: Schema.tag("retry.scheduled"),
+  runId: Schema.String,
+  callId: Schema.String,
+  /** The attempt that will run. */
+  attempt: Schema.Int.pipe(Schema.positive()),
+  /** ISO 8601: the next attempt does not start before this. */
+  dueAt: Schema.String,
+  delayMs: Schema.Int.pipe(Schema.nonNegative()),
+  /** Where the delay came from: the policy's backoff, or the provider's `Retry-After`. */
+  reason: Schema.Literal("backoff", "retry-after"),
+});
+
 export const CallEvent = Schema.Union(
   CallIntended,
   CallCompleted,
   CallFailed,
   CallReconciled,
   CallReplayAuthorized,
+  RetryScheduled,
 );
 export type CallEvent = typeof CallEvent.Type;

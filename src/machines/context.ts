@@ -26,6 +26,10 @@ export interface CallState {
   readonly resultDigest: string | null;
   /** Remaining retries granted for a failed call. */
   readonly retriesLeft: number;
+  /** Attempts in all that the latest intent's retry policy allows (absent: no policy). */
+  readonly policyAttempts?: number;
+  /** When a policy retry is scheduled: the time (ISO 8601) before which the next attempt must not start. */
+  readonly dueAt?: string;
 }
 
 export type RunStatus = "admitting" | "running" | "interrupted" | "held" | "completed" | "failed" | "stopped";

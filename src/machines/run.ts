@@ -135,6 +135,20 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         if (event.calls.some((c) => c.decision === "stop") && event.run !== "stop") return false;
         return event.calls.every((c) => c.result === undefined || c.decision === "confirmed-completed");
       }),
+      /** A retry policy recorded in the failed attempt's intent allows the next attempt (never more). */
+      retryScheduleAllowed: when(["retry.scheduled"], (context, event) => {
+        const call = callOf(context, event.callId);
+        // A model call declared replayable may be retried in doubt too, as recovery would replay it.
+        const retryable =
+          call?.status === "failed" ||
+          (call?.status === "in-doubt" && call.kind === "model" && call.disposition === "replay");
+        return (
+          call !== undefined &&
+          retryable &&
+          event.attempt === call.attempt + 1 &&
+          event.attempt <= (call.policyAttempts ?? 0)
+        );
+      }),
       retryAllowed: when(
         ["retry.granted"],
         (context, event) => callOf(context, event.callId)?.status === "failed",
@@ -171,6 +185,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           via: null,
           resultDigest: null,
           retriesLeft: Math.max(0, (known?.retriesLeft ?? 0) - (known?.status === "failed" ? 1 : 0)),
+          ...(e.retry ? { policyAttempts: e.retry.attempts } : {}),
         };
         return { calls: setCall(context, call), nextSeq: Math.max(context.nextSeq, e.seq + 1) };
       }),
@@ -221,6 +236,11 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         const call = callOf(context, e.callId)!;
         return { calls: setCall(context, { ...call, status: "authorized", retriesLeft: e.attempts - 1 }) };
       }),
+      scheduleRetry: assign(({ context, event }) => {
+        const e = event as E<"retry.scheduled">;
+        const call = callOf(context, e.callId)!;
+        return { calls: setCall(context, { ...call, status: "authorized", dueAt: e.dueAt }) };
+      }),
       hold: assign(({ event }) => ({ heldReasons: (event as E<"run.held">).reasons })),
       clearHold: assign({ heldReasons: [] }),
       checkpoint: assign(({ context, event }) => ({
@@ -252,6 +272,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "call.replay-authorized": { guard: "replayAllowed", actions: ["authorize", "bump"] },
           "checkpoint.saved": { guard: "sameRun", actions: ["checkpoint", "bump"] },
           "retry.granted": { guard: "retryAllowed", actions: ["grantRetry", "bump"] },
+          "retry.scheduled": { guard: "retryScheduleAllowed", actions: ["scheduleRetry", "bump"] },
           "run.claimed": { guard: "sameRun", actions: "bump" },
           "run.held": { guard: "sameRun", target: "held", actions: ["hold", "bump"] },
           "run.interrupted": { guard: "sameRun", target: "interrupted", actions: "bump" },

@@ -52,6 +52,7 @@ export const callsProjection: Projection<CallRow> = {
     "call.replay-authorized",
     "decision.recorded",
     "retry.granted",
+    "retry.scheduled",
   ],
   keysOf: (recorded) => {
     const e = recorded.event;
@@ -109,6 +110,7 @@ export const callsProjection: Projection<CallRow> = {
       case "call.replay-authorized":
         return { ...state, status: "authorized", position };
       case "retry.granted":
+      case "retry.scheduled":
         return { ...state, status: "authorized", position };
       case "decision.recorded": {
         const decision = e.calls.find((c) => c.callId === state.callId)?.decision;

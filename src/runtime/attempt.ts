@@ -15,10 +15,19 @@ import type { Recorded } from "./cursor.js";
 import type { CallContext, SettledContext } from "./define.js";
 import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
 import { withDocumentRetry } from "./documents.js";
-import { CallFailed, DefiniteFailure, LeaseLost, RunHeld, RunMovedOn } from "./errors.js";
+import {
+  CallFailed,
+  CallTimedOut,
+  DefiniteFailure,
+  FencedOut,
+  LeaseLost,
+  RunHeld,
+  RunMovedOn,
+} from "./errors.js";
 import type { AppendRequest } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
 import type { LeaseRenewal } from "./ownership.js";
+import { nextDue, policyRetries, type ResolvedRetry } from "./retry.js";
 
 /** What a journaled call needs: its identity, what is stored, and the effect. */
 export interface CallSpec<R> {
@@ -40,6 +49,10 @@ export interface CallSpec<R> {
   atomic?: (context: CallContext) => Promise<AtomicEffect>;
   /** The reconciler's clean-up once an attempt is over ({@link Reconciler.settled}). */
   settled?: (context: SettledContext) => void;
+  /** The retry policy declared in code: recorded in the intent, applied to definite failures. */
+  retry?: ResolvedRetry;
+  /** Abort each attempt through its signal after this long. */
+  timeoutMs?: number;
 }
 
 /** For warnings: token shapes and secret-like keys masked, with no registered secrets at hand. */
@@ -120,7 +133,12 @@ const describeError = (masker: Masker, error: unknown): ErrorInfo => {
   return { name: "Error", message: masker.maskString(String(error)) };
 };
 
-const callContext = (host: AttemptHost, callId: string, attempt: number): CallContext => ({
+const callContext = (
+  host: AttemptHost,
+  callId: string,
+  attempt: number,
+  signal: AbortSignal,
+): CallContext => ({
   runId: host.runId,
   chatId: host.chatId,
   callId,
@@ -130,6 +148,7 @@ const callContext = (host: AttemptHost, callId: string, attempt: number): CallCo
     if (!host.mayStartEffect()) throw new LeaseLost({ runId: host.runId, callId });
   },
   keyedHash: () => host.keyedHash(),
+  signal,
 });
 
 /**
@@ -147,7 +166,8 @@ export const runAttempt = async <R>(
   slot: WriteSlot,
   extraProbe?: Readonly<Record<string, unknown>>,
 ): Promise<R> => {
-  const context = callContext(host, callId, attempt);
+  const controller = new AbortController();
+  const context = callContext(host, callId, attempt, controller.signal);
   let intent: EventOf<"call.intended">;
   try {
     intent = intentOf(host, spec, seq, callId, fingerprint, attempt, context, extraProbe);
@@ -176,7 +196,7 @@ export const runAttempt = async <R>(
     slot.release();
   }
   crashPointFor("after-intent", spec.name);
-  return effect(host, spec, seq, callId, fingerprint, attempt, context);
+  return effect(host, spec, seq, callId, fingerprint, attempt, context, controller);
 };
 
 const intentOf = <R>(
@@ -209,6 +229,7 @@ const intentOf = <R>(
     reconciler: spec.reconciler,
     ...(probe === undefined ? {} : { probe: host.masker.mask(probe) }),
     idempotencyKey: context.idempotencyKey,
+    ...(spec.retry ? { retry: spec.retry.recorded } : {}),
   };
 };
 
@@ -221,6 +242,7 @@ const effect = async <R>(
   fingerprint: string,
   attempt: number,
   context: CallContext,
+  controller: AbortController,
 ): Promise<R> => {
   if (!host.mayStartEffect()) {
     // Near or past the lease (a pause, a heartbeat that waited behind a long write): a renewal now
@@ -230,8 +252,17 @@ const effect = async <R>(
   }
   pausePointFor("after-lease-check", spec.name);
   let result: unknown;
+  let running: Promise<R> | undefined;
   try {
-    result = await spec.run(spec.runArgs, context);
+    running = spec.run(spec.runArgs, context);
+    result = await (spec.timeoutMs === undefined
+      ? running
+      : withTimeout(
+          running,
+          controller,
+          new CallTimedOut({ runId: host.runId, callId, name: spec.name, timeoutMs: spec.timeoutMs }),
+          spec.timeoutMs,
+        ));
   } catch (error) {
     if (error instanceof LeaseLost)
       // The tool's own re-check (after its receipt) refused: the effect was not started.
@@ -253,10 +284,25 @@ const effect = async <R>(
         const slot = host.writer.reserve();
         return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
       }
+      if (
+        policyRetries(spec.retry, attempt, error) &&
+        (await scheduleRetry(host, spec, callId, attempt, error))
+      )
+        return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
     }
-    // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself.
+    // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself,
+    // except a model call declared replayable whose policy has attempts left (§13).
+    if (
+      spec.kind === "model" &&
+      spec.disposition === "replay" &&
+      spec.retry &&
+      attempt < spec.retry.recorded.attempts &&
+      (await scheduleRetry(host, spec, callId, attempt, error))
+    )
+      return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
     const info = errorInfo(host.masker, error);
+    if (error instanceof CallTimedOut && running) recordLateAnswer(host, spec, callId, attempt, running);
     return host.hold([
       {
         code: "indefinite-failure",
@@ -292,6 +338,145 @@ const effect = async <R>(
   settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
+};
+
+/**
+ * Law 5: an effect that ignored its timeout may still answer. Its answer is recorded when it comes —
+ * a result as the call's outcome (on the held run, which then says the outcome arrived after the
+ * hold), a `DefiniteFailure` as a definite failure — never dropped; any other error proves nothing.
+ * A failure to record is a warning, never an unhandled rejection.
+ */
+const recordLateAnswer = <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  callId: string,
+  attempt: number,
+  running: Promise<R>,
+): void => {
+  running
+    .then(
+      async (result) => {
+        const value = host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+        await recordOutcome(host.writer, {
+          type: "call.completed",
+          runId: host.runId,
+          callId,
+          attempt,
+          result: value,
+          resultDigest: storedDigest(value),
+        });
+      },
+      async (error: unknown) => {
+        if (!(error instanceof DefiniteFailure)) return;
+        await recordOutcome(host.writer, {
+          type: "call.failed",
+          runId: host.runId,
+          callId,
+          attempt,
+          definite: true,
+          error: errorInfo(host.masker, error),
+        });
+      },
+    )
+    .catch((error: unknown) => {
+      process.emitWarning(
+        `holdfast: the late answer of timed-out call ${callId} attempt ${attempt} could not be recorded: ${
+          errorInfo(host.masker, error).message
+        }`,
+        { code: "HOLDFAST_LATE_OUTCOME" },
+      );
+    });
+};
+
+/** How long an aborted call has to answer its abort (with a `DefiniteFailure` that proves it did nothing). */
+const ABORT_GRACE_MS = 1_000;
+
+/**
+ * The effect, aborted through its signal after `timeoutMs`. What it answers within a short grace
+ * after the abort counts as usual: a result, or a `DefiniteFailure` that proves nothing happened.
+ * Any other error, or no answer, leaves the call in doubt with `timedOut` (law 4).
+ */
+const withTimeout = async <R>(
+  running: Promise<R>,
+  controller: AbortController,
+  timedOut: CallTimedOut,
+  timeoutMs: number,
+): Promise<R> => {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<"expired">((resolve) => {
+    timer = setTimeout(() => resolve("expired"), timeoutMs);
+  });
+  try {
+    // Settled after the run was held, its late answer has no one to hear it: never an unhandled rejection.
+    running.catch(() => undefined);
+    const first = await Promise.race([running, expired]);
+    if (first !== "expired") return first as R;
+    controller.abort(timedOut);
+    const grace = new Promise<"ignored">((resolve) => {
+      timer = setTimeout(() => resolve("ignored"), ABORT_GRACE_MS);
+    });
+    const answer = await Promise.race([running.then(() => "answered" as const), grace]).catch((error) => {
+      // It answered the abort with a failure: a DefiniteFailure proves nothing happened; else in doubt.
+      if (error instanceof DefiniteFailure) throw error;
+      throw timedOut;
+    });
+    // An effect that ignores the abort may still be taking place: in doubt, for a person.
+    if (answer === "ignored") throw timedOut;
+    return await running;
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+/**
+ * Record that the policy retries a definitely failed attempt, and when: the due time is in the
+ * journal before the wait starts, so a crash during the wait resumes only the rest of it.
+ * False when the run no longer takes the retry (held meanwhile): the failure then stands.
+ */
+const scheduleRetry = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R> & { retry?: ResolvedRetry },
+  callId: string,
+  failed: number,
+  failure: unknown,
+): Promise<boolean> => {
+  const now = Date.now();
+  const { delayMs, reason } = nextDue(spec.retry!.recorded, failed, failure, now);
+  const scheduled: EventOf<"retry.scheduled"> = {
+    type: "retry.scheduled",
+    runId: host.runId,
+    callId,
+    attempt: failed + 1,
+    dueAt: new Date(now + delayMs).toISOString(),
+    delayMs,
+    reason,
+  };
+  if (!host.writer.accepts(scheduled)) return false;
+  try {
+    await host.writer.append([scheduled]);
+  } catch (error) {
+    if (error instanceof FencedOut) host.ownershipLost();
+    throw error;
+  }
+  return true;
+};
+
+/** Wait until a recorded due time; then the attempt, in a fresh place in the run's append order. */
+export const attemptWhenDue = async <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  seq: number,
+  callId: string,
+  fingerprint: string,
+  attempt: number,
+): Promise<R> => {
+  const dueAt = contextOf(host.writer.fold).calls.get(callId)?.dueAt;
+  const wait = dueAt === undefined ? 0 : Date.parse(dueAt) - Date.now();
+  if (wait > 0) {
+    crashPointFor("during-backoff", spec.name);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  return runAttempt(host, spec, seq, callId, fingerprint, attempt, host.writer.reserve());
 };
 
 /** What the owner records when its lease check refused an attempt's effect (`call.reconciled`'s evidence). */

@@ -10,6 +10,7 @@ export type CrashPointName =
   | "after-intent"
   | "after-effect-before-outcome"
   | "after-outcome"
+  | "during-backoff"
   | "mid-checkpoint"
   | "mid-group-commit"
   | "after-interrupted"
@@ -20,6 +21,7 @@ export const CRASH_POINTS: ReadonlyArray<CrashPointName> = [
   "after-intent",
   "after-effect-before-outcome",
   "after-outcome",
+  "during-backoff",
   "mid-checkpoint",
   "mid-group-commit",
   "after-interrupted",

@@ -1,6 +1,7 @@
 import type * as Schema from "effect/Schema";
 import { type Disposition, type KeyedHash, sha256Hex } from "../events/index.js";
 import type { PlanValue } from "./documents.js";
+import { checkTimeout, type ResolvedRetry, type RetryPolicy, resolveRetry } from "./retry.js";
 
 /** What a tool or model function receives besides its arguments. */
 export interface CallContext {
@@ -25,6 +26,12 @@ export interface CallContext {
    * brute-forced; this cannot without the key. Equal content gives equal digests in one journal.
    */
   readonly keyedHash: () => KeyedHash;
+  /**
+   * Aborted when the call runs past its `timeoutMs`: pass it on (to `fetch`, the AI SDK's
+   * `abortSignal`). A timeout leaves the call in doubt (law 4) unless the tool then throws a
+   * `DefiniteFailure` to prove the effect did not happen.
+   */
+  readonly signal: AbortSignal;
 }
 
 /** What a reconciler found out about an in-doubt call. */
@@ -88,6 +95,10 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly result: Schema.Schema.AnyNoContext | null;
   /** What the intent records beside the arguments, for a tool without a reconciler (see {@link ToolSpec.probe}). */
   readonly probe?: (args: A, context: CallContext) => unknown;
+  /** Its retry policy, checked, as every intent records it (absent: a definite failure is final). */
+  readonly retry?: ResolvedRetry;
+  /** Abort an attempt through `CallContext.signal` after this long (absent: no limit). */
+  readonly timeoutMs?: number;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
@@ -115,6 +126,16 @@ export interface ToolSpec<A, I, R, RI = unknown> {
    * source when `run` delegates to other code whose changes must also void the pin.
    */
   readonly source?: string;
+  /**
+   * Retry the `DefiniteFailure`s `retry.when` accepts (default: every one), up to `attempts` in
+   * all, after a durable backoff. An indefinite error is never retried: it holds the run (law 4).
+   */
+  readonly retry?: RetryPolicy;
+  /**
+   * Abort each attempt through `CallContext.signal` after this many milliseconds. The call is
+   * then in doubt (law 4) unless the tool throws a `DefiniteFailure` in answer to the abort.
+   */
+  readonly timeoutMs?: number;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
@@ -152,6 +173,10 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
     pin: sha256Hex(spec.source ?? spec.run.toString()),
     result: (spec.result as Schema.Schema.AnyNoContext | undefined) ?? null,
     ...(spec.probe ? { probe: spec.probe } : {}),
+    ...(spec.retry === undefined ? {} : { retry: resolveRetry(`tool "${spec.name}"`, spec.retry, "tool") }),
+    ...(spec.timeoutMs === undefined
+      ? {}
+      : { timeoutMs: checkTimeout(`tool "${spec.name}"`, spec.timeoutMs) }),
     run: spec.run,
   };
 };
@@ -188,6 +213,13 @@ export interface ModelCallOptions {
    * change what recovery does to a call already made.
    */
   readonly inDoubt?: "hold" | "replay";
+  /**
+   * Retry the call's definite failures: by default those that carry a retryable status (408, 409,
+   * 429, 5xx), after the provider's `Retry-After` or the backoff. Recorded in the intent.
+   */
+  readonly retry?: RetryPolicy;
+  /** Abort the call through `CallContext.signal` after this long; it is then in doubt (law 4). */
+  readonly timeoutMs?: number;
 }
 
 /** The call API an agent uses. Every call is journaled: intent before, outcome after. */

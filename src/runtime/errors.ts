@@ -345,6 +345,21 @@ export class LeaseLost extends Data.TaggedError("LeaseLost")<{
 }
 
 /**
+ * A call ran past its `timeoutMs` and was aborted through its signal. A timeout proves nothing
+ * (law 4): the call may have taken effect, so it is in doubt unless the tool proved otherwise.
+ */
+export class CallTimedOut extends Data.TaggedError("CallTimedOut")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly name: string;
+  readonly timeoutMs: number;
+}> {
+  override get message(): string {
+    return `call ${this.callId} ("${this.name}") ran past its timeout of ${this.timeoutMs} ms and was aborted; it may have taken effect, so the run is held: check the remote side, then decide the run (holdfast show, holdfast decide)`;
+  }
+}
+
+/**
  * A call's outcome arrived after the run had moved on without this execution (another worker took
  * it over after a pause past the lease): the outcome was recorded — late, as the call's outcome of
  * a held run, or as a conflict — and this execution stops.

@@ -12,7 +12,7 @@ import {
   type RecordedEvent,
 } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
-import { type AttemptHost, type CallSpec, runAttempt, settledAttempts } from "./attempt.js";
+import { type AttemptHost, attemptWhenDue, type CallSpec, runAttempt, settledAttempts } from "./attempt.js";
 import { crashPointFor } from "./crash.js";
 import { type Recorded, ReplayCursor } from "./cursor.js";
 import type { AnyToolDef, CallContext, ModelCallOptions, ToolDef, Turn } from "./define.js";
@@ -31,6 +31,7 @@ import {
 import type { Journal } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
 import type { LeaseRenewal } from "./ownership.js";
+import { checkTimeout, type ResolvedRetry, resolveRetry } from "./retry.js";
 
 export { errorInfo } from "./attempt.js";
 
@@ -197,12 +198,17 @@ export class TurnImpl implements Turn, AttemptHost {
     options?: ModelCallOptions,
   ): Promise<R> {
     let stored: unknown;
+    let retry: ResolvedRetry | undefined;
     try {
       stored = storedCopy(args, `arguments of model call "${name}"`);
+      if (options?.retry !== undefined) retry = resolveRetry(`model call "${name}"`, options.retry, "model");
+      if (options?.timeoutMs !== undefined) checkTimeout(`model call "${name}"`, options.timeoutMs);
     } catch (error) {
       return Promise.reject(error);
     }
     return this.call<R>({
+      ...(retry ? { retry } : {}),
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       kind: "model",
       name,
       args: stored,
@@ -245,6 +251,8 @@ export class TurnImpl implements Turn, AttemptHost {
     const reconciler = def.reconciler;
     const probe = reconciler ? reconciler.probe : def.probe;
     return this.call<R>({
+      ...(def.retry ? { retry: def.retry } : {}),
+      ...(def.timeoutMs === undefined ? {} : { timeoutMs: def.timeoutMs }),
       kind: "tool",
       name,
       args: encoded,
@@ -345,6 +353,11 @@ export class TurnImpl implements Turn, AttemptHost {
           }
           case "attempt":
             attempt = next.attempt;
+            // A policy retry scheduled before a crash: only the rest of its recorded wait is left.
+            if (known.status === "authorized" && known.dueAt !== undefined) {
+              slot.release();
+              return await attemptWhenDue(this, spec, seq, callId, fingerprint, attempt);
+            }
         }
       }
       const extraProbe =

@@ -32,6 +32,7 @@ const context: CallContext = {
   callId: "r1/0",
   attempt: 1,
   idempotencyKey: "r1/0#1",
+  signal: new AbortController().signal,
   checkLease: () => {},
   keyedHash: () => keyedHash(TEST_KEY),
 };

@@ -15,9 +15,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
+import * as Schema from "effect/Schema";
 import { backupJournal } from "../../src/adapters/libsql/backup.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { digestOf, runStreamId, type StoredRow } from "../../src/events/index.js";
+import { DefiniteFailure, defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
 import { contextOf, foldRun, statusOf } from "../../src/machines/index.js";
 import { callsOfRun, inlineProjections } from "../../src/projections/index.js";
@@ -98,6 +100,43 @@ const retried: Scenario = async (dir) => {
     note: "the server is free again",
   });
   await granted.result;
+  await runtime.close();
+  return db;
+};
+
+/** A tool whose retry policy retries its first definite failure after a recorded (zero) backoff. */
+const policyRetried: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  let calls = 0;
+  const busy = defineTool({
+    name: "busy",
+    args: Schema.Struct({ label: Schema.String }),
+    retry: { attempts: 3, backoff: { initialMs: 0, maxMs: 0, factor: 1, jitter: 0 } },
+    run: async ({ label }) => {
+      if (++calls === 1) throw new DefiniteFailure("the server is busy", { statusCode: 503 });
+      return { label, sent: "after a retry" };
+    },
+  });
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "persistent",
+        version: "1",
+        run: async (turn, input: { label: string }) => turn.tool(busy, { label: input.label }),
+      }),
+    ],
+    tools: [busy],
+    workerId: "audit-test-worker",
+  });
+  const handle = await runtime.submit({
+    chatId: "chat-1",
+    inputId: "m1",
+    agent: "persistent",
+    content: { label: "retry" },
+  });
+  const result = await handle.result;
+  if (result.status !== "completed") throw new Error(`expected completed, got ${result.status}`);
   await runtime.close();
   return db;
 };
@@ -320,6 +359,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   failed: inProcess("failing"),
   "held-decided": decideEachWay,
   retried,
+  "policy-retried": policyRetried,
   "interrupted-resumed": interruptedResumed,
   child: inProcess("parent"),
   conflicts,

@@ -19,6 +19,7 @@ export const callContext = (key: string, checkLease: () => void = () => {}): Cal
     attempt: Number(attempt),
     idempotencyKey: key,
     checkLease,
+    signal: new AbortController().signal,
     keyedHash: () => keyedHash(TEST_KEY),
   };
 };

@@ -26,6 +26,7 @@ const ctx = (key: string): CallContext => ({
   callId: "r/0",
   attempt: 1,
   idempotencyKey: key,
+  signal: new AbortController().signal,
   checkLease: () => {},
   keyedHash: () => keyedHash(TEST_KEY),
 });

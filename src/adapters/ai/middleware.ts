@@ -1,6 +1,7 @@
 import { type LanguageModelMiddleware, wrapLanguageModel } from "ai";
 import type { ModelCallOptions, Turn } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
+import type { RetryPolicy } from "../../runtime/retry.js";
 import { fromStored, toStored } from "./codec.js";
 import { ProviderStreamError, StreamMaskDiverged } from "./errors.js";
 import { LiveMask, maskToolInput } from "./liveMask.js";
@@ -39,25 +40,44 @@ export interface ModelPolicy {
    * logs tie a request to its call — evidence for a person deciding a call in doubt.
    */
   readonly idempotencyHeader?: string;
+  /**
+   * Retry the calls' definite failures (by default a refusal with a retryable status: 429 …),
+   * after the provider's `Retry-After` or the backoff; with `inDoubt: "replay"` also an error that
+   * proves nothing (a 5xx, a reset). Each retry is a journaled attempt. Give the AI SDK
+   * `maxRetries: 0`: its own retries would not be journaled (decision 0042).
+   */
+  readonly retry?: RetryPolicy;
+  /** Abort each attempt after this long (the SDK's `abortSignal` gets the call's signal); then in doubt. */
+  readonly timeoutMs?: number;
 }
 
 const nameOf = (model: LanguageModelV3, policy: ModelPolicy): string =>
   policy.name ?? `${model.provider}/${model.modelId}`;
 
-/** The provider's request, with the call's idempotency key in a header when the policy asks for it. */
+/**
+ * The provider's request: with the call's abort signal joined to the caller's (a timeout aborts
+ * it), and the call's idempotency key in a header when the policy asks for it.
+ */
 const request = <R>(
   policy: ModelPolicy,
   params: CallOptions,
   idempotencyKey: string,
-  bound: () => PromiseLike<R>,
+  signal: AbortSignal,
   direct: (params: CallOptions) => PromiseLike<R>,
 ): PromiseLike<R> =>
-  policy.idempotencyHeader
-    ? direct({ ...params, headers: { ...params.headers, [policy.idempotencyHeader]: idempotencyKey } })
-    : bound();
+  direct({
+    ...params,
+    abortSignal: params.abortSignal ? AbortSignal.any([params.abortSignal, signal]) : signal,
+    ...(policy.idempotencyHeader
+      ? { headers: { ...params.headers, [policy.idempotencyHeader]: idempotencyKey } }
+      : {}),
+  });
 
-const callOptions = (policy: ModelPolicy): ModelCallOptions =>
-  policy.inDoubt ? { inDoubt: policy.inDoubt } : {};
+const callOptions = (policy: ModelPolicy): ModelCallOptions => ({
+  ...(policy.inDoubt ? { inDoubt: policy.inDoubt } : {}),
+  ...(policy.retry ? { retry: policy.retry } : {}),
+  ...(policy.timeoutMs === undefined ? {} : { timeoutMs: policy.timeoutMs }),
+});
 
 /**
  * What the intent records and the fingerprint covers: the model, the prompt, the tools offered and
@@ -126,14 +146,14 @@ const asFailure = (error: unknown, policy: ModelPolicy): unknown => {
 export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): LanguageModelMiddleware => ({
   specificationVersion: "v3",
 
-  wrapGenerate: async ({ doGenerate, params, model }) => {
+  wrapGenerate: async ({ params, model }) => {
     const stored = await turn.model(
       nameOf(model, policy),
       intentArgs("generate", model, params),
-      async (_args, { idempotencyKey }) => {
+      async (_args, { idempotencyKey, signal }) => {
         let result: GenerateResult;
         try {
-          result = await request(policy, params, idempotencyKey, doGenerate, (p) => model.doGenerate(p));
+          result = await request(policy, params, idempotencyKey, signal, (p) => model.doGenerate(p));
         } catch (error) {
           throw asFailure(error, policy);
         }
@@ -144,7 +164,7 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
     return generateResultOf(fromStored(stored), nameOf(model, policy));
   },
 
-  wrapStream: async ({ doStream, params, model }) => {
+  wrapStream: async ({ params, model }) => {
     const name = nameOf(model, policy);
     let out: ReadableStreamDefaultController<StreamPart> | undefined;
     let cancelled = false;
@@ -179,11 +199,11 @@ export const journaledMiddleware = (turn: Turn, policy: ModelPolicy = {}): Langu
     const call = turn.model(
       name,
       intentArgs("stream", model, params),
-      async (_args, { idempotencyKey }): Promise<unknown> => {
+      async (_args, { idempotencyKey, signal }): Promise<unknown> => {
         live = true;
         let source: StreamResult;
         try {
-          source = await request(policy, params, idempotencyKey, doStream, (p) => model.doStream(p));
+          source = await request(policy, params, idempotencyKey, signal, (p) => model.doStream(p));
         } catch (error) {
           throw asFailure(error, policy);
         }

@@ -27,7 +27,16 @@ export const refusedRequest = (error: unknown): boolean => {
 
 /** What is kept of a refusal with the definite failure: enough to decide on a retry grant. */
 export const refusalDetails = (error: unknown): Record<string, unknown> => {
-  if (APICallError.isInstance(error))
-    return { statusCode: error.statusCode ?? null, isRetryable: error.isRetryable };
+  if (APICallError.isInstance(error)) {
+    // Kept so a retry policy can honour it (seconds or an HTTP date).
+    const retryAfter = Object.entries(error.responseHeaders ?? {}).find(
+      ([name]) => name.toLowerCase() === "retry-after",
+    )?.[1];
+    return {
+      statusCode: error.statusCode ?? null,
+      isRetryable: error.isRetryable,
+      ...(retryAfter === undefined ? {} : { retryAfter }),
+    };
+  }
   return {};
 };

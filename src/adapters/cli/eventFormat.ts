@@ -77,6 +77,8 @@ export const summarizeEvent = (event: AnyEvent): string => {
     }
     case "retry.granted":
       return `${seqOf(event.callId)} ${event.attempts} more attempt(s), by ${event.grantedBy}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
+    case "retry.scheduled":
+      return `${seqOf(event.callId)} attempt ${event.attempt} due at ${event.dueAt} (${event.reason}, ${event.delayMs} ms)`;
     case "run.claimed":
       return `by ${event.workerId} (epoch ${event.epoch})${event.previousWorkerId ? `, taken from ${event.previousWorkerId}` : ""}`;
     default: {

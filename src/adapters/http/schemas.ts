@@ -92,6 +92,10 @@ export const CallView = Schema.Struct({
   evidence: Schema.NullOr(Schema.Struct({ outcome: Schema.String, evidence: Schema.Unknown })),
   error: Schema.NullOr(Schema.Struct({ name: Schema.String, message: Schema.String })),
   retriesLeft: Schema.Number,
+  failedAttempts: Schema.Array(
+    Schema.Struct({ attempt: Schema.Number, name: Schema.String, message: Schema.String }),
+  ),
+  nextDueAt: Schema.NullOr(Schema.String),
   holdReasons: Schema.Array(HoldReason),
   decisions: Schema.Array(DecisionChoice),
   retry: Schema.NullOr(Schema.Struct({ command: Schema.String, meaning: Schema.String })),

@@ -99,6 +99,14 @@ export interface CallView {
   readonly evidence: { readonly outcome: string; readonly evidence: unknown } | null;
   readonly error: { readonly name: string; readonly message: string } | null;
   readonly retriesLeft: number;
+  /** Every definite failure of the call, by attempt (a policy's retries and a grant's alike). */
+  readonly failedAttempts: ReadonlyArray<{
+    readonly attempt: number;
+    readonly name: string;
+    readonly message: string;
+  }>;
+  /** When a retry policy scheduled the next attempt and it has not started yet: its due time (ISO 8601). */
+  readonly nextDueAt: string | null;
   /** Why the run is held, for this call. */
   readonly holdReasons: ReadonlyArray<HoldReason>;
   /** The decisions that apply now (for a call in doubt), in the order `show` prints them. */
@@ -143,17 +151,27 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   const intents = new Map<string, Extract<RecordedEvent["event"], { type: "call.intended" }>>();
   const evidence = new Map<string, { outcome: string; evidence: unknown }>();
   const errors = new Map<string, { name: string; message: string }>();
+  const failures = new Map<string, Array<{ attempt: number; name: string; message: string }>>();
+  const due = new Map<string, string>();
   const committed = new Map<string, boolean>();
   for (const { event } of events) {
     if (event.type === "call.intended") {
       intents.set(event.callId, event);
+      due.delete(event.callId);
       committed.set(event.callId, false);
       evidence.delete(event.callId);
       errors.delete(event.callId);
     } else if (event.type === "call.completed" || event.type === "call.failed") {
       if (intents.get(event.callId)?.attempt === event.attempt) committed.set(event.callId, true);
-      if (event.type === "call.failed")
+      if (event.type === "call.failed") {
         errors.set(event.callId, { name: event.error.name, message: event.error.message });
+        failures.set(event.callId, [
+          ...(failures.get(event.callId) ?? []),
+          { attempt: event.attempt, name: event.error.name, message: event.error.message },
+        ]);
+      }
+    } else if (event.type === "retry.scheduled") {
+      due.set(event.callId, event.dueAt);
     } else if (event.type === "call.reconciled") {
       if (intents.get(event.callId)?.attempt === event.attempt) {
         committed.set(event.callId, true);
@@ -198,6 +216,8 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         evidence: evidence.get(intent.callId) ?? null,
         error: errors.get(intent.callId) ?? null,
         retriesLeft: state?.retriesLeft ?? 0,
+        failedAttempts: failures.get(intent.callId) ?? [],
+        nextDueAt: due.get(intent.callId) ?? null,
         holdReasons: run.status === "held" ? run.heldReasons.filter((r) => r.callId === intent.callId) : [],
         decisions,
         retry: retry ? { command: retry.command, meaning: retry.meaning } : null,

@@ -8,9 +8,23 @@ interface CallLaw {
   readonly outcomes: Map<number, number>;
   /** How many further attempts something authorized. */
   allowance: number;
+  /** Attempts in all that the latest intent's retry policy allows (0: no policy). */
+  policy: number;
+  /** The latest attempt with a definite failure recorded (0: none). */
+  failed: number;
+  /** Whether the latest intent is a model call with disposition `replay` (a policy may retry it in doubt). */
+  replayable?: boolean;
 }
 
-type SavedCall = [callId: string, attempt: number, allowance: number, outcomes: Array<[number, number]>];
+type SavedCall = [
+  callId: string,
+  attempt: number,
+  allowance: number,
+  outcomes: Array<[number, number]>,
+  policy?: number,
+  failed?: number,
+  replayable?: boolean,
+];
 interface Saved {
   readonly held: boolean;
   readonly calls: ReadonlyArray<SavedCall>;
@@ -23,6 +37,7 @@ const CONCERNS: ReadonlySet<string> = new Set([
   "call.reconciled",
   "call.replay-authorized",
   "retry.granted",
+  "retry.scheduled",
   "decision.recorded",
   "run.held",
   "run.resumed",
@@ -49,7 +64,15 @@ export class RunLaws {
   save(): string {
     const calls: SavedCall[] = [];
     for (const [callId, call] of this.calls)
-      calls.push([callId, call.attempt, call.allowance, [...call.outcomes]]);
+      calls.push([
+        callId,
+        call.attempt,
+        call.allowance,
+        [...call.outcomes],
+        call.policy,
+        call.failed,
+        call.replayable ?? false,
+      ]);
     return JSON.stringify({ held: this.held, calls } satisfies Saved);
   }
 
@@ -58,8 +81,15 @@ export class RunLaws {
     const saved = JSON.parse(text) as Saved;
     const laws = new RunLaws();
     laws.held = saved.held;
-    for (const [callId, attempt, allowance, outcomes] of saved.calls)
-      laws.calls.set(callId, { attempt, allowance, outcomes: new Map(outcomes) });
+    for (const [callId, attempt, allowance, outcomes, policy, failed, replayable] of saved.calls)
+      laws.calls.set(callId, {
+        attempt,
+        allowance,
+        outcomes: new Map(outcomes),
+        policy: policy ?? 0,
+        failed: failed ?? 0,
+        replayable: replayable ?? false,
+      });
     return laws;
   }
 
@@ -68,8 +98,17 @@ export class RunLaws {
     switch (event.type) {
       case "call.intended": {
         const call = this.calls.get(event.callId);
+        const policy = event.retry?.attempts ?? 0;
+        const replayable = event.kind === "model" && event.disposition === "replay";
         if (!call) {
-          this.calls.set(event.callId, { attempt: event.attempt, outcomes: new Map(), allowance: 0 });
+          this.calls.set(event.callId, {
+            attempt: event.attempt,
+            outcomes: new Map(),
+            allowance: 0,
+            policy,
+            failed: 0,
+            replayable,
+          });
           if (event.attempt > 1)
             return {
               kind: "replay-without-authorization",
@@ -78,6 +117,8 @@ export class RunLaws {
           return null;
         }
         const authorized = call.allowance > 0;
+        call.policy = policy;
+        call.replayable = replayable;
         call.attempt = Math.max(call.attempt, event.attempt);
         call.allowance = Math.max(0, call.allowance - 1);
         if (!authorized)
@@ -103,6 +144,7 @@ export class RunLaws {
         }
         if (event.type === "call.reconciled" && event.outcome === "not-completed")
           call.allowance = Math.max(call.allowance, 1);
+        if (event.type === "call.failed") call.failed = Math.max(call.failed, event.attempt);
         return countOutcome(call, event.attempt, event.callId, event.type);
       }
       case "retry.granted": {
@@ -113,6 +155,23 @@ export class RunLaws {
             detail: `retry.granted for ${event.callId}, which was never intended`,
           };
         call.allowance = Math.max(call.allowance, event.attempts);
+        return null;
+      }
+      case "retry.scheduled": {
+        const call = this.calls.get(event.callId);
+        if (!call)
+          return {
+            kind: "outcome-without-intent",
+            detail: `retry.scheduled for ${event.callId}, which was never intended`,
+          };
+        // A policy retries only a definite failure of its latest attempt, and never past its attempts.
+        const closed = call.failed === call.attempt || (call.replayable && !call.outcomes.get(call.attempt));
+        if (!closed || event.attempt !== call.attempt + 1 || event.attempt > call.policy)
+          return {
+            kind: "replay-without-authorization",
+            detail: `retry.scheduled for attempt ${event.attempt} of ${event.callId}, but the recorded policy allows ${call.policy} attempt(s) in all and attempt ${call.attempt} ${call.failed === call.attempt ? "failed" : "has no recorded definite failure"}`,
+          };
+        call.allowance = Math.max(call.allowance, 1);
         return null;
       }
       case "decision.recorded": {

@@ -123,6 +123,14 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
     } else if (calls.length === 0) {
       await out.line("calls: none");
     } else {
+      // A policy retry waiting for its due time: the next attempt and when, from the journal.
+      const scheduled = new Map<string, { attempt: number; dueAt: string }>();
+      for (const { event } of events)
+        if (event.type === "retry.scheduled") scheduled.set(event.callId, event);
+      const nextOf = (call: CallRow): string => {
+        const next = scheduled.get(call.callId);
+        return next && next.attempt > call.attempt ? `; attempt ${next.attempt} due at ${next.dueAt}` : "";
+      };
       await out.line("calls");
       await out.line(
         table(
@@ -132,7 +140,7 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
             call.kind,
             call.name,
             call.attempt,
-            call.error ? `${call.status}: ${call.error.message}` : call.status,
+            `${call.error ? `${call.status}: ${call.error.message}` : call.status}${nextOf(call)}`,
             call.outcomeCommitted ? "committed" : "not committed",
           ]),
         ),

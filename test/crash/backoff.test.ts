@@ -1,0 +1,99 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runView } from "../../src/adapters/http/views.js";
+import { openStore } from "../../src/adapters/store.js";
+import type { AnyEvent, EventOf } from "../../src/events/index.js";
+import { openRuntime } from "../../src/index.js";
+import { runCli } from "../cli/cliProcess.js";
+import { lineOf, runScript } from "../support/processes.js";
+import { useTempDir } from "../support/tmp.js";
+
+const tempDir = useTempDir();
+const WORKER = join(import.meta.dirname, "..", "support", "retry-worker.ts");
+
+const ofType = <T extends AnyEvent["type"]>(events: ReadonlyArray<AnyEvent>, type: T) =>
+  events.filter((e): e is EventOf<T> => e.type === type);
+
+describe("durable backoff", () => {
+  it("a SIGKILL during a policy's backoff: after recovery the next attempt starts no earlier than the recorded due time, and the attempt count goes on", async () => {
+    const dir = tempDir();
+    const witness = join(dir, "witness.jsonl");
+    const base = { HF_DB: join(dir, "journal.db"), HF_WITNESS: witness };
+
+    const first = await runScript(WORKER, {
+      ...base,
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "during-backoff",
+    });
+    expect(first.signal).toBe("SIGKILL");
+
+    const second = await runScript(WORKER, { ...base, HF_ACTION: "recover" });
+    expect(second.code, second.stderr).toBe(0);
+    const results = lineOf(second, "recovered")?.results as Array<{ status: string; output: unknown }>;
+    expect(results).toEqual([
+      expect.objectContaining({ status: "completed", output: { label: "x", attempt: 2 } }),
+    ]);
+
+    const started = readFileSync(witness, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { attempt: number; startedAt: number });
+    expect(started.map((s) => s.attempt)).toEqual([1, 2]);
+
+    const runtime = await openRuntime({
+      store: base.HF_DB,
+      agents: [],
+      tools: [],
+      recovery: { onOpen: false },
+    });
+    try {
+      const [run] = await runtime.runs();
+      const events = (await runtime.events(run!.runId)).map((e) => e.event);
+      const scheduled = ofType(events, "retry.scheduled");
+      expect(scheduled.map((s) => [s.attempt, s.delayMs, s.reason])).toEqual([[2, 6000, "backoff"]]);
+      expect(started[1]!.startedAt).toBeGreaterThanOrEqual(Date.parse(scheduled[0]!.dueAt));
+      expect(ofType(events, "call.intended").map((i) => i.attempt)).toEqual([1, 2]);
+      expect(events.map((e) => e.type)).toContain("run.interrupted");
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("while a retry waits, holdfast show and the API's call view show the failed attempt, its error and the next due time", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const first = await runScript(WORKER, {
+      HF_DB: db,
+      HF_WITNESS: join(dir, "witness.jsonl"),
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "during-backoff",
+    });
+    expect(first.signal).toBe("SIGKILL");
+    const reader = await openStore(db);
+    try {
+      const [runId] = await reader.activeRuns();
+      const run = { runId: runId! };
+      const events = (await reader.readStream(`run-${run.runId}`)).map((e) => e.event);
+      const [scheduled] = ofType(events, "retry.scheduled");
+      const view = await runView(reader, run.runId);
+      expect(view.calls).toEqual([
+        expect.objectContaining({
+          attempt: 1,
+          status: "authorized",
+          failedAttempts: [{ attempt: 1, name: "DefiniteFailure", message: "503 the server is busy" }],
+          nextDueAt: scheduled!.dueAt,
+        }),
+      ]);
+      const shown = await runCli(["show", run.runId, "--db", db]);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toContain(
+        `authorized: 503 the server is busy; attempt 2 due at ${scheduled!.dueAt}`,
+      );
+      expect(shown.stdout).toContain("retry.scheduled");
+    } finally {
+      await reader.close();
+    }
+  });
+});
