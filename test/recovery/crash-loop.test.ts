@@ -132,7 +132,7 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     } finally {
       await audit.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it("crash-loop: a reconciled tool that kills its process is held after three interruptions, though its reconciler answers not-completed on every pass", async () => {
     const store = join(tempDir(), "journal.db");
@@ -159,7 +159,7 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     const next = await start(store, { HF_LOOP: "reconciled" });
     expect(next.code, next.stderr).toBe(0);
     expect((await inspect(store)).types).toEqual(types);
-  }, 120_000);
+  }, 300_000);
 
   it("crash-loop: a replay-policy model call that kills its process is held at the third interruption, instead of being authorized to run again", async () => {
     const store = join(tempDir(), "journal.db");
@@ -198,7 +198,7 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     expect(
       (lineOf(fixed, "recovered")?.results as Array<{ status: string }> | undefined)?.map((r) => r.status),
     ).toEqual(["completed"]);
-  }, 120_000);
+  }, 300_000);
 
   it("recovery.maxInterruptions sets the cap; a stop decision ends a crash-looping run", async () => {
     const store = join(tempDir(), "journal.db");
@@ -245,5 +245,5 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     const next = await start(store);
     expect(next.code, next.stderr).toBe(0);
     expect((await inspect(store)).types).toEqual(types);
-  }, 120_000);
+  }, 300_000);
 });
