@@ -314,7 +314,7 @@ const effect = async <R>(
   crashPointFor("after-effect-before-outcome", spec.name);
   let value: unknown;
   try {
-    value = host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+    value = storedResult(host, spec, result);
   } catch (error) {
     // It happened, but its result cannot be stored: the call stays in doubt for a person.
     const info = errorInfo(host.masker, error);
@@ -326,19 +326,30 @@ const effect = async <R>(
       },
     ]);
   }
-  await settle(host, callId, {
-    type: "call.completed",
-    runId: host.runId,
-    callId,
-    attempt,
-    result: value,
-    resultDigest: storedDigest(value),
-  });
+  await settle(host, callId, completedEvent(host, callId, attempt, value));
   crashPointFor("after-outcome", spec.name);
   settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
 };
+
+/** A call's result as the journal keeps it: a JSON copy, masked (throws when it cannot be stored). */
+const storedResult = <R>(host: AttemptHost, spec: CallSpec<R>, result: unknown): unknown =>
+  host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+
+const completedEvent = (
+  host: AttemptHost,
+  callId: string,
+  attempt: number,
+  value: unknown,
+): EventOf<"call.completed"> => ({
+  type: "call.completed",
+  runId: host.runId,
+  callId,
+  attempt,
+  result: value,
+  resultDigest: storedDigest(value),
+});
 
 /**
  * Law 5: an effect that ignored its timeout may still answer. Its answer is recorded when it comes —
@@ -356,15 +367,10 @@ const recordLateAnswer = <R>(
   running
     .then(
       async (result) => {
-        const value = host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
-        await recordOutcome(host.writer, {
-          type: "call.completed",
-          runId: host.runId,
-          callId,
-          attempt,
-          result: value,
-          resultDigest: storedDigest(value),
-        });
+        await recordOutcome(
+          host.writer,
+          completedEvent(host, callId, attempt, storedResult(host, spec, result)),
+        );
       },
       async (error: unknown) => {
         if (!(error instanceof DefiniteFailure)) return;
