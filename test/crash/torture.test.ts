@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { CRASH_POINTS } from "../../src/runtime/crash.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
+/** The crash points the torture cycles through: its agents declare no retry policy, so no backoff to kill. */
+const POINTS = CRASH_POINTS.filter((point) => point !== "during-backoff");
 
 describe("crash torture (fixed seed, short)", () => {
   it("SIGKILL at every named crash point and at a random moment: no duplicate effect, no lost outcome, a clean log, no secret left on disk", () => {
@@ -14,7 +16,7 @@ describe("crash torture (fixed seed, short)", () => {
         "tsx",
         join(ROOT, "torture", "main.ts"),
         "--trials",
-        String(CRASH_POINTS.length + 1),
+        String(POINTS.length + 1),
         "--seed",
         "7",
         "--json",
@@ -32,7 +34,7 @@ describe("crash torture (fixed seed, short)", () => {
     expect(summary.unsettled).toEqual([]);
     // The byte scan: the shell's secret is nowhere but in the receipts of attempts still in doubt.
     expect(summary.secretLeaks).toEqual([]);
-    for (const point of [...CRASH_POINTS, "random"])
+    for (const point of [...POINTS, "random"])
       expect(summary.killedAtCrashPoint[point], point).toBeGreaterThanOrEqual(1);
     expect(run.status).toBe(0);
   }, 300_000);
