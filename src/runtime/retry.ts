@@ -54,10 +54,14 @@ export const statusOf = (failure: unknown): number | undefined => {
   return undefined;
 };
 
-/** A model call's default: a definite failure that carries a retryable status. */
+/**
+ * A model call's default: a definite failure that carries a retryable status, or that the AI SDK
+ * marked retryable (`details.isRetryable`, as a provider may set it for a status of its own).
+ */
 const modelDefault = (failure: DefiniteFailure): boolean => {
   const status = statusOf(failure);
-  return status !== undefined && retryableStatus(status);
+  if (status !== undefined && retryableStatus(status)) return true;
+  return (failure.details as { isRetryable?: unknown } | undefined)?.isRetryable === true;
 };
 
 const check = (ok: boolean, where: string, what: string): void => {
