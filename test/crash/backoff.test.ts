@@ -1,25 +1,37 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { runView } from "../../src/adapters/http/views.js";
 import { openStore } from "../../src/adapters/store.js";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import { openRuntime } from "../../src/index.js";
 import { runCli } from "../cli/cliProcess.js";
+import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { lineOf, runScript } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
+const schemas = usePgSchemas();
+afterAll(() => schemas.dropAll());
 const WORKER = join(import.meta.dirname, "..", "support", "retry-worker.ts");
 
 const ofType = <T extends AnyEvent["type"]>(events: ReadonlyArray<AnyEvent>, type: T) =>
   events.filter((e): e is EventOf<T> => e.type === type);
 
-describe("durable backoff", () => {
+const engines = ["libsql", "postgres"] as const;
+
+/** A fresh journal: a libSQL file in `dir`, or a fresh PostgreSQL schema. */
+const freshStore = async (engine: (typeof engines)[number], dir: string): Promise<string> => {
+  if (engine === "libsql") return join(dir, "journal.db");
+  await requirePg();
+  return pgUrl(schemas.fresh());
+};
+
+describe.each(engines)("durable backoff on %s", (engine) => {
   it("a SIGKILL during a policy's backoff: after recovery the next attempt starts no earlier than the recorded due time, and the attempt count goes on", async () => {
     const dir = tempDir();
     const witness = join(dir, "witness.jsonl");
-    const base = { HF_DB: join(dir, "journal.db"), HF_WITNESS: witness };
+    const base = { HF_DB: await freshStore(engine, dir), HF_WITNESS: witness };
 
     const first = await runScript(WORKER, {
       ...base,
@@ -63,7 +75,7 @@ describe("durable backoff", () => {
 
   it("while a retry waits, holdfast show and the API's call view show the failed attempt, its error and the next due time", async () => {
     const dir = tempDir();
-    const db = join(dir, "journal.db");
+    const db = await freshStore(engine, dir);
     const first = await runScript(WORKER, {
       HF_DB: db,
       HF_WITNESS: join(dir, "witness.jsonl"),
