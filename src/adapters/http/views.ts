@@ -1,4 +1,4 @@
-import type { DecisionKind, HoldReason, RecordedEvent } from "../../events/index.js";
+import type { DecisionKind, HoldReason, RecordedEvent, RetryPolicy } from "../../events/index.js";
 import { runStreamId } from "../../events/index.js";
 import { type CallStatus, contextOf, foldRun, type RunContext } from "../../machines/index.js";
 import type { RunRow } from "../../projections/index.js";
@@ -107,6 +107,8 @@ export interface CallView {
   }>;
   /** When a retry policy scheduled the next attempt and it has not started yet: its due time (ISO 8601). */
   readonly nextDueAt: string | null;
+  /** The retry policy the latest attempt's intent recorded (attempts in all, backoff, `when`); null without one. */
+  readonly retryPolicy: RetryPolicy | null;
   /** Why the run is held, for this call. */
   readonly holdReasons: ReadonlyArray<HoldReason>;
   /** The decisions that apply now (for a call in doubt), in the order `show` prints them. */
@@ -218,6 +220,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         retriesLeft: state?.retriesLeft ?? 0,
         failedAttempts: failures.get(intent.callId) ?? [],
         nextDueAt: due.get(intent.callId) ?? null,
+        retryPolicy: intent.retry ?? null,
         holdReasons: run.status === "held" ? run.heldReasons.filter((r) => r.callId === intent.callId) : [],
         decisions,
         retry: retry ? { command: retry.command, meaning: retry.meaning } : null,
