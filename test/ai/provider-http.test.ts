@@ -2,6 +2,8 @@ import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText } from "ai";
 import { describe, expect, it } from "vitest";
+import { runView } from "../../src/adapters/http/views.js";
+import { openStore } from "../../src/adapters/store.js";
 import { journaledModel, type ModelPolicy } from "../../src/ai.js";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
@@ -40,8 +42,9 @@ const refusal = (status: number, headers: Record<string, string> = {}): Scripted
  */
 const ask = async (url: string, policy: ModelPolicy, sdk: { maxRetries?: number } = {}) => {
   const provider = createOpenAICompatible({ name: "local", baseURL: `${url}/v1`, apiKey: "test-key" });
+  const store = join(tempDir(), "j.db");
   const runtime = await openRuntime({
-    store: join(tempDir(), "j.db"),
+    store,
     agents: [
       defineAgent({
         name: "asker",
@@ -66,7 +69,14 @@ const ask = async (url: string, policy: ModelPolicy, sdk: { maxRetries?: number 
     const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "asker", content: {} });
     const result = await handle.result;
     const recorded = await runtime.events(handle.runId);
-    return { result, recorded, events: recorded.map((e) => e.event), audit: await runtime.audit() };
+    return {
+      store,
+      runId: handle.runId,
+      result,
+      recorded,
+      events: recorded.map((e) => e.event),
+      audit: await runtime.audit(),
+    };
   } finally {
     await runtime.close();
   }
@@ -148,15 +158,34 @@ describe("an AI SDK provider pointed at a real local server, through journaledMo
   it('a 502 with inDoubt: "replay" is retried by the policy: the attempt stays in doubt, the next one answers', async () => {
     const server = await scriptedServer([refusal(502)], () => completion("hello"));
     try {
-      const { result, events, audit } = await ask(server.url, {
+      const { store, runId, result, events, audit } = await ask(server.url, {
         inDoubt: "replay",
         retry: { attempts: 2, backoff: fast },
       });
       expect(result).toMatchObject({ status: "completed", output: "hello" });
       expect(server.received()).toHaveLength(2);
       expect(ofType(events, "call.failed")).toEqual([]);
-      expect(ofType(events, "retry.scheduled").map((s) => s.attempt)).toEqual([2]);
+      const scheduled = ofType(events, "retry.scheduled");
+      expect(scheduled.map((s) => s.attempt)).toEqual([2]);
+      // The attempt left in doubt has no call.failed: its error is kept with the retry.
+      expect(scheduled[0]!.error).toMatchObject({
+        name: "AI_APICallError",
+        message: expect.stringContaining("502"),
+      });
       expect(audit.findings).toEqual([]);
+      const reader = await openStore(store);
+      try {
+        const [call] = (await runView(reader, runId)).calls;
+        expect(call).toMatchObject({
+          attempt: 2,
+          status: "completed",
+          failedAttempts: [
+            { attempt: 1, definite: false, name: "AI_APICallError", message: expect.stringContaining("502") },
+          ],
+        });
+      } finally {
+        await reader.close();
+      }
     } finally {
       await server.close();
     }

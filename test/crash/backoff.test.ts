@@ -94,7 +94,9 @@ describe.each(engines)("durable backoff on %s", (engine) => {
         expect.objectContaining({
           attempt: 1,
           status: "authorized",
-          failedAttempts: [{ attempt: 1, name: "DefiniteFailure", message: "503 the server is busy" }],
+          failedAttempts: [
+            { attempt: 1, definite: true, name: "DefiniteFailure", message: "503 the server is busy" },
+          ],
           nextDueAt: scheduled!.dueAt,
         }),
       ]);

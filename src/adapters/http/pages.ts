@@ -296,7 +296,7 @@ const attemptsText = (call: CallView): Html | string =>
   call.failedAttempts.length === 0 && call.nextDueAt === null
     ? ""
     : html`<ol class="attempts">
-        ${call.failedAttempts.map((f) => html`<li>attempt ${f.attempt} failed: ${f.name}: ${f.message}</li>`)}
+        ${call.failedAttempts.map((f) => html`<li>attempt ${f.attempt} ${f.definite ? "failed" : html`left in doubt, retried by the policy (inDoubt: replay)`}: ${f.name}: ${f.message}</li>`)}
         ${call.nextDueAt === null ? "" : html`<li class="due">attempt ${call.attempt + 1} due at <time datetime="${call.nextDueAt}">${call.nextDueAt}</time>${call.retryPolicy ? html` <span class="muted">(retry policy: ${call.retryPolicy.attempts} attempts in all)</span>` : ""}</li>`}
       </ol>`;
 

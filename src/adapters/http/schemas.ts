@@ -93,7 +93,12 @@ export const CallView = Schema.Struct({
   error: Schema.NullOr(Schema.Struct({ name: Schema.String, message: Schema.String })),
   retriesLeft: Schema.Number,
   failedAttempts: Schema.Array(
-    Schema.Struct({ attempt: Schema.Number, name: Schema.String, message: Schema.String }),
+    Schema.Struct({
+      attempt: Schema.Number,
+      definite: Schema.Boolean,
+      name: Schema.String,
+      message: Schema.String,
+    }),
   ),
   nextDueAt: Schema.NullOr(Schema.String),
   retryPolicy: Schema.NullOr(RetryPolicy),

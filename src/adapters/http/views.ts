@@ -99,9 +99,14 @@ export interface CallView {
   readonly evidence: { readonly outcome: string; readonly evidence: unknown } | null;
   readonly error: { readonly name: string; readonly message: string } | null;
   readonly retriesLeft: number;
-  /** Every definite failure of the call, by attempt (a policy's retries and a grant's alike). */
+  /**
+   * Every failed attempt of the call, in order: each definite failure (a policy's retries and a
+   * grant's alike), and each attempt a replayable model call's policy retried in doubt
+   * (`definite: false`: the error proved nothing, the attempt has no outcome).
+   */
   readonly failedAttempts: ReadonlyArray<{
     readonly attempt: number;
+    readonly definite: boolean;
     readonly name: string;
     readonly message: string;
   }>;
@@ -153,7 +158,10 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   const intents = new Map<string, Extract<RecordedEvent["event"], { type: "call.intended" }>>();
   const evidence = new Map<string, { outcome: string; evidence: unknown }>();
   const errors = new Map<string, { name: string; message: string }>();
-  const failures = new Map<string, Array<{ attempt: number; name: string; message: string }>>();
+  const failures = new Map<
+    string,
+    Array<{ attempt: number; definite: boolean; name: string; message: string }>
+  >();
   const due = new Map<string, string>();
   const committed = new Map<string, boolean>();
   for (const { event } of events) {
@@ -169,11 +177,21 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         errors.set(event.callId, { name: event.error.name, message: event.error.message });
         failures.set(event.callId, [
           ...(failures.get(event.callId) ?? []),
-          { attempt: event.attempt, name: event.error.name, message: event.error.message },
+          { attempt: event.attempt, definite: true, name: event.error.name, message: event.error.message },
         ]);
       }
     } else if (event.type === "retry.scheduled") {
       due.set(event.callId, event.dueAt);
+      if (event.error)
+        failures.set(event.callId, [
+          ...(failures.get(event.callId) ?? []),
+          {
+            attempt: event.attempt - 1,
+            definite: false,
+            name: event.error.name,
+            message: event.error.message,
+          },
+        ]);
     } else if (event.type === "call.reconciled") {
       if (intents.get(event.callId)?.attempt === event.attempt) {
         committed.set(event.callId, true);
