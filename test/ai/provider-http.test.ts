@@ -111,6 +111,22 @@ describe("an AI SDK provider pointed at a real local server, through journaledMo
     }
   });
 
+  it("a retry-after-ms header (as OpenAI and Anthropic send it) is honoured to the millisecond", async () => {
+    const server = await scriptedServer([refusal(429, { "retry-after-ms": "1500" })], () =>
+      completion("hello"),
+    );
+    try {
+      const { result, events } = await ask(server.url, { retry: { attempts: 2, backoff: fast } });
+      expect(result).toMatchObject({ status: "completed", output: "hello" });
+      expect(ofType(events, "call.failed")[0]?.error.details).toMatchObject({ retryAfterMs: "1500" });
+      expect(ofType(events, "retry.scheduled")).toEqual([
+        expect.objectContaining({ attempt: 2, reason: "retry-after", delayMs: 1500 }),
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it.each([408, 409, 503, 529])(
     "a %i says the provider did not do the request: a definite failure, retried by the default policy",
     async (status) => {

@@ -30,14 +30,16 @@ export const refusedRequest = (error: unknown): boolean => {
 /** What is kept of a refusal with the definite failure: enough to decide on a retry grant. */
 export const refusalDetails = (error: unknown): Record<string, unknown> => {
   if (APICallError.isInstance(error)) {
-    // Kept so a retry policy can honour it (seconds or an HTTP date).
-    const retryAfter = Object.entries(error.responseHeaders ?? {}).find(
-      ([name]) => name.toLowerCase() === "retry-after",
-    )?.[1];
+    // Kept so a retry policy can honour them (seconds or an HTTP date; milliseconds).
+    const header = (wanted: string) =>
+      Object.entries(error.responseHeaders ?? {}).find(([name]) => name.toLowerCase() === wanted)?.[1];
+    const retryAfter = header("retry-after");
+    const retryAfterMs = header("retry-after-ms");
     return {
       statusCode: error.statusCode ?? null,
       isRetryable: error.isRetryable,
       ...(retryAfter === undefined ? {} : { retryAfter }),
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     };
   }
   return {};
