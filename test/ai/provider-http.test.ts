@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { generateText } from "ai";
+import { generateText, streamText } from "ai";
 import { describe, expect, it } from "vitest";
 import { runView } from "../../src/adapters/http/views.js";
 import { openStore } from "../../src/adapters/store.js";
@@ -29,6 +29,23 @@ const completion = (text: string): ScriptedAnswer => ({
   },
 });
 
+/** A chat completion streamed as Server-Sent Events, in two text deltas. */
+const streamed = (first: string, second: string): ScriptedAnswer => {
+  const chunk = (delta: unknown, finish: string | null) =>
+    `data: ${JSON.stringify({
+      id: "chatcmpl-2",
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model: "local-model",
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    })}\n\n`;
+  return {
+    status: 200,
+    headers: { "content-type": "text/event-stream" },
+    raw: `${chunk({ role: "assistant", content: first }, null)}${chunk({ content: second }, "stop")}data: [DONE]\n\n`,
+  };
+};
+
 /** A provider's error answer, with the body OpenAI-compatible APIs send. */
 const refusal = (status: number, headers: Record<string, string> = {}): ScriptedAnswer => ({
   status,
@@ -40,7 +57,12 @@ const refusal = (status: number, headers: Record<string, string> = {}): Scripted
  * One run whose agent asks the model at `server` once through the real OpenAI-compatible provider
  * and `generateText`, with the SDK's default `maxRetries` (2) unless `sdk` says otherwise.
  */
-const ask = async (url: string, policy: ModelPolicy, sdk: { maxRetries?: number } = {}) => {
+const ask = async (
+  url: string,
+  policy: ModelPolicy,
+  sdk: { maxRetries?: number } = {},
+  mode: "generate" | "stream" = "generate",
+) => {
   const provider = createOpenAICompatible({ name: "local", baseURL: `${url}/v1`, apiKey: "test-key" });
   const store = join(tempDir(), "j.db");
   const runtime = await openRuntime({
@@ -50,12 +72,13 @@ const ask = async (url: string, policy: ModelPolicy, sdk: { maxRetries?: number 
         name: "asker",
         version: "1",
         run: async (turn) => {
+          const model = journaledModel(turn, provider.chatModel("local-model"), policy);
           try {
-            const { text } = await generateText({
-              model: journaledModel(turn, provider.chatModel("local-model"), policy),
-              prompt: "hi",
-              ...sdk,
-            });
+            if (mode === "stream") {
+              const result = streamText({ model, prompt: "hi", ...sdk });
+              return await result.text;
+            }
+            const { text } = await generateText({ model, prompt: "hi", ...sdk });
             return text;
           } catch (error) {
             return { threw: (error as { _tag?: string })._tag ?? (error as Error).name };
@@ -105,6 +128,27 @@ describe("an AI SDK provider pointed at a real local server, through journaledMo
       const failedAt = recorded.find((e) => e.event.type === "call.failed")!.recordedAt;
       expect(Date.parse(scheduled!.dueAt) - Date.parse(failedAt)).toBeGreaterThanOrEqual(2000);
       expect(server.received()[1]!.at).toBeGreaterThanOrEqual(Date.parse(scheduled!.dueAt));
+      expect(audit.findings).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("streamText: a 429 before the stream opens is retried the same way; the second attempt's stream is the answer", async () => {
+    const server = await scriptedServer([refusal(429, { "retry-after": "1" })], () => streamed("hel", "lo"));
+    try {
+      const { result, events, audit } = await ask(
+        server.url,
+        { retry: { attempts: 3, backoff: fast } },
+        { maxRetries: 0 },
+        "stream",
+      );
+      expect(result).toMatchObject({ status: "completed", output: "hello" });
+      expect(server.received()).toHaveLength(2);
+      expect(
+        events.filter((e) => e.type.startsWith("call.") || e.type === "retry.scheduled").map((e) => e.type),
+      ).toEqual(["call.intended", "call.failed", "retry.scheduled", "call.intended", "call.completed"]);
+      expect(ofType(events, "retry.scheduled")[0]).toMatchObject({ reason: "retry-after", delayMs: 1000 });
       expect(audit.findings).toEqual([]);
     } finally {
       await server.close();

@@ -1,11 +1,12 @@
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** One answer of a {@link scriptedServer}: a status, headers and a JSON body. */
+/** One answer of a {@link scriptedServer}: a status, headers and a JSON body (or `raw` text as it is). */
 export interface ScriptedAnswer {
   readonly status: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly body?: unknown;
+  readonly raw?: string;
 }
 
 /** A request the server received, as it arrived. */
@@ -40,7 +41,7 @@ export const scriptedServer = async (
       const answer = script[received.length] ?? otherwise(request);
       received.push(request);
       res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
-      res.end(answer.body === undefined ? "" : JSON.stringify(answer.body));
+      res.end(answer.raw ?? (answer.body === undefined ? "" : JSON.stringify(answer.body)));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
