@@ -20,7 +20,8 @@ export interface RetryPolicy {
   readonly backoff?: RetryBackoff;
   /**
    * Which definite failures to retry. Default: for a model call, the error responses that carry a
-   * retryable status (408, 409, 429, 5xx); for a tool, every `DefiniteFailure`.
+   * retryable status (408, 409, 429, 5xx) or that the AI SDK marked `isRetryable`; for a tool,
+   * every `DefiniteFailure` (the built-in `http_request` brings its own: decision 0046).
    */
   readonly when?: (failure: DefiniteFailure) => boolean;
 }
