@@ -99,6 +99,12 @@ export const RetryScheduled = Schema.Struct({
   delayMs: Schema.Int.pipe(Schema.nonNegative()),
   /** Where the delay came from: the policy's backoff, or the provider's `Retry-After`. */
   reason: Schema.Literal("backoff", "retry-after"),
+  /**
+   * Only when the failed attempt was left in doubt (a model call with `inDoubt: "replay"`, retried
+   * by its policy without an outcome): the error that left it there, masked, so the attempt's error
+   * is in the journal as a definite failure's is in its `call.failed`.
+   */
+  error: Schema.optional(ErrorInfo),
 });
 
 export const CallEvent = Schema.Union(

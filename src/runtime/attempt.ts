@@ -298,7 +298,7 @@ const effect = async <R>(
       spec.disposition === "replay" &&
       spec.retry &&
       attempt < spec.retry.recorded.attempts &&
-      (await scheduleRetry(host, spec, callId, attempt, error))
+      (await scheduleRetry(host, spec, callId, attempt, error, errorInfo(host.masker, error)))
     )
       return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
     const info = errorInfo(host.masker, error);
@@ -445,6 +445,8 @@ const scheduleRetry = async <R>(
   callId: string,
   failed: number,
   failure: unknown,
+  /** The error of an attempt left in doubt (no `call.failed` holds it). */
+  inDoubt?: ErrorInfo,
 ): Promise<boolean> => {
   const now = Date.now();
   const { delayMs, reason } = nextDue(spec.retry!.recorded, failed, failure, now);
@@ -456,6 +458,7 @@ const scheduleRetry = async <R>(
     dueAt: new Date(now + delayMs).toISOString(),
     delayMs,
     reason,
+    ...(inDoubt === undefined ? {} : { error: inDoubt }),
   };
   if (!host.writer.accepts(scheduled)) return false;
   try {

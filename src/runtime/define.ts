@@ -215,7 +215,9 @@ export interface ModelCallOptions {
   readonly inDoubt?: "hold" | "replay";
   /**
    * Retry the call's definite failures: by default those that carry a retryable status (408, 409,
-   * 429, 5xx), after the provider's `Retry-After` or the backoff. Recorded in the intent.
+   * 429, 5xx) or that the AI SDK marked `isRetryable`, after the provider's `retry-after-ms` /
+   * `Retry-After` or the backoff. Recorded in the intent. Which errors are definite is the call's
+   * to say (`journaledModel` classifies provider errors: decision 0046).
    */
   readonly retry?: RetryPolicy;
   /** Abort the call through `CallContext.signal` after this long; it is then in doubt (law 4). */

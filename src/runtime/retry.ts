@@ -20,7 +20,8 @@ export interface RetryPolicy {
   readonly backoff?: RetryBackoff;
   /**
    * Which definite failures to retry. Default: for a model call, the error responses that carry a
-   * retryable status (408, 409, 429, 5xx); for a tool, every `DefiniteFailure`.
+   * retryable status (408, 409, 429, 5xx) or that the AI SDK marked `isRetryable`; for a tool,
+   * every `DefiniteFailure` (the built-in `http_request` brings its own: decision 0046).
    */
   readonly when?: (failure: DefiniteFailure) => boolean;
 }
@@ -54,10 +55,14 @@ export const statusOf = (failure: unknown): number | undefined => {
   return undefined;
 };
 
-/** A model call's default: a definite failure that carries a retryable status. */
+/**
+ * A model call's default: a definite failure that carries a retryable status, or that the AI SDK
+ * marked retryable (`details.isRetryable`, as a provider may set it for a status of its own).
+ */
 const modelDefault = (failure: DefiniteFailure): boolean => {
   const status = statusOf(failure);
-  return status !== undefined && retryableStatus(status);
+  if (status !== undefined && retryableStatus(status)) return true;
+  return (failure.details as { isRetryable?: unknown } | undefined)?.isRetryable === true;
 };
 
 const check = (ok: boolean, where: string, what: string): void => {
@@ -118,20 +123,23 @@ export const resolveRetry = (where: string, policy: RetryPolicy, kind: "model" |
   };
 };
 
-/** The `Retry-After` a failure carries: its own, its details' (or their response headers'), or its cause's. */
-const headerOf = (failure: unknown): string | undefined => {
+/**
+ * A value a failure carries about when to come back: its own field `field`, its details', a header
+ * `header` in its (details') `responseHeaders`, or the same on its cause.
+ */
+const carried = (failure: unknown, field: string, header: string): string | undefined => {
   const seen = new Set<unknown>();
   let current: unknown = failure;
   while (typeof current === "object" && current !== null && !seen.has(current)) {
     seen.add(current);
     for (const holder of [current, (current as { details?: unknown }).details]) {
       if (typeof holder !== "object" || holder === null) continue;
-      const direct = (holder as { retryAfter?: unknown }).retryAfter;
+      const direct = (holder as Record<string, unknown>)[field];
       if (typeof direct === "string" || typeof direct === "number") return String(direct);
       const headers = (holder as { responseHeaders?: unknown }).responseHeaders;
       if (typeof headers === "object" && headers !== null) {
         for (const [name, value] of Object.entries(headers))
-          if (name.toLowerCase() === "retry-after" && typeof value === "string") return value;
+          if (name.toLowerCase() === header && typeof value === "string") return value;
       }
     }
     current = (current as { cause?: unknown }).cause;
@@ -139,9 +147,15 @@ const headerOf = (failure: unknown): string | undefined => {
   return undefined;
 };
 
-/** `Retry-After` in milliseconds from `now`: delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
+/**
+ * When the failure says to come back, in milliseconds from `now`: `retry-after-ms` (OpenAI's and
+ * Anthropic's, as the AI SDK reads it), else `Retry-After` as delta-seconds or an HTTP date
+ * (RFC 9110 §10.2.3).
+ */
 export const retryAfterMs = (failure: unknown, now: number): number | undefined => {
-  const value = headerOf(failure)?.trim();
+  const ms = carried(failure, "retryAfterMs", "retry-after-ms")?.trim();
+  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms)) return Number(ms);
+  const value = carried(failure, "retryAfter", "retry-after")?.trim();
   if (value === undefined || value === "") return undefined;
   if (/^\d+$/.test(value)) return Number(value) * 1_000;
   const date = Date.parse(value);

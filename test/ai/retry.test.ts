@@ -91,6 +91,25 @@ describe("journaledModel with a retry policy", () => {
     expect(audit.findings).toEqual([]);
   });
 
+  it("the default when follows the SDK's isRetryable too: a refusal the provider marked retryable is retried, an unmarked 400 is not", async () => {
+    const marked = () =>
+      new APICallError({
+        message: "provider answered 400: try again",
+        url: "https://provider.example/v1/chat",
+        requestBodyValues: {},
+        statusCode: 400,
+        isRetryable: true,
+      });
+    const retried = provider([marked]);
+    const first = await run(retried.model, { retry: { attempts: 2, backoff: fast } });
+    expect(first.result).toMatchObject({ status: "completed", output: "hello" });
+    expect(retried.requests()).toBe(2);
+    const final = provider([() => apiError(400)]);
+    const second = await run(final.model, { retry: { attempts: 2, backoff: fast } });
+    expect(second.result).toMatchObject({ status: "held", reasons: [{ code: "decision-needed" }] });
+    expect(final.requests()).toBe(1);
+  });
+
   it('a 502 with inDoubt: "hold" is not retried: the run is held', async () => {
     const { model, requests } = provider([() => apiError(502)]);
     const { result, events } = await run(model, { inDoubt: "hold", retry: { attempts: 3, backoff: fast } });

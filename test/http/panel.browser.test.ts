@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DECISION_MEANINGS } from "../../src/adapters/cli/commands/decide.js";
 import type { DecisionKind } from "../../src/events/index.js";
 import { openReader, openRuntime, type Runtime, type Server, serve } from "../../src/index.js";
-import { lineOf, runWorker } from "../support/processes.js";
+import { lineOf, runScript, runWorker } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 import { countOf } from "../support/witness.js";
 import { launchChromium, screenshot, signIn, waitLive } from "./browser/chromium.js";
@@ -104,6 +104,10 @@ const ask = (port: number, path: string, host = `127.0.0.1:${port}`): Promise<st
     req.on("error", reject);
     req.end();
   });
+
+/** A table row's cells, each as a reader sees it. */
+const cells = async (row: Locator): Promise<string[]> =>
+  Promise.all((await row.locator("td").all()).map(text));
 
 const eventCount = async (runtime: Runtime, runId: string) => (await runtime.events(runId)).length;
 
@@ -722,5 +726,59 @@ describe("the live state of the page", () => {
     await started(serve({ store, port: server.port }));
     await page.waitForSelector('#live-status[data-state="signed-out"]', { timeout: 15_000 });
     expect(await text(page.locator("#live-status"))).toBe("signed out: reload to sign in again");
+  });
+});
+
+describe("the calls table and retry policies", () => {
+  it("a retry waiting after a SIGKILL shows its failed attempt and due time; the recovering process's next attempt replaces them live", async () => {
+    const dir = tempDir();
+    const store = join(dir, "journal.db");
+    const env = { HF_DB: store, HF_WITNESS: join(dir, "witness.jsonl") };
+    const worker = join(ROOT, "test", "support", "retry-worker.ts");
+    const crashed = await runScript(worker, {
+      ...env,
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "during-backoff",
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+    const reader = await openReader({ store });
+    const [run] = await reader.runs();
+    const scheduled = (await reader.events(run!.runId)).find((e) => e.event.type === "retry.scheduled")!
+      .event as { dueAt: string };
+    await reader.close();
+
+    const server = await started(serve({ store, port: 0 }));
+    const page = await signIn(
+      await newContext(),
+      server.panelUrl,
+      server.token.token,
+      "ada",
+      `/runs/${run!.runId}`,
+    );
+    await waitLive(page);
+    const row = page.locator(`#calls tr[data-call="${run!.runId}/0"]`);
+    expect(await cells(row)).toEqual([
+      "0",
+      "tool",
+      "busy",
+      "1 of 3",
+      `authorized: 503 the server is busy attempt 1 failed: DefiniteFailure: 503 the server is busy attempt 2 due at ${scheduled.dueAt} (retry policy: 3 attempts in all)`,
+      "committed",
+    ]);
+    expect(await row.locator("time").getAttribute("datetime")).toBe(scheduled.dueAt);
+
+    const recovered = await runScript(worker, { ...env, HF_ACTION: "recover" });
+    expect(recovered.code, recovered.stderr).toBe(0);
+    await page
+      .locator(`#calls tr[data-call="${run!.runId}/0"]:has-text("completed")`)
+      .waitFor({ timeout: 15_000 });
+    expect(await cells(page.locator(`#calls tr[data-call="${run!.runId}/0"]`))).toEqual([
+      "0",
+      "tool",
+      "busy",
+      "2 of 3",
+      "completed attempt 1 failed: DefiniteFailure: 503 the server is busy",
+      "committed",
+    ]);
   });
 });

@@ -74,10 +74,13 @@ describe("http_request: only an error that proves the request never left is defi
     }
   });
 
-  it("a 4xx refusal is definite; 408, 425 and 429 are answers returned to the agent; a 5xx leaves the call in doubt", async () => {
+  it("every 4xx refusal is definite (408, 425 and 429 included, with the server's Retry-After kept); a 5xx leaves the call in doubt", async () => {
     let status = 400;
     const server = createServer((_req, res) => {
-      res.writeHead(status, { "content-type": "application/json" });
+      res.writeHead(status, {
+        "content-type": "application/json",
+        ...(status === 429 ? { "retry-after": "7" } : {}),
+      });
       res.end(JSON.stringify({ status }));
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -86,15 +89,15 @@ describe("http_request: only an error that proves the request never left is defi
     const send = () =>
       http.run({ url, method: "POST", headers: {} }, callContext("r/0#1")).then(
         (result) => ({ result }),
-        (error: Error) => ({ error: error.name }),
+        (error: Error & { details?: unknown }) => ({ error: error.name, details: error.details }),
       );
     try {
       for (const [code, expected] of [
         [400, { error: "DefiniteFailure" }],
         [409, { error: "DefiniteFailure" }],
-        [408, { result: { status: 408 } }],
-        [425, { result: { status: 425 } }],
-        [429, { result: { status: 429 } }],
+        [408, { error: "DefiniteFailure", details: { status: 408 } }],
+        [425, { error: "DefiniteFailure", details: { status: 425 } }],
+        [429, { error: "DefiniteFailure", details: { status: 429, retryAfter: "7" } }],
         [500, { error: "Error" }],
         [503, { error: "Error" }],
       ] as const) {

@@ -315,3 +315,55 @@ describe("tracing: child runs", () => {
     await runtime.close();
   });
 });
+
+describe("tracing: a retry policy", () => {
+  it("each attempt is a span of the one run span, the failed one ended failed; the scheduled retry is a run span event with its due time and reason", async () => {
+    let calls = 0;
+    const llm = defineTool({
+      name: "llm",
+      args: Schema.Struct({ prompt: Schema.String }),
+      retry: { attempts: 3, backoff: { initialMs: 0, maxMs: 0, factor: 1, jitter: 0 } },
+      run: async ({ prompt }) => {
+        calls += 1;
+        if (calls === 1) throw new DefiniteFailure("provider answered 429", { statusCode: 429 });
+        return `answer to ${prompt}`;
+      },
+    });
+    const asker = defineAgent({
+      name: "asker",
+      version: "1",
+      run: async (turn, input: { prompt: string }) => turn.tool(llm, { prompt: input.prompt }),
+    });
+    const runtime = await openRuntime({ store: join(tempDir(), "j.db"), agents: [asker], tools: [llm] });
+    const handle = await runtime.submit({
+      chatId: "c",
+      inputId: "i",
+      agent: "asker",
+      content: { prompt: "hi" },
+    });
+    expect(await handle.result).toMatchObject({ status: "completed" });
+    await vi.waitFor(() => expect(runSpans(exporter.getFinishedSpans(), handle.runId)).toHaveLength(1));
+    const spans = exporter.getFinishedSpans();
+    const [run] = runSpans(spans, handle.runId);
+    expect(
+      childrenOf(spans, run!).map((s) => [
+        s.attributes["holdfast.call.attempt"],
+        s.attributes["holdfast.call.outcome"],
+      ]),
+    ).toEqual([
+      [1, "failed"],
+      [2, "completed"],
+    ]);
+    const scheduled = (await runtime.events(handle.runId)).find(
+      (e) => e.event.type === "retry.scheduled",
+    )!.event;
+    expect(run!.events.find((e) => e.name === "holdfast.retry.scheduled")?.attributes).toEqual({
+      "holdfast.call.id": `${handle.runId}/0`,
+      "holdfast.retry.attempt": 2,
+      "holdfast.retry.due_at": (scheduled as { dueAt: string }).dueAt,
+      "holdfast.retry.delay_ms": 0,
+      "holdfast.retry.reason": "backoff",
+    });
+    await runtime.close();
+  });
+});

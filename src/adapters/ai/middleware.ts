@@ -41,10 +41,15 @@ export interface ModelPolicy {
    */
   readonly idempotencyHeader?: string;
   /**
-   * Retry the calls' definite failures (by default a refusal with a retryable status: 429 …),
-   * after the provider's `Retry-After` or the backoff; with `inDoubt: "replay"` also an error that
-   * proves nothing (a 5xx, a reset). Each retry is a journaled attempt. Give the AI SDK
-   * `maxRetries: 0`: its own retries would not be journaled (decision 0042).
+   * Retry the calls' definite failures (by default a refusal with a retryable status: 408, 409,
+   * 429, 503, 529, or one the SDK marked `isRetryable`), after the provider's `retry-after-ms` /
+   * `Retry-After` or the backoff; with `inDoubt: "replay"` also an error that proves nothing (a 500,
+   * 502 or 504, a reset). Each retry is a journaled attempt. Give the AI SDK `maxRetries: 0`: its
+   * own retries would not be journaled, and never reach the provider through this middleware
+   * (decisions 0042, 0046).
+   *
+   * @example
+   * journaledModel(turn, openai("gpt-5"), { retry: { attempts: 4 }, timeoutMs: 60_000 });
    */
   readonly retry?: RetryPolicy;
   /** Abort each attempt after this long (the SDK's `abortSignal` gets the call's signal); then in doubt. */

@@ -78,7 +78,7 @@ export const summarizeEvent = (event: AnyEvent): string => {
     case "retry.granted":
       return `${seqOf(event.callId)} ${event.attempts} more attempt(s), by ${event.grantedBy}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
     case "retry.scheduled":
-      return `${seqOf(event.callId)} attempt ${event.attempt} due at ${event.dueAt} (${event.reason}, ${event.delayMs} ms)`;
+      return `${seqOf(event.callId)} attempt ${event.attempt} due at ${event.dueAt} (${event.reason}, ${event.delayMs} ms)${event.error ? `; attempt ${event.attempt - 1} left in doubt: ${event.error.name}: ${brief(event.error.message, 80)}` : ""}`;
     case "run.claimed":
       return `by ${event.workerId} (epoch ${event.epoch})${event.previousWorkerId ? `, taken from ${event.previousWorkerId}` : ""}`;
     default: {

@@ -115,5 +115,6 @@ form.inline { display: inline; }
 #live-status { font-size: .85em; color: var(--muted); }
 #live-status[data-state="reconnecting"], #live-status[data-state="signed-out"] { color: var(--held); font-weight: 600; }
 .muted { color: var(--muted); }
+ol.attempts { margin: .25rem 0 0; padding-left: 1.25rem; font-size: .9em; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;

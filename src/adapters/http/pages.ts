@@ -288,6 +288,18 @@ export const retryForm = (view: RunView, call: CallView, session: Session): Html
         <p><button type="submit">Allow another attempt</button></p>
       </form>`;
 
+/**
+ * A call's earlier attempts and the next one's due time, as `holdfast show` gives them: each
+ * definite failure with its error, and when a retry policy scheduled the next attempt.
+ */
+const attemptsText = (call: CallView): Html | string =>
+  call.failedAttempts.length === 0 && call.nextDueAt === null
+    ? ""
+    : html`<ol class="attempts">
+        ${call.failedAttempts.map((f) => html`<li>attempt ${f.attempt} ${f.definite ? "failed" : html`left in doubt, retried by the policy (inDoubt: replay)`}: ${f.name}: ${f.message}</li>`)}
+        ${call.nextDueAt === null ? "" : html`<li class="due">attempt ${call.attempt + 1} due at <time datetime="${call.nextDueAt}">${call.nextDueAt}</time>${call.retryPolicy ? html` <span class="muted">(retry policy: ${call.retryPolicy.attempts} attempts in all)</span>` : ""}</li>`}
+      </ol>`;
+
 /** The part of the run page that refreshes live: state, calls, timeline (never the forms being filled). */
 export const runState = (view: RunView, loadedVersion: number): Html => {
   const { run } = view;
@@ -318,8 +330,8 @@ export const runState = (view: RunView, loadedVersion: number): Html => {
           <tbody>
             ${view.calls.map(
               (call) => html`<tr data-call="${call.callId}">
-                <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}</td>
-                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}</td>
+                <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">of ${call.retryPolicy.attempts}</span>` : ""}</td>
+                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}${attemptsText(call)}</td>
                 <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
               </tr>`,
             )}

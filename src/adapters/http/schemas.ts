@@ -1,6 +1,6 @@
 import * as JSONSchema from "effect/JSONSchema";
 import * as Schema from "effect/Schema";
-import { CallKind, DecisionKind, Disposition, HoldReason } from "../../events/index.js";
+import { CallKind, DecisionKind, Disposition, HoldReason, RetryPolicy } from "../../events/index.js";
 
 /**
  * The JSON API's bodies and replies, as Effect Schemas: requests are decoded by them (a bad body is
@@ -93,9 +93,15 @@ export const CallView = Schema.Struct({
   error: Schema.NullOr(Schema.Struct({ name: Schema.String, message: Schema.String })),
   retriesLeft: Schema.Number,
   failedAttempts: Schema.Array(
-    Schema.Struct({ attempt: Schema.Number, name: Schema.String, message: Schema.String }),
+    Schema.Struct({
+      attempt: Schema.Number,
+      definite: Schema.Boolean,
+      name: Schema.String,
+      message: Schema.String,
+    }),
   ),
   nextDueAt: Schema.NullOr(Schema.String),
+  retryPolicy: Schema.NullOr(RetryPolicy),
   holdReasons: Schema.Array(HoldReason),
   decisions: Schema.Array(DecisionChoice),
   retry: Schema.NullOr(Schema.Struct({ command: Schema.String, meaning: Schema.String })),

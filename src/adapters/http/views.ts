@@ -1,4 +1,4 @@
-import type { DecisionKind, HoldReason, RecordedEvent } from "../../events/index.js";
+import type { DecisionKind, HoldReason, RecordedEvent, RetryPolicy } from "../../events/index.js";
 import { runStreamId } from "../../events/index.js";
 import { type CallStatus, contextOf, foldRun, type RunContext } from "../../machines/index.js";
 import type { RunRow } from "../../projections/index.js";
@@ -99,14 +99,21 @@ export interface CallView {
   readonly evidence: { readonly outcome: string; readonly evidence: unknown } | null;
   readonly error: { readonly name: string; readonly message: string } | null;
   readonly retriesLeft: number;
-  /** Every definite failure of the call, by attempt (a policy's retries and a grant's alike). */
+  /**
+   * Every failed attempt of the call, in order: each definite failure (a policy's retries and a
+   * grant's alike), and each attempt a replayable model call's policy retried in doubt
+   * (`definite: false`: the error proved nothing, the attempt has no outcome).
+   */
   readonly failedAttempts: ReadonlyArray<{
     readonly attempt: number;
+    readonly definite: boolean;
     readonly name: string;
     readonly message: string;
   }>;
   /** When a retry policy scheduled the next attempt and it has not started yet: its due time (ISO 8601). */
   readonly nextDueAt: string | null;
+  /** The retry policy the latest attempt's intent recorded (attempts in all, backoff, `when`); null without one. */
+  readonly retryPolicy: RetryPolicy | null;
   /** Why the run is held, for this call. */
   readonly holdReasons: ReadonlyArray<HoldReason>;
   /** The decisions that apply now (for a call in doubt), in the order `show` prints them. */
@@ -151,7 +158,10 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   const intents = new Map<string, Extract<RecordedEvent["event"], { type: "call.intended" }>>();
   const evidence = new Map<string, { outcome: string; evidence: unknown }>();
   const errors = new Map<string, { name: string; message: string }>();
-  const failures = new Map<string, Array<{ attempt: number; name: string; message: string }>>();
+  const failures = new Map<
+    string,
+    Array<{ attempt: number; definite: boolean; name: string; message: string }>
+  >();
   const due = new Map<string, string>();
   const committed = new Map<string, boolean>();
   for (const { event } of events) {
@@ -167,11 +177,21 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         errors.set(event.callId, { name: event.error.name, message: event.error.message });
         failures.set(event.callId, [
           ...(failures.get(event.callId) ?? []),
-          { attempt: event.attempt, name: event.error.name, message: event.error.message },
+          { attempt: event.attempt, definite: true, name: event.error.name, message: event.error.message },
         ]);
       }
     } else if (event.type === "retry.scheduled") {
       due.set(event.callId, event.dueAt);
+      if (event.error)
+        failures.set(event.callId, [
+          ...(failures.get(event.callId) ?? []),
+          {
+            attempt: event.attempt - 1,
+            definite: false,
+            name: event.error.name,
+            message: event.error.message,
+          },
+        ]);
     } else if (event.type === "call.reconciled") {
       if (intents.get(event.callId)?.attempt === event.attempt) {
         committed.set(event.callId, true);
@@ -218,6 +238,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         retriesLeft: state?.retriesLeft ?? 0,
         failedAttempts: failures.get(intent.callId) ?? [],
         nextDueAt: due.get(intent.callId) ?? null,
+        retryPolicy: intent.retry ?? null,
         holdReasons: run.status === "held" ? run.heldReasons.filter((r) => r.callId === intent.callId) : [],
         decisions,
         retry: retry ? { command: retry.command, meaning: retry.meaning } : null,

@@ -2,6 +2,7 @@ import * as Schema from "effect/Schema";
 import type { Reconciler, ToolDef } from "../../runtime/define.js";
 import { defineTool } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
+import { type RetryPolicy, retryableStatus, statusOf } from "../../runtime/retry.js";
 import { builtInSource } from "./moduleSource.js";
 
 /** The arguments of `http_request`: url, and optionally method, headers and body. */
@@ -43,7 +44,7 @@ export type HttpLookup =
   | { readonly found: false; readonly reserved?: false }
   | { readonly found: "unknown"; readonly reason: string };
 
-/** How `makeHttpTool` sends and reconciles: the key lookup (required), name, timeout, key header. */
+/** How `makeHttpTool` sends, retries and reconciles: the key lookup (required), name, timeout, key header, retry policy. */
 export interface HttpToolOptions {
   /** Tool name; default `http_request`. */
   readonly name?: string;
@@ -61,11 +62,32 @@ export interface HttpToolOptions {
   readonly timeoutMs?: number;
   /** Header that carries the idempotency key; default `Idempotency-Key`. */
   readonly keyHeader?: string;
+  /**
+   * Retry refusals, each attempt journaled with its own idempotency key, after the server's
+   * `Retry-After` or the backoff. Without `when`, the tool retries a refusal with a retryable status
+   * (408, 409, 425, 429) and a request that never left (connection refused, unknown host); a 400 or
+   * a 404 is final. A 5xx or a timeout is never retried by the policy: it may have acted (law 4).
+   *
+   * @example
+   * makeHttpTool({ lookup, retry: { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } });
+   */
+  readonly retry?: RetryPolicy;
 }
 
-/** Refusals after which the server did not act: the request is definitely not done. */
-const DEFINITE_STATUS = (status: number): boolean =>
-  status >= 400 && status < 500 && ![408, 425, 429].includes(status);
+/** The http tool's default `when`: a refusal that says "try again", or a request that never left. */
+const retryableRefusal = (failure: DefiniteFailure): boolean => {
+  const status = statusOf(failure);
+  if (status !== undefined) return status === 425 || retryableStatus(status);
+  return (failure.details as { sent?: unknown } | undefined)?.sent === false;
+};
+
+/**
+ * Refusals after which the server did not act: the request is definitely not done. 408 (the request
+ * did not arrive whole), 425 (not processed, too early) and 429 (rate limited) are refusals too, so a
+ * retry policy may retry them (decision 0046). 499 is a proxy's note that the client went away,
+ * not a server's answer: it proves nothing.
+ */
+const DEFINITE_STATUS = (status: number): boolean => status >= 400 && status < 500 && status !== 499;
 
 /** Errors that prove no byte of the one request was sent: no connection, no address, no valid URL. */
 const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ERR_INVALID_URL"]);
@@ -81,9 +103,11 @@ const errorCode = (error: unknown): string | undefined => {
  *
  * Whatever the server answers is the outcome, a 3xx included: redirects are never followed (the
  * server may have acted before it redirected; the result carries `location`). A 4xx refusal is a
- * definite failure, except 408, 425 and 429, which are returned. Only an error that proves the
- * request never left is definite: connection refused, unknown host, invalid URL, a port fetch
- * refuses. A timeout, a reset or a 5xx is not: the call stays in doubt and the reconciler decides.
+ * definite failure carrying the status, the body and any `Retry-After` (so a `retry` policy can
+ * retry a 429 when the server says). Only an error that proves the request never left is definite
+ * too: connection refused, unknown host, invalid URL, a port fetch refuses. A timeout, a reset or a
+ * 5xx is not: the call stays in doubt and the reconciler decides. The call's signal (its
+ * `timeoutMs`, a cancel) aborts the request.
  *
  * @example
  * const post = makeHttpTool({
@@ -134,7 +158,10 @@ export const makeHttpTool = (
     args: HttpArgs,
     reconciler,
     ...builtInSource(import.meta.url),
-    run: async ({ url, method, headers, body }, { idempotencyKey }) => {
+    ...(options.retry === undefined
+      ? {}
+      : { retry: { ...options.retry, when: options.retry.when ?? retryableRefusal } }),
+    run: async ({ url, method, headers, body }, { idempotencyKey, signal }) => {
       let response: Response;
       try {
         response = await fetch(url, {
@@ -142,14 +169,14 @@ export const makeHttpTool = (
           headers: { "content-type": "application/json", ...headers, [keyHeader]: idempotencyKey },
           ...(body === undefined || method === "GET" ? {} : { body: JSON.stringify(body) }),
           redirect: "manual",
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
         });
       } catch (error) {
         const code = errorCode(error);
         const refusedLocally = (error as { cause?: { message?: string } })?.cause?.message === "bad port";
         if ((code !== undefined && NEVER_SENT.has(code)) || refusedLocally) {
           const why = code ?? "the port is refused by fetch (bad port)";
-          throw new DefiniteFailure(`the request to ${url} never left: ${why}`);
+          throw new DefiniteFailure(`the request to ${url} never left: ${why}`, { sent: false, reason: why });
         }
         throw error;
       }
@@ -161,9 +188,11 @@ export const makeHttpTool = (
         // Not JSON: keep the text.
       }
       if (DEFINITE_STATUS(response.status)) {
+        const retryAfter = response.headers.get("retry-after");
         throw new DefiniteFailure(`${method} ${url} was refused with ${response.status}`, {
           status: response.status,
           body: parsed,
+          ...(retryAfter === null ? {} : { retryAfter }),
         });
       }
       if (response.status >= 500)

@@ -319,6 +319,21 @@ export class RunSpans {
           time,
         );
         return;
+      case "retry.scheduled":
+        // A replayable model call's attempt retried in doubt has no outcome: its span ends here.
+        if (run.calls.has(event.callId)) this.endCall(run, event.callId, event.attempt - 1, "in-doubt", time);
+        run.span.addEvent(
+          "holdfast.retry.scheduled",
+          {
+            "holdfast.call.id": event.callId,
+            "holdfast.retry.attempt": event.attempt,
+            "holdfast.retry.due_at": event.dueAt,
+            "holdfast.retry.delay_ms": event.delayMs,
+            "holdfast.retry.reason": event.reason,
+          },
+          time,
+        );
+        return;
       case "run.resumed":
         run.span.addEvent("holdfast.run.resumed", { "holdfast.worker.id": event.by }, time);
         return;
