@@ -10,6 +10,7 @@ import { execute, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
 import type { Claim, Fence } from "./Journal.js";
 import { Limiter } from "./limiter.js";
+import { admitNextQueued } from "./queue.js";
 import {
   asksReconciler,
   type Classification,
@@ -173,6 +174,12 @@ export const recoverRuns = async (
       );
       throw failure.reason;
     }
+  }
+  // Chats whose run ended with inputs queued behind it, whose next input nobody admitted (the
+  // process that ended the run died first): found by index, admitted here (decision 0045).
+  for (const chatId of await core.journal.idleQueues()) {
+    const runId = await admitNextQueued(core, chatId);
+    if (runId) started.push(core.wait(runId));
   }
   const report = emptyPart();
   for (const part of parts) {
