@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { openStoreReader } from "../../src/adapters/store.js";
+import { openStore, openStoreReader } from "../../src/adapters/store.js";
 import { queueStreamId } from "../../src/events/index.js";
 import {
   ActiveRunExists,
@@ -249,6 +249,46 @@ describe.each(engines)("a chat's input queue (%s)", (engine) => {
       expect(await free.result).toMatchObject({ status: "completed" });
     } finally {
       await runtime.close();
+    }
+  });
+
+  it("the audit finds a queue admission apart from its run's admission, and an input admitted twice", async () => {
+    const runtime = await open();
+    try {
+      const first = (await submit(runtime, "m1")) as RunHandle;
+      const m2 = (await submit(runtime, "m2")) as QueuedHandle;
+      gates.open("m1");
+      gates.open("m2");
+      await first.result;
+      expect(await m2.result).toMatchObject({ status: "completed" });
+    } finally {
+      await runtime.close();
+    }
+    const journal = await openStore(store);
+    try {
+      const head = await journal.streamHead(queueStreamId("c"));
+      await journal.append({
+        streamId: queueStreamId("c"),
+        expectedVersion: head!.version,
+        events: [{ type: "input.admitted", chatId: "c", inputId: "m2", runId: "forged" }],
+      });
+      await journal.append({
+        streamId: queueStreamId("c"),
+        expectedVersion: head!.version + 1,
+        events: [{ type: "input.admitted", chatId: "c", inputId: "never-queued", runId: "forged" }],
+      });
+    } finally {
+      await journal.close();
+    }
+    const again = await open();
+    try {
+      const { findings } = await again.audit();
+      expect(findings.map((f) => [f.kind, f.detail])).toEqual([
+        ["queue-mismatch", "input.admitted for input m2, which was admitted before"],
+        ["queue-mismatch", "input.admitted for input never-queued, which this queue never queued"],
+      ]);
+    } finally {
+      await again.close();
     }
   });
 });

@@ -1,10 +1,12 @@
 import {
+  type AnyEvent,
   decodeRow,
   EventDecodeError,
   EventDecryptError,
   GENESIS_HASH,
   GRAPH_STREAM_PREFIX,
   type Keyring,
+  QUEUE_STREAM_PREFIX,
   type RecordedEvent,
   type StoredRow,
   SYSTEM_STREAM,
@@ -23,6 +25,7 @@ import {
   headDigest,
 } from "./heads.js";
 import { RebuiltProjections } from "./projections.js";
+import { QueueChecks } from "./queue.js";
 import { type AdmissionCheck, RunChecks, type RunTrack } from "./runs.js";
 import { type AuditSpill, memorySpill } from "./spill.js";
 
@@ -139,6 +142,9 @@ export class LogAuditor {
   private readonly findings: Findings;
   private readonly streams = new Map<string, StreamState>();
   private readonly runs: RunChecks;
+  private readonly queues = new QueueChecks();
+  /** The event of the row fed last, when it decoded: a queue's admission must follow its run's. */
+  private previous: AnyEvent | null = null;
   private readonly rebuilt: RebuiltProjections;
   private readonly spill: AuditSpill;
   private prunedCount = 0;
@@ -202,6 +208,8 @@ export class LogAuditor {
     this.headAnchor.noteRow(row.position, row.hash);
     this.findings.rowHasFinding = false;
     const at = { streamId: row.streamId, version: row.version, position: row.position };
+    const before = this.previous;
+    this.previous = null;
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
@@ -241,10 +249,14 @@ export class LogAuditor {
       return;
     }
     const event = recorded.event;
+    this.previous = event;
     const wrong = misplaced(row.streamId, event);
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
     else if (row.streamId.startsWith("run-")) this.runs.check(recorded, stream);
-    else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
+    else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
+      const breach = this.queues.check(recorded, before);
+      if (breach) this.findings.add({ ...at, ...breach });
+    } else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
     else if (event.type === "outcome.orphaned") {
       const { runId, callId, attempt } = event;
       if (this.orphaned.length < this.maxListed) this.orphaned.push({ runId, callId, attempt, ...at });

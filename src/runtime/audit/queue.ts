@@ -1,0 +1,65 @@
+import type { AnyEvent, RecordedEvent } from "../../events/index.js";
+import type { Breach } from "./findings.js";
+
+interface QueueTrack {
+  /** Pending input ids, first queued first. */
+  readonly pending: string[];
+  /** Every input id the stream queued, with what became of it. */
+  readonly seen: Map<string, "pending" | "admitted" | "withdrawn">;
+}
+
+/**
+ * The laws of a chat's queue stream (decision 0045), fed its events in log order with the event
+ * just before each: an input is queued once; it is admitted only while pending, first queued
+ * first, exactly once, and in the commit of its run's `run.admitted` (the event right before it
+ * in the log, naming the same chat, input and run). Holds per queue its input ids only.
+ */
+export class QueueChecks {
+  private readonly queues = new Map<string, QueueTrack>();
+
+  check(recorded: RecordedEvent, before: AnyEvent | null): Breach | null {
+    const { event, streamId } = recorded;
+    let track = this.queues.get(streamId);
+    if (!track) {
+      track = { pending: [], seen: new Map() };
+      this.queues.set(streamId, track);
+    }
+    if (event.type === "input.queued") {
+      if (track.seen.has(event.inputId))
+        return { kind: "queue-mismatch", detail: `input ${event.inputId} was queued twice` };
+      track.seen.set(event.inputId, "pending");
+      track.pending.push(event.inputId);
+      return null;
+    }
+    if (event.type !== "input.admitted" && event.type !== "input.withdrawn") return null;
+    const status = track.seen.get(event.inputId);
+    if (status !== "pending")
+      return {
+        kind: "queue-mismatch",
+        detail:
+          status === undefined
+            ? `${event.type} for input ${event.inputId}, which this queue never queued`
+            : `${event.type} for input ${event.inputId}, which was ${status} before`,
+      };
+    if (event.type === "input.admitted") {
+      if (track.pending[0] !== event.inputId)
+        return {
+          kind: "queue-mismatch",
+          detail: `input ${event.inputId} was admitted before ${track.pending[0]}, queued before it`,
+        };
+      if (
+        before?.type !== "run.admitted" ||
+        before.runId !== event.runId ||
+        before.inputId !== event.inputId ||
+        before.chatId !== event.chatId
+      )
+        return {
+          kind: "queue-mismatch",
+          detail: `input ${event.inputId} is recorded admitted as run ${event.runId}, but that run's run.admitted is not in the same commit`,
+        };
+    }
+    track.seen.set(event.inputId, event.type === "input.admitted" ? "admitted" : "withdrawn");
+    track.pending.splice(track.pending.indexOf(event.inputId), 1);
+    return null;
+  }
+}
