@@ -15,6 +15,7 @@ import {
 } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
+import type { JournalReader } from "./Journal.js";
 
 /**
  * What `submit` does when the chat has an active run: `refuse` (`ActiveRunExists`, the default),
@@ -382,7 +383,10 @@ const waitingDetail = (row: RunRow | null): string => {
 };
 
 /** A chat's pending inputs in order, and the run they wait for. */
-export const listQueue = async (core: Pick<EngineCore, "journal">, chatId: string): Promise<ChatQueue> => {
+export const listQueue = async (
+  core: { readonly journal: JournalReader },
+  chatId: string,
+): Promise<ChatQueue> => {
   const state = foldQueue(await core.journal.readStream(queueStreamId(chatId)));
   const items = state.pending.map(
     (item, i): QueuedInput => ({
