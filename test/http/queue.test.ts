@@ -44,4 +44,48 @@ describe("the JSON API: a chat's queue", () => {
     const after = await body(await g.request(`/api/chats/${chatId}/queue`));
     expect(after.items.map((i: { inputId: string }) => i.inputId)).toEqual(["m2"]);
   });
+
+  it("the panel shows the queue on the held run's page; withdraw asks to confirm, needs the CSRF token, then records", async () => {
+    given = await givenServer(tempDir());
+    const g = given;
+    const { runId, chatId } = await g.submit("flaky");
+    await g.runtime.submit({ chatId, inputId: "m1", agent: "pair", content: null, whenBusy: "queue" });
+    const session = await g.login("ada");
+    const browse = (path: string, init: RequestInit = {}) =>
+      g.request(path, {
+        ...init,
+        auth: "none",
+        headers: {
+          host: g.panelHost,
+          origin: `http://${g.panelHost}`,
+          cookie: session.cookie,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+      });
+    const page = await (await browse(`/runs/${runId}`)).text();
+    expect(page).toContain(`1 input queued in chat <span class="mono">${chatId}</span>`);
+    expect(page).toContain("They wait for this run: held: waiting for a decision");
+    const action = `/chats/${encodeURIComponent(chatId)}/queue/m1/withdraw`;
+    expect(page).toContain(`action="${action}"`);
+
+    const noCsrf = await browse(action, { method: "POST", body: "confirm=yes" });
+    expect(noCsrf.status).toBe(403);
+    const confirm = await browse(action, {
+      method: "POST",
+      body: `_csrf=${encodeURIComponent(session.csrf)}`,
+    });
+    expect(confirm.status).toBe(200);
+    expect(await confirm.text()).toContain("Withdraw a queued input?");
+    expect((await g.runtime.queue(chatId)).items).toHaveLength(1);
+
+    const done = await browse(action, {
+      method: "POST",
+      body: `_csrf=${encodeURIComponent(session.csrf)}&confirm=yes`,
+    });
+    expect(done.status).toBe(200);
+    expect(await done.text()).toContain(`Recorded: input m1 of chat ${chatId} was withdrawn.`);
+    expect((await g.runtime.queue(chatId)).items).toEqual([]);
+    const again = await (await browse(`/runs/${runId}`)).text();
+    expect(again).not.toContain("queued in chat");
+  });
 });

@@ -291,4 +291,39 @@ describe.each(engines)("a chat's input queue (%s)", (engine) => {
       await again.close();
     }
   });
+
+  it("retention prunes the finished runs of a chat and never its queue stream; the audit stays clean", async () => {
+    const runtime = await open();
+    try {
+      const first = (await submit(runtime, "m1")) as RunHandle;
+      const m2 = (await submit(runtime, "m2")) as QueuedHandle;
+      await submit(runtime, "m3");
+      gates.open("m1");
+      gates.open("m2");
+      await first.result;
+      await m2.result;
+      // m3 runs now (its gate is shut): the queue stream has an input admitted and none pending.
+      await (await submit(runtime, "m4")).queued;
+    } finally {
+      gates.open("m3");
+      gates.open("m4");
+      await runtime.close();
+    }
+    const journal = await openStore(store);
+    try {
+      const before = await journal.readStream(queueStreamId("c"));
+      const report = await journal.prune({ keepRuns: 0, keepDays: 0 });
+      expect(report.pruned.length).toBeGreaterThanOrEqual(2);
+      expect(report.pruned.every((p) => p.streamId.startsWith("run-"))).toBe(true);
+      expect(await journal.readStream(queueStreamId("c"))).toEqual(before);
+    } finally {
+      await journal.close();
+    }
+    const again = await open();
+    try {
+      expect((await again.audit()).findings).toEqual([]);
+    } finally {
+      await again.close();
+    }
+  });
 });

@@ -268,6 +268,7 @@ export class LogAuditor {
   private notePruned(entries: ReadonlyArray<PrunedHead>, position: number): void {
     for (const entry of entries) {
       this.headAnchor.notePruned(entry, position);
+      if (entry.streamId.startsWith("run-")) this.queues.runPruned(entry.streamId.slice(4));
       const stream = this.streams.get(entry.streamId);
       if (stream) {
         stream.pruned = true;
@@ -345,6 +346,7 @@ export class LogAuditor {
 
   /** Close the audit. `moved`: events were appended after the audited log ended. */
   finish(moved: boolean): AuditReport {
+    for (const finding of this.queues.finish()) this.findings.add(finding);
     this.findings.settle(moved);
     const heads = this.currentHeads();
     const digest = headDigest(heads);

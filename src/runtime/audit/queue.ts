@@ -1,5 +1,5 @@
 import type { AnyEvent, RecordedEvent } from "../../events/index.js";
-import type { Breach } from "./findings.js";
+import type { AuditFinding, Breach } from "./findings.js";
 
 interface QueueTrack {
   /** Pending input ids, first queued first. */
@@ -16,6 +16,21 @@ interface QueueTrack {
  */
 export class QueueChecks {
   private readonly queues = new Map<string, QueueTrack>();
+  /**
+   * Admissions whose run's `run.admitted` is not right before them, by run id: findings at the end,
+   * unless retention removed that run (its events are gone from the log, the record of it comes later).
+   */
+  private readonly apart = new Map<string, AuditFinding>();
+
+  /** Retention removed this run's stream: its admission cannot be seen beside the queue's any more. */
+  runPruned(runId: string): void {
+    this.apart.delete(runId);
+  }
+
+  /** The admissions found apart from their run's, of runs not removed by retention. */
+  finish(): AuditFinding[] {
+    return [...this.apart.values()];
+  }
 
   check(recorded: RecordedEvent, before: AnyEvent | null): Breach | null {
     const { event, streamId } = recorded;
@@ -53,10 +68,13 @@ export class QueueChecks {
         before.inputId !== event.inputId ||
         before.chatId !== event.chatId
       )
-        return {
+        this.apart.set(event.runId, {
           kind: "queue-mismatch",
+          streamId,
+          version: recorded.version,
+          position: recorded.position,
           detail: `input ${event.inputId} is recorded admitted as run ${event.runId}, but that run's run.admitted is not in the same commit`,
-        };
+        });
     }
     track.seen.set(event.inputId, event.type === "input.admitted" ? "admitted" : "withdrawn");
     track.pending.splice(track.pending.indexOf(event.inputId), 1);
