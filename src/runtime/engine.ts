@@ -1,4 +1,5 @@
-import { type Masker, makeMasker, runStreamId } from "../events/index.js";
+import * as Schema from "effect/Schema";
+import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
 import type { EngineCore, Interrupter } from "./core.js";
@@ -13,6 +14,7 @@ import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { DefiniteFailure, InterruptNeedsCancel, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import { handled } from "./handled.js";
+import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
@@ -63,6 +65,11 @@ export interface EngineOptions {
   /** What `whenBusy: "interrupt"` calls to cancel the chat's active run (default: refuses, no cancel yet). */
   readonly interrupter?: Interrupter;
 }
+
+const WithdrawOptionsSchema = Schema.Struct({
+  by: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)),
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000))),
+});
 
 /** The interrupter until cancel exists: refuses, writing nothing. */
 const noCancel: Interrupter = {
@@ -179,6 +186,7 @@ export class Engine implements EngineCore {
 
   /** A chat's pending queued inputs, in order, and the run they wait for. */
   queue(chatId: string): Promise<ChatQueue> {
+    decodeInput(ChatId, chatId, "chatId");
     return listQueue(this, chatId);
   }
 
@@ -188,6 +196,9 @@ export class Engine implements EngineCore {
     inputId: string,
     options: { readonly by: string; readonly reason?: string },
   ): Promise<WithdrawOutcome> {
+    decodeInput(ChatId, chatId, "chatId");
+    decodeInput(InputId, inputId, "inputId");
+    decodeInput(WithdrawOptionsSchema, options, "withdraw options");
     return withdrawQueued(this, chatId, inputId, options);
   }
 

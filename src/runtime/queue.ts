@@ -143,7 +143,7 @@ export const enqueue = async <H>(
       inputDigest,
       agent: { name: agent.name, version: agent.version },
       input: prepared.input,
-      ...(prepared.by !== undefined ? { by: prepared.by } : {}),
+      ...(prepared.by !== undefined ? { by: core.masker.mask(prepared.by) } : {}),
     };
     try {
       await core.journal.append({
@@ -439,8 +439,9 @@ export const withdrawQueued = async (
             type: "input.withdrawn",
             chatId,
             inputId,
-            by: options.by,
-            ...(options.reason !== undefined ? { reason: options.reason } : {}),
+            // Free text from a person: masked like a decision's note (law 8).
+            by: core.masker.mask(options.by),
+            ...(options.reason !== undefined ? { reason: core.masker.mask(options.reason) } : {}),
           },
         ],
       });
