@@ -225,6 +225,8 @@ export interface JournalReader {
   activeRun(chatId: string): Promise<string | null>;
   /** Every active run: running, interrupted or held. */
   activeRuns(): Promise<ReadonlyArray<string>>;
+  /** The queue index (decision 0045): each chat with queued inputs pending, and how many. */
+  queuePending(): Promise<ReadonlyArray<{ readonly chatId: string; readonly pending: number }>>;
   /**
    * Chats with queued inputs pending and no active run, by the `queue_pending` index (decision
    * 0045): what a recovery pass admits when the process that ended a chat's run died before.

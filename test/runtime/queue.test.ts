@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openStore, openStoreReader } from "../../src/adapters/store.js";
 import { queueStreamId } from "../../src/events/index.js";
 import {
@@ -324,6 +325,50 @@ describe.each(engines)("a chat's input queue (%s)", (engine) => {
       expect((await again.audit()).findings).toEqual([]);
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe("the queue index", () => {
+  it("the audit finds a chat whose queue index row is missing while inputs wait (recovery would not find them)", async () => {
+    const gates = new Gates();
+    const store = join(tempDir(), "j.db");
+    const runtime = await openRuntime({ store, agents: [gatedAgent(gates)], tools: [] });
+    try {
+      const first = (await runtime.submit({
+        chatId: "c",
+        inputId: "m1",
+        agent: "gated",
+        content: { text: "m1" },
+        whenBusy: "queue",
+      })) as RunHandle;
+      await runtime.submit({
+        chatId: "c",
+        inputId: "m2",
+        agent: "gated",
+        content: { text: "m2" },
+        whenBusy: "queue",
+      });
+      expect((await runtime.audit()).findings).toEqual([]);
+      const journal = LibsqlJournal.open(store);
+      try {
+        journal.unsafeDatabase().prepare("DELETE FROM queue_pending WHERE chat_id = ?").run("c");
+      } finally {
+        await journal.close();
+      }
+      expect((await runtime.audit()).findings).toEqual([
+        expect.objectContaining({
+          kind: "queue-mismatch",
+          streamId: queueStreamId("c"),
+          detail:
+            "the queue index says 0 input(s) pending, the queue stream 1: recovery would not find this chat's queue",
+        }),
+      ]);
+      gates.open("m1");
+      gates.open("m2");
+      await first.result;
+    } finally {
+      await runtime.close();
     }
   });
 });

@@ -570,6 +570,12 @@ export class LibsqlJournal implements Journal {
     return (await this.read(() => this.rows<{ run_id: string }>(SQL.activeRuns))).map((r) => r.run_id);
   }
 
+  async queuePending(): Promise<ReadonlyArray<{ readonly chatId: string; readonly pending: number }>> {
+    return (await this.read(() => this.rows<{ chat_id: string; pending: number }>(SQL.queuePending))).map(
+      (r) => ({ chatId: r.chat_id, pending: Number(r.pending) }),
+    );
+  }
+
   async idleQueues(): Promise<ReadonlyArray<string>> {
     return (await this.read(() => this.rows<{ chat_id: string }>(SQL.idleQueues))).map((r) => r.chat_id);
   }

@@ -125,6 +125,7 @@ export const statements = (dialect: Dialect) =>
       "INSERT INTO queue_pending (chat_id, pending) VALUES (?, 1) ON CONFLICT (chat_id) DO UPDATE SET pending = queue_pending.pending + 1",
     dequeueEmptied: "DELETE FROM queue_pending WHERE chat_id = ? AND pending <= 1",
     dequeueOne: "UPDATE queue_pending SET pending = pending - 1 WHERE chat_id = ?",
+    queuePending: "SELECT chat_id, pending FROM queue_pending ORDER BY chat_id",
     /** Chats with queued inputs and no active run: what a recovery pass admits (decision 0045). */
     idleQueues:
       "SELECT q.chat_id FROM queue_pending q WHERE NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.chat_id = q.chat_id AND g.active = 1) ORDER BY q.chat_id",

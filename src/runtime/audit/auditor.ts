@@ -7,6 +7,7 @@ import {
   GRAPH_STREAM_PREFIX,
   type Keyring,
   QUEUE_STREAM_PREFIX,
+  queueStreamId,
   type RecordedEvent,
   type StoredRow,
   SYSTEM_STREAM,
@@ -337,6 +338,33 @@ export class LogAuditor {
       activeRunIds,
       (streamId) => this.spill.get(PRUNED, streamId) !== undefined,
     );
+  }
+
+  /**
+   * Chats whose queue index row (`queue_pending`, what recovery finds idle queues by) disagrees with
+   * their queue stream's pending inputs. The driver re-reads each stream's head: a queue that moved
+   * during the audit is not a finding. Streams that could not be opened (no key) are left out.
+   */
+  queueIndexMismatches(
+    stored: ReadonlyArray<{ readonly chatId: string; readonly pending: number }>,
+  ): AuditFinding[] {
+    const index = new Map(stored.map((row) => [queueStreamId(row.chatId), row.pending]));
+    const counts = this.queues.pendingCounts();
+    const found: AuditFinding[] = [];
+    for (const streamId of new Set([...index.keys(), ...counts.keys()])) {
+      const stream = this.streams.get(streamId);
+      if (stream?.sealed) continue;
+      const fromEvents = counts.get(streamId) ?? 0;
+      const fromIndex = index.get(streamId) ?? 0;
+      if (fromEvents === fromIndex) continue;
+      found.push({
+        kind: "queue-mismatch",
+        streamId,
+        version: stream?.version ?? null,
+        detail: `the queue index says ${fromIndex} input(s) pending, the queue stream ${fromEvents}: recovery ${fromIndex < fromEvents ? "would not find this chat's queue" : "looks for inputs that do not wait"}`,
+      });
+    }
+    return found;
   }
 
   /** Record findings the driver confirmed (guard mismatches still true after re-reading). */

@@ -27,6 +27,11 @@ export class QueueChecks {
     this.apart.delete(runId);
   }
 
+  /** Pending inputs per queue stream, as its events say. */
+  pendingCounts(): ReadonlyMap<string, number> {
+    return new Map([...this.queues].map(([streamId, track]) => [streamId, track.pending.length]));
+  }
+
   /** The admissions found apart from their run's, of runs not removed by retention. */
   finish(): AuditFinding[] {
     return [...this.apart.values()];
