@@ -11,6 +11,7 @@ import {
   defineTool,
   InputConflict,
   InterruptNeedsCancel,
+  InvalidInput,
   openRuntime,
   type QueuedHandle,
   QueuedInputAdmitted,
@@ -209,6 +210,24 @@ describe.each(engines)("a chat's input queue (%s)", (engine) => {
       expect(await next.result).toMatchObject({ status: "completed" });
       expect((await runtime.queue("c")).waitingFor).toBeNull();
       expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("refuses a whenBusy it does not know, writing nothing", async () => {
+    const runtime = await open();
+    try {
+      await expect(
+        runtime.submit({
+          chatId: "c",
+          inputId: "m1",
+          agent: "gated",
+          content: { text: "m1" },
+          whenBusy: "later" as "queue",
+        }),
+      ).rejects.toBeInstanceOf(InvalidInput);
+      expect(await runtime.runs()).toEqual([]);
     } finally {
       await runtime.close();
     }
