@@ -63,6 +63,14 @@ describe("holdfast queue", () => {
       `chat c: 2 input(s) queued behind run ${heldRunId} — held: waiting for a decision`,
     );
     expect(text.stdout).toContain(`holdfast show ${heldRunId}`);
+
+    const chat = await runCli(["show", "--chat", "c", "--db", db]);
+    expect(chat.code, chat.stderr).toBe(0);
+    expect(chat.stdout).toContain(
+      `queue: 2 input(s) waiting for run ${heldRunId} (held): m2, m3 — holdfast queue c`,
+    );
+    const chatJson = JSON.parse((await runCli(["show", "--chat", "c", "--db", db, "--json"])).stdout);
+    expect(chatJson.queue.items).toHaveLength(2);
   });
 
   it("withdraws a pending input; again is a no-op that says so; an unknown input is refused", async () => {
