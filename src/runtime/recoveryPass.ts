@@ -178,8 +178,16 @@ export const recoverRuns = async (
   // Chats whose run ended with inputs queued behind it, whose next input nobody admitted (the
   // process that ended the run died first): found by index, admitted here (decision 0045).
   for (const chatId of await core.journal.idleQueues()) {
-    const runId = await admitNextQueued(core, chatId);
-    if (runId) started.push(core.wait(runId));
+    try {
+      const runId = await admitNextQueued(core, chatId);
+      if (runId) started.push(core.wait(runId));
+    } catch (error) {
+      // One chat's queue failing stays with that chat: the pass goes on, the next pass tries again.
+      process.emitWarning(
+        `the next queued input of chat ${chatId} could not be admitted by this recovery pass (${errorInfo(core.masker, error).message}); the next pass tries again`,
+        { code: "HOLDFAST_QUEUE_ADMIT" },
+      );
+    }
   }
   const report = emptyPart();
   for (const part of parts) {
