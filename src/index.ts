@@ -49,12 +49,18 @@ export {
   type PlanValue,
 } from "./runtime/documents.js";
 export type {
+  ChatQueue,
   DecisionOutcome,
   PreflightFinding,
+  QueuedHandle,
+  QueuedInput,
   RecoveryReport,
   RunHandle,
   RunResult,
   SubmitRequest,
+  WhenBusy,
+  WithdrawnResult,
+  WithdrawOutcome,
 } from "./runtime/engine.js";
 export {
   ActiveRunExists,
@@ -72,6 +78,7 @@ export {
   EventDecodeError,
   FencedOut,
   InputConflict,
+  InterruptNeedsCancel,
   InvalidInput,
   InvalidToolArgs,
   JournalClosed,
@@ -80,6 +87,8 @@ export {
   LostCommits,
   NoteRequired,
   OutcomeUnknown,
+  QueuedInputAdmitted,
+  QueuedInputNotFound,
   RebuildRefused,
   RetryLimitExceeded,
   RetryNotAllowed,

@@ -8,13 +8,16 @@ import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
 import {
+  type ChatQueue,
   type DecisionOutcome,
   Engine,
   type PreflightFinding,
+  type QueuedHandle,
   type RecoveryReport,
   type RunHandle,
   type RunResult,
   type SubmitRequest,
+  type WithdrawOutcome,
 } from "../runtime/engine.js";
 import { decodeInput } from "../runtime/input.js";
 import type { Journal, PruneReport, RetentionPolicy } from "../runtime/Journal.js";
@@ -88,8 +91,34 @@ export interface Runtime {
   readonly preflight: ReadonlyArray<PreflightFinding>;
   /** What retention removed while opening; null when `retention` was not configured. */
   readonly retention: PruneReport | null;
-  /** Admit an input and start its run; same ids and content return the same run (`reused: true`). */
-  submit(request: SubmitRequest): Promise<RunHandle>;
+  /**
+   * Admit an input and start its run; same ids and content return the same run (`reused: true`).
+   * While the chat has an active run it is refused (`ActiveRunExists`), unless `whenBusy: "queue"`:
+   * then the input waits in the chat's queue and a {@link QueuedHandle} comes back (decision 0045).
+   * @example
+   * const handle = await runtime.submit({ chatId: "c1", inputId: "m2", agent: "chat", content, whenBusy: "queue" });
+   * const result = await handle.result; // the run's, once admitted and ended
+   */
+  submit(request: SubmitRequest & { readonly whenBusy?: "refuse" | undefined }): Promise<RunHandle>;
+  submit(request: SubmitRequest): Promise<RunHandle | QueuedHandle>;
+  /**
+   * A chat's pending queued inputs in order (`position` 1 is admitted next) and the run they wait
+   * for; a held run keeps its chat's queue waiting.
+   * @example
+   * const { items, waitingFor } = await runtime.queue("c1");
+   */
+  queue(chatId: string): Promise<ChatQueue>;
+  /**
+   * Withdraw a queued input before it is admitted (`input.withdrawn`); refused once it was admitted
+   * (`QueuedInputAdmitted`). `withdrawn: false` when it had been withdrawn before.
+   * @example
+   * await runtime.withdraw("c1", "m3", { by: "ada" });
+   */
+  withdraw(
+    chatId: string,
+    inputId: string,
+    options: { readonly by: string; readonly reason?: string },
+  ): Promise<WithdrawOutcome>;
   /** The result of a run: live here, or as the journal records it. */
   wait(runId: string): Promise<RunResult>;
   /** Recover interrupted runs now; `done` settles when every resumed run settles. */
@@ -271,7 +300,9 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     recovery,
     preflight: engine.preflight,
     retention,
-    submit: (request) => engine.submit(request),
+    submit: ((request: SubmitRequest) => engine.submit(request)) as Runtime["submit"],
+    queue: (chatId) => engine.queue(chatId),
+    withdraw: (chatId, inputId, withdrawOptions) => engine.withdraw(chatId, inputId, withdrawOptions),
     wait: (runId) => engine.wait(runId),
     recover: () => engine.recover(),
     runs: () => engine.runs(),

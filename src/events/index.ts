@@ -7,6 +7,7 @@ export * from "./envelope.js";
 export * from "./graph.js";
 export * from "./ids.js";
 export * from "./mask.js";
+export * from "./queue.js";
 export * from "./run.js";
 export * from "./seal.js";
 export * from "./shared.js";

@@ -4,6 +4,7 @@ import { CallEvent } from "./call.js";
 import { DecisionEvent } from "./decision.js";
 import { DocumentEvent } from "./document.js";
 import { GraphEvent } from "./graph.js";
+import { QueueEvent } from "./queue.js";
 import { RunEvent } from "./run.js";
 import { SystemEvent } from "./system.js";
 import { RunClaimed, WorkerEvent } from "./worker.js";
@@ -15,6 +16,7 @@ export const AnyEvent = Schema.Union(
   DecisionEvent,
   DocumentEvent,
   GraphEvent,
+  QueueEvent,
   WorkerEvent,
   SystemEvent,
 );
@@ -30,6 +32,7 @@ export const EVENT_TYPES: ReadonlyArray<EventType> = [
   ...DecisionEvent.members,
   ...DocumentEvent.members,
   ...GraphEvent.members,
+  ...QueueEvent.members,
   RunClaimed,
   ...SystemEvent.members,
 ].map((member) => {

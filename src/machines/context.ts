@@ -34,6 +34,17 @@ export interface CallState {
 
 export type RunStatus = "admitting" | "running" | "interrupted" | "held" | "completed" | "failed" | "stopped";
 
+/**
+ * The statuses that end a run and free its chat: each is recorded by the event `run.<status>`, and
+ * the chat's next queued input is admitted after it (decision 0045). One list, so the coming
+ * `cancelled` is one entry here.
+ */
+export const ENDING_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(["completed", "failed", "stopped"]);
+
+/** Whether an event type ends a run (`run.completed`, …): {@link ENDING_STATUSES} as events. */
+export const isRunEnding = (type: string): boolean =>
+  type.startsWith("run.") && ENDING_STATUSES.has(type.slice(4) as RunStatus);
+
 export interface RunContext {
   readonly runId: string;
   readonly chatId: string;

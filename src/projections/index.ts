@@ -11,6 +11,7 @@ export * from "./conflicts.js";
 export * from "./documents.js";
 export * from "./graph.js";
 export * from "./projection.js";
+export * from "./queue.js";
 export * from "./runs.js";
 
 /**

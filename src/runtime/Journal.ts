@@ -225,6 +225,13 @@ export interface JournalReader {
   activeRun(chatId: string): Promise<string | null>;
   /** Every active run: running, interrupted or held. */
   activeRuns(): Promise<ReadonlyArray<string>>;
+  /** The queue index (decision 0045): each chat with queued inputs pending, and how many. */
+  queuePending(): Promise<ReadonlyArray<{ readonly chatId: string; readonly pending: number }>>;
+  /**
+   * Chats with queued inputs pending and no active run, by the `queue_pending` index (decision
+   * 0045): what a recovery pass admits when the process that ended a chat's run died before.
+   */
+  idleQueues(): Promise<ReadonlyArray<string>>;
   projection<S>(name: string, key: string): Promise<S | null>;
   projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
   /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */

@@ -9,6 +9,7 @@ import { execute, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
 import { decodeInput, refuseSecretIds } from "./input.js";
 import { storedCopy } from "./json.js";
+import { enqueue, type PreparedInput, type QueuedHandle, type WhenBusy } from "./queue.js";
 
 /** An input for an agent: `chatId` + `inputId` identify it (same ids and content: the same run). */
 export interface SubmitRequest {
@@ -16,10 +17,20 @@ export interface SubmitRequest {
   readonly inputId: string;
   readonly agent: string;
   readonly content: unknown;
+  /**
+   * When the chat has an active run: `refuse` (default: `ActiveRunExists`), `queue` (wait in the
+   * chat's queue, admitted when the chat is free: a {@link QueuedHandle}), or `interrupt` (cancel the
+   * active run, then admit).
+   */
+  readonly whenBusy?: WhenBusy | undefined;
+  /** Who submitted it, recorded with a queued input. */
+  readonly by?: string | undefined;
 }
 
 /** A submitted run: its id, whether it was already admitted, and its `result`. */
 export interface RunHandle {
+  /** Absent (or false) on an admitted run; a queued input's handle says `queued: true`. */
+  readonly queued?: false;
   readonly runId: string;
   /** True when (chatId, inputId) was admitted before with the same content: no new work was started. */
   readonly reused: boolean;
@@ -32,6 +43,8 @@ export const SubmitRequestSchema = Schema.Struct({
   inputId: InputId,
   agent: Schema.NonEmptyTrimmedString,
   content: Schema.Unknown,
+  whenBusy: Schema.optional(Schema.UndefinedOr(Schema.Literal("refuse", "queue", "interrupt"))),
+  by: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)))),
 });
 
 /** The chat of a child run: `child:<input id>` (the parent's call id, and the attempt when it was re-run on purpose). */
@@ -42,7 +55,7 @@ export const CHILD_CHAT_PREFIX = "child:";
  * the run admitted first (`reused: true`), however long ago; other content or another agent under
  * the same ids is an `InputConflict`. One active run per chat is the database's rule.
  */
-export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle> => {
+export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle | QueuedHandle> => {
   const request = decodeInput(SubmitRequestSchema, raw, "submit request");
   const { chatId, inputId } = request;
   refuseSecretIds(core.masker, "submit request", { chatId, inputId });
@@ -55,6 +68,35 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle> 
   const existing = await core.journal.admission(chatId, inputId);
   if (existing) return reuse(core, existing.runId, existing.digest, inputDigest, request);
 
+  const prepared: PreparedInput = {
+    chatId,
+    inputId,
+    agent,
+    input: core.masker.mask(input),
+    inputDigest,
+    ...(request.by !== undefined ? { by: request.by } : {}),
+  };
+  const admitNow = () => admitNew(core, prepared, request);
+  const whenBusy = request.whenBusy ?? "refuse";
+  if (whenBusy === "refuse") return admitNow();
+  if (whenBusy === "interrupt") {
+    const active = await core.journal.activeRun(chatId);
+    // Cancel first (refused, writing nothing, until cancel exists); the input then waits in the
+    // queue for the cancelled run to end.
+    if (active) await core.cancelForInterrupt(chatId, active);
+  }
+  return enqueue(core, prepared, admitNow, (runId, digest) =>
+    reuse(core, runId, digest, inputDigest, request),
+  );
+};
+
+/** Admit a new run for the input now; `ActiveRunExists` when the chat is busy. */
+const admitNew = async (
+  core: EngineCore,
+  prepared: PreparedInput,
+  request: SubmitRequest,
+): Promise<RunHandle> => {
+  const { chatId, inputId, agent, inputDigest } = prepared;
   const runId = core.newRunId();
   // Claimed before it is admitted: another worker's recovery never finds it active and unowned.
   const claim = await core.ownership.claim(runId);
@@ -65,7 +107,7 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle> 
     CURRENT_RUN_MACHINE,
     core.ownership.fence(runId),
   );
-  const maskedInput = core.masker.mask(input);
+  const maskedInput = prepared.input;
   try {
     await writer.append([
       {
@@ -76,7 +118,7 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle> 
         inputDigest,
         agent: { name: agent.name, version: agent.version },
         machine: CURRENT_RUN_MACHINE,
-        input: maskedInput,
+        input: maskedInput as never,
       },
     ]);
   } catch (error) {

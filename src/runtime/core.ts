@@ -4,6 +4,15 @@ import type { ExecuteDeps, RunResult } from "./execute.js";
 import type { Journal } from "./Journal.js";
 import type { Ownership } from "./ownership.js";
 
+/**
+ * What `whenBusy: "interrupt"` needs: cancel the chat's active run (it then ends `cancelled` and the
+ * input, queued first, is admitted after it). Until cancel exists the engine's interrupter refuses
+ * with `InterruptNeedsCancel`, writing nothing.
+ */
+export interface Interrupter {
+  cancelForInterrupt(chatId: string, runId: string): Promise<void>;
+}
+
 /** What admission, recovery and decisions share: the engine's state, behind one small interface. */
 export interface EngineCore {
   readonly journal: Journal;
@@ -20,6 +29,15 @@ export interface EngineCore {
   /** Interruptions with no outcome or decision in between after which a run is held `crash-loop`. */
   readonly maxInterruptions: number;
   newRunId(): string;
+  /** Set once `close` began: no new run is started from a queue, watchers stop. */
+  readonly closing: boolean;
+  /**
+   * A run of the chat ended (or its queue changed): admit the chat's next queued input if the chat
+   * is free. Never throws: what it could not admit, the next recovery pass does.
+   */
+  runEnded(chatId: string): Promise<void>;
+  /** Cancel the chat's active run for `whenBusy: "interrupt"` (see {@link Interrupter}). */
+  cancelForInterrupt(chatId: string, runId: string): Promise<void>;
   /** Whether this runtime is executing the run now. */
   isLive(runId: string): boolean;
   /**

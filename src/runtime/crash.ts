@@ -14,7 +14,19 @@ export type CrashPointName =
   | "mid-checkpoint"
   | "mid-group-commit"
   | "after-interrupted"
-  | "after-replay-authorized";
+  | "after-replay-authorized"
+  | QueueCrashPointName;
+
+/**
+ * Crash points of a chat's queue (decision 0045): before a queued input's admission is written,
+ * and after it committed but before its run started. Apart from {@link CRASH_POINTS}: the torture
+ * agents queue nothing, so these would never fire there.
+ */
+export type QueueCrashPointName = "before-queue-admit" | "after-queue-admit";
+export const QUEUE_CRASH_POINTS: ReadonlyArray<QueueCrashPointName> = [
+  "before-queue-admit",
+  "after-queue-admit",
+];
 
 export const CRASH_POINTS: ReadonlyArray<CrashPointName> = [
   "before-intent",

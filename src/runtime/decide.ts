@@ -16,6 +16,7 @@ import {
   type CallState,
   type CallTable,
   contextOf,
+  ENDING_STATUSES,
   foldRun,
   RUN_MACHINE_V1,
   type RunFold,
@@ -417,7 +418,11 @@ const continueAfter = async (
   }
   const version = contextOf(writer.fold).version;
   const done = { runId, version, unchecked };
-  if (statusOf(writer.fold) !== "running") return { ...done, result: handled(core.wait(runId)) };
+  if (statusOf(writer.fold) !== "running") {
+    // A stop ends the run: its chat's next queued input is admitted (decision 0045).
+    if (ENDING_STATUSES.has(statusOf(writer.fold))) await core.runEnded(contextOf(writer.fold).chatId);
+    return { ...done, result: handled(core.wait(runId)) };
+  }
   const context = contextOf(writer.fold);
   const agent = core.agents.get(context.agent.name);
   // Only a runtime that can execute the run claims it (an operator's runtime never does).

@@ -1,7 +1,8 @@
-import { type Masker, makeMasker, runStreamId } from "../events/index.js";
+import * as Schema from "effect/Schema";
+import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
-import type { EngineCore } from "./core.js";
+import type { EngineCore, Interrupter } from "./core.js";
 import {
   type DecisionOutcome,
   type DecisionRequest,
@@ -10,18 +11,35 @@ import {
   type RetryGrantRequest,
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
-import { DefiniteFailure, RunNotFound } from "./errors.js";
+import { DefiniteFailure, InterruptNeedsCancel, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import { handled } from "./handled.js";
+import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
+import {
+  admitNextQueued,
+  type ChatQueue,
+  listQueue,
+  type QueuedHandle,
+  type WithdrawOutcome,
+  withdrawQueued,
+} from "./queue.js";
 import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
 export { CHILD_CHAT_PREFIX } from "./admit.js";
 export type { DecisionOutcome } from "./decide.js";
 export { type RunResult, resultFromJournal } from "./execute.js";
+export type {
+  ChatQueue,
+  QueuedHandle,
+  QueuedInput,
+  WhenBusy,
+  WithdrawnResult,
+  WithdrawOutcome,
+} from "./queue.js";
 export type { RecoveryReport } from "./recoveryPass.js";
 
 export interface EngineOptions {
@@ -44,7 +62,21 @@ export interface EngineOptions {
   readonly allowlist?: Readonly<Record<string, string>>;
   /** Interruptions with no outcome or decision in between before a run is held `crash-loop` (default 3). */
   readonly maxInterruptions?: number;
+  /** What `whenBusy: "interrupt"` calls to cancel the chat's active run (default: refuses, no cancel yet). */
+  readonly interrupter?: Interrupter;
 }
+
+const WithdrawOptionsSchema = Schema.Struct({
+  by: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)),
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000))),
+});
+
+/** The interrupter until cancel exists: refuses, writing nothing. */
+const noCancel: Interrupter = {
+  cancelForInterrupt: async (chatId, runId) => {
+    throw new InterruptNeedsCancel({ chatId, runId });
+  },
+};
 
 /** Interruptions in a row, with nothing recorded in between, before a run is held `crash-loop`. */
 export const DEFAULT_MAX_INTERRUPTIONS = 3;
@@ -76,7 +108,7 @@ export class Engine implements EngineCore {
   readonly executeDeps: ExecuteDeps;
   readonly limiter: Limiter;
   private readonly live = new Map<string, Promise<RunResult>>();
-  private closing = false;
+  private isClosing = false;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -104,6 +136,7 @@ export class Engine implements EngineCore {
       mayStartEffect: (runId) => this.ownership.mayStartEffect(runId),
       renewLease: (runId) => this.ownership.renewNow(runId),
       runChild: (agent, input, inputId) => this.runChild(agent, input, inputId),
+      runEnded: (chatId) => this.runEnded(chatId),
     };
   }
 
@@ -123,9 +156,50 @@ export class Engine implements EngineCore {
     return this.live.has(runId);
   }
 
-  /** Admit an input (idempotently, law 6) and start its run. */
-  submit(request: SubmitRequest): Promise<RunHandle> {
+  get closing(): boolean {
+    return this.isClosing;
+  }
+
+  /** Admit an input (idempotently, law 6) and start its run; or queue it (`whenBusy: "queue"`). */
+  submit(request: SubmitRequest & { readonly whenBusy?: "refuse" | undefined }): Promise<RunHandle>;
+  submit(request: SubmitRequest): Promise<RunHandle | QueuedHandle>;
+  submit(request: SubmitRequest): Promise<RunHandle | QueuedHandle> {
     return admit(this, request);
+  }
+
+  async runEnded(chatId: string): Promise<void> {
+    // A closing runtime starts nothing new: the next recovery pass admits what waits.
+    if (this.isClosing || chatId.startsWith(CHILD_CHAT_PREFIX)) return;
+    try {
+      await admitNextQueued(this, chatId);
+    } catch (error) {
+      process.emitWarning(
+        `the next queued input of chat ${chatId} could not be admitted now (${error instanceof Error ? error.message : String(error)}); the next recovery pass admits it`,
+        { code: "HOLDFAST_QUEUE_ADMIT" },
+      );
+    }
+  }
+
+  cancelForInterrupt(chatId: string, runId: string): Promise<void> {
+    return (this.options.interrupter ?? noCancel).cancelForInterrupt(chatId, runId);
+  }
+
+  /** A chat's pending queued inputs, in order, and the run they wait for. */
+  queue(chatId: string): Promise<ChatQueue> {
+    decodeInput(ChatId, chatId, "chatId");
+    return listQueue(this, chatId);
+  }
+
+  /** Withdraw a queued input that was not admitted yet. */
+  withdraw(
+    chatId: string,
+    inputId: string,
+    options: { readonly by: string; readonly reason?: string },
+  ): Promise<WithdrawOutcome> {
+    decodeInput(ChatId, chatId, "chatId");
+    decodeInput(InputId, inputId, "inputId");
+    decodeInput(WithdrawOptionsSchema, options, "withdraw options");
+    return withdrawQueued(this, chatId, inputId, options);
   }
 
   start(
@@ -211,11 +285,13 @@ export class Engine implements EngineCore {
 
   /** Wait for live runs to settle, then release the claims taken here and close the journal. */
   async close(options: { readonly waitForRuns?: boolean } = {}): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
+    if (this.isClosing) return;
+    this.isClosing = true;
     // The heartbeat goes on while live runs settle: without it their leases run out and their
-    // next effect is refused (LeaseLost), leaving an intent in doubt.
-    if (options.waitForRuns !== false) await Promise.allSettled([...this.live.values()]);
+    // next effect is refused (LeaseLost), leaving an intent in doubt. A run ending meanwhile may
+    // have been admitting its chat's next input as close began: that run is waited for too.
+    if (options.waitForRuns !== false)
+      while (this.live.size > 0) await Promise.allSettled([...this.live.values()]);
     await this.ownership.close();
     await this.journal.close();
   }

@@ -13,9 +13,13 @@ export class InputConflict extends Data.TaggedError("InputConflict")<{
   readonly runId: string;
   /** Set when the content is the same but it was admitted for another agent. */
   readonly admittedFor?: string;
+  /** Set when the ids name an input in the chat's queue not admitted (yet): `runId` is then empty. */
+  readonly queued?: "pending" | "withdrawn";
 }> {
   override get message(): string {
     const what = this.admittedFor === undefined ? "with different content" : `for agent ${this.admittedFor}`;
+    if (this.queued !== undefined)
+      return `input ${this.inputId} of chat ${this.chatId} was already queued (${this.queued === "pending" ? "waiting in the chat's queue" : "and withdrawn"}) ${what}; send the new input under a new inputId`;
     return `input ${this.inputId} of chat ${this.chatId} was already admitted as run ${this.runId} ${what}; send the new input under a new inputId`;
   }
 }
@@ -26,7 +30,41 @@ export class ActiveRunExists extends Data.TaggedError("ActiveRunExists")<{
   readonly runId: string;
 }> {
   override get message(): string {
-    return `chat ${this.chatId} already has an active run ${this.runId}; wait for it to finish, or resolve it if it is held (\`holdfast show ${this.runId}\`)`;
+    return `chat ${this.chatId} already has an active run ${this.runId}; wait for it to finish, or resolve it if it is held (\`holdfast show ${this.runId}\`), or submit with whenBusy: "queue" to run the input after it`;
+  }
+}
+
+/** A chat's queue holds no input with these ids. */
+export class QueuedInputNotFound extends Data.TaggedError("QueuedInputNotFound")<{
+  readonly chatId: string;
+  readonly inputId: string;
+}> {
+  override get message(): string {
+    return `chat ${this.chatId} has no queued input ${this.inputId}; list its queue with \`holdfast queue ${this.chatId}\``;
+  }
+}
+
+/** A queued input can be withdrawn only while it waits: this one was admitted as a run already. */
+export class QueuedInputAdmitted extends Data.TaggedError("QueuedInputAdmitted")<{
+  readonly chatId: string;
+  readonly inputId: string;
+  readonly runId: string;
+}> {
+  override get message(): string {
+    return `input ${this.inputId} of chat ${this.chatId} was already admitted as run ${this.runId} and can no longer be withdrawn; follow the run with \`holdfast show ${this.runId}\``;
+  }
+}
+
+/**
+ * `whenBusy: "interrupt"` cancels the chat's active run, then admits the input: this runtime has no
+ * cancel to call (yet). Nothing was queued or written.
+ */
+export class InterruptNeedsCancel extends Data.TaggedError("InterruptNeedsCancel")<{
+  readonly chatId: string;
+  readonly runId: string;
+}> {
+  override get message(): string {
+    return `interrupt needs cancel: chat ${this.chatId} has the active run ${this.runId}, and this runtime cannot cancel a run; submit with whenBusy: "queue" to run the input after it, or wait for it to end`;
   }
 }
 

@@ -1,5 +1,13 @@
 import type { ErrorInfo, HoldReason, Masker, RecordedEvent } from "../events/index.js";
-import { contextOf, foldRun, openCalls, type RunFold, statusOf } from "../machines/index.js";
+import {
+  contextOf,
+  ENDING_STATUSES,
+  foldRun,
+  openCalls,
+  type RunFold,
+  type RunStatus,
+  statusOf,
+} from "../machines/index.js";
 import { errorInfo } from "./attempt.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import type { RunWriter } from "./dispatch.js";
@@ -48,6 +56,8 @@ export interface ExecuteDeps {
   /** Renew the run's lease now, when an effect would be refused for want of margin. */
   readonly renewLease: (runId: string) => Promise<LeaseRenewal>;
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
+  /** A run of the chat ended: its queue's next input may be admitted (never throws). */
+  readonly runEnded: (chatId: string) => Promise<void>;
 }
 
 export interface Execution {
@@ -97,7 +107,9 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
   if (turn.ownershipWasLost)
     return elsewhere(runId, turn.lostBecause ?? "this worker lost the run to another owner");
   try {
-    return await finish(deps.masker, writer, ended);
+    const result = await finish(deps.masker, writer, ended);
+    if (ENDING_STATUSES.has(result.status as RunStatus)) await deps.runEnded(run.chatId);
+    return result;
   } catch (error) {
     // Not this worker's run any more: write nothing; the owner (or the next recovery) goes on.
     if (error instanceof FencedOut || error instanceof WrongExpectedVersion)

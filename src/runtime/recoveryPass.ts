@@ -10,6 +10,7 @@ import { execute, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
 import type { Claim, Fence } from "./Journal.js";
 import { Limiter } from "./limiter.js";
+import { admitNextQueued } from "./queue.js";
 import {
   asksReconciler,
   type Classification,
@@ -172,6 +173,20 @@ export const recoverRuns = async (
           .map((runId) => core.ownership.release(runId)),
       );
       throw failure.reason;
+    }
+  }
+  // Chats whose run ended with inputs queued behind it, whose next input nobody admitted (the
+  // process that ended the run died first): found by index, admitted here (decision 0045).
+  for (const chatId of await core.journal.idleQueues()) {
+    try {
+      const runId = await admitNextQueued(core, chatId);
+      if (runId) started.push(core.wait(runId));
+    } catch (error) {
+      // One chat's queue failing stays with that chat: the pass goes on, the next pass tries again.
+      process.emitWarning(
+        `the next queued input of chat ${chatId} could not be admitted by this recovery pass (${errorInfo(core.masker, error).message}); the next pass tries again`,
+        { code: "HOLDFAST_QUEUE_ADMIT" },
+      );
     }
   }
   const report = emptyPart();

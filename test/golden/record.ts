@@ -141,6 +141,42 @@ const policyRetried: Scenario = async (dir) => {
   return db;
 };
 
+/** A chat's queue: two inputs queued behind a running run, one withdrawn, one admitted when it ended. */
+const queued: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "replier",
+        version: "1",
+        run: async (_turn, input: { label: string }) => {
+          if (input.label === "first") await gate;
+          return { replied: input.label };
+        },
+      }),
+    ],
+    tools: [],
+    workerId: "audit-test-worker",
+  });
+  const submit = (inputId: string, label: string) =>
+    runtime.submit({ chatId: "chat-1", inputId, agent: "replier", content: { label }, whenBusy: "queue" });
+  const first = await submit("m1", "first");
+  const second = await submit("m2", "second");
+  await submit("m3", "third");
+  await runtime.withdraw("chat-1", "m3", { by: "ada" });
+  release();
+  await first.result;
+  const result = await second.result;
+  if (result.status !== "completed") throw new Error(`expected completed, got ${result.status}`);
+  await runtime.close();
+  return db;
+};
+
 const worker = async (env: Record<string, string>, expect: "killed" | "exited") => {
   const result = await runWorker(env);
   const ok = expect === "killed" ? result.signal === "SIGKILL" : result.code === 0;
@@ -368,6 +404,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   "per-call-decisions": perCallDecisions,
   langgraph,
   orphaned,
+  queued,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

@@ -35,6 +35,8 @@ const routes = (runId: string, callId: string, chatId: string) =>
     ],
     ["GET", `/api/chats/${chatId}/plan`, undefined],
     ["PUT", `/api/chats/${chatId}/plan`, { expectedRevision: 0, value: { title: "t", items: [] }, by: "x" }],
+    ["GET", `/api/chats/${chatId}/queue`, undefined],
+    ["POST", `/api/chats/${chatId}/queue/m1/withdraw`, { by: "x" }],
     ["POST", "/api/audit", undefined],
     ["GET", "/api/events", undefined],
   ] as const;
@@ -195,6 +197,8 @@ describe("the JSON API: reads", () => {
       [
         "/api/audit",
         "/api/chats/{chatId}/plan",
+        "/api/chats/{chatId}/queue",
+        "/api/chats/{chatId}/queue/{inputId}/withdraw",
         "/api/events",
         "/api/health",
         "/api/runs",

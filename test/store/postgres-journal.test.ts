@@ -170,6 +170,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         "meta",
         "projections",
         "pruned_runs",
+        "queue_pending",
         "run_guard",
       ]);
       const migrations = await client.query(`SELECT id, name FROM ${schema}.holdfast_migrations ORDER BY id`);
@@ -179,6 +180,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 3, name: "projection keys in byte order" },
         { id: 4, name: "calls folded on read" },
         { id: 5, name: "a run owner's append in one statement" },
+        { id: 6, name: "chats with queued inputs" },
       ]);
       const functions = await client.query<{ routine_name: string }>(
         "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",

@@ -236,6 +236,7 @@ const main = async () => {
       grantRetry: async () => {
         throw bare();
       },
+      withdraw: (chatId, inputId, options) => runtime.withdraw(chatId, inputId, options),
       documents: runtime.documents,
     },
   });

@@ -81,6 +81,12 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return `${seqOf(event.callId)} attempt ${event.attempt} due at ${event.dueAt} (${event.reason}, ${event.delayMs} ms)${event.error ? `; attempt ${event.attempt - 1} left in doubt: ${event.error.name}: ${brief(event.error.message, 80)}` : ""}`;
     case "run.claimed":
       return `by ${event.workerId} (epoch ${event.epoch})${event.previousWorkerId ? `, taken from ${event.previousWorkerId}` : ""}`;
+    case "input.queued":
+      return `input ${event.inputId} queued for ${event.agent.name}@${event.agent.version}${event.by ? ` by ${event.by}` : ""} ${brief(event.input, 50)}`;
+    case "input.admitted":
+      return `input ${event.inputId} admitted as run ${event.runId}`;
+    case "input.withdrawn":
+      return `input ${event.inputId} withdrawn by ${event.by}${event.reason ? ` (${event.reason})` : ""}`;
     default: {
       const { type: _type, ...rest } = event;
       return brief(rest);

@@ -29,6 +29,7 @@ const commands = {
   events: () => import("./commands/events.js"),
   plan: () => import("./commands/plan.js"),
   prune: () => import("./commands/prune.js"),
+  queue: () => import("./commands/queue.js"),
   rebuild: () => import("./commands/rebuild.js"),
   retry: () => import("./commands/retry.js"),
   runs: () => import("./commands/runs.js"),
@@ -267,6 +268,32 @@ ${MODEL_ANSWER_HINT}, e.g.
     .action(async (runId: string, callId: string, options) =>
       setCode(await (await commands.retry()).retryCommand(runId, callId, options, io)),
     );
+
+  command("queue <chatId> [inputId] [more]")
+    .description(
+      "list a chat's queued inputs in order and the run they wait for; `queue withdraw <chatId> <inputId>` withdraws one not admitted yet",
+    )
+    .option("--by <name>", "with withdraw: who withdraws (default: your OS user name)")
+    .option("--reason <text>", "with withdraw: why, recorded with it")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (first: string, second: string | undefined, third: string | undefined, options) => {
+      const queue = await commands.queue();
+      if (first === "withdraw" && second !== undefined) {
+        if (third === undefined)
+          throw usageError(
+            "queue withdraw needs a chat id and an input id",
+            "holdfast queue withdraw <chatId> <inputId>",
+          );
+        return setCode(await queue.withdrawCommand(second, third, options, io));
+      }
+      if (second !== undefined)
+        throw usageError(
+          `queue takes one chat id, got "${first}" "${second}"`,
+          "holdfast queue <chatId>, or holdfast queue withdraw <chatId> <inputId>",
+        );
+      return setCode(await queue.queueCommand(first, options, io));
+    });
 
   command("plan <chatId> [action]")
     .description("show a chat's plan and its revision; `replace` replaces it if it is still at that revision")

@@ -9,6 +9,7 @@ import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import type { DecisionRequest } from "../../runtime/decide.js";
 import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
+import { listQueue } from "../../runtime/queue.js";
 import { ApiError, sendError } from "./errors.js";
 import type { Auth, Env, OperatorPort } from "./types.js";
 
@@ -19,6 +20,7 @@ import { panelElsewhere } from "./pages.js";
 import { panelRoutes } from "./panel.js";
 import {
   AuditReply,
+  ChatQueue,
   DecideBody,
   DecisionReply,
   EventsQuery,
@@ -30,6 +32,8 @@ import {
   RunsPage,
   RunsQuery,
   RunView,
+  WithdrawBody,
+  WithdrawReply,
 } from "./schemas.js";
 import {
   BODY_LIMITS,
@@ -338,6 +342,18 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     const operator = await options.operator();
     const plan = await operator.documents.replace(chatId, body as typeof body & { readonly value: unknown });
     return c.json(encodeWith(Plan, { chatId, value: plan.value, revision: plan.revision }));
+  });
+
+  app.get("/api/chats/:chatId/queue", async (c) => {
+    const queue = await listQueue({ journal: options.reader }, c.req.param("chatId"));
+    return c.json(encodeWith(ChatQueue, queue as unknown as typeof ChatQueue.Type));
+  });
+
+  app.post("/api/chats/:chatId/queue/:inputId/withdraw", async (c) => {
+    const body = decodeWith(WithdrawBody, await jsonBody(c), "withdrawal");
+    const operator = await options.operator();
+    const outcome = await operator.withdraw(c.req.param("chatId"), c.req.param("inputId"), present(body));
+    return c.json(encodeWith(WithdrawReply, outcome));
   });
 
   app.post("/api/audit", async (c) => {

@@ -3,6 +3,7 @@ import type { HtmlEscapedString } from "hono/utils/html";
 import type { DecisionKind } from "../../events/index.js";
 import type { RunRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
+import type { ChatQueue } from "../../runtime/queue.js";
 import type { Session } from "./security.js";
 import { type CallView, type RunView, runsPage } from "./views.js";
 
@@ -348,7 +349,13 @@ export const runState = (view: RunView, loadedVersion: number): Html => {
   </div>`;
 };
 
-export const runPage = (view: RunView, session: Session, notice?: Html, draft?: DecisionDraft): Html => {
+export const runPage = (
+  view: RunView,
+  session: Session,
+  notice?: Html,
+  draft?: DecisionDraft,
+  queue?: ChatQueue,
+): Html => {
   const { run } = view;
   const inDoubt = view.calls.filter((call) => call.decisions.length > 0);
   const retryable = view.calls.filter((call) => call.retry !== null);
@@ -386,6 +393,7 @@ export const runPage = (view: RunView, session: Session, notice?: Html, draft?: 
           )
         : ""
     }
+    ${queue ? queueSection(queue, session, view.run.runId) : ""}
     ${runState(view, view.version)}`;
 };
 
@@ -434,3 +442,48 @@ export const confirmPage = (
       </form>
     </div>`;
 };
+
+const queuePath = (chatId: string): string => `/chats/${encodeURIComponent(chatId)}/queue`;
+
+/**
+ * A chat's queue: its pending inputs in order, each with a withdraw button (a confirm step follows),
+ * and the run they wait for — a held run keeps them waiting until it is decided. Empty: nothing.
+ */
+export const queueSection = (queue: ChatQueue, session: Session, shownOnRun?: string): Html => {
+  if (queue.items.length === 0) return html``;
+  const waiting = queue.waitingFor;
+  return html`<section class="card${waiting?.status === "held" ? " call-held" : ""}" id="queue" aria-labelledby="queue-title">
+    <h2 id="queue-title">${queue.items.length} input${queue.items.length === 1 ? "" : "s"} queued in chat <span class="mono">${queue.chatId}</span></h2>
+    <p id="queue-waiting">${
+      waiting
+        ? html`${waiting.runId === shownOnRun ? "They wait for this run" : html`They wait for run <a class="mono" href="/runs/${encodeURIComponent(waiting.runId)}">${waiting.runId}</a>`}: ${waiting.detail}.`
+        : "The chat is free: the first is admitted by the next runtime that has its agent."
+    }</p>
+    <ol class="queue">${queue.items.map(
+      (item) => html`<li>
+        <span class="mono">${item.inputId}</span> for <span class="mono">${item.agent}</span>, queued <time datetime="${item.queuedAt}">${item.queuedAt}</time>${item.by ? html` by ${item.by}` : ""}
+        <form method="post" action="${queuePath(queue.chatId)}/${encodeURIComponent(item.inputId)}/withdraw" class="inline">
+          <input type="hidden" name="_csrf" value="${session.csrf}" />
+          <button type="submit" class="secondary">Withdraw…</button>
+        </form>
+      </li>`,
+    )}</ol>
+  </section>`;
+};
+
+/** The confirm step of a withdrawal: what goes, and who is recorded as withdrawing it. */
+export const confirmWithdrawPage = (chatId: string, inputId: string, session: Session): Html =>
+  html`<h1>Withdraw a queued input?</h1>
+    <div class="card">
+      <dl class="evidence">
+        <dt>chat</dt><dd class="mono">${chatId}</dd>
+        <dt>input</dt><dd class="mono" id="confirm-input">${inputId}</dd>
+        <dt>what it does</dt><dd>The input leaves the chat's queue and is never admitted (recorded as <code>input.withdrawn</code>). An input already admitted cannot be withdrawn.</dd>
+        <dt>recorded as withdrawn by</dt><dd>${session.name}</dd>
+      </dl>
+      <form method="post" action="${queuePath(chatId)}/${encodeURIComponent(inputId)}/withdraw">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <p><button type="submit" id="confirm">Withdraw it</button> <a class="button secondary" href="${queuePath(chatId)}">Back</a></p>
+      </form>
+    </div>`;

@@ -6,17 +6,20 @@ import type { DecisionKind } from "../../events/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
+import { listQueue } from "../../runtime/queue.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
 import { ApiError, errorReply } from "./errors.js";
 import { type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
 import {
   banner,
   confirmPage,
+  confirmWithdrawPage,
   DECISION_LABELS,
   type DecisionDraft,
   type Html,
   layout,
   pretty,
+  queueSection,
   runPage,
   runState,
   runsSection,
@@ -235,11 +238,12 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     draft?: DecisionDraft,
   ) => {
     const view = await runView(reader, runId, options.db);
+    const queue = await listQueue({ journal: reader }, view.run.chatId);
     return c.html(
       layout(
         `Run ${runId}`,
         session,
-        runPage(view, session, notice, draft),
+        runPage(view, session, notice, draft, queue),
         `/panel/live?run=${encodeURIComponent(runId)}&after=${lastPositionOf(view)}`,
       ),
       status,
@@ -446,6 +450,58 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       }
       remember(session, runId, `${attempts} more attempt(s) for ${callId}`);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
+    }),
+  );
+
+  const queuePage = async (
+    c: Context<Env>,
+    session: Session,
+    chatId: string,
+    notice?: Html,
+    status: 200 | 404 | 409 = 200,
+  ) => {
+    const queue = await listQueue({ journal: reader }, chatId);
+    return c.html(
+      layout(
+        `Queue of ${chatId}`,
+        session,
+        html`<h1>Queue of chat <span class="mono">${chatId}</span></h1>
+          ${notice ?? ""}
+          ${queue.items.length === 0 ? html`<p id="queue-empty">No input waits in this chat's queue.</p>` : queueSection(queue, session)}`,
+      ),
+      status,
+    );
+  };
+
+  app.get(
+    "/chats/:chatId/queue",
+    page((c, session) => queuePage(c, session, param(c, "chatId"))),
+  );
+
+  app.post(
+    "/chats/:chatId/queue/:inputId/withdraw",
+    page(async (c, session) => {
+      const chatId = param(c, "chatId");
+      const inputId = param(c, "inputId");
+      const form = await formBody(c);
+      if (formText(form, "confirm") !== "yes")
+        return c.html(layout("Confirm", session, confirmWithdrawPage(chatId, inputId, session)));
+      let detail: string;
+      try {
+        const operator = await options.operator();
+        detail = (await operator.withdraw(chatId, inputId, { by: session.name })).detail;
+      } catch (error) {
+        const reply = errorReply(error);
+        if (reply.status === 500) throw error;
+        return queuePage(
+          c,
+          session,
+          chatId,
+          banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
+          reply.status === 404 ? 404 : 409,
+        );
+      }
+      return queuePage(c, session, chatId, banner("ok", `Recorded: ${detail}.`));
     }),
   );
 

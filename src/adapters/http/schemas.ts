@@ -181,6 +181,37 @@ export const PlanBody = Schema.Struct({
   by: Person,
 }).annotations({ identifier: "PlanBody" });
 
+export const ChatQueue = Schema.Struct({
+  chatId: Schema.String,
+  /** Pending inputs, `position` 1 admitted next. */
+  items: Schema.Array(
+    Schema.Struct({
+      inputId: Schema.String,
+      agent: Schema.String,
+      queuedAt: Schema.String,
+      position: Schema.Number,
+      by: Schema.NullOr(Schema.String),
+    }),
+  ),
+  /** The chat's active run the queue waits for (a held run waits for a decision); null when free. */
+  waitingFor: Schema.NullOr(
+    Schema.Struct({ runId: Schema.String, status: Schema.String, detail: Schema.String }),
+  ),
+}).annotations({ identifier: "ChatQueue" });
+
+export const WithdrawBody = Schema.Struct({
+  by: Person,
+  reason: Schema.optional(Schema.String),
+}).annotations({ identifier: "WithdrawBody" });
+
+export const WithdrawReply = Schema.Struct({
+  chatId: Schema.String,
+  inputId: Schema.String,
+  /** False when it had been withdrawn before (nothing written). */
+  withdrawn: Schema.Boolean,
+  detail: Schema.String,
+}).annotations({ identifier: "WithdrawReply" });
+
 export const AuditReply = Schema.Struct({
   clean: Schema.Boolean,
   findings: Schema.Array(Schema.Unknown),
@@ -230,6 +261,9 @@ const components = {
   RetryBody,
   Plan,
   PlanBody,
+  ChatQueue,
+  WithdrawBody,
+  WithdrawReply,
   AuditReply,
 } as const;
 
@@ -318,6 +352,21 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           parameters: [chatId],
           requestBody: { required: true, content: json(PlanBody) },
           responses: { ...ok(Plan), ...errors(401, 403, 409, 413, 422) },
+        },
+      },
+      "/api/chats/{chatId}/queue": {
+        get: {
+          summary: "A chat's queued inputs in order, and the run they wait for",
+          parameters: [chatId],
+          responses: { ...ok(ChatQueue), ...errors(401) },
+        },
+      },
+      "/api/chats/{chatId}/queue/{inputId}/withdraw": {
+        post: {
+          summary: "Withdraw a queued input not admitted yet (409 once admitted; again: withdrawn false)",
+          parameters: [chatId, { name: "inputId", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: { required: true, content: json(WithdrawBody) },
+          responses: { ...ok(WithdrawReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
       "/api/audit": {

@@ -1,11 +1,17 @@
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
+import type { WithdrawOutcome } from "../../runtime/queue.js";
 import type { Session } from "./security.js";
 
 /** What the server changes the journal through: the same runtime paths as the CLI and the library. */
 export interface OperatorPort {
   decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
+  withdraw(
+    chatId: string,
+    inputId: string,
+    options: { readonly by: string; readonly reason?: string },
+  ): Promise<WithdrawOutcome>;
   readonly documents: {
     replace(
       chatId: string,

@@ -570,6 +570,16 @@ export class LibsqlJournal implements Journal {
     return (await this.read(() => this.rows<{ run_id: string }>(SQL.activeRuns))).map((r) => r.run_id);
   }
 
+  async queuePending(): Promise<ReadonlyArray<{ readonly chatId: string; readonly pending: number }>> {
+    return (await this.read(() => this.rows<{ chat_id: string; pending: number }>(SQL.queuePending))).map(
+      (r) => ({ chatId: r.chat_id, pending: Number(r.pending) }),
+    );
+  }
+
+  async idleQueues(): Promise<ReadonlyArray<string>> {
+    return (await this.read(() => this.rows<{ chat_id: string }>(SQL.idleQueues))).map((r) => r.chat_id);
+  }
+
   async projection<S>(name: string, key: string): Promise<S | null> {
     const row = await this.read(() => this.row<ProjectionRowSql>(SQL.projection, name, key));
     return row ? (JSON.parse(openStoredProjection(this.keyring, name, { key, ...row })) as S) : null;

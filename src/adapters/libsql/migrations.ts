@@ -164,6 +164,18 @@ CREATE TABLE pruned_runs (
 DELETE FROM projections WHERE name = 'calls';
 `,
     },
+    {
+      id: 5,
+      name: "chats with queued inputs",
+      // The index recovery finds a chat's queue by (decision 0045): one row per chat with inputs
+      // queued and neither admitted nor withdrawn, written in the transaction of the queue's events.
+      sql: `
+CREATE TABLE queue_pending (
+  chat_id TEXT PRIMARY KEY,
+  pending INTEGER NOT NULL CHECK (pending > 0)
+);
+`,
+    },
   ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

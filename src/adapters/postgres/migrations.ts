@@ -206,6 +206,17 @@ END;
 $fn$;
 `,
   },
+  {
+    id: 6,
+    name: "chats with queued inputs",
+    // As libSQL's migration 5: the index recovery finds a chat's queue by (decision 0045).
+    sql: (s) => `
+CREATE TABLE ${s}.queue_pending (
+  chat_id text PRIMARY KEY,
+  pending integer NOT NULL CHECK (pending > 0)
+);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

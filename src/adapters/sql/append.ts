@@ -301,6 +301,15 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
     yield* run(sql.finish, [write.runId]);
     return;
   }
+  if (write.kind === "queue") {
+    yield* run(sql.queueOne, [write.chatId]);
+    return;
+  }
+  if (write.kind === "dequeue") {
+    yield* run(sql.dequeueEmptied, [write.chatId]);
+    yield* run(sql.dequeueOne, [write.chatId]);
+    return;
+  }
   const { chatId, inputId } = write;
   // Pre-reads only give the nicer error; the unique keys are what enforce (law 6).
   if (yield* get<AdmissionRow>(sql.admission, [chatId, inputId]))

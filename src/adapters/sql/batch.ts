@@ -196,7 +196,8 @@ export function* batchProgram(
   const writes = yield* foldProjectionRows(sql, recorded, projections, ring, prefetched);
   written?.(writes);
   const finished = new Set<string>();
-  for (const entry of recorded) for (const write of guardWritesFor(entry.event)) finished.add(write.runId);
+  for (const entry of recorded)
+    for (const write of guardWritesFor(entry.event)) if (write.kind === "finish") finished.add(write.runId);
   const releases = accepted.flatMap((a) =>
     a.planned.flatMap(({ request }) => (request.releaseClaim && request.fence ? [request.fence] : [])),
   );

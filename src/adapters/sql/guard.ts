@@ -1,4 +1,5 @@
 import type { AnyEvent } from "../../events/index.js";
+import { isRunEnding } from "../../machines/index.js";
 
 /**
  * The writes besides the event row that an event implies, the same on every engine: admissions
@@ -13,9 +14,10 @@ export type GuardWrite =
       readonly digest: string;
       readonly runId: string;
     }
-  | { readonly kind: "finish"; readonly runId: string };
-
-const FINISHING = new Set(["run.completed", "run.failed", "run.stopped"]);
+  | { readonly kind: "finish"; readonly runId: string }
+  /** A chat's queue grew or shrank by one pending input: the index recovery reads (decision 0045). */
+  | { readonly kind: "queue"; readonly chatId: string }
+  | { readonly kind: "dequeue"; readonly chatId: string };
 
 export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   if (event.type === "run.admitted") {
@@ -31,7 +33,10 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   }
   if (event.type === "decision.recorded" && event.run === "stop")
     return [{ kind: "finish", runId: event.runId }];
-  if (FINISHING.has(event.type) && "runId" in event) return [{ kind: "finish", runId: String(event.runId) }];
+  if (event.type === "input.queued") return [{ kind: "queue", chatId: event.chatId }];
+  if (event.type === "input.admitted" || event.type === "input.withdrawn")
+    return [{ kind: "dequeue", chatId: event.chatId }];
+  if (isRunEnding(event.type) && "runId" in event) return [{ kind: "finish", runId: String(event.runId) }];
   return [];
 };
 

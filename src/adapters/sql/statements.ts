@@ -121,6 +121,14 @@ export const statements = (dialect: Dialect) =>
     activeRuns: `SELECT run_id FROM run_guard WHERE active = 1 ORDER BY ${dialect.guardOrder}`,
     activate: "INSERT INTO run_guard (run_id, chat_id, active) VALUES (?, ?, 1)",
     finish: "UPDATE run_guard SET active = 0 WHERE run_id = ?",
+    queueOne:
+      "INSERT INTO queue_pending (chat_id, pending) VALUES (?, 1) ON CONFLICT (chat_id) DO UPDATE SET pending = queue_pending.pending + 1",
+    dequeueEmptied: "DELETE FROM queue_pending WHERE chat_id = ? AND pending <= 1",
+    dequeueOne: "UPDATE queue_pending SET pending = pending - 1 WHERE chat_id = ?",
+    queuePending: "SELECT chat_id, pending FROM queue_pending ORDER BY chat_id",
+    /** Chats with queued inputs and no active run: what a recovery pass admits (decision 0045). */
+    idleQueues:
+      "SELECT q.chat_id FROM queue_pending q WHERE NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.chat_id = q.chat_id AND g.active = 1) ORDER BY q.chat_id",
     // The position is read with the value: a sealed row is bound to it (docs/decisions/0013).
     projection: "SELECT value, position FROM projections WHERE name = ? AND key = ?",
     projectionRows: "SELECT key, value, position FROM projections WHERE name = ? ORDER BY position",

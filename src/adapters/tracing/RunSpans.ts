@@ -97,6 +97,22 @@ export class RunSpans {
   }
 
   /**
+   * A run admitted from its chat's queue (`input.admitted`, committed with its `run.admitted`): the
+   * run's span says so and when the input was admitted. Queue events make no span of their own: an
+   * input that waits is not work yet.
+   */
+  admittedFromQueue(runId: string, recorded: RecordedEvent): void {
+    const run = this.open.get(runId);
+    if (!run || recorded.event.type !== "input.admitted") return;
+    run.span.setAttribute("holdfast.input.queued", true);
+    run.span.addEvent(
+      "holdfast.input.admitted",
+      { "holdfast.input.id": recorded.event.inputId, "holdfast.queue.version": recorded.version },
+      timeOf(recorded),
+    );
+  }
+
+  /**
    * A claim of the run by this worker, from the journal's `claim` (not an event of the run's stream).
    * It comes before the run's first event here, so it waits for the run's span.
    */

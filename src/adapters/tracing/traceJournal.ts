@@ -1,5 +1,5 @@
 import type { Context } from "@opentelemetry/api";
-import { runStreamId } from "../../events/index.js";
+import { QUEUE_STREAM_PREFIX, runStreamId } from "../../events/index.js";
 import type { AppendRequest, AppendResult, Journal } from "../../runtime/Journal.js";
 import { RunSpans, type TracingApi } from "./RunSpans.js";
 
@@ -22,9 +22,14 @@ export const traceJournal = (journal: Journal, hooks: TracingHooks): Journal => 
   );
   const report = (results: ReadonlyArray<AppendResult>, context: Context): void => {
     for (const result of results) {
-      if (!result.streamId.startsWith(RUN_STREAM)) continue;
       try {
-        spans.committed(result.streamId.slice(RUN_STREAM.length), result.recorded, context);
+        if (result.streamId.startsWith(RUN_STREAM))
+          spans.committed(result.streamId.slice(RUN_STREAM.length), result.recorded, context);
+        else if (result.streamId.startsWith(QUEUE_STREAM_PREFIX))
+          // After the run's own result (the same commit): its span is open by now.
+          for (const recorded of result.recorded)
+            if (recorded.event.type === "input.admitted")
+              spans.admittedFromQueue(recorded.event.runId, recorded);
       } catch {
         // Tracing never fails a commit that happened.
       }

@@ -1,10 +1,13 @@
 import {
+  type AnyEvent,
   decodeRow,
   EventDecodeError,
   EventDecryptError,
   GENESIS_HASH,
   GRAPH_STREAM_PREFIX,
   type Keyring,
+  QUEUE_STREAM_PREFIX,
+  queueStreamId,
   type RecordedEvent,
   type StoredRow,
   SYSTEM_STREAM,
@@ -23,6 +26,7 @@ import {
   headDigest,
 } from "./heads.js";
 import { RebuiltProjections } from "./projections.js";
+import { QueueChecks } from "./queue.js";
 import { type AdmissionCheck, RunChecks, type RunTrack } from "./runs.js";
 import { type AuditSpill, memorySpill } from "./spill.js";
 
@@ -139,6 +143,9 @@ export class LogAuditor {
   private readonly findings: Findings;
   private readonly streams = new Map<string, StreamState>();
   private readonly runs: RunChecks;
+  private readonly queues = new QueueChecks();
+  /** The event of the row fed last, when it decoded: a queue's admission must follow its run's. */
+  private previous: AnyEvent | null = null;
   private readonly rebuilt: RebuiltProjections;
   private readonly spill: AuditSpill;
   private prunedCount = 0;
@@ -202,6 +209,8 @@ export class LogAuditor {
     this.headAnchor.noteRow(row.position, row.hash);
     this.findings.rowHasFinding = false;
     const at = { streamId: row.streamId, version: row.version, position: row.position };
+    const before = this.previous;
+    this.previous = null;
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
@@ -241,10 +250,14 @@ export class LogAuditor {
       return;
     }
     const event = recorded.event;
+    this.previous = event;
     const wrong = misplaced(row.streamId, event);
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
     else if (row.streamId.startsWith("run-")) this.runs.check(recorded, stream);
-    else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
+    else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
+      const breach = this.queues.check(recorded, before);
+      if (breach) this.findings.add({ ...at, ...breach });
+    } else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
     else if (event.type === "outcome.orphaned") {
       const { runId, callId, attempt } = event;
       if (this.orphaned.length < this.maxListed) this.orphaned.push({ runId, callId, attempt, ...at });
@@ -256,6 +269,7 @@ export class LogAuditor {
   private notePruned(entries: ReadonlyArray<PrunedHead>, position: number): void {
     for (const entry of entries) {
       this.headAnchor.notePruned(entry, position);
+      if (entry.streamId.startsWith("run-")) this.queues.runPruned(entry.streamId.slice(4));
       const stream = this.streams.get(entry.streamId);
       if (stream) {
         stream.pruned = true;
@@ -326,6 +340,33 @@ export class LogAuditor {
     );
   }
 
+  /**
+   * Chats whose queue index row (`queue_pending`, what recovery finds idle queues by) disagrees with
+   * their queue stream's pending inputs. The driver re-reads each stream's head: a queue that moved
+   * during the audit is not a finding. Streams that could not be opened (no key) are left out.
+   */
+  queueIndexMismatches(
+    stored: ReadonlyArray<{ readonly chatId: string; readonly pending: number }>,
+  ): AuditFinding[] {
+    const index = new Map(stored.map((row) => [queueStreamId(row.chatId), row.pending]));
+    const counts = this.queues.pendingCounts();
+    const found: AuditFinding[] = [];
+    for (const streamId of new Set([...index.keys(), ...counts.keys()])) {
+      const stream = this.streams.get(streamId);
+      if (stream?.sealed) continue;
+      const fromEvents = counts.get(streamId) ?? 0;
+      const fromIndex = index.get(streamId) ?? 0;
+      if (fromEvents === fromIndex) continue;
+      found.push({
+        kind: "queue-mismatch",
+        streamId,
+        version: stream?.version ?? null,
+        detail: `the queue index says ${fromIndex} input(s) pending, the queue stream ${fromEvents}: recovery ${fromIndex < fromEvents ? "would not find this chat's queue" : "looks for inputs that do not wait"}`,
+      });
+    }
+    return found;
+  }
+
   /** Record findings the driver confirmed (guard mismatches still true after re-reading). */
   confirm(findings: ReadonlyArray<AuditFinding>): void {
     for (const f of findings) this.findings.add(f);
@@ -333,6 +374,7 @@ export class LogAuditor {
 
   /** Close the audit. `moved`: events were appended after the audited log ended. */
   finish(moved: boolean): AuditReport {
+    for (const finding of this.queues.finish()) this.findings.add(finding);
     this.findings.settle(moved);
     const heads = this.currentHeads();
     const digest = headDigest(heads);

@@ -2,6 +2,8 @@ import {
   type AnyEvent,
   GRAPH_STREAM_PREFIX,
   graphStreamId,
+  QUEUE_STREAM_PREFIX,
+  queueStreamId,
   rowHash,
   type StoredRow,
 } from "../../events/index.js";
@@ -46,6 +48,7 @@ export const checkChain = (row: StoredRow, head: ChainHead): AuditFinding[] => {
 const SYSTEM_TYPES = new Set(["journal.opened", "retention.pruned", "backup.written", "outcome.orphaned"]);
 const DOCUMENT_TYPES = new Set(["document.replaced", "document.conflicted"]);
 const GRAPH_TYPES = new Set(["graph.checkpointed", "graph.writes-recorded"]);
+const QUEUE_TYPES = new Set(["input.queued", "input.admitted", "input.withdrawn"]);
 
 /** Why an event does not belong in its stream, or null. */
 export const misplaced = (streamId: string, event: AnyEvent): string | null => {
@@ -65,7 +68,12 @@ export const misplaced = (streamId: string, event: AnyEvent): string | null => {
       return `${event.type} does not belong in a LangGraph thread stream`;
     return graphStreamId(event.threadId) === streamId ? null : `${event.type} names thread ${event.threadId}`;
   }
+  if (streamId.startsWith(QUEUE_STREAM_PREFIX)) {
+    if (!QUEUE_TYPES.has(event.type) || !("chatId" in event))
+      return `${event.type} does not belong in a chat's queue stream`;
+    return queueStreamId(event.chatId) === streamId ? null : `${event.type} names chat ${event.chatId}`;
+  }
   if (streamId === "system")
     return SYSTEM_TYPES.has(event.type) ? null : `${event.type} does not belong in the system stream`;
-  return "holdfast writes only run-…, chat-…, langgraph-… and system streams";
+  return "holdfast writes only run-…, chat-…, queue-…, langgraph-… and system streams";
 };

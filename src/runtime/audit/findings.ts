@@ -16,6 +16,7 @@ export const FINDING_KINDS = [
   "undecryptable",
   "admission-mismatch",
   "guard-mismatch",
+  "queue-mismatch",
   "projection-rejected",
   "projection-missing",
   "projection-extra",

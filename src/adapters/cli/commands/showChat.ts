@@ -1,5 +1,6 @@
 import type { ChatRow, RunRow } from "../../../projections/index.js";
 import { readCheckpoint } from "../../../runtime/checkpoint.js";
+import { listQueue } from "../../../runtime/queue.js";
 import { CliError, ExitCode } from "../CliError.js";
 import { shortHash } from "../eventFormat.js";
 import { withExistingReader } from "../journalAccess.js";
@@ -26,6 +27,7 @@ export const showChatCommand = async (chatId: string, options: ShowChatOptions, 
       );
     }
     const checkpoint = await readCheckpoint(journal, chatId);
+    const queue = await listQueue({ journal }, chatId);
     const runs = (await journal.projectionRows<RunRow>("runs"))
       .filter((run) => run.chatId === chatId)
       .toSorted((a, b) => a.admittedAt.localeCompare(b.admittedAt) || a.runId.localeCompare(b.runId))
@@ -39,7 +41,7 @@ export const showChatCommand = async (chatId: string, options: ShowChatOptions, 
       }));
 
     if (options.json) {
-      await io.out.json({ chatId, lastRunId: chat.lastRunId, runs, checkpoint });
+      await io.out.json({ chatId, lastRunId: chat.lastRunId, runs, checkpoint, queue });
       return 0;
     }
     const { out } = io;
@@ -59,6 +61,12 @@ export const showChatCommand = async (chatId: string, options: ShowChatOptions, 
       ),
     );
     await out.line();
+    if (queue.items.length > 0) {
+      await out.line(
+        `queue: ${queue.items.length} input(s) waiting${queue.waitingFor ? ` for run ${queue.waitingFor.runId} (${queue.waitingFor.status})` : ""}: ${queue.items.map((i) => i.inputId).join(", ")} — holdfast queue ${chatId}`,
+      );
+      await out.line();
+    }
     if (!checkpoint) {
       await out.line("checkpoint: none (no run of this chat saved one)");
       return 0;
