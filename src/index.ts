@@ -49,6 +49,8 @@ export {
   type PlanValue,
 } from "./runtime/documents.js";
 export type {
+  ControlOutcome,
+  ControlRequest,
   DecisionOutcome,
   PreflightFinding,
   RecoveryReport,
@@ -83,6 +85,7 @@ export {
   RebuildRefused,
   RetryLimitExceeded,
   RetryNotAllowed,
+  RunCancelled,
   RunHeld,
   RunMovedOn,
   RunNotFound,

@@ -32,7 +32,22 @@ export interface CallState {
   readonly dueAt?: string;
 }
 
-export type RunStatus = "admitting" | "running" | "interrupted" | "held" | "completed" | "failed" | "stopped";
+export type RunStatus =
+  | "admitting"
+  | "running"
+  | "interrupted"
+  | "held"
+  | "paused"
+  | "completed"
+  | "failed"
+  | "stopped"
+  | "cancelled";
+
+/** Who asked a run to stop or park, and why (`run.cancel-requested`, `run.pause-requested`). */
+export interface ControlRequest {
+  readonly by: string;
+  readonly note: string;
+}
 
 export interface RunContext {
   readonly runId: string;
@@ -51,6 +66,10 @@ export interface RunContext {
   readonly lastCheckpointSeq: number | null;
   /** Checkpoints recorded so far; re-execution skips the ones already written. */
   readonly checkpoints: number;
+  /** Set by `run.cancel-requested`: the run is to end `cancelled` (decision 0043). */
+  readonly cancelRequested?: ControlRequest;
+  /** Set by `run.pause-requested`, cleared by `run.resumed`: the run is to park (decision 0044). */
+  readonly pauseRequested?: ControlRequest | undefined;
 }
 
 export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];

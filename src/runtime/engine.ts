@@ -1,8 +1,11 @@
 import { type Masker, makeMasker, runStreamId } from "../events/index.js";
+import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
+import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import type { EngineCore } from "./core.js";
 import {
+  continueHere,
   type DecisionOutcome,
   type DecisionRequest,
   decide,
@@ -10,6 +13,7 @@ import {
   type RetryGrantRequest,
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
+import { RunWriter } from "./dispatch.js";
 import { DefiniteFailure, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import { handled } from "./handled.js";
@@ -20,6 +24,7 @@ import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
 export { CHILD_CHAT_PREFIX } from "./admit.js";
+export type { ControlOutcome, ControlRequest } from "./control.js";
 export type { DecisionOutcome } from "./decide.js";
 export { type RunResult, resultFromJournal } from "./execute.js";
 export type { RecoveryReport } from "./recoveryPass.js";
@@ -44,7 +49,18 @@ export interface EngineOptions {
   readonly allowlist?: Readonly<Record<string, string>>;
   /** Interruptions with no outcome or decision in between before a run is held `crash-loop` (default 3). */
   readonly maxInterruptions?: number;
+  /** How long a cancelled run waits for its in-flight calls to settle (default 10 000 ms). */
+  readonly cancelGraceMs?: number;
 }
+
+/** How long a cancelled run's in-flight calls have to settle, by default. */
+export const DEFAULT_CANCEL_GRACE_MS = 10_000;
+
+/**
+ * How often the engine reads the heads of the runs it executes, for cancel and pause requests
+ * appended by other processes (on PostgreSQL a commit notification reads them at once too).
+ */
+const CONTROL_POLL_MS = 300;
 
 /** Interruptions in a row, with nothing recorded in between, before a run is held `crash-loop`. */
 export const DEFAULT_MAX_INTERRUPTIONS = 3;
@@ -77,6 +93,12 @@ export class Engine implements EngineCore {
   readonly limiter: Limiter;
   private readonly live = new Map<string, Promise<RunResult>>();
   private closing = false;
+  /** The writers of the runs executing here, watched for control requests (decisions 0043, 0044). */
+  private readonly watched = new Map<string, RunWriter>();
+  private watchTimer: ReturnType<typeof setInterval> | undefined;
+  private unlisten: (() => void) | undefined;
+  private polling: Promise<void> | undefined;
+  private pollAgain = false;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -104,7 +126,82 @@ export class Engine implements EngineCore {
       mayStartEffect: (runId) => this.ownership.mayStartEffect(runId),
       renewLease: (runId) => this.ownership.renewNow(runId),
       runChild: (agent, input, inputId) => this.runChild(agent, input, inputId),
+      cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+      watch: (writer) => this.watch(writer),
     };
+  }
+
+  /** Watch a live run's stream for control requests until the returned function is called. */
+  private watch(writer: RunWriter): () => void {
+    this.watched.set(writer.runId, writer);
+    if (!this.watchTimer) {
+      this.watchTimer = setInterval(() => this.pollControl(), CONTROL_POLL_MS);
+      this.watchTimer.unref?.();
+      this.unlisten = this.journal.onCommitted(() => this.pollControl());
+    }
+    return () => {
+      if (this.watched.get(writer.runId) === writer) this.watched.delete(writer.runId);
+      if (this.watched.size === 0 && this.watchTimer) {
+        clearInterval(this.watchTimer);
+        this.watchTimer = undefined;
+        this.unlisten?.();
+        this.unlisten = undefined;
+      }
+    };
+  }
+
+  /** Read the heads of the watched runs; fold in the control requests of those that moved. One pass at a time. */
+  private pollControl(): void {
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = (async () => {
+      do {
+        this.pollAgain = false;
+        await Promise.all(
+          [...this.watched.values()].map(async (writer) => {
+            try {
+              const head = await this.journal.streamHead(writer.streamId);
+              if (head && head.version > contextOf(writer.fold).version) await writer.absorbControl();
+            } catch {
+              // A journal hiccup: the next poll, or the owner's next append, learns it.
+            }
+          }),
+        );
+      } while (this.pollAgain && this.watched.size > 0);
+    })().finally(() => {
+      this.polling = undefined;
+    });
+  }
+
+  async absorbControl(runId: string): Promise<void> {
+    await this.watched.get(runId)?.absorbControl();
+  }
+
+  continueRun(runId: string, fold: RunFold): Promise<{ readonly result: Promise<RunResult> }> {
+    return continueHere(this, runId, new RunWriter(this.journal, runId, fold, contextOf(fold).machine));
+  }
+
+  /**
+   * Cancel a run from any process (decision 0043): a terminal run is a no-op that says so, a held
+   * run takes the `stop` decision, otherwise `run.cancel-requested` is recorded and carried out.
+   */
+  cancel(runId: string, request: ControlRequest): Promise<ControlOutcome> {
+    return cancelRun(this, runId, request);
+  }
+
+  /** Pause a running run before its next call (decision 0044). */
+  pause(runId: string, request: ControlRequest): Promise<ControlOutcome> {
+    return pauseRun(this, runId, request);
+  }
+
+  /** Resume a paused run: re-executed from the journal, here or by any worker's recovery. */
+  resume(
+    runId: string,
+    request: ControlRequest,
+  ): Promise<ControlOutcome & { readonly result: Promise<RunResult> }> {
+    return resumeRun(this, runId, request);
   }
 
   get agentNames(): string[] {
@@ -216,6 +313,9 @@ export class Engine implements EngineCore {
     // The heartbeat goes on while live runs settle: without it their leases run out and their
     // next effect is refused (LeaseLost), leaving an intent in doubt.
     if (options.waitForRuns !== false) await Promise.allSettled([...this.live.values()]);
+    if (this.watchTimer) clearInterval(this.watchTimer);
+    this.unlisten?.();
+    await this.polling;
     await this.ownership.close();
     await this.journal.close();
   }

@@ -15,7 +15,7 @@ export type GuardWrite =
     }
   | { readonly kind: "finish"; readonly runId: string };
 
-const FINISHING = new Set(["run.completed", "run.failed", "run.stopped"]);
+const FINISHING = new Set(["run.completed", "run.failed", "run.stopped", "run.cancelled"]);
 
 export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   if (event.type === "run.admitted") {
