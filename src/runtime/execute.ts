@@ -99,9 +99,13 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
   const unwatch = deps.watch(writer);
   // Once a cancel is known, the agent and its calls have the grace period to settle; a call that
   // ignores its signal is then left in doubt and the run is held for it (`cancelled-in-doubt`).
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  let executing = true;
   const graceOver = turn.cancelled.then(
     () =>
-      new Promise<"grace-over">((resolve) => setTimeout(resolve, deps.cancelGraceMs, "grace-over").unref?.()),
+      new Promise<"grace-over">((resolve) => {
+        if (executing) graceTimer = setTimeout(resolve, deps.cancelGraceMs, "grace-over");
+      }),
   );
   let ended: { readonly output: unknown } | { readonly error: unknown };
   try {
@@ -116,6 +120,9 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     ended = first === "grace-over" ? { error: turn.signal.reason } : first;
     await Promise.race([turn.settle(), graceOver]);
   } finally {
+    // The grace timer holds the execution: it goes with it.
+    executing = false;
+    clearTimeout(graceTimer);
     unwatch();
   }
   if (turn.runWasPruned)

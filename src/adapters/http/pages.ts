@@ -18,7 +18,16 @@ export const DECISION_LABELS: Readonly<Record<DecisionKind, string>> = {
   stop: "Stop the run",
 };
 
-export const RUN_STATUSES = ["held", "running", "interrupted", "completed", "failed", "stopped"] as const;
+export const RUN_STATUSES = [
+  "held",
+  "running",
+  "paused",
+  "interrupted",
+  "completed",
+  "failed",
+  "stopped",
+  "cancelled",
+] as const;
 
 export const age = (since: string, now = Date.now()): string => {
   const seconds = Math.max(0, Math.round((now - Date.parse(since)) / 1000));
