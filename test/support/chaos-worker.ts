@@ -236,6 +236,9 @@ const main = async () => {
       grantRetry: async () => {
         throw bare();
       },
+      cancel: (runId, request) => runtime.cancel(runId, request),
+      pause: (runId, request) => runtime.pause(runId, request),
+      resume: (runId, request) => runtime.resume(runId, request),
       documents: runtime.documents,
     },
   });

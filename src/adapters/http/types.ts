@@ -1,3 +1,4 @@
+import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
 import type { Session } from "./security.js";
@@ -6,6 +7,12 @@ import type { Session } from "./security.js";
 export interface OperatorPort {
   decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
+  cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  resume(
+    runId: string,
+    request: ControlRequest,
+  ): Promise<ControlOutcome & { readonly result: Promise<unknown> }>;
   readonly documents: {
     replace(
       chatId: string,
