@@ -61,6 +61,8 @@ export const DEFAULT_CANCEL_GRACE_MS = 10_000;
  * appended by other processes (on PostgreSQL a commit notification reads them at once too).
  */
 const CONTROL_POLL_MS = 300;
+/** Stream heads read at once by one control poll. */
+const CONTROL_POLL_READS = 8;
 
 /** Interruptions in a row, with nothing recorded in between, before a run is held `crash-loop`. */
 export const DEFAULT_MAX_INTERRUPTIONS = 3;
@@ -159,16 +161,20 @@ export class Engine implements EngineCore {
     this.polling = (async () => {
       do {
         this.pollAgain = false;
-        await Promise.all(
-          [...this.watched.values()].map(async (writer) => {
+        // A few reads at a time: with many runs executing, a pass takes longer and the next tick
+        // waits for it, rather than the heads of every run being read at once.
+        const writers = [...this.watched.values()];
+        const next = async (): Promise<void> => {
+          for (let writer = writers.pop(); writer; writer = writers.pop()) {
             try {
               const head = await this.journal.streamHead(writer.streamId);
               if (head && head.version > contextOf(writer.fold).version) await writer.absorbControl();
             } catch {
               // A journal hiccup: the next poll, or the owner's next append, learns it.
             }
-          }),
-        );
+          }
+        };
+        await Promise.all(Array.from({ length: CONTROL_POLL_READS }, next));
       } while (this.pollAgain && this.watched.size > 0);
     })().finally(() => {
       this.polling = undefined;
