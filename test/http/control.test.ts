@@ -131,6 +131,11 @@ describe("cancel, pause and resume over HTTP", () => {
       expect(await cancel.json()).toMatchObject({ accepted: true, status: "cancel-requested" });
       expect(await second.result).toMatchObject({ status: "cancelled", by: "ada" });
 
+      const listed = await g.request("/api/runs?status=cancelled");
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { runs: Array<{ runId: string }> }).runs.map((r) => r.runId)).toEqual([
+        second.runId,
+      ]);
       expect((await g.post("/api/runs/nope/cancel", { by: "ada" })).status).toBe(404);
       const nobody = await g.post(`/api/runs/${second.runId}/cancel`, { by: " " });
       expect(nobody.status).toBe(422);

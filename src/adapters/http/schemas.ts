@@ -7,7 +7,16 @@ import { CallKind, DecisionKind, Disposition, HoldReason } from "../../events/in
  * a 422 naming the field), replies encoded by them, and `/api/openapi.json` is generated from them.
  */
 
-const RunStatus = Schema.Literal("running", "interrupted", "held", "completed", "failed", "stopped");
+const RunStatus = Schema.Literal(
+  "running",
+  "interrupted",
+  "held",
+  "paused",
+  "completed",
+  "failed",
+  "stopped",
+  "cancelled",
+);
 
 export const ErrorReply = Schema.Struct({
   error: Schema.Struct({
