@@ -280,6 +280,13 @@ export class Engine implements EngineCore {
           });
         case "stopped":
           throw new DefiniteFailure(`child run ${handle.runId} was stopped`, { runId: handle.runId });
+        case "cancelled":
+          throw new DefiniteFailure(`child run ${handle.runId} was cancelled by ${result.by}`, {
+            runId: handle.runId,
+          });
+        case "paused":
+          // Indefinite, as a held child: the parent waits for a person to resume or cancel the child.
+          throw new Error(`child run ${handle.runId} is paused; resume or cancel it first`);
         case "held":
           // Indefinite: the parent is held too, until a person decides the child.
           throw new Error(`child run ${handle.runId} is held; decide it first`);
