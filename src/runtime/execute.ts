@@ -1,4 +1,4 @@
-import type { ErrorInfo, HoldReason, Masker, RecordedEvent } from "../events/index.js";
+import type { AnyEvent, ErrorInfo, HoldReason, Masker, RecordedEvent } from "../events/index.js";
 import { blockingCalls, contextOf, foldRun, openCalls, type RunFold, statusOf } from "../machines/index.js";
 import { errorInfo } from "./attempt.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
@@ -175,11 +175,26 @@ export const finishControl = async (writer: RunWriter): Promise<RunResult> => {
   const runId = writer.runId;
   const context = contextOf(writer.fold);
   if (statusOf(writer.fold) !== "running") return resultFromFold(runId, writer.fold);
-  const inDoubt = blockingCalls(context);
   const cancel = context.cancelRequested;
+  // As recovery would: a model call declared replayable changes nothing outside, so an aborted
+  // one is authorized rather than left in doubt (its late answer, if any, is kept as a conflict).
+  const replayable = cancel
+    ? blockingCalls(context).filter((call) => call.kind === "model" && call.disposition === "replay")
+    : [];
+  const authorized: AnyEvent[] = replayable.map((call) => ({
+    type: "call.replay-authorized",
+    runId,
+    callId: call.callId,
+    attempt: call.attempt,
+    reason: "model-policy",
+  }));
+  const inDoubt = blockingCalls(context).filter((call) => !replayable.includes(call));
   if (inDoubt.length === 0) {
     if (cancel) {
-      await writer.append([{ type: "run.cancelled", runId, by: cancel.by, note: cancel.note }]);
+      await writer.append([
+        ...authorized,
+        { type: "run.cancelled", runId, by: cancel.by, note: cancel.note },
+      ]);
       return { status: "cancelled", runId, by: cancel.by, note: cancel.note };
     }
     await writer.append([{ type: "run.paused", runId }]);
@@ -193,6 +208,7 @@ export const finishControl = async (writer: RunWriter): Promise<RunResult> => {
       detail: `${cancel ? "cancelled" : "paused"} by ${asked.by} while ${call.kind} "${call.name}" attempt ${call.attempt} had no recorded outcome (it did not settle within the grace period, or failed without proof that it did nothing); decide the call, or stop the run`,
     }),
   );
+  if (authorized.length > 0) await writer.append(authorized);
   return hold(writer, [reasons[0]!, ...reasons.slice(1)]);
 };
 

@@ -122,6 +122,22 @@ const agents = [
     },
   }),
   defineAgent({
+    name: "asker",
+    version: "1",
+    run: async (turn) =>
+      turn.model(
+        "ask",
+        {},
+        (_args, { signal }) =>
+          new Promise((_resolve, reject) => {
+            tellStarted("ask");
+            // As the AI SDK does: an abort is an AbortError, which proves nothing.
+            signal.addEventListener("abort", () => reject(new Error("AbortError: the request was aborted")));
+          }),
+        { inDoubt: "replay" },
+      ),
+  }),
+  defineAgent({
     name: "flaky",
     version: "1",
     run: async (turn) => {
@@ -177,6 +193,26 @@ describe.each(["libsql", "postgres"] as const)("cancel and pause on %s", (engine
         content: { label: "n" },
       });
       expect((await next.result).status).toBe("completed");
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("cancel of an aborted model call declared replayable: authorized as recovery would, and the run ends cancelled", async () => {
+    const runtime = await open(await store());
+    try {
+      const going = whenStarted("ask");
+      const run = await runtime.submit({ chatId: "c", inputId: "i", agent: "asker", content: {} });
+      await going;
+      await runtime.cancel(run.runId, { by: "ada" });
+      expect((await run.result).status).toBe("cancelled");
+      const events = (await runtime.events(run.runId)).map((e) => e.event);
+      expect(events.map((e) => e.type).slice(-3)).toEqual([
+        "run.cancel-requested",
+        "call.replay-authorized",
+        "run.cancelled",
+      ]);
       expect((await runtime.audit()).findings).toEqual([]);
     } finally {
       await runtime.close();
