@@ -199,6 +199,23 @@ describe.each(["libsql", "postgres"] as const)("cancel and pause on %s", (engine
     }
   });
 
+  it("cancel right after submit, before or after the first intent: the run ends cancelled", async () => {
+    const runtime = await open(await store());
+    try {
+      const run = await runtime.submit({
+        chatId: "c",
+        inputId: "i",
+        agent: "one",
+        content: { tool: "honouring" },
+      });
+      await runtime.cancel(run.runId, { by: "ada" });
+      expect((await run.result).status).toBe("cancelled");
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it("cancel of an aborted model call declared replayable: authorized as recovery would, and the run ends cancelled", async () => {
     const runtime = await open(await store());
     try {
