@@ -50,6 +50,8 @@ export {
 } from "./runtime/documents.js";
 export type {
   ChatQueue,
+  ControlOutcome,
+  ControlRequest,
   DecisionOutcome,
   PreflightFinding,
   QueuedHandle,
@@ -78,7 +80,6 @@ export {
   EventDecodeError,
   FencedOut,
   InputConflict,
-  InterruptNeedsCancel,
   InvalidInput,
   InvalidToolArgs,
   JournalClosed,
@@ -92,6 +93,7 @@ export {
   RebuildRefused,
   RetryLimitExceeded,
   RetryNotAllowed,
+  RunCancelled,
   RunHeld,
   RunMovedOn,
   RunNotFound,

@@ -9,6 +9,8 @@ import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
 import {
   type ChatQueue,
+  type ControlOutcome,
+  type ControlRequest,
   type DecisionOutcome,
   Engine,
   type PreflightFinding,
@@ -78,6 +80,11 @@ export interface RuntimeOptions {
    * makes none. See docs/integrations.md, "Tracing".
    */
   readonly tracing?: boolean;
+  /**
+   * How long a cancelled run's in-flight calls have to settle after their signal is aborted
+   * (default 10 000 ms); a call still without an outcome then holds the run `cancelled-in-doubt`.
+   */
+  readonly cancelGraceMs?: number;
 }
 
 /** A running holdfast instance over one journal. */
@@ -134,6 +141,32 @@ export interface Runtime {
   decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
   /** Allow a definitely failed call of a held run to be tried again, at most `attempts` times. */
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
+  /**
+   * Cancel a run, from any process (decision 0043). A running run stops starting calls, its
+   * in-flight calls are aborted through their signal, and it ends `cancelled` (or held
+   * `cancelled-in-doubt` when a call does not settle within `cancelGraceMs`). A held run takes the
+   * `stop` decision; a finished run is a no-op: `accepted: false`, and `message` says so.
+   * @example
+   * const { accepted, status, message } = await runtime.cancel(runId, { by: "ada", note: "changed my mind" });
+   */
+  cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  /**
+   * Pause a running run before its next call (decision 0044): in-flight calls settle, then it is
+   * `paused` — across restarts, and recovery never resumes it — until `resume`. Its chat stays busy.
+   * @example
+   * await runtime.pause(runId, { by: "ada", note: "checking the budget" });
+   */
+  pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  /**
+   * Resume a paused run: re-executed from the journal here when this runtime has its agent, else by
+   * any worker's recovery. `result` settles when it ends (or says where it is).
+   * @example
+   * const { result } = await runtime.resume(runId, { by: "ada" });
+   */
+  resume(
+    runId: string,
+    request: ControlRequest,
+  ): Promise<ControlOutcome & { readonly result: Promise<RunResult> }>;
   /** Per-chat documents (the plan), with the same expected-revision rule as the agent's `turn.plan`. */
   readonly documents: Documents;
   /**
@@ -241,6 +274,7 @@ const RuntimeOptionsSchema = Schema.Struct({
     ),
   ),
   tracing: Schema.optional(Schema.Boolean),
+  cancelGraceMs: Schema.optional(Schema.Int.pipe(Schema.between(0, 3_600_000))),
 });
 
 /** A sortable, readable run id: time, then randomness. */
@@ -279,6 +313,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
         ? {}
         : { maxInterruptions: checked.recovery.maxInterruptions }),
       allowlist,
+      ...(checked.cancelGraceMs === undefined ? {} : { cancelGraceMs: checked.cancelGraceMs }),
     });
   } catch (error) {
     await journal.close();
@@ -313,6 +348,9 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     documents: makeDocuments(journal, engine.masker),
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
+    cancel: (runId, request) => engine.cancel(runId, request),
+    pause: (runId, request) => engine.pause(runId, request),
+    resume: (runId, request) => engine.resume(runId, request),
     events: (runId) => journal.readStream(runStreamId(runId)),
     checkpoint: (chatId) => readCheckpoint(journal, chatId),
     close: () => engine.close(),

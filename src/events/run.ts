@@ -64,6 +64,39 @@ export const RunStopped = Schema.Struct({
 });
 
 /**
+ * Someone asked the run to stop (`runtime.cancel`): from any process, without a claim. The owner
+ * stops starting calls, aborts the ones in flight and ends the run `cancelled` (decision 0043).
+ */
+export const RunCancelRequested = Schema.Struct({
+  type: Schema.tag("run.cancel-requested"),
+  runId: Schema.String,
+  by: Schema.String,
+  note: Schema.String,
+});
+
+/** The run ended because it was cancelled; nothing was left in doubt. */
+export const RunCancelled = Schema.Struct({
+  type: Schema.tag("run.cancelled"),
+  runId: Schema.String,
+  by: Schema.String,
+  note: Schema.String,
+});
+
+/** Someone asked the run to park before its next call (`runtime.pause`, decision 0044). */
+export const RunPauseRequested = Schema.Struct({
+  type: Schema.tag("run.pause-requested"),
+  runId: Schema.String,
+  by: Schema.String,
+  note: Schema.String,
+});
+
+/** The run is parked: nothing in doubt, no execution; it waits for `run.resumed`. */
+export const RunPaused = Schema.Struct({
+  type: Schema.tag("run.paused"),
+  runId: Schema.String,
+});
+
+/**
  * Something contradicted the journal: a second, different outcome for a call, or a call whose
  * fingerprint differs from its recorded intent. Recorded, never "fixed up".
  */
@@ -87,5 +120,9 @@ export const RunEvent = Schema.Union(
   RunFailed,
   RunStopped,
   ConflictRecorded,
+  RunCancelRequested,
+  RunCancelled,
+  RunPauseRequested,
+  RunPaused,
 );
 export type RunEvent = typeof RunEvent.Type;

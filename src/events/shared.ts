@@ -40,6 +40,7 @@ export const HoldReason = Schema.Struct({
     "corrupt",
     "decision-needed",
     "crash-loop",
+    "cancelled-in-doubt",
   ),
   callId: Schema.optional(Schema.String),
   detail: Schema.String,

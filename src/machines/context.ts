@@ -32,14 +32,34 @@ export interface CallState {
   readonly dueAt?: string;
 }
 
-export type RunStatus = "admitting" | "running" | "interrupted" | "held" | "completed" | "failed" | "stopped";
+export type RunStatus =
+  | "admitting"
+  | "running"
+  | "interrupted"
+  | "held"
+  | "paused"
+  | "completed"
+  | "failed"
+  | "stopped"
+  | "cancelled";
+
+/** Who asked a run to stop or park, and why (`run.cancel-requested`, `run.pause-requested`). */
+export interface ControlRequest {
+  readonly by: string;
+  readonly note: string;
+}
 
 /**
  * The statuses that end a run and free its chat: each is recorded by the event `run.<status>`, and
  * the chat's next queued input is admitted after it (decision 0045). One list, so the coming
  * `cancelled` is one entry here.
  */
-export const ENDING_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>(["completed", "failed", "stopped"]);
+export const ENDING_STATUSES: ReadonlySet<RunStatus> = new Set<RunStatus>([
+  "completed",
+  "failed",
+  "stopped",
+  "cancelled",
+]);
 
 /** Whether an event type ends a run (`run.completed`, …): {@link ENDING_STATUSES} as events. */
 export const isRunEnding = (type: string): boolean =>
@@ -62,6 +82,10 @@ export interface RunContext {
   readonly lastCheckpointSeq: number | null;
   /** Checkpoints recorded so far; re-execution skips the ones already written. */
   readonly checkpoints: number;
+  /** Set by `run.cancel-requested`: the run is to end `cancelled` (decision 0043). */
+  readonly cancelRequested?: ControlRequest;
+  /** Set by `run.pause-requested`, cleared by `run.resumed`: the run is to park (decision 0044). */
+  readonly pauseRequested?: ControlRequest | undefined;
 }
 
 export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];

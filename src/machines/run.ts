@@ -125,7 +125,10 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
       nothingOpen: ({ context }) => openCalls(context).length === 0,
       /** From run@2 a run fails only when no call is left open either: its outcome must be known first. */
       mayFail: ({ context, event }) =>
-        "runId" in event && event.runId === context.runId && (!v2 || openCalls(context).length === 0),
+        "runId" in event &&
+        event.runId === context.runId &&
+        (!v2 || openCalls(context).length === 0) &&
+        context.cancelRequested === undefined,
       /** A run resumes only when every in-doubt call has been authorized or closed. */
       nothingBlocking: ({ context }) => blockingCalls(context).length === 0,
       decisionAllowed: when(["decision.recorded"], (context, event) => {
@@ -154,6 +157,31 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         (context, event) => callOf(context, event.callId)?.status === "failed",
       ),
       sameRun: ({ context, event }) => "runId" in event && event.runId === context.runId,
+      /** From run@2: one cancel request per run; a second one changes nothing and is refused. */
+      cancelAllowed: ({ context, event }) =>
+        v2 && "runId" in event && event.runId === context.runId && context.cancelRequested === undefined,
+      /** One pause request at a time, and none once the run is being cancelled. */
+      pauseAllowed: ({ context, event }) =>
+        v2 &&
+        "runId" in event &&
+        event.runId === context.runId &&
+        context.pauseRequested === undefined &&
+        context.cancelRequested === undefined,
+      /** A cancelled run leaves nothing in doubt (authorized calls are proven not done or replay-safe). */
+      mayCancel: ({ context, event }) =>
+        "runId" in event &&
+        event.runId === context.runId &&
+        context.cancelRequested !== undefined &&
+        blockingCalls(context).length === 0,
+      mayPause: ({ context, event }) =>
+        "runId" in event &&
+        event.runId === context.runId &&
+        context.pauseRequested !== undefined &&
+        context.cancelRequested === undefined &&
+        blockingCalls(context).length === 0,
+      /** A run asked to cancel ends cancelled, even when the agent returned. */
+      nothingOpenNotCancelled: ({ context }) =>
+        openCalls(context).length === 0 && context.cancelRequested === undefined,
       isStop: ({ event }) => event.type === "decision.recorded" && event.run === "stop",
     },
     actions: {
@@ -242,6 +270,15 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         return { calls: setCall(context, { ...call, status: "authorized", dueAt: e.dueAt }) };
       }),
       hold: assign(({ event }) => ({ heldReasons: (event as E<"run.held">).reasons })),
+      requestCancel: assign(({ event }) => {
+        const e = event as E<"run.cancel-requested">;
+        return { cancelRequested: { by: e.by, note: e.note } };
+      }),
+      requestPause: assign(({ event }) => {
+        const e = event as E<"run.pause-requested">;
+        return { pauseRequested: { by: e.by, note: e.note } };
+      }),
+      unpause: assign({ pauseRequested: undefined }),
       clearHold: assign({ heldReasons: [] }),
       checkpoint: assign(({ context, event }) => ({
         lastCheckpointSeq: (event as E<"checkpoint.saved">).afterSeq,
@@ -276,9 +313,13 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.claimed": { guard: "sameRun", actions: "bump" },
           "run.held": { guard: "sameRun", target: "held", actions: ["hold", "bump"] },
           "run.interrupted": { guard: "sameRun", target: "interrupted", actions: "bump" },
-          "run.completed": { guard: "nothingOpen", target: "completed", actions: "bump" },
+          "run.completed": { guard: "nothingOpenNotCancelled", target: "completed", actions: "bump" },
           "run.failed": { guard: "mayFail", target: "failed", actions: "bump" },
           "run.stopped": { guard: "sameRun", target: "stopped", actions: "bump" },
+          "run.cancel-requested": { guard: "cancelAllowed", actions: ["requestCancel", "bump"] },
+          "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
+          "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
+          "run.paused": { guard: "mayPause", target: "paused", actions: "bump" },
         },
       },
       interrupted: {
@@ -290,6 +331,19 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.held": { guard: "sameRun", target: "held", actions: ["hold", "bump"] },
           "run.resumed": { guard: "nothingBlocking", target: "running", actions: "bump" },
           "run.stopped": { guard: "sameRun", target: "stopped", actions: "bump" },
+          "run.cancel-requested": { guard: "cancelAllowed", actions: ["requestCancel", "bump"] },
+          "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
+          "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
+          "run.paused": { guard: "mayPause", target: "paused", actions: "bump" },
+        },
+      },
+      // Parked by a pause: no execution, nothing in doubt; it survives restarts until resumed.
+      paused: {
+        on: {
+          "run.claimed": { guard: "sameRun", actions: "bump" },
+          "run.cancel-requested": { guard: "cancelAllowed", actions: ["requestCancel", "bump"] },
+          "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
+          "run.resumed": { guard: "sameRun", target: "running", actions: ["unpause", "bump"] },
         },
       },
       held: {
@@ -314,6 +368,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
       completed: {},
       failed: {},
       stopped: {},
+      cancelled: {},
     },
   });
 };

@@ -28,6 +28,8 @@ const STATUS_BY_TYPE: Partial<Record<string, RunRow["status"]>> = {
   "run.completed": "completed",
   "run.failed": "failed",
   "run.stopped": "stopped",
+  "run.cancelled": "cancelled",
+  "run.paused": "paused",
 };
 
 const runIdOf = (recorded: RecordedEvent): string =>
@@ -45,6 +47,8 @@ export const runsProjection: Projection<RunRow> = {
     "run.completed",
     "run.failed",
     "run.stopped",
+    "run.cancelled",
+    "run.paused",
     "call.intended",
     "decision.recorded",
     "conflict.recorded",
@@ -110,6 +114,8 @@ export const runsProjection: Projection<RunRow> = {
       case "run.completed":
       case "run.failed":
       case "run.stopped":
+      case "run.cancelled":
+      case "run.paused":
         next = { ...next, heldReasons: [], needsAttention: false };
         break;
     }

@@ -81,7 +81,7 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle |
   if (whenBusy === "refuse") return admitNow();
   if (whenBusy === "interrupt") {
     const active = await core.journal.activeRun(chatId);
-    // Cancel first (refused, writing nothing, until cancel exists); the input then waits in the
+    // Cancel first (a held run is stopped); the input then waits in the
     // queue for the cancelled run to end.
     if (active) await core.cancelForInterrupt(chatId, active);
   }

@@ -21,8 +21,10 @@ import {
   DefiniteFailure,
   FencedOut,
   LeaseLost,
+  RunCancelled,
   RunHeld,
   RunMovedOn,
+  type RunPausing,
 } from "./errors.js";
 import type { AppendRequest } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
@@ -106,6 +108,10 @@ export interface AttemptHost {
   runPruned(): void;
   /** A keyed digest under the journal's key, for content a call must recognise without storing it. */
   keyedHash(): KeyedHash;
+  /** The signal a new attempt's signal follows (the turn's, aborted by a cancel); none for clean-up calls. */
+  callSignal(): AbortSignal | undefined;
+  /** Why no attempt may start now (the run is being cancelled or paused); null when it may. */
+  controlRefusal(): RunCancelled | RunPausing | null;
 }
 
 /** Mask and shape an error for storage: name and message only, never a stack. */
@@ -170,6 +176,8 @@ export const runAttempt = async <R>(
   const context = callContext(host, callId, attempt, controller.signal);
   let intent: EventOf<"call.intended">;
   try {
+    const refused = host.controlRefusal();
+    if (refused) throw refused;
     intent = intentOf(host, spec, seq, callId, fingerprint, attempt, context, extraProbe);
   } catch (error) {
     slot.release();
@@ -196,7 +204,46 @@ export const runAttempt = async <R>(
     slot.release();
   }
   crashPointFor("after-intent", spec.name);
-  return effect(host, spec, seq, callId, fingerprint, attempt, context, controller);
+  // A cancel or pause learnt while the intent was appended: the effect is not started, and this
+  // process knows it (the call can run afresh on resume; a cancelled run leaves nothing in doubt).
+  const refused = host.controlRefusal();
+  if (refused) return notStartedForControl(host, callId, attempt, refused);
+  const parent = host.callSignal();
+  const follow = () => controller.abort(parent?.reason);
+  if (parent?.aborted) follow();
+  else parent?.addEventListener("abort", follow, { once: true });
+  try {
+    return await effect(host, spec, seq, callId, fingerprint, attempt, context, controller);
+  } finally {
+    parent?.removeEventListener("abort", follow);
+  }
+};
+
+/** What a cancel or pause leaves of an attempt whose intent is committed but whose effect never started. */
+export const NOT_STARTED_CONTROL_EVIDENCE = "cancel or pause requested before the effect";
+
+const notStartedForControl = async (
+  host: AttemptHost,
+  callId: string,
+  attempt: number,
+  refused: RunCancelled | RunPausing,
+): Promise<never> => {
+  try {
+    await host.writer.append([
+      {
+        type: "call.reconciled",
+        runId: host.runId,
+        callId,
+        attempt,
+        outcome: "not-completed",
+        evidence: NOT_STARTED_CONTROL_EVIDENCE,
+      },
+    ]);
+  } catch (error) {
+    if (error instanceof FencedOut) host.ownershipLost();
+    // Otherwise the intent stays in doubt: the run is held for it, never silently forgotten.
+  }
+  throw refused;
 };
 
 const intentOf = <R>(
@@ -285,12 +332,17 @@ const effect = async <R>(
         return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
       }
       if (
+        contextOf(host.writer.fold).cancelRequested === undefined &&
         policyRetries(spec.retry, attempt, error) &&
         (await scheduleRetry(host, spec, callId, attempt, error))
       )
         return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
     }
+    // Aborted by a cancel and not proven definite: the call stays in doubt and the run's end holds
+    // it (`cancelled-in-doubt`, decision 0043); nothing retries.
+    if (controller.signal.reason instanceof RunCancelled && !(error instanceof CallTimedOut))
+      throw controller.signal.reason;
     // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself,
     // except a model call declared replayable whose policy has attempts left (§13).
     if (
@@ -481,10 +533,15 @@ export const attemptWhenDue = async <R>(
 ): Promise<R> => {
   const dueAt = contextOf(host.writer.fold).calls.get(callId)?.dueAt;
   const wait = dueAt === undefined ? 0 : Date.parse(dueAt) - Date.now();
+  // The scheduled retry stays authorized, with its due time: a resume re-executes it.
+  let refused = host.controlRefusal();
+  if (refused) throw refused;
   if (wait > 0) {
     crashPointFor("during-backoff", spec.name);
     await new Promise((resolve) => setTimeout(resolve, wait));
   }
+  refused = host.controlRefusal();
+  if (refused) throw refused;
   return runAttempt(host, spec, seq, callId, fingerprint, attempt, host.writer.reserve());
 };
 

@@ -6,8 +6,8 @@ import type { Ownership } from "./ownership.js";
 
 /**
  * What `whenBusy: "interrupt"` needs: cancel the chat's active run (it then ends `cancelled` and the
- * input, queued first, is admitted after it). Until cancel exists the engine's interrupter refuses
- * with `InterruptNeedsCancel`, writing nothing.
+ * input, queued first, is admitted after it). The engine's own `cancel` by default (a held run
+ * takes the `stop` decision, decision 0043).
  */
 export interface Interrupter {
   cancelForInterrupt(chatId: string, runId: string): Promise<void>;

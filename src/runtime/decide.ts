@@ -417,27 +417,35 @@ const continueAfter = async (
     throw error;
   }
   const version = contextOf(writer.fold).version;
-  const done = { runId, version, unchecked };
-  if (statusOf(writer.fold) !== "running") {
-    // A stop ends the run: its chat's next queued input is admitted (decision 0045).
-    if (ENDING_STATUSES.has(statusOf(writer.fold))) await core.runEnded(contextOf(writer.fold).chatId);
-    return { ...done, result: handled(core.wait(runId)) };
-  }
+  // A stop ends the run: its chat's next queued input is admitted (decision 0045).
+  if (ENDING_STATUSES.has(statusOf(writer.fold))) await core.runEnded(contextOf(writer.fold).chatId);
+  return { runId, version, unchecked, ...(await continueHere(core, runId, writer)) };
+};
+
+/**
+ * A run the journal now says is running, with no execution (after a decision, a retry grant, a
+ * resume): executed here when this runtime has its agent and gets the claim; otherwise whoever owns
+ * it, or the next recovery with the agent registered, continues it. Its result, either way.
+ */
+export const continueHere = async (
+  core: EngineCore,
+  runId: string,
+  writer: RunWriter,
+): Promise<{ readonly result: Promise<RunResult> }> => {
+  const waiting = () => ({ result: handled(core.wait(runId)) });
+  if (statusOf(writer.fold) !== "running") return waiting();
   const context = contextOf(writer.fold);
   const agent = core.agents.get(context.agent.name);
   // Only a runtime that can execute the run claims it (an operator's runtime never does).
   const claim = agent ? await core.ownership.claim(runId) : null;
-  if (!agent || !claim) {
-    // Recorded; whoever owns the run (or the next recovery with the agent registered) continues it.
-    return { ...done, result: handled(core.wait(runId)) };
-  }
+  if (!agent || !claim) return waiting();
   writer.setFence(core.ownership.fence(runId));
   // Read again under the claim: a worker may have gone through the run between the append and the claim.
   const history = await core.journal.readStream(runStreamId(runId));
   await writer.refresh();
   if (statusOf(writer.fold) !== "running") {
     await core.ownership.release(runId);
-    return { ...done, result: handled(core.wait(runId)) };
+    return waiting();
   }
   const admitted = history[0]?.event;
   const input = admitted?.type === "run.admitted" ? admitted.input : null;
@@ -451,5 +459,5 @@ const continueAfter = async (
       history,
     }),
   );
-  return { ...done, result };
+  return { result };
 };

@@ -267,4 +267,23 @@ export interface Turn {
   all<T extends ReadonlyArray<() => Promise<unknown>>>(
     calls: T,
   ): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }>;
+  /**
+   * Aborted when the run is being cancelled (`runtime.cancel`): every call's `CallContext.signal`
+   * follows it, and new calls are refused with `RunCancelled`.
+   *
+   * @example
+   * if (turn.signal.aborted) return turn.cleanup(() => turn.tool(releaseLock, { id }));
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Run the agent's clean-up: calls made inside `fn` are journaled and run even while the run is
+   * being cancelled (their signals are not aborted by it). The run ends `cancelled` once they settle.
+   *
+   * @example
+   * try { await turn.tool(work, args) } catch (e) {
+   *   if (e instanceof RunCancelled) await turn.cleanup(() => turn.tool(undo, args));
+   *   throw e;
+   * }
+   */
+  cleanup<T>(fn: () => Promise<T>): Promise<T>;
 }

@@ -33,6 +33,8 @@ export class RunWriter {
   private current: RunFold;
   private tail: Promise<unknown> = Promise.resolve();
   private fence: Fence | undefined;
+  /** Told when control requests (cancel, pause) another process appended were folded in. */
+  onControl: ((fold: RunFold) => void) | undefined;
 
   constructor(
     readonly journal: Journal,
@@ -126,26 +128,60 @@ export class RunWriter {
     return events;
   }
 
+  /**
+   * Fold in the control requests (`run.cancel-requested`, `run.pause-requested`) another process
+   * appended after this writer's version, and tell `onControl`. Only when every event after the
+   * version is one: anything else means the run moved on under this writer, which the next append
+   * learns as usual. True when the fold moved.
+   */
+  async absorbControl(): Promise<boolean> {
+    const base = this.current;
+    const after = await this.journal.readStream(this.streamId, { afterVersion: contextOf(base).version });
+    if (after.length === 0 || this.current !== base) return false;
+    if (!after.every(({ event }) => CONTROL_REQUESTS.has(event.type))) return false;
+    let fold = base;
+    for (const { event } of after) fold = step(fold, event);
+    this.current = fold;
+    this.onControl?.(fold);
+    return true;
+  }
+
   private async write(
     events: ReadonlyArray<AnyEvent>,
     others: ReadonlyArray<AppendRequest>,
     releaseClaim = false,
   ): Promise<ReadonlyArray<RecordedEvent>> {
-    let fold = this.current;
-    for (const event of events) fold = step(fold, event);
-    const own: AppendRequest = {
-      streamId: this.streamId,
-      expectedVersion: contextOf(this.current).version,
-      events,
-      ...(this.fence ? { fence: this.fence } : {}),
-      ...(releaseClaim ? { releaseClaim } : {}),
-    };
-    const [result] =
-      others.length === 0 ? [await this.journal.append(own)] : await this.journal.appendAll([own, ...others]);
-    this.current = fold;
-    return result!.recorded;
+    for (;;) {
+      const base = this.current;
+      let fold = base;
+      for (const event of events) fold = step(fold, event);
+      const own: AppendRequest = {
+        streamId: this.streamId,
+        expectedVersion: contextOf(base).version,
+        events,
+        ...(this.fence ? { fence: this.fence } : {}),
+        ...(releaseClaim ? { releaseClaim } : {}),
+      };
+      try {
+        const [result] =
+          others.length === 0
+            ? [await this.journal.append(own)]
+            : await this.journal.appendAll([own, ...others]);
+        this.current = fold;
+        return result!.recorded;
+      } catch (error) {
+        // A cancel or pause request from another process took the version: learn it, append after it
+        // if the machine still takes these events (it throws TransitionRejected when it does not).
+        if (!(error instanceof WrongExpectedVersion)) throw error;
+        const moved = (await this.absorbControl()) || this.current !== base;
+        if (!moved) throw error;
+      }
+    }
   }
 }
+
+/** Events another process may append to a run it does not own, without a claim (decisions 0043, 0044). */
+export const CONTROL_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.pause-requested"]);
 
 export type Outcome = Extract<AnyEvent, { type: "call.completed" | "call.failed" }>;
 

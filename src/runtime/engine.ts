@@ -1,9 +1,12 @@
 import * as Schema from "effect/Schema";
 import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events/index.js";
+import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
+import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import type { EngineCore, Interrupter } from "./core.js";
 import {
+  continueHere,
   type DecisionOutcome,
   type DecisionRequest,
   decide,
@@ -11,7 +14,8 @@ import {
   type RetryGrantRequest,
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
-import { DefiniteFailure, InterruptNeedsCancel, RunNotFound } from "./errors.js";
+import { RunWriter } from "./dispatch.js";
+import { DefiniteFailure, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import { handled } from "./handled.js";
 import { decodeInput } from "./input.js";
@@ -30,6 +34,7 @@ import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
 export { CHILD_CHAT_PREFIX } from "./admit.js";
+export type { ControlOutcome, ControlRequest } from "./control.js";
 export type { DecisionOutcome } from "./decide.js";
 export { type RunResult, resultFromJournal } from "./execute.js";
 export type {
@@ -62,8 +67,10 @@ export interface EngineOptions {
   readonly allowlist?: Readonly<Record<string, string>>;
   /** Interruptions with no outcome or decision in between before a run is held `crash-loop` (default 3). */
   readonly maxInterruptions?: number;
-  /** What `whenBusy: "interrupt"` calls to cancel the chat's active run (default: refuses, no cancel yet). */
+  /** What `whenBusy: "interrupt"` calls to cancel the chat's active run (default: this engine's `cancel`). */
   readonly interrupter?: Interrupter;
+  /** How long a cancelled run waits for its in-flight calls to settle (default 10 000 ms). */
+  readonly cancelGraceMs?: number;
 }
 
 const WithdrawOptionsSchema = Schema.Struct({
@@ -71,12 +78,16 @@ const WithdrawOptionsSchema = Schema.Struct({
   reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000))),
 });
 
-/** The interrupter until cancel exists: refuses, writing nothing. */
-const noCancel: Interrupter = {
-  cancelForInterrupt: async (chatId, runId) => {
-    throw new InterruptNeedsCancel({ chatId, runId });
-  },
-};
+/** How long a cancelled run's in-flight calls have to settle, by default. */
+export const DEFAULT_CANCEL_GRACE_MS = 10_000;
+
+/**
+ * How often the engine reads the heads of the runs it executes, for cancel and pause requests
+ * appended by other processes (on PostgreSQL a commit notification reads them at once too).
+ */
+const CONTROL_POLL_MS = 300;
+/** Stream heads read at once by one control poll. */
+const CONTROL_POLL_READS = 8;
 
 /** Interruptions in a row, with nothing recorded in between, before a run is held `crash-loop`. */
 export const DEFAULT_MAX_INTERRUPTIONS = 3;
@@ -109,6 +120,12 @@ export class Engine implements EngineCore {
   readonly limiter: Limiter;
   private readonly live = new Map<string, Promise<RunResult>>();
   private isClosing = false;
+  /** The writers of the runs executing here, watched for control requests (decisions 0043, 0044). */
+  private readonly watched = new Map<string, RunWriter>();
+  private watchTimer: ReturnType<typeof setInterval> | undefined;
+  private unlisten: (() => void) | undefined;
+  private polling: Promise<void> | undefined;
+  private pollAgain = false;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -137,7 +154,86 @@ export class Engine implements EngineCore {
       renewLease: (runId) => this.ownership.renewNow(runId),
       runChild: (agent, input, inputId) => this.runChild(agent, input, inputId),
       runEnded: (chatId) => this.runEnded(chatId),
+      cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+      watch: (writer) => this.watch(writer),
     };
+  }
+
+  /** Watch a live run's stream for control requests until the returned function is called. */
+  private watch(writer: RunWriter): () => void {
+    this.watched.set(writer.runId, writer);
+    if (!this.watchTimer) {
+      this.watchTimer = setInterval(() => this.pollControl(), CONTROL_POLL_MS);
+      this.watchTimer.unref?.();
+      this.unlisten = this.journal.onCommitted(() => this.pollControl());
+    }
+    return () => {
+      if (this.watched.get(writer.runId) === writer) this.watched.delete(writer.runId);
+      if (this.watched.size === 0 && this.watchTimer) {
+        clearInterval(this.watchTimer);
+        this.watchTimer = undefined;
+        this.unlisten?.();
+        this.unlisten = undefined;
+      }
+    };
+  }
+
+  /** Read the heads of the watched runs; fold in the control requests of those that moved. One pass at a time. */
+  private pollControl(): void {
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = (async () => {
+      do {
+        this.pollAgain = false;
+        // A few reads at a time: with many runs executing, a pass takes longer and the next tick
+        // waits for it, rather than the heads of every run being read at once.
+        const writers = [...this.watched.values()];
+        const next = async (): Promise<void> => {
+          for (let writer = writers.pop(); writer; writer = writers.pop()) {
+            try {
+              const head = await this.journal.streamHead(writer.streamId);
+              if (head && head.version > contextOf(writer.fold).version) await writer.absorbControl();
+            } catch {
+              // A journal hiccup: the next poll, or the owner's next append, learns it.
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: CONTROL_POLL_READS }, next));
+      } while (this.pollAgain && this.watched.size > 0);
+    })().finally(() => {
+      this.polling = undefined;
+    });
+  }
+
+  async absorbControl(runId: string): Promise<void> {
+    await this.watched.get(runId)?.absorbControl();
+  }
+
+  continueRun(runId: string, fold: RunFold): Promise<{ readonly result: Promise<RunResult> }> {
+    return continueHere(this, runId, new RunWriter(this.journal, runId, fold, contextOf(fold).machine));
+  }
+
+  /**
+   * Cancel a run from any process (decision 0043): a terminal run is a no-op that says so, a held
+   * run takes the `stop` decision, otherwise `run.cancel-requested` is recorded and carried out.
+   */
+  cancel(runId: string, request: ControlRequest): Promise<ControlOutcome> {
+    return cancelRun(this, runId, request);
+  }
+
+  /** Pause a running run before its next call (decision 0044). */
+  pause(runId: string, request: ControlRequest): Promise<ControlOutcome> {
+    return pauseRun(this, runId, request);
+  }
+
+  /** Resume a paused run: re-executed from the journal, here or by any worker's recovery. */
+  resume(
+    runId: string,
+    request: ControlRequest,
+  ): Promise<ControlOutcome & { readonly result: Promise<RunResult> }> {
+    return resumeRun(this, runId, request);
   }
 
   get agentNames(): string[] {
@@ -180,8 +276,10 @@ export class Engine implements EngineCore {
     }
   }
 
-  cancelForInterrupt(chatId: string, runId: string): Promise<void> {
-    return (this.options.interrupter ?? noCancel).cancelForInterrupt(chatId, runId);
+  async cancelForInterrupt(chatId: string, runId: string): Promise<void> {
+    if (this.options.interrupter) return this.options.interrupter.cancelForInterrupt(chatId, runId);
+    // The active run is cancelled (a held one stopped); the input then waits for it in the queue.
+    await this.cancel(runId, { by: "interrupt", note: `a new input of chat ${chatId} interrupts it` });
   }
 
   /** A chat's pending queued inputs, in order, and the run they wait for. */
@@ -251,6 +349,13 @@ export class Engine implements EngineCore {
           });
         case "stopped":
           throw new DefiniteFailure(`child run ${handle.runId} was stopped`, { runId: handle.runId });
+        case "cancelled":
+          throw new DefiniteFailure(`child run ${handle.runId} was cancelled by ${result.by}`, {
+            runId: handle.runId,
+          });
+        case "paused":
+          // Indefinite, as a held child: the parent waits for a person to resume or cancel the child.
+          throw new Error(`child run ${handle.runId} is paused; resume or cancel it first`);
         case "held":
           // Indefinite: the parent is held too, until a person decides the child.
           throw new Error(`child run ${handle.runId} is held; decide it first`);
@@ -292,6 +397,9 @@ export class Engine implements EngineCore {
     // have been admitting its chat's next input as close began: that run is waited for too.
     if (options.waitForRuns !== false)
       while (this.live.size > 0) await Promise.allSettled([...this.live.values()]);
+    if (this.watchTimer) clearInterval(this.watchTimer);
+    this.unlisten?.();
+    await this.polling;
     await this.ownership.close();
     await this.journal.close();
   }

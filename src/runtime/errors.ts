@@ -55,19 +55,6 @@ export class QueuedInputAdmitted extends Data.TaggedError("QueuedInputAdmitted")
   }
 }
 
-/**
- * `whenBusy: "interrupt"` cancels the chat's active run, then admits the input: this runtime has no
- * cancel to call (yet). Nothing was queued or written.
- */
-export class InterruptNeedsCancel extends Data.TaggedError("InterruptNeedsCancel")<{
-  readonly chatId: string;
-  readonly runId: string;
-}> {
-  override get message(): string {
-    return `interrupt needs cancel: chat ${this.chatId} has the active run ${this.runId}, and this runtime cannot cancel a run; submit with whenBusy: "queue" to run the input after it, or wait for it to end`;
-  }
-}
-
 /** The journal holds no run with this id. */
 export class RunNotFound extends Data.TaggedError("RunNotFound")<{ readonly runId: string }> {
   override get message(): string {
@@ -454,5 +441,32 @@ export class CallNotInDoubt extends Data.TaggedError("CallNotInDoubt")<{
 }> {
   override get message(): string {
     return `call ${this.callId} of run ${this.runId} is ${this.status}, not in doubt; the calls in doubt are ${this.inDoubt.join(", ") || "(none)"}`;
+  }
+}
+
+/**
+ * The run is being cancelled (`runtime.cancel`): no new call starts. Calls made inside
+ * `turn.cleanup(fn)` are still journaled and run, so the agent can clean up (decision 0043).
+ */
+export class RunCancelled extends Data.TaggedError("RunCancelled")<{
+  readonly runId: string;
+  readonly by: string;
+  readonly note: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} is being cancelled (by ${this.by}${this.note ? `: ${this.note}` : ""}); no new call starts. Let the error end the agent, or make clean-up calls inside turn.cleanup(fn)`;
+  }
+}
+
+/**
+ * The run is being paused: the call was not started and the execution ends, to be re-executed from
+ * the journal on `runtime.resume` (decision 0044). Internal: the agent should let it through.
+ */
+export class RunPausing extends Data.TaggedError("RunPausing")<{
+  readonly runId: string;
+  readonly by: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} is being paused (by ${this.by}); the call was not started. Let the error end the agent: \`holdfast resume ${this.runId}\` re-executes it from the journal`;
   }
 }

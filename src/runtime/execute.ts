@@ -1,5 +1,6 @@
-import type { ErrorInfo, HoldReason, Masker, RecordedEvent } from "../events/index.js";
+import type { AnyEvent, ErrorInfo, HoldReason, Masker, RecordedEvent } from "../events/index.js";
 import {
+  blockingCalls,
   contextOf,
   ENDING_STATUSES,
   foldRun,
@@ -30,6 +31,10 @@ export type RunResult =
   | { readonly status: "held"; readonly runId: string; readonly reasons: ReadonlyArray<HoldReason> }
   | { readonly status: "failed"; readonly runId: string; readonly error: ErrorInfo }
   | { readonly status: "stopped"; readonly runId: string }
+  /** Ended by `runtime.cancel` (decision 0043): who asked, and why. */
+  | { readonly status: "cancelled"; readonly runId: string; readonly by: string; readonly note: string }
+  /** Parked by `runtime.pause` (decision 0044) until `runtime.resume`. */
+  | { readonly status: "paused"; readonly runId: string }
   /**
    * Finished long ago and removed by retention: its admission remains (law 6), so the same input
    * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
@@ -58,6 +63,10 @@ export interface ExecuteDeps {
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
   /** A run of the chat ended: its queue's next input may be admitted (never throws). */
   readonly runEnded: (chatId: string) => Promise<void>;
+  /** How long a cancelled run waits for its in-flight calls to settle before it is ended or held. */
+  readonly cancelGraceMs: number;
+  /** Watch the run's stream for control requests while it executes; returns the unwatch. */
+  readonly watch: (writer: RunWriter) => () => void;
 }
 
 export interface Execution {
@@ -79,6 +88,11 @@ export interface Execution {
 export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunResult> => {
   const { writer } = run;
   const runId = writer.runId;
+  // Asked to cancel or pause before this execution began (a resume after a hold, a re-execution):
+  // the agent is not run again, the request is carried out at once.
+  const asked = contextOf(writer.fold);
+  if (statusOf(writer.fold) === "running" && (asked.cancelRequested || asked.pauseRequested))
+    return settleQuietly(runId, () => finishControl(writer));
   const turn = new TurnImpl({
     writer,
     chatId: run.chatId,
@@ -93,13 +107,35 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
     replayAllowed: deps.replayAllowed,
     runChild: deps.runChild,
   });
+  const unwatch = deps.watch(writer);
+  // Once a cancel is known, the agent and its calls have the grace period to settle; a call that
+  // ignores its signal is then left in doubt and the run is held for it (`cancelled-in-doubt`).
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  let executing = true;
+  const graceOver = turn.cancelled.then(
+    () =>
+      new Promise<"grace-over">((resolve) => {
+        if (executing) graceTimer = setTimeout(resolve, deps.cancelGraceMs, "grace-over");
+      }),
+  );
   let ended: { readonly output: unknown } | { readonly error: unknown };
   try {
-    ended = { output: await run.agent.run(turn, run.input) };
-  } catch (error) {
-    ended = { error };
+    const agentRun = (async () => {
+      try {
+        return { output: await run.agent.run(turn, run.input) };
+      } catch (error) {
+        return { error };
+      }
+    })();
+    const first = await Promise.race([agentRun, graceOver]);
+    ended = first === "grace-over" ? { error: turn.signal.reason } : first;
+    await Promise.race([turn.settle(), graceOver]);
+  } finally {
+    // The grace timer holds the execution: it goes with it.
+    executing = false;
+    clearTimeout(graceTimer);
+    unwatch();
   }
-  await turn.settle();
   if (turn.runWasPruned)
     return (
       (await prunedResult(deps.journal, runId)) ?? elsewhere(runId, "the run is no longer in the journal")
@@ -107,7 +143,19 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
   if (turn.ownershipWasLost)
     return elsewhere(runId, turn.lostBecause ?? "this worker lost the run to another owner");
   try {
-    const result = await finish(deps.masker, writer, ended);
+    const result = await (async () => {
+      const status = statusOf(writer.fold);
+      const { cancelRequested, pauseRequested } = contextOf(writer.fold);
+      if (status === "running" && (cancelRequested || (pauseRequested && turn.pauseRefused)))
+        return await finishControl(writer);
+      try {
+        return await finish(deps.masker, writer, ended);
+      } catch (error) {
+        // A cancel request arrived while the end was appended: the run ends cancelled instead.
+        if (isRejected(error) && contextOf(writer.fold).cancelRequested) return await finishControl(writer);
+        throw error;
+      }
+    })();
     if (ENDING_STATUSES.has(result.status as RunStatus)) await deps.runEnded(run.chatId);
     return result;
   } catch (error) {
@@ -119,6 +167,65 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
 };
 
 const elsewhere = (runId: string, state: string): RunResult => ({ status: "elsewhere", runId, state });
+
+const isRejected = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
+
+const settleQuietly = async (runId: string, end: () => Promise<RunResult>): Promise<RunResult> => {
+  try {
+    return await end();
+  } catch (error) {
+    if (error instanceof FencedOut || error instanceof WrongExpectedVersion)
+      return elsewhere(runId, error.message);
+    throw error;
+  }
+};
+
+/**
+ * Carry out a cancel or pause request once the execution's calls settled (or the grace ran out):
+ * `run.cancelled` / `run.paused` when nothing is in doubt; otherwise the run is held, each call in
+ * doubt named — a cancel with `cancelled-in-doubt`, never forgotten (decisions 0043, 0044).
+ */
+export const finishControl = async (writer: RunWriter): Promise<RunResult> => {
+  const runId = writer.runId;
+  const context = contextOf(writer.fold);
+  if (statusOf(writer.fold) !== "running") return resultFromFold(runId, writer.fold);
+  const cancel = context.cancelRequested;
+  // As recovery would: a model call declared replayable changes nothing outside, so an aborted
+  // one is authorized rather than left in doubt (its late answer, if any, is kept as a conflict).
+  const replayable = cancel
+    ? blockingCalls(context).filter((call) => call.kind === "model" && call.disposition === "replay")
+    : [];
+  const authorized: AnyEvent[] = replayable.map((call) => ({
+    type: "call.replay-authorized",
+    runId,
+    callId: call.callId,
+    attempt: call.attempt,
+    reason: "model-policy",
+  }));
+  const inDoubt = blockingCalls(context).filter((call) => !replayable.includes(call));
+  if (inDoubt.length === 0) {
+    if (cancel) {
+      await writer.append([
+        ...authorized,
+        { type: "run.cancelled", runId, by: cancel.by, note: cancel.note },
+      ]);
+      return { status: "cancelled", runId, by: cancel.by, note: cancel.note };
+    }
+    await writer.append([{ type: "run.paused", runId }]);
+    return { status: "paused", runId };
+  }
+  const asked = cancel ?? context.pauseRequested!;
+  const reasons = inDoubt.map(
+    (call): HoldReason => ({
+      code: cancel ? "cancelled-in-doubt" : "in-doubt",
+      callId: call.callId,
+      detail: `${cancel ? "cancelled" : "paused"} by ${asked.by} while ${call.kind} "${call.name}" attempt ${call.attempt} had no recorded outcome (it did not settle within the grace period, or failed without proof that it did nothing); decide the call, or stop the run`,
+    }),
+  );
+  if (authorized.length > 0) await writer.append(authorized);
+  return hold(writer, [reasons[0]!, ...reasons.slice(1)]);
+};
 
 /** What became of a run retention removed: how it ended, as `pruned_runs` keeps it; null if never pruned. */
 export const prunedResult = async (journal: Journal, runId: string): Promise<RunResult | null> => {
@@ -210,6 +317,12 @@ export const resultFromFold = (runId: string, fold: RunFold): RunResult => {
       return { status: "held", runId, reasons: contextOf(fold).heldReasons };
     case "stopped":
       return { status: "stopped", runId };
+    case "cancelled": {
+      const asked = contextOf(fold).cancelRequested;
+      return { status: "cancelled", runId, by: asked?.by ?? "", note: asked?.note ?? "" };
+    }
+    case "paused":
+      return { status: "paused", runId };
     default:
       return elsewhere(runId, status);
   }

@@ -220,6 +220,8 @@ const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<
       return null;
     }
   }
+  // A paused run waits for `resume` (decision 0044): recovery never resumes it.
+  if (row?.status === "paused") return null;
   // A run without a row is of unknown length: it is classified alone.
   return row ? row.version : PASS_EVENTS;
 };
@@ -255,14 +257,24 @@ const recoverClaimed = async (
   }
   const { fold, events } = inspected;
   const status = statusOf(fold);
-  if (status === "held" || status === "completed" || status === "failed" || status === "stopped") {
+  if (
+    status === "held" ||
+    status === "paused" ||
+    status === "completed" ||
+    status === "failed" ||
+    status === "stopped" ||
+    status === "cancelled"
+  ) {
     // Held: waits for a person. Finished: it ended after the active runs were listed.
     if (status === "held") part.held.push({ runId, reasons: contextOf(fold).heldReasons });
     await core.ownership.release(runId);
     return null;
   }
   const agent = core.agents.get(contextOf(fold).agent.name);
-  if (!agent) {
+  // A cancel or pause is carried out without executing the agent (decisions 0043, 0044).
+  const { cancelRequested, pauseRequested } = contextOf(fold);
+  const control = cancelRequested ?? pauseRequested;
+  if (!agent && !control) {
     part.notHere.push({ runId, agent: `${contextOf(fold).agent.name}@${contextOf(fold).agent.version}` });
     await core.ownership.release(runId);
     return null;
@@ -352,6 +364,40 @@ const recoverClaimed = async (
     part.reconciled.push(call.callId);
     if (decided.events.some(isProgress)) interruptions = [];
   }
+  if (control) {
+    // Nothing is re-executed, so the crash-loop cap does not apply: a call allowed to run again is
+    // authorized (it blocks nothing), and what stays in doubt holds the run.
+    for (const replay of replays) {
+      await recordOpening();
+      await writer.append(replay.events);
+      part.replayed.push(replay.call.callId);
+    }
+    if (holds.length > 0) {
+      const reasons = cancelRequested
+        ? holds.map(
+            (r): HoldReason =>
+              r.callId === undefined
+                ? r
+                : {
+                    code: "cancelled-in-doubt",
+                    callId: r.callId,
+                    detail: `cancelled by ${cancelRequested.by} while the call was in doubt: ${r.detail}`,
+                  },
+          )
+        : holds;
+      await closing({ type: "run.held", runId, reasons: [reasons[0]!, ...reasons.slice(1)] }, true);
+      part.held.push({ runId, reasons });
+      return null;
+    }
+    await closing(
+      cancelRequested
+        ? { type: "run.cancelled", runId, by: cancelRequested.by, note: cancelRequested.note }
+        : { type: "run.paused", runId },
+      true,
+    );
+    return null;
+  }
+  if (!agent) throw new Error(`agent "${contextOf(fold).agent.name}" is not registered here`);
   if (interruptions.length >= core.maxInterruptions) {
     holds.unshift(crashLoopReason(interruptions));
     for (const { call } of replays) holds.push(replayWithheldReason(call));
@@ -410,4 +456,23 @@ const markCorrupt = async (core: EngineCore, runId: string, reason: string, fenc
   } catch {
     // Not writable (or the projection cannot follow a broken stream): the report still names it.
   }
+};
+
+/**
+ * Recover one run now, if no live worker owns it (a cancel or pause of a run whose owner is gone,
+ * decisions 0043 and 0044): false when another live worker holds it, which then carries the
+ * request out itself.
+ */
+export const recoverRun = async (core: EngineCore, runId: string): Promise<boolean> => {
+  if (core.isLive(runId)) return false;
+  const claim = (await core.ownership.claimMany([runId])).get(runId);
+  if (!claim) return false;
+  const part = emptyPart();
+  try {
+    await recoverClaimed(core, runId, claim, part, new Limiter(1));
+  } catch (error) {
+    if (!core.isLive(runId)) await core.ownership.release(runId);
+    throw error;
+  }
+  return true;
 };

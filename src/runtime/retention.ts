@@ -129,7 +129,7 @@ export const pruneOrder = (selected: ReadonlyArray<RetentionCandidate>): Retenti
   });
 };
 
-const FINISHED = new Set(["completed", "failed", "stopped"]);
+const FINISHED = new Set(["completed", "failed", "stopped", "cancelled"]);
 
 /**
  * Check a selected run against its own events before anything is deleted: every row decodes, the

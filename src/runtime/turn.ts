@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import * as Either from "effect/Either";
 import * as ParseResult from "effect/ParseResult";
 import * as Schema from "effect/Schema";
@@ -25,7 +26,9 @@ import {
   InvalidToolArgs,
   LeaseLost,
   OutcomeUnknown,
+  RunCancelled,
   RunHeld,
+  RunPausing,
   UnknownTool,
 } from "./errors.js";
 import type { Journal } from "./Journal.js";
@@ -56,6 +59,9 @@ export interface TurnDeps {
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
 }
 
+/** Marks the calls made inside `turn.cleanup(fn)`: they run while the run is being cancelled. */
+const cleanupScope = new AsyncLocalStorage<true>();
+
 /**
  * The call API of one execution of an agent function. Calls before the frontier are served from
  * the journal (law 2) after their fingerprint is checked against the intent (law 7); calls past it
@@ -77,6 +83,14 @@ export class TurnImpl implements Turn, AttemptHost {
   private lost = false;
   private lostReason: string | undefined;
   private pruned = false;
+  private readonly aborter = new AbortController();
+  private cancelSeen!: () => void;
+  /** Resolves when this execution learns that the run is being cancelled. */
+  readonly cancelled = new Promise<void>((resolve) => {
+    this.cancelSeen = resolve;
+  });
+  /** A call was refused because the run is being paused: the execution ends `paused`. */
+  pauseRefused = false;
 
   constructor(private readonly deps: TurnDeps) {
     this.runId = deps.writer.runId;
@@ -85,6 +99,50 @@ export class TurnImpl implements Turn, AttemptHost {
     this.writer = deps.writer;
     this.masker = deps.masker;
     this.cursor = new ReplayCursor(deps.history.map((e) => e.event));
+    this.writer.onControl = () => this.controlChanged();
+    this.controlChanged();
+  }
+
+  /** Aborted when the run is being cancelled (decision 0043): the agent may stop early and clean up. */
+  get signal(): AbortSignal {
+    return this.aborter.signal;
+  }
+
+  /**
+   * Run `fn` as the agent's clean-up: its calls are journaled and run even while the run is being
+   * cancelled (every other new call is refused with `RunCancelled`), and their signals are not
+   * aborted by the cancel.
+   */
+  cleanup<T>(fn: () => Promise<T>): Promise<T> {
+    return cleanupScope.run(true, fn);
+  }
+
+  /** A control request was folded in: a cancel aborts the turn's signal and every call's but clean-up's. */
+  private controlChanged(): void {
+    const requested = contextOf(this.writer.fold).cancelRequested;
+    if (requested && !this.aborter.signal.aborted) {
+      this.aborter.abort(new RunCancelled({ runId: this.runId, by: requested.by, note: requested.note }));
+      this.cancelSeen();
+    }
+  }
+
+  /** The signal a new call's own signal follows: the turn's, except for clean-up calls. */
+  callSignal(): AbortSignal | undefined {
+    return cleanupScope.getStore() ? undefined : this.aborter.signal;
+  }
+
+  /** Why a call may not start now because of a cancel or pause request; null when it may. */
+  controlRefusal(): RunCancelled | RunPausing | null {
+    const { cancelRequested, pauseRequested } = contextOf(this.writer.fold);
+    if (cancelRequested) {
+      if (cleanupScope.getStore()) return null;
+      return new RunCancelled({ runId: this.runId, by: cancelRequested.by, note: cancelRequested.note });
+    }
+    if (pauseRequested) {
+      this.pauseRefused = true;
+      return new RunPausing({ runId: this.runId, by: pauseRequested.by });
+    }
+    return null;
   }
 
   /** Whether this execution lost the run to another owner (nothing more is written by it). */
@@ -171,7 +229,7 @@ export class TurnImpl implements Turn, AttemptHost {
     if (this.lost) return new LeaseLost({ runId: this.runId, callId: callIdOf(this.runId, this.nextSeq) });
     const fold = this.writer.fold;
     const status = statusOf(fold);
-    if (status === "running") return null;
+    if (status === "running") return this.controlRefusal();
     return new RunHeld({
       runId: this.runId,
       reasons: contextOf(fold).heldReasons.length

@@ -177,6 +177,75 @@ const queued: Scenario = async (dir) => {
   return db;
 };
 
+/** Cancel and pause (decisions 0043, 0044): a run cancelled mid-call, one paused and resumed, one paused and cancelled. */
+const controlled: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  let started: () => void = () => undefined;
+  let release: () => void = () => undefined;
+  const waiting = defineTool({
+    name: "waiting",
+    args: Schema.Struct({ label: Schema.String }),
+    run: async ({ label }, { signal }) =>
+      new Promise((resolve, reject) => {
+        release = () => resolve({ label });
+        signal.addEventListener("abort", () => reject(new DefiniteFailure("aborted before sending")));
+        started();
+      }),
+  });
+  const after = defineTool({
+    name: "after",
+    args: Schema.Struct({ label: Schema.String }),
+    run: async ({ label }) => ({ label, done: true }),
+  });
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "two-steps",
+        version: "1",
+        run: async (turn, input: { label: string }) => {
+          await turn.tool(waiting, { label: input.label });
+          return turn.tool(after, { label: input.label });
+        },
+      }),
+    ],
+    tools: [waiting, after],
+    workerId: "audit-test-worker",
+  });
+  const start = async (chatId: string) => {
+    const going = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const handle = await runtime.submit({
+      chatId,
+      inputId: "m1",
+      agent: "two-steps",
+      content: { label: chatId },
+    });
+    await going;
+    return handle;
+  };
+  const expectStatus = async (handle: { result: Promise<{ status: string }> }, status: string) => {
+    const result = await handle.result;
+    if (result.status !== status) throw new Error(`expected ${status}, got ${result.status}`);
+  };
+  const cancelled = await start("chat-cancel");
+  await runtime.cancel(cancelled.runId, { by: "ada", note: "changed my mind" });
+  await expectStatus(cancelled, "cancelled");
+  const paused = await start("chat-pause");
+  await runtime.pause(paused.runId, { by: "ada", note: "budget" });
+  release();
+  await expectStatus(paused, "paused");
+  await expectStatus(await runtime.resume(paused.runId, { by: "ada" }), "completed");
+  const parked = await start("chat-park");
+  await runtime.pause(parked.runId, { by: "ada", note: "" });
+  release();
+  await expectStatus(parked, "paused");
+  await runtime.cancel(parked.runId, { by: "ada", note: "not needed" });
+  await runtime.close();
+  return db;
+};
+
 const worker = async (env: Record<string, string>, expect: "killed" | "exited") => {
   const result = await runWorker(env);
   const ok = expect === "killed" ? result.signal === "SIGKILL" : result.code === 0;
@@ -405,6 +474,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   langgraph,
   orphaned,
   queued,
+  controlled,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

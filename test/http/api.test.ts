@@ -33,6 +33,9 @@ const routes = (runId: string, callId: string, chatId: string) =>
       `/api/runs/${runId}/calls/${encodeURIComponent(callId)}/retries`,
       { attempts: 1, grantedBy: "x" },
     ],
+    ["POST", `/api/runs/${runId}/cancel`, { by: "x" }],
+    ["POST", `/api/runs/${runId}/pause`, { by: "x" }],
+    ["POST", `/api/runs/${runId}/resume`, { by: "x" }],
     ["GET", `/api/chats/${chatId}/plan`, undefined],
     ["PUT", `/api/chats/${chatId}/plan`, { expectedRevision: 0, value: { title: "t", items: [] }, by: "x" }],
     ["GET", `/api/chats/${chatId}/queue`, undefined],
@@ -205,6 +208,9 @@ describe("the JSON API: reads", () => {
         "/api/runs/{runId}",
         "/api/runs/{runId}/calls/{callId}/retries",
         "/api/runs/{runId}/decisions",
+        "/api/runs/{runId}/cancel",
+        "/api/runs/{runId}/pause",
+        "/api/runs/{runId}/resume",
       ].sort(),
     );
     expect(doc.components.schemas.DecideBody.required).toEqual(["basedOnVersion", "decidedBy"]);

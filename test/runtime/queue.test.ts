@@ -10,7 +10,6 @@ import {
   defineAgent,
   defineTool,
   InputConflict,
-  InterruptNeedsCancel,
   InvalidInput,
   openRuntime,
   type QueuedHandle,
@@ -247,27 +246,34 @@ describe.each(engines)("a chat's input queue (%s)", (engine) => {
     }
   });
 
-  it("refuses an interrupt while cancel does not exist, writing nothing; admits it when the chat is free", async () => {
-    const runtime = await open();
+  it("an interrupt cancels the chat's active run, then admits its input after it", async () => {
+    const runtime = await openRuntime({
+      store,
+      agents: [gatedAgent(gates), holderAgent],
+      tools: [refusing],
+      cancelGraceMs: 200,
+    });
     try {
       const first = (await submit(runtime, "m1")) as RunHandle;
-      const interrupt = (inputId: string) =>
-        runtime.submit({
-          chatId: "c",
-          inputId,
-          agent: "gated",
-          content: { text: inputId },
-          whenBusy: "interrupt",
-        });
-      await expect(interrupt("m2")).rejects.toBeInstanceOf(InterruptNeedsCancel);
-      expect(await queueEvents(store)).toEqual([]);
-      gates.open("m1");
-      await first.result;
-      gates.open("m3");
-      const free = (await interrupt("m3")) as RunHandle;
-      expect(free.queued).toBeFalsy();
-      expect(await free.result).toMatchObject({ status: "completed" });
+      const interrupting = await runtime.submit({
+        chatId: "c",
+        inputId: "m2",
+        agent: "gated",
+        content: { text: "m2" },
+        whenBusy: "interrupt",
+      });
+      // The agent ignores the signal: the grace runs out, nothing was in doubt, the run ends cancelled.
+      expect(await first.result).toMatchObject({ status: "cancelled" });
+      gates.open("m2");
+      expect(await interrupting.result).toMatchObject({ status: "completed" });
+      expect(gates.order).toEqual(["m1", "m2"]);
+      const runs = await runtime.runs();
+      expect(runs.map((r) => [r.inputId, r.status]).sort()).toEqual([
+        ["m1", "cancelled"],
+        ["m2", "completed"],
+      ]);
     } finally {
+      gates.open("m1");
       await runtime.close();
     }
   });

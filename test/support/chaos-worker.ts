@@ -237,6 +237,9 @@ const main = async () => {
         throw bare();
       },
       withdraw: (chatId, inputId, options) => runtime.withdraw(chatId, inputId, options),
+      cancel: (runId, request) => runtime.cancel(runId, request),
+      pause: (runId, request) => runtime.pause(runId, request),
+      resume: (runId, request) => runtime.resume(runId, request),
       documents: runtime.documents,
     },
   });

@@ -65,6 +65,12 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return `${event.error.name}: ${event.error.message}`;
     case "run.stopped":
       return event.reason;
+    case "run.cancel-requested":
+    case "run.pause-requested":
+    case "run.cancelled":
+      return `by ${event.by}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
+    case "run.paused":
+      return "parked until resumed";
     case "conflict.recorded":
       return `${event.kind}: ${event.detail}`;
     case "outcome.orphaned":

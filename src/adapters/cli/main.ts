@@ -24,6 +24,7 @@ const commands = {
   allowlist: () => import("./commands/allowlist.js"),
   audit: () => import("./commands/audit.js"),
   backup: () => import("./commands/backup.js"),
+  control: () => import("./commands/control.js"),
   decide: () => import("./commands/decide.js"),
   demo: () => import("./commands/demo.js"),
   events: () => import("./commands/events.js"),
@@ -294,6 +295,28 @@ ${MODEL_ANSWER_HINT}, e.g.
         );
       return setCode(await queue.queueCommand(first, options, io));
     });
+  for (const [action, description] of [
+    [
+      "cancel",
+      "stop a run from any process: it starts no new call, in-flight calls are aborted, and it ends cancelled (a held run takes the stop decision; a finished run is a no-op that says so)",
+    ],
+    [
+      "pause",
+      "park a running run before its next call; in-flight calls settle; it stays paused across restarts until resumed",
+    ],
+    ["resume", "continue a paused run: a runtime with its agent re-executes it from the journal"],
+  ] as const) {
+    const cmd = command(`${action} <runId>`)
+      .description(description)
+      .option("--by <name>", "who asks (default: your OS user name)");
+    if (action !== "resume") cmd.option("--note <text>", "why");
+    cmd
+      .option("--db <path>", DB_HELP)
+      .option("--json", "print one JSON document instead of text")
+      .action(async (runId: string, options) =>
+        setCode(await (await commands.control()).controlCommand(action, runId, options, io)),
+      );
+  }
 
   command("plan <chatId> [action]")
     .description("show a chat's plan and its revision; `replace` replaces it if it is still at that revision")

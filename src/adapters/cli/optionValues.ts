@@ -12,7 +12,16 @@ import { DEFAULT_PRUNE_BATCH, DEFAULT_RETENTION } from "../../runtime/retentionD
  */
 
 /** `holdfast runs --status`. */
-export const RUN_STATUSES = ["running", "interrupted", "held", "completed", "failed", "stopped"] as const;
+export const RUN_STATUSES = [
+  "running",
+  "interrupted",
+  "held",
+  "paused",
+  "completed",
+  "failed",
+  "stopped",
+  "cancelled",
+] as const;
 export type RunStatusFilter = (typeof RUN_STATUSES)[number];
 
 /** The decisions `holdfast decide` records. */

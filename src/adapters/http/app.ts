@@ -21,6 +21,8 @@ import { panelRoutes } from "./panel.js";
 import {
   AuditReply,
   ChatQueue,
+  ControlBody,
+  ControlReply,
   DecideBody,
   DecisionReply,
   EventsQuery,
@@ -329,6 +331,17 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       }),
     );
   });
+
+  for (const action of ["cancel", "pause", "resume"] as const) {
+    app.post(`/api/runs/:runId/${action}`, async (c) => {
+      const body = decodeWith(ControlBody, await jsonBody(c), `${action} request`);
+      const operator = await options.operator();
+      const outcome = await operator[action](c.req.param("runId"), present(body));
+      if ("result" in outcome) (outcome.result as Promise<unknown>).catch(() => undefined);
+      const { accepted, runId, status, message } = outcome;
+      return c.json(encodeWith(ControlReply, { accepted, runId, status, message }));
+    });
+  }
 
   app.get("/api/chats/:chatId/plan", async (c) => {
     const chatId = c.req.param("chatId");

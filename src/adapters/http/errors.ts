@@ -26,7 +26,6 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   ActiveRunExists: 409,
   QueuedInputNotFound: 404,
   QueuedInputAdmitted: 409,
-  InterruptNeedsCancel: 409,
   NoteRequired: 422,
   InvalidInput: 422,
   DecisionNeedsCalls: 422,

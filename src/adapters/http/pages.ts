@@ -19,7 +19,16 @@ export const DECISION_LABELS: Readonly<Record<DecisionKind, string>> = {
   stop: "Stop the run",
 };
 
-export const RUN_STATUSES = ["held", "running", "interrupted", "completed", "failed", "stopped"] as const;
+export const RUN_STATUSES = [
+  "held",
+  "running",
+  "paused",
+  "interrupted",
+  "completed",
+  "failed",
+  "stopped",
+  "cancelled",
+] as const;
 
 export const age = (since: string, now = Date.now()): string => {
   const seconds = Math.max(0, Math.round((now - Date.parse(since)) / 1000));
@@ -393,9 +402,79 @@ export const runPage = (
           )
         : ""
     }
+    ${controlForms(view, session)}
     ${queue ? queueSection(queue, session, view.run.runId) : ""}
     ${runState(view, view.version)}`;
 };
+
+/** What the panel's Cancel, Pause and Resume buttons do (decisions 0043, 0044). */
+export const CONTROL_ACTIONS = {
+  cancel: {
+    label: "Cancel the run",
+    meaning:
+      "It starts no new call, its calls in flight are aborted, and it ends cancelled; a call that does not settle holds it (cancelled-in-doubt). Its chat then takes new input.",
+  },
+  pause: {
+    label: "Pause the run",
+    meaning:
+      "It starts no new call; its calls in flight settle; it stays paused, across restarts, until resumed. Its chat stays busy.",
+  },
+  resume: {
+    label: "Resume the run",
+    meaning: "It is re-executed from the journal where its agent runs; recorded calls are not made again.",
+  },
+} as const;
+export type ControlAction = keyof typeof CONTROL_ACTIONS;
+
+/** The actions a run's status allows: a running run can be cancelled or paused, a paused one cancelled or resumed. */
+export const controlActionsFor = (status: string): ReadonlyArray<ControlAction> =>
+  status === "running" || status === "interrupted"
+    ? ["cancel", "pause"]
+    : status === "paused"
+      ? ["cancel", "resume"]
+      : [];
+
+export const controlForms = (view: RunView, session: Session): Html => {
+  const actions = controlActionsFor(view.run.status);
+  if (actions.length === 0) return html``;
+  return html`<section class="card" aria-labelledby="control-heading">
+    <h2 id="control-heading">Stop or park the run</h2>
+    ${actions.map(
+      (
+        action,
+      ) => html`<form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/control" class="control" data-action="${action}">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="action" value="${action}" />
+        ${action === "resume" ? "" : html`<label class="field" for="control-${action}-note">Note (why; optional)</label><textarea id="control-${action}-note" name="note"></textarea>`}
+        <p><button type="submit" class="secondary">${CONTROL_ACTIONS[action].label}…</button> <span class="muted">${CONTROL_ACTIONS[action].meaning}</span></p>
+      </form>`,
+    )}
+  </section>`;
+};
+
+export const confirmControlPage = (
+  view: RunView,
+  session: Session,
+  action: ControlAction,
+  note: string,
+): Html =>
+  html`<h1>Confirm: ${CONTROL_ACTIONS[action].label.toLowerCase()}</h1>
+    <div class="card">
+      <dl class="evidence">
+        <dt>run</dt><dd class="mono">${view.run.runId}</dd>
+        <dt>status now</dt><dd>${statusLabel(view.run)}</dd>
+        <dt>what it does</dt><dd>${CONTROL_ACTIONS[action].meaning}</dd>
+        <dt>note</dt><dd>${note === "" ? html`<span class="muted">none</span>` : html`<pre>${note}</pre>`}</dd>
+        <dt>recorded as asked by</dt><dd>${session.name}</dd>
+      </dl>
+      <form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/control">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <input type="hidden" name="action" value="${action}" />
+        <input type="hidden" name="note" value="${note}" />
+        <p><button type="submit" id="confirm">Confirm and record</button> <a class="button secondary" href="/runs/${encodeURIComponent(view.run.runId)}">Back</a></p>
+      </form>
+    </div>`;
 
 export const confirmPage = (
   view: RunView,

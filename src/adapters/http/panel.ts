@@ -12,6 +12,9 @@ import { ApiError, errorReply } from "./errors.js";
 import { type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
 import {
   banner,
+  CONTROL_ACTIONS,
+  type ControlAction,
+  confirmControlPage,
   confirmPage,
   confirmWithdrawPage,
   DECISION_LABELS,
@@ -416,6 +419,52 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           ? what
           : `${what} (the result given for ${unchecked.join(", ")} was not checked: no result Schema for it here)`,
       );
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
+    }),
+  );
+
+  app.post(
+    "/runs/:runId/control",
+    page(async (c, session) => {
+      const runId = param(c, "runId");
+      const form = await formBody(c);
+      const action = formText(form, "action");
+      const note = formText(form, "note").trim();
+      if (!(action in CONTROL_ACTIONS))
+        return showRun(
+          c,
+          session,
+          runId,
+          banner("error", "Choose cancel, pause or resume. Nothing was written."),
+          422,
+        );
+      const chosen = action as ControlAction;
+      if (formText(form, "confirm") !== "yes") {
+        const view = await runView(reader, runId, options.db);
+        return c.html(layout("Confirm", session, confirmControlPage(view, session, chosen, note)));
+      }
+      let message: string;
+      try {
+        const operator = await options.operator();
+        const request = { by: session.name, ...(note ? { note } : {}) };
+        const outcome = await operator[chosen](runId, request);
+        if ("result" in outcome) (outcome.result as Promise<unknown>).catch(() => undefined);
+        if (!outcome.accepted)
+          return showRun(c, session, runId, banner("error", `${outcome.message}. Nothing was written.`), 409);
+        message = outcome.message;
+      } catch (error) {
+        const reply = errorReply(error);
+        if (reply.status === 404) return notFound(c, session, error);
+        if (reply.status === 500) throw error;
+        return showRun(
+          c,
+          session,
+          runId,
+          banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
+          422,
+        );
+      }
+      remember(session, runId, message);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );

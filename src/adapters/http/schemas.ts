@@ -7,7 +7,16 @@ import { CallKind, DecisionKind, Disposition, HoldReason, RetryPolicy } from "..
  * a 422 naming the field), replies encoded by them, and `/api/openapi.json` is generated from them.
  */
 
-const RunStatus = Schema.Literal("running", "interrupted", "held", "completed", "failed", "stopped");
+const RunStatus = Schema.Literal(
+  "running",
+  "interrupted",
+  "held",
+  "paused",
+  "completed",
+  "failed",
+  "stopped",
+  "cancelled",
+);
 
 export const ErrorReply = Schema.Struct({
   error: Schema.Struct({
@@ -169,6 +178,20 @@ export const RetryBody = Schema.Struct({
   note: Schema.optional(Schema.String),
 }).annotations({ identifier: "RetryBody" });
 
+/** Who asks to cancel, pause or resume a run, and why. */
+export const ControlBody = Schema.Struct({
+  by: Person,
+  note: Schema.optional(Schema.String),
+}).annotations({ identifier: "ControlBody" });
+
+/** What became of a cancel, pause or resume (`accepted: false` wrote nothing; `message` says why). */
+export const ControlReply = Schema.Struct({
+  accepted: Schema.Boolean,
+  runId: Schema.String,
+  status: Schema.String,
+  message: Schema.String,
+}).annotations({ identifier: "ControlReply" });
+
 export const Plan = Schema.Struct({
   chatId: Schema.String,
   value: Schema.Unknown,
@@ -259,6 +282,8 @@ const components = {
   DecideBody,
   DecisionReply,
   RetryBody,
+  ControlBody,
+  ControlReply,
   Plan,
   PlanBody,
   ChatQueue,
@@ -340,6 +365,28 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           responses: { ...ok(DecisionReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
+      ...Object.fromEntries(
+        (
+          [
+            [
+              "cancel",
+              "Cancel a run from any process: a finished run is a no-op (accepted false), a held run is stopped",
+            ],
+            ["pause", "Pause a running run before its next call; it stays paused across restarts"],
+            ["resume", "Resume a paused run: re-executed from the journal where its agent runs"],
+          ] as const
+        ).map(([action, summary]) => [
+          `/api/runs/{runId}/${action}`,
+          {
+            post: {
+              summary,
+              parameters: [runId],
+              requestBody: { required: true, content: json(ControlBody) },
+              responses: { ...ok(ControlReply), ...errors(401, 403, 404, 413, 422) },
+            },
+          },
+        ]),
+      ),
       "/api/chats/{chatId}/plan": {
         get: {
           summary: "A chat's plan and its revision",

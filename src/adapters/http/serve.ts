@@ -41,7 +41,10 @@ export interface ServeOptions {
    * at once). Without it, decisions go through an operator runtime of this server's own: no agents,
    * no recovery, never a worker's id — the runs continue where their agent runs.
    */
-  readonly runtime?: Pick<Runtime, "decide" | "grantRetry" | "documents" | "withdraw">;
+  readonly runtime?: Pick<
+    Runtime,
+    "decide" | "grantRetry" | "cancel" | "pause" | "resume" | "documents" | "withdraw"
+  >;
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;
   readonly live?: LiveOptions;

@@ -1,3 +1,4 @@
+import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
 import type { WithdrawOutcome } from "../../runtime/queue.js";
@@ -12,6 +13,12 @@ export interface OperatorPort {
     inputId: string,
     options: { readonly by: string; readonly reason?: string },
   ): Promise<WithdrawOutcome>;
+  cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  resume(
+    runId: string,
+    request: ControlRequest,
+  ): Promise<ControlOutcome & { readonly result: Promise<unknown> }>;
   readonly documents: {
     replace(
       chatId: string,

@@ -10,7 +10,7 @@ import {
 } from "../../machines/index.js";
 import { RebuildRefused } from "../../runtime/errors.js";
 
-const FINISHED: ReadonlySet<RunStatus> = new Set(["completed", "failed", "stopped"]);
+const FINISHED: ReadonlySet<RunStatus> = new Set(["completed", "failed", "stopped", "cancelled"]);
 
 /**
  * Folds every run stream through its recorded machine version while a rebuild reads the log in

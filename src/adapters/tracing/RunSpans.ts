@@ -47,6 +47,7 @@ const IN_DOUBT: ReadonlySet<string> = new Set([
   "indefinite-failure",
   "pin-mismatch",
   "reconcile-unknown",
+  "cancelled-in-doubt",
 ]);
 
 const FINAL: Readonly<Record<string, string>> = {
@@ -54,6 +55,8 @@ const FINAL: Readonly<Record<string, string>> = {
   "run.failed": "failed",
   "run.stopped": "stopped",
   "run.held": "held",
+  "run.cancelled": "cancelled",
+  "run.paused": "paused",
 };
 
 /** Held runs whose span ended here (they may come back), and claims waiting for a span: kept this many. */
@@ -353,6 +356,11 @@ export class RunSpans {
       case "run.resumed":
         run.span.addEvent("holdfast.run.resumed", { "holdfast.worker.id": event.by }, time);
         return;
+      case "run.cancel-requested":
+      case "run.pause-requested":
+        // Who asked is a person's name: not an attribute (notes and names stay out of traces).
+        run.span.addEvent(`holdfast.${event.type}`.replace("-", "_"), {}, time);
+        return;
       case "conflict.recorded":
         run.span.addEvent(
           "holdfast.conflict",
@@ -366,6 +374,8 @@ export class RunSpans {
       case "run.completed":
       case "run.failed":
       case "run.stopped":
+      case "run.cancelled":
+      case "run.paused":
         this.endRun(runId, run, FINAL[event.type] ?? event.type, time);
         return;
       default:
@@ -417,7 +427,8 @@ export class RunSpans {
     if (status === "failed") run.span.setStatus({ code: this.api.errorCode, message: "run failed" });
     run.span.end(time);
     this.open.delete(runId);
-    if (status === "held") {
+    // A held or paused run may come back: its next span links to this one.
+    if (status === "held" || status === "paused") {
       this.ended.delete(runId);
       this.ended.set(runId, {
         spanContext: run.span.spanContext(),

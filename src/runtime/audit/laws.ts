@@ -44,6 +44,7 @@ const CONCERNS: ReadonlySet<string> = new Set([
   "run.completed",
   "run.failed",
   "run.stopped",
+  "run.cancelled",
 ]);
 
 /**
@@ -209,6 +210,7 @@ export class RunLaws {
       case "run.completed":
       case "run.failed":
       case "run.stopped":
+      case "run.cancelled":
         this.held = false;
         return null;
       default:

@@ -56,7 +56,7 @@ export interface RunStream {
 /** The spill space of the call records of runs that ended, by stream id. */
 const LAWS = "laws";
 
-const FINISHED: ReadonlySet<RunStatus> = new Set(["completed", "failed", "stopped"]);
+const FINISHED: ReadonlySet<RunStatus> = new Set(["completed", "failed", "stopped", "cancelled"]);
 
 /** A run's status as folded so far; null when it has none (no `run.admitted`, unknown machine). */
 const statusOfRun = (run: RunTrack): RunStatus | null =>

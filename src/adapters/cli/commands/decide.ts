@@ -344,6 +344,10 @@ export const continuationText = (agent: string, result: RunResult, db: string | 
   switch (result.status) {
     case "stopped":
       return "the run is stopped; its chat takes new input";
+    case "cancelled":
+      return "the run is cancelled; its chat takes new input";
+    case "paused":
+      return `the run is paused; continue it with holdfast resume ${result.runId}`;
     case "completed":
       return "the run is completed";
     case "failed":

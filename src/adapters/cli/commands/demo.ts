@@ -55,6 +55,10 @@ const resultLine = (result: RunResult): string => {
       return `failed: ${result.error.name}: ${result.error.message}`;
     case "stopped":
       return "stopped";
+    case "cancelled":
+      return `cancelled by ${result.by}`;
+    case "paused":
+      return "paused";
     case "elsewhere":
       return `${result.state} (another worker has it)`;
     case "pruned":

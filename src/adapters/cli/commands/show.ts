@@ -82,6 +82,12 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
           await out.line(`      interrupted ${interruption.at}  detected by ${interruption.by}`);
       }
     }
+    if (run.status === "paused") {
+      await out.line();
+      await out.line(
+        `paused: nothing runs until \`holdfast resume ${runId}\` (or \`holdfast cancel ${runId}\`)`,
+      );
+    }
     if (run.status === "held") {
       await out.line();
       if (commands.length === 0) {

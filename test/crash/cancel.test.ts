@@ -1,0 +1,111 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { openRuntime } from "../../src/index.js";
+import { stubborn, stuck } from "../support/control-worker.js";
+import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
+import { useTempDir } from "../support/tmp.js";
+
+const tempDir = useTempDir();
+const schemas = usePgSchemas();
+afterAll(() => schemas.dropAll());
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const WORKER = join(ROOT, "test", "support", "control-worker.ts");
+
+/** Start the owner process; resolves its lines as they come, and waits for a kind of line. */
+const startOwner = (env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let buffer = "";
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  child.stdout.on("data", (d) => {
+    buffer += d;
+    for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      if (line.startsWith("{")) lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+  });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on("close", (_code, signal) => resolve(signal)),
+  );
+  const waitFor = async (kind: string): Promise<Record<string, unknown>> => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const found = lines.find((l) => l.kind === kind);
+      if (found) return found;
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`the owner never printed ${kind}: ${JSON.stringify(lines)} ${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return { child, waitFor, exited };
+};
+
+describe.each(["libsql", "postgres"] as const)(
+  "a SIGKILL of the owner after a cancel request on %s",
+  (engine) => {
+    const store = async () => {
+      if (engine === "postgres") await requirePg();
+      return engine === "postgres" ? pgUrl(schemas.fresh()) : join(tempDir(), "j.db");
+    };
+
+    it.each([
+      ["tool", "held", "a call in doubt holds the run cancelled-in-doubt"],
+      ["model", "cancelled", "a replayable model call is authorized and the run ends cancelled"],
+    ] as const)("%s call: recovery never re-executes it; %s (%s)", async (kind, status, _why) => {
+      const at = await store();
+      const witness = join(tempDir(), "witness.jsonl");
+      const owner = startOwner({ HF_DB: at, HF_WITNESS: witness, HF_KIND: kind });
+      let killed = false;
+      const runtime = await openRuntime({
+        store: at,
+        agents: [stubborn],
+        tools: [stuck],
+        workerId: "operator",
+        recovery: { onOpen: false, leaseMs: 3_000 },
+      });
+      try {
+        const { runId } = (await owner.waitFor("started")) as { runId: string };
+        // The owner is alive: the request is recorded and left to it.
+        expect(await runtime.cancel(runId, { by: "ops", note: "runaway" })).toMatchObject({
+          accepted: true,
+          status: "cancel-requested",
+        });
+        // It learnt the request (the call's signal is aborted); the call ignores it. Killed in the grace.
+        await owner.waitFor("aborted");
+        owner.child.kill("SIGKILL");
+        killed = true;
+        expect(await owner.exited).toBe("SIGKILL");
+
+        const report = await runtime.recover();
+        expect(report.resumed).toEqual([]);
+        await report.done;
+        const result = await runtime.wait(runId);
+        expect(result.status).toBe(status);
+        if (result.status === "held")
+          expect(result.reasons).toEqual([
+            expect.objectContaining({ code: "cancelled-in-doubt", callId: `${runId}/0` }),
+          ]);
+        const events = (await runtime.events(runId)).map((e) => e.event.type);
+        expect(events.filter((t) => t === "call.intended")).toHaveLength(1);
+        expect(events).toContain("run.interrupted");
+        // The effect started once, in the killed owner: never again.
+        expect(readFileSync(witness, "utf8").trim().split("\n")).toHaveLength(1);
+        expect((await runtime.audit()).findings).toEqual([]);
+      } finally {
+        if (!killed) owner.child.kill("SIGKILL");
+        await runtime.close();
+      }
+    });
+  },
+);
