@@ -268,7 +268,16 @@ const effect = async <R>(
       // The tool's own re-check (after its receipt) refused: the effect was not started.
       return notStarted(host, callId, attempt, await host.renewLease());
     if (error instanceof DefiniteFailure) {
-      const info = errorInfo(host.masker, error);
+      // The policy's wait is decided before the failure is recorded: a wait it will not take (a
+      // Retry-After past its maxRetryAfterMs) is named in the recorded error, live and replayed alike.
+      const due = policyRetries(spec.retry, attempt, error)
+        ? nextDue(spec.retry!.recorded, attempt, error, Date.now())
+        : undefined;
+      const described = errorInfo(host.masker, error);
+      const info =
+        due !== undefined && "refused" in due
+          ? { ...described, message: `${described.message} (${due.refused})` }
+          : described;
       await settle(host, callId, {
         type: "call.failed",
         runId: host.runId,
@@ -284,30 +293,33 @@ const effect = async <R>(
         const slot = host.writer.reserve();
         return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
       }
-      if (
-        policyRetries(spec.retry, attempt, error) &&
-        (await scheduleRetry(host, spec, callId, attempt, error))
-      )
+      if (due !== undefined && !("refused" in due) && (await scheduleRetry(host, callId, attempt, due)))
         return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
     }
     // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself,
     // except a model call declared replayable whose policy has attempts left (§13).
-    if (
+    const inDoubtDue =
       spec.kind === "model" &&
       spec.disposition === "replay" &&
       spec.retry &&
-      attempt < spec.retry.recorded.attempts &&
-      (await scheduleRetry(host, spec, callId, attempt, error, errorInfo(host.masker, error)))
+      attempt < spec.retry.recorded.attempts
+        ? nextDue(spec.retry.recorded, attempt, error, Date.now())
+        : undefined;
+    if (
+      inDoubtDue !== undefined &&
+      !("refused" in inDoubtDue) &&
+      (await scheduleRetry(host, callId, attempt, inDoubtDue, errorInfo(host.masker, error)))
     )
       return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
     const info = errorInfo(host.masker, error);
+    const notRetried = inDoubtDue !== undefined && "refused" in inDoubtDue ? ` (${inDoubtDue.refused})` : "";
     if (error instanceof CallTimedOut && running) recordLateAnswer(host, spec, callId, attempt, running);
     return host.hold([
       {
         code: "indefinite-failure",
         callId,
-        detail: `${spec.kind} "${spec.name}" failed without proof that it did not take effect: ${info.name}: ${info.message}`,
+        detail: `${spec.kind} "${spec.name}" failed without proof that it did not take effect: ${info.name}: ${info.message}${notRetried}`,
       },
     ]);
   }
@@ -439,23 +451,26 @@ const withTimeout = async <R>(
  * journal before the wait starts, so a crash during the wait resumes only the rest of it.
  * False when the run no longer takes the retry (held meanwhile): the failure then stands.
  */
-const scheduleRetry = async <R>(
+const scheduleRetry = async (
   host: AttemptHost,
-  spec: CallSpec<R> & { retry?: ResolvedRetry },
   callId: string,
   failed: number,
-  failure: unknown,
+  due: { readonly delayMs: number; readonly reason: "backoff" | "retry-after" },
   /** The error of an attempt left in doubt (no `call.failed` holds it). */
   inDoubt?: ErrorInfo,
 ): Promise<boolean> => {
   const now = Date.now();
-  const { delayMs, reason } = nextDue(spec.retry!.recorded, failed, failure, now);
+  const { delayMs, reason } = due;
+  // Never an invalid date or a delay the event cannot hold: the failure then stands.
+  const dueTime = now + delayMs;
+  if (!Number.isSafeInteger(delayMs) || delayMs < 0 || !Number.isFinite(new Date(dueTime).getTime()))
+    return false;
   const scheduled: EventOf<"retry.scheduled"> = {
     type: "retry.scheduled",
     runId: host.runId,
     callId,
     attempt: failed + 1,
-    dueAt: new Date(now + delayMs).toISOString(),
+    dueAt: new Date(dueTime).toISOString(),
     delayMs,
     reason,
     ...(inDoubt === undefined ? {} : { error: inDoubt }),
@@ -470,6 +485,9 @@ const scheduleRetry = async <R>(
   return true;
 };
 
+/** The longest delay `setTimeout` keeps (2^31-1 ms); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** Wait until a recorded due time; then the attempt, in a fresh place in the run's append order. */
 export const attemptWhenDue = async <R>(
   host: AttemptHost,
@@ -480,10 +498,12 @@ export const attemptWhenDue = async <R>(
   attempt: number,
 ): Promise<R> => {
   const dueAt = contextOf(host.writer.fold).calls.get(callId)?.dueAt;
-  const wait = dueAt === undefined ? 0 : Date.parse(dueAt) - Date.now();
-  if (wait > 0) {
+  const due = dueAt === undefined ? Number.NaN : Date.parse(dueAt);
+  if (Number.isFinite(due) && due > Date.now()) {
     crashPointFor("during-backoff", spec.name);
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    // In pieces below setTimeout's limit (2^31-1 ms, beyond which it fires at once).
+    for (let wait = due - Date.now(); wait > 0; wait = due - Date.now())
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, MAX_TIMER_MS)));
   }
   return runAttempt(host, spec, seq, callId, fingerprint, attempt, host.writer.reserve());
 };
