@@ -8,7 +8,7 @@ import type {
   KeyedHash,
   Masker,
 } from "../events/index.js";
-import { makeMasker } from "../events/index.js";
+import { makeMasker, secretsByName } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded } from "./cursor.js";
@@ -244,6 +244,9 @@ const effect = async <R>(
   context: CallContext,
   controller: AbortController,
 ): Promise<R> => {
+  // Law 8: a credential masked by its key name in the call's arguments (an `X-Api-Key` header) is
+  // masked as an exact value in the call's result and error too, where the answer may echo it.
+  const masker = host.masker.withSecrets(secretsByName(spec.args));
   if (!host.mayStartEffect()) {
     // Near or past the lease (a pause, a heartbeat that waited behind a long write): a renewal now
     // may give the margin back; if it does not, this worker starts nothing.
@@ -273,7 +276,7 @@ const effect = async <R>(
       const due = policyRetries(spec.retry, attempt, error)
         ? nextDue(spec.retry!.recorded, attempt, error, Date.now())
         : undefined;
-      const described = errorInfo(host.masker, error);
+      const described = errorInfo(masker, error);
       const info =
         due !== undefined && "refused" in due
           ? { ...described, message: `${described.message} (${due.refused})` }
@@ -309,12 +312,13 @@ const effect = async <R>(
     if (
       inDoubtDue !== undefined &&
       !("refused" in inDoubtDue) &&
-      (await scheduleRetry(host, callId, attempt, inDoubtDue, errorInfo(host.masker, error)))
+      (await scheduleRetry(host, callId, attempt, inDoubtDue, errorInfo(masker, error)))
     )
       return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
-    const info = errorInfo(host.masker, error);
+    const info = errorInfo(masker, error);
     const notRetried = inDoubtDue !== undefined && "refused" in inDoubtDue ? ` (${inDoubtDue.refused})` : "";
-    if (error instanceof CallTimedOut && running) recordLateAnswer(host, spec, callId, attempt, running);
+    if (error instanceof CallTimedOut && running)
+      recordLateAnswer(host, masker, spec, callId, attempt, running);
     return host.hold([
       {
         code: "indefinite-failure",
@@ -326,10 +330,10 @@ const effect = async <R>(
   crashPointFor("after-effect-before-outcome", spec.name);
   let value: unknown;
   try {
-    value = storedResult(host, spec, result);
+    value = storedResult(masker, spec, result);
   } catch (error) {
     // It happened, but its result cannot be stored: the call stays in doubt for a person.
-    const info = errorInfo(host.masker, error);
+    const info = errorInfo(masker, error);
     return host.hold([
       {
         code: "indefinite-failure",
@@ -346,8 +350,8 @@ const effect = async <R>(
 };
 
 /** A call's result as the journal keeps it: a JSON copy, masked (throws when it cannot be stored). */
-const storedResult = <R>(host: AttemptHost, spec: CallSpec<R>, result: unknown): unknown =>
-  host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+const storedResult = <R>(masker: Masker, spec: CallSpec<R>, result: unknown): unknown =>
+  masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
 
 const completedEvent = (
   host: AttemptHost,
@@ -371,6 +375,7 @@ const completedEvent = (
  */
 const recordLateAnswer = <R>(
   host: AttemptHost,
+  masker: Masker,
   spec: CallSpec<R>,
   callId: string,
   attempt: number,
@@ -381,7 +386,7 @@ const recordLateAnswer = <R>(
       async (result) => {
         await recordOutcome(
           host.writer,
-          completedEvent(host, callId, attempt, storedResult(host, spec, result)),
+          completedEvent(host, callId, attempt, storedResult(masker, spec, result)),
         );
       },
       async (error: unknown) => {
@@ -392,14 +397,14 @@ const recordLateAnswer = <R>(
           callId,
           attempt,
           definite: true,
-          error: errorInfo(host.masker, error),
+          error: errorInfo(masker, error),
         });
       },
     )
     .catch((error: unknown) => {
       process.emitWarning(
         `holdfast: the late answer of timed-out call ${callId} attempt ${attempt} could not be recorded: ${
-          errorInfo(host.masker, error).message
+          errorInfo(masker, error).message
         }`,
         { code: "HOLDFAST_LATE_OUTCOME" },
       );
