@@ -313,8 +313,13 @@ const effect = async <R>(
       inDoubtDue !== undefined &&
       !("refused" in inDoubtDue) &&
       (await scheduleRetry(host, callId, attempt, inDoubtDue, errorInfo(masker, error)))
-    )
+    ) {
+      // Law 5: the timed-out attempt may still answer. Its answer is recorded, never dropped: the
+      // call moved on to the next attempt, so it lands as a conflict.recorded (the first outcome stands).
+      if (error instanceof CallTimedOut && running)
+        recordLateAnswer(host, masker, spec, callId, attempt, running);
       return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
+    }
     const info = errorInfo(masker, error);
     const notRetried = inDoubtDue !== undefined && "refused" in inDoubtDue ? ` (${inDoubtDue.refused})` : "";
     if (error instanceof CallTimedOut && running)
