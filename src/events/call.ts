@@ -17,6 +17,8 @@ export const RetryPolicy = Schema.Struct({
     jitter: Schema.Number.pipe(Schema.between(0, 1)),
   }),
   when: Schema.Literal("default", "custom"),
+  /** The longest `Retry-After` believed, when the code declared one (else 5 minutes; decision 0046). */
+  maxRetryAfterMs: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 });
 export type RetryPolicy = typeof RetryPolicy.Type;
 

@@ -167,23 +167,54 @@ export interface Masker {
   readonly maskString: (text: string) => string;
   /** Registered secret names (never the values). */
   readonly names: ReadonlyArray<string>;
+  /**
+   * This masker, also replacing the exact values `learned` lists (`[name, value]`, e.g. what the
+   * key-name net masked in a call's arguments, so an echo of it in the call's result or error is
+   * masked too). Values shorter than {@link MIN_SECRET_LENGTH} are left out.
+   */
+  readonly withSecrets: (learned: ReadonlyArray<readonly [string, string]>) => Masker;
 }
+
+/**
+ * The string values the key-name net replaces in `value` (`{ headers: { "X-Api-Key": "…" } }` →
+ * `[["X-Api-Key", "…"]]`): a call's own credentials, to be masked wherever the call's answer echoes them.
+ */
+export const secretsByName = (value: unknown): Array<readonly [string, string]> => {
+  const found: Array<readonly [string, string]> = [];
+  const seen = new WeakSet<object>();
+  const visit = (item: unknown): void => {
+    if (item === null || typeof item !== "object" || seen.has(item)) return;
+    seen.add(item);
+    for (const [key, child] of Object.entries(item)) {
+      if (isSecretKey(key) && typeof child === "string") {
+        if (child.length >= MIN_SECRET_LENGTH && !MASK_TOKEN.test(child)) found.push([key, child]);
+      } else visit(child);
+    }
+  };
+  visit(value);
+  return found;
+};
 
 /** The shortest value accepted as a registered secret; shorter ones would mask ordinary text. */
 export const MIN_SECRET_LENGTH = 4;
 
-export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Masker => {
-  const registered = Object.entries(secrets)
-    .filter(([, value]) => typeof value === "string" && value.length > 0)
-    .map(([name, value]) => {
-      if (value.length < MIN_SECRET_LENGTH) {
-        throw new RangeError(
-          `secret "${name}" is shorter than ${MIN_SECRET_LENGTH} characters; masking it would garble ordinary text. Register the real secret value.`,
-        );
-      }
-      return { name, value };
-    })
-    .flatMap(({ name, value }) => encodedForms(value).map((form) => ({ name, form })))
+export const makeMasker = (
+  secrets: Readonly<Record<string, string>> = {},
+  learned: ReadonlyArray<readonly [string, string]> = [],
+): Masker => {
+  const entries = [
+    ...Object.entries(secrets).map(([name, value]) => ({ name, value, learned: false })),
+    ...learned
+      .filter(([, value]) => typeof value === "string" && value.length >= MIN_SECRET_LENGTH)
+      .map(([name, value]) => ({ name, value, learned: true })),
+  ].filter(({ value }) => typeof value === "string" && value.length > 0);
+  for (const { name, value } of entries)
+    if (value.length < MIN_SECRET_LENGTH)
+      throw new RangeError(
+        `secret "${name}" is shorter than ${MIN_SECRET_LENGTH} characters; masking it would garble ordinary text. Register the real secret value.`,
+      );
+  const registered = entries
+    .flatMap(({ name, value, learned }) => encodedForms(value).map((form) => ({ name, form, learned })))
     // Longest first, so a secret that contains another is replaced whole.
     .sort((a, b) => b.form.length - a.form.length);
 
@@ -221,9 +252,11 @@ export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Mask
   const under = (key: string, value: unknown, seen: WeakSet<object>): unknown =>
     masksWhole(key, value) ? maskToken(key) : walk(value, seen, true);
 
-  const forms = registered.map(({ name, form }) => ({ name, bytes: Buffer.from(form) }));
+  const forms = registered
+    .filter((s) => !s.learned)
+    .map(({ name, form }) => ({ name, bytes: Buffer.from(form) }));
 
-  return {
+  const masker: Masker = {
     mask: <A>(value: A): A => walk(value, new WeakSet(), true) as A,
     maskStrings: <A>(value: A): A => walk(value, new WeakSet(), false) as A,
     registeredIn: (bytes: Uint8Array): string | null => {
@@ -231,6 +264,8 @@ export const makeMasker = (secrets: Readonly<Record<string, string>> = {}): Mask
       return forms.find((f) => haystack.includes(f.bytes))?.name ?? null;
     },
     maskString,
-    names: [...new Set(registered.map((s) => s.name))],
+    names: [...new Set(registered.filter((s) => !s.learned).map((s) => s.name))],
+    withSecrets: (more) => (more.length === 0 ? masker : makeMasker(secrets, [...learned, ...more])),
   };
+  return masker;
 };

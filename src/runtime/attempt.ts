@@ -8,7 +8,7 @@ import type {
   KeyedHash,
   Masker,
 } from "../events/index.js";
-import { makeMasker } from "../events/index.js";
+import { makeMasker, secretsByName } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded } from "./cursor.js";
@@ -291,6 +291,9 @@ const effect = async <R>(
   context: CallContext,
   controller: AbortController,
 ): Promise<R> => {
+  // Law 8: a credential masked by its key name in the call's arguments (an `X-Api-Key` header) is
+  // masked as an exact value in the call's result and error too, where the answer may echo it.
+  const masker = host.masker.withSecrets(secretsByName(spec.args));
   if (!host.mayStartEffect()) {
     // Near or past the lease (a pause, a heartbeat that waited behind a long write): a renewal now
     // may give the margin back; if it does not, this worker starts nothing.
@@ -315,7 +318,16 @@ const effect = async <R>(
       // The tool's own re-check (after its receipt) refused: the effect was not started.
       return notStarted(host, callId, attempt, await host.renewLease());
     if (error instanceof DefiniteFailure) {
-      const info = errorInfo(host.masker, error);
+      // The policy's wait is decided before the failure is recorded: a wait it will not take (a
+      // Retry-After past its maxRetryAfterMs) is named in the recorded error, live and replayed alike.
+      const due = policyRetries(spec.retry, attempt, error)
+        ? nextDue(spec.retry!.recorded, attempt, error, Date.now())
+        : undefined;
+      const described = errorInfo(masker, error);
+      const info =
+        due !== undefined && "refused" in due
+          ? { ...described, message: `${described.message} (${due.refused})` }
+          : described;
       await settle(host, callId, {
         type: "call.failed",
         runId: host.runId,
@@ -333,8 +345,9 @@ const effect = async <R>(
       }
       if (
         contextOf(host.writer.fold).cancelRequested === undefined &&
-        policyRetries(spec.retry, attempt, error) &&
-        (await scheduleRetry(host, spec, callId, attempt, error))
+        due !== undefined &&
+        !("refused" in due) &&
+        (await scheduleRetry(host, callId, attempt, due))
       )
         return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
@@ -345,31 +358,43 @@ const effect = async <R>(
       throw controller.signal.reason;
     // Law 4: anything not proven definite leaves the call in doubt; nothing retries by itself,
     // except a model call declared replayable whose policy has attempts left (§13).
-    if (
+    const inDoubtDue =
       spec.kind === "model" &&
       spec.disposition === "replay" &&
       spec.retry &&
-      attempt < spec.retry.recorded.attempts &&
-      (await scheduleRetry(host, spec, callId, attempt, error, errorInfo(host.masker, error)))
-    )
+      attempt < spec.retry.recorded.attempts
+        ? nextDue(spec.retry.recorded, attempt, error, Date.now())
+        : undefined;
+    if (
+      inDoubtDue !== undefined &&
+      !("refused" in inDoubtDue) &&
+      (await scheduleRetry(host, callId, attempt, inDoubtDue, errorInfo(masker, error)))
+    ) {
+      // Law 5: the timed-out attempt may still answer. Its answer is recorded, never dropped: the
+      // call moved on to the next attempt, so it lands as a conflict.recorded (the first outcome stands).
+      if (error instanceof CallTimedOut && running)
+        recordLateAnswer(host, masker, spec, callId, attempt, running);
       return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
-    const info = errorInfo(host.masker, error);
-    if (error instanceof CallTimedOut && running) recordLateAnswer(host, spec, callId, attempt, running);
+    }
+    const info = errorInfo(masker, error);
+    const notRetried = inDoubtDue !== undefined && "refused" in inDoubtDue ? ` (${inDoubtDue.refused})` : "";
+    if (error instanceof CallTimedOut && running)
+      recordLateAnswer(host, masker, spec, callId, attempt, running);
     return host.hold([
       {
         code: "indefinite-failure",
         callId,
-        detail: `${spec.kind} "${spec.name}" failed without proof that it did not take effect: ${info.name}: ${info.message}`,
+        detail: `${spec.kind} "${spec.name}" failed without proof that it did not take effect: ${info.name}: ${info.message}${notRetried}`,
       },
     ]);
   }
   crashPointFor("after-effect-before-outcome", spec.name);
   let value: unknown;
   try {
-    value = storedResult(host, spec, result);
+    value = storedResult(masker, spec, result);
   } catch (error) {
     // It happened, but its result cannot be stored: the call stays in doubt for a person.
-    const info = errorInfo(host.masker, error);
+    const info = errorInfo(masker, error);
     return host.hold([
       {
         code: "indefinite-failure",
@@ -386,8 +411,8 @@ const effect = async <R>(
 };
 
 /** A call's result as the journal keeps it: a JSON copy, masked (throws when it cannot be stored). */
-const storedResult = <R>(host: AttemptHost, spec: CallSpec<R>, result: unknown): unknown =>
-  host.masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
+const storedResult = <R>(masker: Masker, spec: CallSpec<R>, result: unknown): unknown =>
+  masker.mask(storedCopy(result, `result of ${spec.kind} "${spec.name}"`));
 
 const completedEvent = (
   host: AttemptHost,
@@ -411,6 +436,7 @@ const completedEvent = (
  */
 const recordLateAnswer = <R>(
   host: AttemptHost,
+  masker: Masker,
   spec: CallSpec<R>,
   callId: string,
   attempt: number,
@@ -421,7 +447,7 @@ const recordLateAnswer = <R>(
       async (result) => {
         await recordOutcome(
           host.writer,
-          completedEvent(host, callId, attempt, storedResult(host, spec, result)),
+          completedEvent(host, callId, attempt, storedResult(masker, spec, result)),
         );
       },
       async (error: unknown) => {
@@ -432,14 +458,14 @@ const recordLateAnswer = <R>(
           callId,
           attempt,
           definite: true,
-          error: errorInfo(host.masker, error),
+          error: errorInfo(masker, error),
         });
       },
     )
     .catch((error: unknown) => {
       process.emitWarning(
         `holdfast: the late answer of timed-out call ${callId} attempt ${attempt} could not be recorded: ${
-          errorInfo(host.masker, error).message
+          errorInfo(masker, error).message
         }`,
         { code: "HOLDFAST_LATE_OUTCOME" },
       );
@@ -491,23 +517,26 @@ const withTimeout = async <R>(
  * journal before the wait starts, so a crash during the wait resumes only the rest of it.
  * False when the run no longer takes the retry (held meanwhile): the failure then stands.
  */
-const scheduleRetry = async <R>(
+const scheduleRetry = async (
   host: AttemptHost,
-  spec: CallSpec<R> & { retry?: ResolvedRetry },
   callId: string,
   failed: number,
-  failure: unknown,
+  due: { readonly delayMs: number; readonly reason: "backoff" | "retry-after" },
   /** The error of an attempt left in doubt (no `call.failed` holds it). */
   inDoubt?: ErrorInfo,
 ): Promise<boolean> => {
   const now = Date.now();
-  const { delayMs, reason } = nextDue(spec.retry!.recorded, failed, failure, now);
+  const { delayMs, reason } = due;
+  // Never an invalid date or a delay the event cannot hold: the failure then stands.
+  const dueTime = now + delayMs;
+  if (!Number.isSafeInteger(delayMs) || delayMs < 0 || !Number.isFinite(new Date(dueTime).getTime()))
+    return false;
   const scheduled: EventOf<"retry.scheduled"> = {
     type: "retry.scheduled",
     runId: host.runId,
     callId,
     attempt: failed + 1,
-    dueAt: new Date(now + delayMs).toISOString(),
+    dueAt: new Date(dueTime).toISOString(),
     delayMs,
     reason,
     ...(inDoubt === undefined ? {} : { error: inDoubt }),
@@ -522,6 +551,9 @@ const scheduleRetry = async <R>(
   return true;
 };
 
+/** The longest delay `setTimeout` keeps (2^31-1 ms); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** Wait until a recorded due time; then the attempt, in a fresh place in the run's append order. */
 export const attemptWhenDue = async <R>(
   host: AttemptHost,
@@ -532,13 +564,25 @@ export const attemptWhenDue = async <R>(
   attempt: number,
 ): Promise<R> => {
   const dueAt = contextOf(host.writer.fold).calls.get(callId)?.dueAt;
-  const wait = dueAt === undefined ? 0 : Date.parse(dueAt) - Date.now();
+  const due = dueAt === undefined ? Number.NaN : Date.parse(dueAt);
   // The scheduled retry stays authorized, with its due time: a resume re-executes it.
   let refused = host.controlRefusal();
   if (refused) throw refused;
-  if (wait > 0) {
+  if (Number.isFinite(due) && due > Date.now()) {
     crashPointFor("during-backoff", spec.name);
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    // In pieces below setTimeout's limit (2^31-1 ms, beyond which it fires at once).
+    // A cancel ends the wait at once (the retry stays authorized and never starts).
+    const signal = host.callSignal();
+    for (let wait = due - Date.now(); wait > 0 && !signal?.aborted; wait = due - Date.now())
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, Math.min(wait, MAX_TIMER_MS));
+        signal?.addEventListener("abort", done, { once: true });
+      });
   }
   refused = host.controlRefusal();
   if (refused) throw refused;

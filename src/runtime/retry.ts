@@ -19,6 +19,14 @@ export interface RetryPolicy {
   readonly attempts: number;
   readonly backoff?: RetryBackoff;
   /**
+   * The longest wait a failure's `Retry-After` (or `retry-after-ms`) is believed for, in ms; default
+   * {@link DEFAULT_MAX_RETRY_AFTER_MS} (5 minutes), at most 30 days. A failure that asks for longer is
+   * not retried by the policy: it stands (`CallFailed`, its message naming the wait asked for), so a
+   * person or a retry grant decides instead of a run sleeping for days (decision 0046). Recorded in
+   * the intent when declared.
+   */
+  readonly maxRetryAfterMs?: number;
+  /**
    * Which definite failures to retry. Default: for a model call, the error responses that carry a
    * retryable status (408, 409, 429, 5xx) or that the AI SDK marked `isRetryable`; for a tool,
    * every `DefiniteFailure` (the built-in `http_request` brings its own: decision 0046).
@@ -33,6 +41,12 @@ export interface ResolvedRetry {
 }
 
 const DEFAULT_BACKOFF = { initialMs: 1_000, maxMs: 60_000, factor: 2, jitter: 0.2 } as const;
+
+/** The longest `Retry-After` a policy believes when it does not say (5 minutes). */
+export const DEFAULT_MAX_RETRY_AFTER_MS = 300_000;
+
+/** The longest wait a policy may declare, its backoff or `maxRetryAfterMs` (30 days). */
+const MAX_DECLARED_WAIT_MS = 30 * 86_400_000;
 
 /** Statuses of an error response that say "try again" (as the AI SDK marks them retryable). */
 export const retryableStatus = (status: number): boolean =>
@@ -84,10 +98,17 @@ export const resolveRetry = (where: string, policy: RetryPolicy, kind: "model" |
   const backoff = { ...DEFAULT_BACKOFF, ...(policy.backoff ?? {}) };
   for (const key of ["initialMs", "maxMs"] as const)
     check(
-      Number.isInteger(backoff[key]) && backoff[key] >= 0,
+      Number.isInteger(backoff[key]) && backoff[key] >= 0 && backoff[key] <= MAX_DECLARED_WAIT_MS,
       where,
-      `backoff.${key} must be a whole number of milliseconds ≥ 0, not ${String(backoff[key])}`,
+      `backoff.${key} must be a whole number of milliseconds from 0 to ${MAX_DECLARED_WAIT_MS} (30 days), not ${String(backoff[key])}`,
     );
+  const { maxRetryAfterMs } = policy;
+  check(
+    maxRetryAfterMs === undefined ||
+      (Number.isInteger(maxRetryAfterMs) && maxRetryAfterMs >= 0 && maxRetryAfterMs <= MAX_DECLARED_WAIT_MS),
+    where,
+    `maxRetryAfterMs must be a whole number of milliseconds from 0 to ${MAX_DECLARED_WAIT_MS} (30 days), not ${String(maxRetryAfterMs)}`,
+  );
   check(
     backoff.maxMs >= backoff.initialMs,
     where,
@@ -118,6 +139,7 @@ export const resolveRetry = (where: string, policy: RetryPolicy, kind: "model" |
         jitter: backoff.jitter,
       },
       when: policy.when ? "custom" : "default",
+      ...(maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs }),
     },
     when: policy.when ?? (kind === "model" ? modelDefault : () => true),
   };
@@ -125,9 +147,10 @@ export const resolveRetry = (where: string, policy: RetryPolicy, kind: "model" |
 
 /**
  * A value a failure carries about when to come back: its own field `field`, its details', a header
- * `header` in its (details') `responseHeaders`, or the same on its cause.
+ * `header` in its (details') `responseHeaders`, or the same on its cause. A number is kept as a
+ * number (a tool's own details), a header as its text.
  */
-const carried = (failure: unknown, field: string, header: string): string | undefined => {
+const carried = (failure: unknown, field: string, header: string): string | number | undefined => {
   const seen = new Set<unknown>();
   let current: unknown = failure;
   while (typeof current === "object" && current !== null && !seen.has(current)) {
@@ -135,7 +158,7 @@ const carried = (failure: unknown, field: string, header: string): string | unde
     for (const holder of [current, (current as { details?: unknown }).details]) {
       if (typeof holder !== "object" || holder === null) continue;
       const direct = (holder as Record<string, unknown>)[field];
-      if (typeof direct === "string" || typeof direct === "number") return String(direct);
+      if (typeof direct === "string" || typeof direct === "number") return direct;
       const headers = (holder as { responseHeaders?: unknown }).responseHeaders;
       if (typeof headers === "object" && headers !== null) {
         for (const [name, value] of Object.entries(headers))
@@ -147,35 +170,106 @@ const carried = (failure: unknown, field: string, header: string): string | unde
   return undefined;
 };
 
+const DAY = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)";
+const MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)";
+const TIME = "\\d{2}:\\d{2}:\\d{2}";
+/** RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 date, and asctime — nothing else is a date. */
+const HTTP_DATE = new RegExp(
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT` +
+    `|(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \\d{2}-${MONTH}-\\d{2} ${TIME} GMT` +
+    `|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
+);
+
+/**
+ * A `Retry-After` value in ms from `now` (RFC 9110 §10.2.3): delay-seconds (`1*DIGIT`) or an
+ * HTTP-date (a date in the past: 0). Anything else ("1.5", "-5", "+120", junk) is ignored:
+ * `undefined`, so the policy's backoff applies. A number (a tool's own details) counts when it is
+ * finite and ≥ 0, in seconds.
+ */
+export const parseRetryAfter = (value: string | number | undefined, now: number): number | undefined => {
+  if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? value * 1_000 : undefined;
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1_000;
+  if (!HTTP_DATE.test(text)) return undefined;
+  const normalized = text.replace(/^(\w+), (\d{2})-(\w{3})-(\d{2}) /, (_, day, dd, mon, yy) => {
+    // RFC 850's two-digit year: the year within 50 years of now (RFC 9110 §5.6.7).
+    const century = Math.floor(new Date(now).getUTCFullYear() / 100) * 100;
+    let year = century + Number(yy);
+    if (year > new Date(now).getUTCFullYear() + 50) year -= 100;
+    return `${day.slice(0, 3)}, ${dd} ${mon} ${year} `;
+  });
+  // asctime carries no zone; HTTP dates are all GMT.
+  const date = Date.parse(text.endsWith("GMT") ? normalized : `${normalized} GMT`);
+  return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
+};
+
+/** A `retry-after-ms` value (OpenAI's, Anthropic's): a non-negative decimal number of ms, else ignored. */
+export const parseRetryAfterMs = (value: string | number | undefined): number | undefined => {
+  if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? value : undefined;
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (!/^\d+(\.\d+)?$/.test(text)) return undefined;
+  const ms = Number(text);
+  return Number.isFinite(ms) ? ms : undefined;
+};
+
 /**
  * When the failure says to come back, in milliseconds from `now`: `retry-after-ms` (OpenAI's and
  * Anthropic's, as the AI SDK reads it), else `Retry-After` as delta-seconds or an HTTP date
- * (RFC 9110 §10.2.3).
+ * (RFC 9110 §10.2.3). A value that is neither is ignored.
  */
-export const retryAfterMs = (failure: unknown, now: number): number | undefined => {
-  const ms = carried(failure, "retryAfterMs", "retry-after-ms")?.trim();
-  if (ms !== undefined && /^\d+(\.\d+)?$/.test(ms)) return Number(ms);
-  const value = carried(failure, "retryAfter", "retry-after")?.trim();
-  if (value === undefined || value === "") return undefined;
-  if (/^\d+$/.test(value)) return Number(value) * 1_000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-};
+export const retryAfterMs = (failure: unknown, now: number): number | undefined =>
+  parseRetryAfterMs(carried(failure, "retryAfterMs", "retry-after-ms")) ??
+  parseRetryAfter(carried(failure, "retryAfter", "retry-after"), now);
 
-/** When the next attempt of a call is due, after attempt `failed` failed with `failure`. */
+/** The next attempt's wait, or why the policy does not wait for it. */
+export type Due =
+  | { readonly delayMs: number; readonly reason: "backoff" | "retry-after" }
+  /** The failure asked for a wait longer than the policy believes: the failure stands. */
+  | { readonly refused: string; readonly askedMs: number };
+
+/**
+ * When the next attempt of a call is due, after attempt `failed` failed with `failure`: the
+ * failure's own `Retry-After` up to the policy's `maxRetryAfterMs`, else the backoff. A longer
+ * `Retry-After` is not waited for (`refused`, naming the wait).
+ */
 export const nextDue = (
   policy: RecordedPolicy,
   failed: number,
   failure: unknown,
   now: number,
   random: () => number = Math.random,
-): { readonly delayMs: number; readonly reason: "backoff" | "retry-after" } => {
+): Due => {
   const asked = retryAfterMs(failure, now);
   const { initialMs, maxMs, factor, jitter } = policy.backoff;
-  if (asked !== undefined) return { delayMs: Math.round(asked), reason: "retry-after" };
+  if (asked !== undefined) {
+    const cap = policy.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+    if (asked > cap)
+      return {
+        askedMs: asked,
+        refused: `not retried: it asked to wait ${describeWait(asked)}, more than the retry policy's maxRetryAfterMs (${cap} ms)`,
+      };
+    return { delayMs: Math.round(asked), reason: "retry-after" };
+  }
   const base = Math.min(maxMs, initialMs * factor ** (failed - 1));
   const spread = base * jitter * (2 * random() - 1);
   return { delayMs: Math.max(0, Math.min(maxMs, Math.round(base + spread))), reason: "backoff" };
+};
+
+/** A wait as a person reads it: "90000 ms (25 h)". */
+const describeWait = (ms: number): string => {
+  if (!Number.isFinite(ms)) return "for ever";
+  const units: Array<[number, string]> = [
+    [86_400_000, "days"],
+    [3_600_000, "h"],
+    [60_000, "min"],
+    [1_000, "s"],
+  ];
+  const [size, unit] = units.find(([size]) => ms >= size) ?? [1, "ms"];
+  const amount = ms / size;
+  const shown = amount >= 1e6 ? amount.toExponential(2) : String(Math.round(amount * 10) / 10);
+  return `${Math.round(ms) > 1e15 ? ms.toExponential(3) : Math.round(ms)} ms (${shown} ${unit})`;
 };
 
 /** Whether a policy retries attempt `failed`'s definite failure. */

@@ -215,6 +215,49 @@ describe("an AI SDK provider pointed at a real local server, through journaledMo
     },
   );
 
+  it.each([
+    ["an Envoy page", { "content-type": "text/plain" }],
+    ["an Envoy page with JSON content-type", {}],
+  ])(
+    "a 503 that is a gateway's page (%s), not the provider's error, is in doubt: with inDoubt: \"hold\" the run is held",
+    async (_, headers) => {
+      const envoy =
+        "upstream connect error or disconnect/reset before headers. reset reason: connection termination";
+      const server = await scriptedServer([{ status: 503, headers, raw: envoy }], () => completion("hello"));
+      try {
+        const { result, events } = await ask(server.url, {
+          inDoubt: "hold",
+          retry: { attempts: 3, backoff: fast },
+        });
+        expect(result).toMatchObject({
+          status: "held",
+          reasons: [{ code: "indefinite-failure", detail: expect.stringContaining("Service Unavailable") }],
+        });
+        expect(server.received()).toHaveLength(1);
+        expect(ofType(events, "call.failed")).toEqual([]);
+      } finally {
+        await server.close();
+      }
+    },
+  );
+
+  it('a 503 page with a retry-after is the provider\'s "come back later": definite, retried', async () => {
+    const server = await scriptedServer(
+      [{ status: 503, headers: { "content-type": "text/plain", "retry-after": "0" }, raw: "unavailable" }],
+      () => completion("hello"),
+    );
+    try {
+      const { result, events } = await ask(server.url, {
+        inDoubt: "hold",
+        retry: { attempts: 2, backoff: fast },
+      });
+      expect(result).toMatchObject({ status: "completed", output: "hello" });
+      expect(ofType(events, "call.failed")).toEqual([expect.objectContaining({ definite: true })]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a 502 with inDoubt: "replay" is retried by the policy: the attempt stays in doubt, the next one answers', async () => {
     const server = await scriptedServer([refusal(502)], () => completion("hello"));
     try {

@@ -366,4 +366,42 @@ describe("tracing: a retry policy", () => {
     });
     await runtime.close();
   });
+
+  it("a replayable model call's attempt retried in doubt ends its span in-doubt at the retry.scheduled; the next attempt completes", async () => {
+    let calls = 0;
+    const asker = defineAgent({
+      name: "asker",
+      version: "1",
+      run: async (turn) =>
+        turn.model(
+          "m",
+          { prompt: "hi" },
+          async () => {
+            calls += 1;
+            if (calls === 1) throw new Error("the gateway answered 502");
+            return "hello";
+          },
+          {
+            inDoubt: "replay",
+            retry: { attempts: 2, backoff: { initialMs: 0, maxMs: 0, factor: 1, jitter: 0 } },
+          },
+        ),
+    });
+    const runtime = await openRuntime({ store: join(tempDir(), "j.db"), agents: [asker] });
+    const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "asker", content: {} });
+    expect(await handle.result).toMatchObject({ status: "completed", output: "hello" });
+    await vi.waitFor(() => expect(runSpans(exporter.getFinishedSpans(), handle.runId)).toHaveLength(1));
+    const spans = exporter.getFinishedSpans();
+    const [run] = runSpans(spans, handle.runId);
+    const attempts = childrenOf(spans, run!);
+    expect(
+      attempts.map((s) => [s.attributes["holdfast.call.attempt"], s.attributes["holdfast.call.outcome"]]),
+    ).toEqual([
+      [1, "in-doubt"],
+      [2, "completed"],
+    ]);
+    const scheduledAt = run!.events.find((e) => e.name === "holdfast.retry.scheduled")!.time;
+    expect(attempts[0]!.endTime).toEqual(scheduledAt);
+    await runtime.close();
+  });
 });

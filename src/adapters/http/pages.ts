@@ -340,7 +340,7 @@ export const runState = (view: RunView, loadedVersion: number): Html => {
           <tbody>
             ${view.calls.map(
               (call) => html`<tr data-call="${call.callId}">
-                <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">of ${call.retryPolicy.attempts}</span>` : ""}</td>
+                <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">${call.attempt > call.retryPolicy.attempts ? `(policy ${call.retryPolicy.attempts} + granted)` : `of ${call.retryPolicy.attempts}`}</span>` : ""}</td>
                 <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}${attemptsText(call)}</td>
                 <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
               </tr>`,

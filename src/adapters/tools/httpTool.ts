@@ -65,8 +65,9 @@ export interface HttpToolOptions {
   /**
    * Retry refusals, each attempt journaled with its own idempotency key, after the server's
    * `Retry-After` or the backoff. Without `when`, the tool retries a refusal with a retryable status
-   * (408, 409, 425, 429) and a request that never left (connection refused, unknown host); a 400 or
-   * a 404 is final. A 5xx or a timeout is never retried by the policy: it may have acted (law 4).
+   * (408, 409, 425, 429) and a request that never left for a reason that may pass (connection
+   * refused, a name lookup that failed for now: `ECONNREFUSED`, `EAI_AGAIN`); an unknown host, an
+   * invalid URL, a refused port, a 400 or a 404 is final. A 5xx or a timeout is never retried by the policy: it may have acted (law 4).
    *
    * @example
    * makeHttpTool({ lookup, retry: { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } });
@@ -74,11 +75,21 @@ export interface HttpToolOptions {
   readonly retry?: RetryPolicy;
 }
 
-/** The http tool's default `when`: a refusal that says "try again", or a request that never left. */
+/**
+ * Why a request never left that may pass on a later try: nothing listened yet (a restarting server),
+ * or the name could not be resolved for now. An unknown host (`ENOTFOUND`), an invalid URL or a port
+ * fetch refuses fail the same way every time: not retried (decision 0046, amendment 1).
+ */
+const TRANSIENT_NOT_SENT = new Set(["ECONNREFUSED", "EAI_AGAIN"]);
+
+/** The http tool's default `when`: a refusal that says "try again", or a request that never left for a reason that may pass. */
 const retryableRefusal = (failure: DefiniteFailure): boolean => {
   const status = statusOf(failure);
   if (status !== undefined) return status === 425 || retryableStatus(status);
-  return (failure.details as { sent?: unknown } | undefined)?.sent === false;
+  const details = failure.details as { sent?: unknown; reason?: unknown } | undefined;
+  return (
+    details?.sent === false && typeof details.reason === "string" && TRANSIENT_NOT_SENT.has(details.reason)
+  );
 };
 
 /**
@@ -91,6 +102,49 @@ const DEFINITE_STATUS = (status: number): boolean => status >= 400 && status < 5
 
 /** Errors that prove no byte of the one request was sent: no connection, no address, no valid URL. */
 const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ERR_INVALID_URL"]);
+
+/** The most of a refusal's body `http_request` reads and records (64 KiB); the rest is not read. */
+export const REFUSAL_BODY_LIMIT = 65_536;
+
+/** A body as JSON when it is JSON, else its text (`null` when empty). */
+const parseBody = (text: string): unknown => {
+  try {
+    return text === "" ? null : JSON.parse(text);
+  } catch {
+    return text;
+  }
+};
+
+/**
+ * At most `limit` bytes of a response's body, as text (a character cut at the bound is left out);
+ * `truncated` when there was more, which is then not read.
+ */
+const readBounded = async (
+  response: Response,
+  limit: number,
+): Promise<{ readonly text: string; readonly truncated: boolean }> => {
+  if (response.body === null) return { text: "", truncated: false };
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let read = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { text: text + decoder.decode(), truncated: false };
+      const room = limit - read;
+      if (value.byteLength > room) {
+        text += decoder.decode(value.subarray(0, room), { stream: true });
+        return { text, truncated: true };
+      }
+      read += value.byteLength;
+      text += decoder.decode(value, { stream: true });
+    }
+  } finally {
+    // The rest of a long body is never read.
+    reader.cancel().catch(() => undefined);
+  }
+};
 
 const errorCode = (error: unknown): string | undefined => {
   const cause = (error as { cause?: { code?: string } })?.cause;
@@ -180,21 +234,18 @@ export const makeHttpTool = (
         }
         throw error;
       }
-      const text = await response.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text === "" ? null : JSON.parse(text);
-      } catch {
-        // Not JSON: keep the text.
-      }
       if (DEFINITE_STATUS(response.status)) {
+        // A refusal's body is kept with each failed attempt: read and stored up to a bound.
+        const { text, truncated } = await readBounded(response, REFUSAL_BODY_LIMIT);
         const retryAfter = response.headers.get("retry-after");
         throw new DefiniteFailure(`${method} ${url} was refused with ${response.status}`, {
           status: response.status,
-          body: parsed,
+          body: truncated ? text : parseBody(text),
+          ...(truncated ? { truncated: true, bodyLimitBytes: REFUSAL_BODY_LIMIT } : {}),
           ...(retryAfter === null ? {} : { retryAfter }),
         });
       }
+      const parsed = parseBody(await response.text());
       if (response.status >= 500)
         throw new Error(`${method} ${url} answered ${response.status}; it may have acted`);
       const location = response.headers.get("location");

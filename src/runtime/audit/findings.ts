@@ -11,6 +11,7 @@ export const FINDING_KINDS = [
   "replay-without-authorization",
   "duplicate-outcome",
   "decision-not-held",
+  "retry-before-due",
   "checkpoint-mismatch",
   "result-mismatch",
   "undecryptable",

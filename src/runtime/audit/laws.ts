@@ -14,7 +14,12 @@ interface CallLaw {
   failed: number;
   /** Whether the latest intent is a model call with disposition `replay` (a policy may retry it in doubt). */
   replayable?: boolean;
+  /** When the attempt a `retry.scheduled` authorized is due (ms since the epoch), until its intent. */
+  due?: { readonly attempt: number; readonly at: number };
 }
+
+/** How much earlier than its `dueAt` a policy attempt's intent may be recorded: clocks of two processes differ. */
+export const DUE_SKEW_MS = 1_000;
 
 type SavedCall = [
   callId: string,
@@ -24,6 +29,7 @@ type SavedCall = [
   policy?: number,
   failed?: number,
   replayable?: boolean,
+  due?: { attempt: number; at: number } | null,
 ];
 interface Saved {
   readonly held: boolean;
@@ -73,6 +79,7 @@ export class RunLaws {
         call.policy,
         call.failed,
         call.replayable ?? false,
+        call.due ?? null,
       ]);
     return JSON.stringify({ held: this.held, calls } satisfies Saved);
   }
@@ -82,7 +89,7 @@ export class RunLaws {
     const saved = JSON.parse(text) as Saved;
     const laws = new RunLaws();
     laws.held = saved.held;
-    for (const [callId, attempt, allowance, outcomes, policy, failed, replayable] of saved.calls)
+    for (const [callId, attempt, allowance, outcomes, policy, failed, replayable, due] of saved.calls)
       laws.calls.set(callId, {
         attempt,
         allowance,
@@ -90,12 +97,16 @@ export class RunLaws {
         policy: policy ?? 0,
         failed: failed ?? 0,
         replayable: replayable ?? false,
+        ...(due ? { due } : {}),
       });
     return laws;
   }
 
-  /** Check one event of the run and take it into account; the law it breaks, or null. */
-  check(event: AnyEvent): Breach | null {
+  /**
+   * Check one event of the run and take it into account; the law it breaks, or null. `recordedAt`
+   * (the envelope's) lets a policy attempt's intent be compared with its recorded due time.
+   */
+  check(event: AnyEvent, recordedAt?: string): Breach | null {
     switch (event.type) {
       case "call.intended": {
         const call = this.calls.get(event.callId);
@@ -118,6 +129,8 @@ export class RunLaws {
           return null;
         }
         const authorized = call.allowance > 0;
+        const due = call.due;
+        delete call.due;
         call.policy = policy;
         call.replayable = replayable;
         call.attempt = Math.max(call.attempt, event.attempt);
@@ -126,6 +139,13 @@ export class RunLaws {
           return {
             kind: "replay-without-authorization",
             detail: `attempt ${event.attempt} of ${event.callId} started with nothing authorizing it (replay, reconciliation, decision or retry grant)`,
+          };
+        // A durable backoff: the attempt a policy scheduled starts no earlier than its dueAt.
+        const at = recordedAt === undefined ? Number.NaN : Date.parse(recordedAt);
+        if (due && due.attempt === event.attempt && Number.isFinite(at) && at < due.at - DUE_SKEW_MS)
+          return {
+            kind: "retry-before-due",
+            detail: `attempt ${event.attempt} of ${event.callId} was intended at ${recordedAt}, before the due time ${new Date(due.at).toISOString()} its retry.scheduled recorded`,
           };
         return null;
       }
@@ -156,6 +176,8 @@ export class RunLaws {
             detail: `retry.granted for ${event.callId}, which was never intended`,
           };
         call.allowance = Math.max(call.allowance, event.attempts);
+        // A person's grant authorizes the attempt now, whatever a policy had scheduled.
+        delete call.due;
         return null;
       }
       case "retry.scheduled": {
@@ -173,6 +195,8 @@ export class RunLaws {
             detail: `retry.scheduled for attempt ${event.attempt} of ${event.callId}, but the recorded policy allows ${call.policy} attempt(s) in all and attempt ${call.attempt} ${call.failed === call.attempt ? "failed" : "has no recorded definite failure"}`,
           };
         call.allowance = Math.max(call.allowance, 1);
+        const dueAt = Date.parse(event.dueAt);
+        if (Number.isFinite(dueAt)) call.due = { attempt: event.attempt, at: dueAt };
         return null;
       }
       case "decision.recorded": {
@@ -189,8 +213,10 @@ export class RunLaws {
               kind: "outcome-without-intent",
               detail: `the decision names ${decided.callId}, which was never intended`,
             };
-          if (decided.decision === "new-attempt" || decided.decision === "confirmed-not-completed")
+          if (decided.decision === "new-attempt" || decided.decision === "confirmed-not-completed") {
             call.allowance = Math.max(call.allowance, 1);
+            delete call.due;
+          }
           if (decided.decision === "confirmed-completed" || decided.decision === "confirmed-not-completed") {
             const duplicate = countOutcome(
               call,

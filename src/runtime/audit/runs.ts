@@ -187,11 +187,11 @@ export class RunChecks {
 
   /** The laws for one event; an ended run's call records come back from the spill if it needs them. */
   private checkLaws(run: RunTrack, recorded: RecordedEvent): Breach | null {
-    if (run.laws) return run.laws.check(recorded.event);
+    if (run.laws) return run.laws.check(recorded.event, recorded.recordedAt);
     if (!RunLaws.concerns(recorded.event.type)) return null;
     const saved = this.spill.get(LAWS, recorded.streamId);
     const laws = saved === undefined ? new RunLaws() : RunLaws.restore(saved);
-    const law = laws.check(recorded.event);
+    const law = laws.check(recorded.event, recorded.recordedAt);
     this.spill.put(LAWS, recorded.streamId, laws.save());
     return law;
   }

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { runState } from "../../src/adapters/http/pages.js";
+import type { CallView, RunView } from "../../src/adapters/http/views.js";
+
+/** The calls table of a run page for one call at `attempt` under a policy of 3 attempts (a view, as views.ts builds it). */
+const cell = async (attempt: number): Promise<string> => {
+  const call = {
+    callId: "r/0",
+    seq: 0,
+    kind: "tool",
+    name: "flaky",
+    attempt,
+    status: "completed",
+    error: null,
+    failedAttempts: [],
+    nextDueAt: null,
+    outcomeCommitted: true,
+    retryPolicy: {
+      attempts: 3,
+      backoff: { initialMs: 0, maxMs: 0, factor: 1, jitter: 0 },
+      when: "default",
+    },
+  } as unknown as CallView;
+  const view = {
+    run: { runId: "r", chatId: "c", inputId: "i", agent: "a@1", status: "completed", needsAttention: false },
+    version: 9,
+    calls: [call],
+    events: [],
+  } as unknown as RunView;
+  const page = String(await runState(view, 9));
+  return /<td>(\d+[^<]*<span class="muted">[^<]*<\/span>)<\/td>/.exec(page)?.[1] ?? page;
+};
+
+describe("the panel's attempt cell", () => {
+  it('reads "N of M" within the policy, and names a retry grant past it instead of "4 of 3"', async () => {
+    expect(await cell(2)).toBe('2 <span class="muted">of 3</span>');
+    expect(await cell(4)).toBe('4 <span class="muted">(policy 3 + granted)</span>');
+  });
+});
