@@ -106,6 +106,29 @@ describe("holdfast demo", () => {
     expect(outbox).toHaveLength(2);
   });
 
+  it("the cancel that what-to-try-next suggests ends the crash experiment's held run: stopped, and a second cancel says it already ended", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const crashed = await runCli(["demo", "--db", db], {
+      process: true,
+      env: { HOLDFAST_CRASH_AT: "after-effect-before-outcome", HOLDFAST_CRASH_CALL: "notify" },
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+    const next = await runCli(["demo", "--db", db]);
+    expect(next.code).toBe(0);
+    expect(next.stdout).toContain(`npx holdfast cancel <runId> --by you --note "not needed" --db ${db}`);
+    const runId = /held: (\S+) /.exec(next.stdout)?.[1];
+    expect(runId).toBeDefined();
+
+    const cancel = ["cancel", runId!, "--by", "you", "--note", "not needed", "--db", db];
+    const first = await runCli([...cancel, "--json"]);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({ accepted: true, runId, status: "stopped" });
+    const second = await runCli(cancel);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain(`run ${runId} already ended (stopped)`);
+  });
+
   it("after a crash right after a shell call's intent, the receipts prove it never ran: recovery reconciles it and runs it once", async () => {
     const db = join(tempDir(), "journal.db");
     const crashed = await runCli(["demo", "--db", db], {
