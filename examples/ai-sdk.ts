@@ -213,7 +213,8 @@ export const aiSdkExample = async (dir: string): Promise<AiSdkStory> => {
   if (!run) throw new Error("recovery held nothing");
 
   // The chat is busy with the held run: the user's next messages wait in its queue, in order.
-  // (`whenBusy: "interrupt"` would cancel the active run instead; the default refuses.)
+  // (`whenBusy: "interrupt"` would also cancel the active run, here stop the held one; the default
+  // refuses with ActiveRunExists.)
   const porto = await runtime.submit({ ...chatMessage("message-2", "And in Porto?"), whenBusy: "queue" });
   const thanks = await runtime.submit({ ...chatMessage("message-3", "Thanks!"), whenBusy: "queue" });
   if (!porto.queued || !thanks.queued) throw new Error("the chat was free: nothing was queued");
