@@ -11,9 +11,12 @@
  *     (torture/decide-api.ts) and run on until they end
  *   npm run torture -- --agent mcp --trials 100    the MCP agent (torture/mcp-definitions.ts): a real
  *     MCP server's tools through holdfast/mcp; held runs decided through the HTTP API
+ *   npm run torture -- --faults backoff --trials 100   the ordinary day's fault kinds (torture/definitions.ts
+ *     FAULT_KINDS), comma-separated, on the classic agent: `backoff` adds a retried call against a
+ *     rate-limited endpoint and kills during its durable backoffs; the record names them (`faultKinds`)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
- *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
+ *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff] [--seed S] [--json] [--keep]
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -24,6 +27,8 @@ import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
 import {
   auditLog,
+  type BackoffCheck,
+  checkBackoff,
   checkTrial,
   type Outcomes,
   outcomesOf,
@@ -33,9 +38,18 @@ import {
   sealedRows,
 } from "./check.js";
 import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
-import { FAULTS, TORTURE_ERROR_TEXTS, TORTURE_SECRET, type TortureFault } from "./definitions.js";
+import {
+  BACKOFF_CALL,
+  FAULT_KINDS,
+  FAULTS,
+  type FaultKind,
+  faultKindsFrom,
+  TORTURE_ERROR_TEXTS,
+  TORTURE_SECRET,
+  type TortureFault,
+} from "./definitions.js";
 import { MCP_NAMES } from "./mcp-definitions.js";
-import { startWitnessServer } from "./witness-server.js";
+import { type LimitedRequest, startWitnessServer } from "./witness-server.js";
 
 const OPTIONS = {
   trials: { type: "string", default: "40" },
@@ -55,11 +69,13 @@ const OPTIONS = {
   kills: { type: "string", default: "30" },
   pauses: { type: "string", default: "30" },
   "lease-ms": { type: "string", default: "3000" },
+  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS): "backoff". */
+  faults: { type: "string", default: "" },
   help: { type: "boolean", default: false },
 } as const;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp]
-  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--seed S] [--json] [--keep]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--faults ${FAULT_KINDS.join(",")}]
+  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--faults ${FAULT_KINDS.join(",")}] [--seed S] [--json] [--keep]
 `;
 
 const parsed = (() => {
@@ -88,6 +104,20 @@ const variant = values.agent as AgentVariant;
 const aiAgent = variant === "ai" || variant === "ai-stream";
 /** Variants whose held runs a person decides through the API, and which then run on. */
 const decides = variant === "ai-stream" || variant === "mcp";
+/** The ordinary day's fault kinds this torture plays (the classic agent's, in both harnesses). */
+const faultKinds: FaultKind[] = (() => {
+  try {
+    return faultKindsFrom(values.faults);
+  } catch (error) {
+    process.stderr.write(`torture: --faults: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+})();
+if (faultKinds.length > 0 && variant !== "classic") {
+  process.stderr.write("torture: --faults plays on the classic agent only (drop --agent)\n");
+  process.exit(2);
+}
+const backoffKind = faultKinds.includes("backoff");
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (!Number.isInteger(trials) || trials < 1) {
   process.stderr.write("torture: --trials takes a positive whole number\n");
@@ -120,10 +150,16 @@ const CALLS: Record<string, number> = aiAgent
         http_post: 1,
         send: 3,
         "torture-child": 1,
+        ...(backoffKind ? { [BACKOFF_CALL]: 1 } : {}),
       };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
-/** The crash points the torture agents reach: none declares a retry policy yet, so no backoff to kill. */
-const TORTURE_POINTS = CRASH_POINTS.filter((point) => point !== "during-backoff");
+/**
+ * The crash points the torture agent reaches: `during-backoff` only with the `backoff` kind (the
+ * other calls declare no retry policy, so there is no backoff to kill in).
+ */
+const TORTURE_POINTS = backoffKind
+  ? CRASH_POINTS
+  : CRASH_POINTS.filter((point) => point !== "during-backoff");
 type Kill = {
   readonly at: CrashPointName | "random";
   readonly call?: string;
@@ -201,6 +237,8 @@ interface TrialResult {
   readonly sealed: number;
   /** The byte scan of the trial's folder for the registered secret (and the key, when set). */
   readonly secrets: SecretScan;
+  /** The `backoff` kind's check (with --faults backoff). */
+  readonly backoff?: BackoffCheck;
   readonly error?: string;
 }
 
@@ -214,6 +252,7 @@ const runTrial = async (
   point: Category,
   serverUrl: string,
   counts: Map<string, number>,
+  requests: Map<string, LimitedRequest[]>,
 ): Promise<TrialResult> => {
   const dir = mkdtempSync(join(tmpdir(), "holdfast-torture-"));
   mkdirSync(join(dir, "witness"));
@@ -226,6 +265,7 @@ const runTrial = async (
     TORTURE_SERVER: serverUrl,
     TORTURE_LABEL: `t${trial}`,
     TORTURE_FAULT: fault ?? "",
+    TORTURE_FAULTS: faultKinds.join(","),
     // The AI SDK agent: every combination of generate/stream and hold/replay comes round.
     ...(variant === "ai"
       ? {
@@ -246,6 +286,7 @@ const runTrial = async (
   };
   const snapshots: Outcomes[] = [];
   counts.clear();
+  requests.clear();
   const call = values.call ?? pick(Object.keys(CALLS));
   // A fault trial: the fault alone, or with a random kill on top (sometimes); the status lookup
   // only throws during recovery, so that fault first needs an HTTP call in doubt.
@@ -259,13 +300,15 @@ const runTrial = async (
     ? faultKill()
     : point === "random"
       ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
-      : point === "mid-checkpoint"
-        ? { at: point, skip: Math.floor(rng() * 2) }
-        : point === "mid-group-commit"
-          ? { at: point, skip: Math.floor(rng() * 16) }
-          : RECOVERY_POINTS.includes(point as CrashPointName)
-            ? { at: point as CrashPointName }
-            : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
+      : point === "during-backoff"
+        ? { at: point, call: BACKOFF_CALL }
+        : point === "mid-checkpoint"
+          ? { at: point, skip: Math.floor(rng() * 2) }
+          : point === "mid-group-commit"
+            ? { at: point, skip: Math.floor(rng() * 16) }
+            : RECOVERY_POINTS.includes(point as CrashPointName)
+              ? { at: point as CrashPointName }
+              : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
   let kills = 0;
   const firedAt = new Set<string>();
@@ -298,7 +341,13 @@ const runTrial = async (
           }
         : kill;
   let next: Kill | null = firstKill;
-  let pendingRecoveryKill = RECOVERY_POINTS.includes(point as CrashPointName) ? kill : null;
+  // A kill during a backoff: half the time, the process that resumes the rest of the wait is
+  // killed in it again (or in the next backoff).
+  let pendingRecoveryKill = RECOVERY_POINTS.includes(point as CrashPointName)
+    ? kill
+    : point === "during-backoff" && rng() < 0.5
+      ? kill
+      : null;
   let decisions = 0;
   for (let round = 0; round < (decides ? 16 : 8); round++) {
     const result = await runProcess(env, next);
@@ -347,6 +396,7 @@ const runTrial = async (
     everyEffectRecorded: kills === 0,
   });
   const audit = await auditLog(db);
+  const backoff = backoffKind ? checkBackoff(log.events, requests) : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -371,6 +421,7 @@ const runTrial = async (
     audit,
     sealed,
     secrets,
+    ...(backoff ? { backoff } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -403,6 +454,7 @@ const multiWorker = async () => {
   const outcome = await runWorkersTorture({
     store,
     seed,
+    faultKinds,
     keep: values.keep,
     ...numbers,
     log: (line) => process.stderr.write(`${line}\n`),
@@ -425,7 +477,7 @@ const main = async () => {
   const started = Date.now();
   for (let i = 0; i < trials; i++) {
     const point = (values.point as Category | undefined) ?? points[i % points.length]!;
-    const result = await runTrial(i, point, server.url, server.counts);
+    const result = await runTrial(i, point, server.url, server.counts, server.requests);
     results.push(result);
     const bad =
       result.check.duplicates +
@@ -434,13 +486,14 @@ const main = async () => {
       (result.check.logOk ? 0 : 1) +
       result.audit.length +
       result.secrets.leaks.length +
+      (result.backoff?.problems.length ?? 0) +
       (result.error ? 1 : 0);
     process.stderr.write(
       `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} decisions=${result.decisions} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
     );
     if (bad)
       process.stderr.write(
-        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, error: result.error })}\n`,
+        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, backoff: result.backoff?.problems, error: result.error })}\n`,
       );
   }
   await server.close();
@@ -451,8 +504,12 @@ const main = async () => {
     if (r.fired) killedPerPoint[r.point] = (killedPerPoint[r.point] ?? 0) + 1;
   }
   const sum = (f: (r: TrialResult) => number) => results.reduce((a, r) => a + f(r), 0);
+  const sumOf = <T>(items: ReadonlyArray<T>, f: (item: T) => number) => items.reduce((a, x) => a + f(x), 0);
+  const backoffs = results.flatMap((r) => (r.backoff ? [{ trial: r.trial, ...r.backoff }] : []));
   const summary = {
     agent: variant,
+    /** The ordinary day's fault kinds played (empty: the classic torture as before). */
+    faultKinds,
     commit: process.env.TORTURE_COMMIT ?? null,
     seed,
     trials: results.length,
@@ -479,6 +536,25 @@ const main = async () => {
       ? "clean"
       : results.flatMap((r) => r.audit.map((f) => `trial ${r.trial}: ${f}`)),
     errors: results.filter((r) => r.error).map((r) => `trial ${r.trial}: ${r.error}`),
+    ...(backoffKind
+      ? {
+          /** The `backoff` kind: retries the policies scheduled, 429s, backoffs a kill cut, and what broke a law. */
+          backoff: {
+            callsWithPolicy: sumOf(backoffs, (b) => b.callsWithPolicy),
+            retriesScheduled: sumOf(backoffs, (b) => b.retriesScheduled),
+            retriesByReason: backoffs.reduce<Record<string, number>>((all, b) => {
+              for (const [k, n] of Object.entries(b.retriesByReason)) all[k] = (all[k] ?? 0) + n;
+              return all;
+            }, {}),
+            refusals: sumOf(backoffs, (b) => b.refusals),
+            acted: sumOf(backoffs, (b) => b.acted),
+            backoffsCut: sumOf(backoffs, (b) => b.backoffsCut),
+            trialsWithABackoffCut: backoffs.filter((b) => b.backoffsCut > 0).length,
+            exhausted: sumOf(backoffs, (b) => b.exhausted),
+            problems: backoffs.flatMap((b) => b.problems.map((p) => `trial ${b.trial}: ${p}`)),
+          },
+        }
+      : {}),
     problems: results
       .filter((r) => r.check.duplicates || r.check.lost)
       .map((r) => ({
@@ -507,6 +583,7 @@ const main = async () => {
     summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
     summary.secretLeaks.length > 0 ||
+    (summary.backoff?.problems.length ?? 0) > 0 ||
     summary.errors.length > 0;
   process.exit(failed ? 1 : 0);
 };

@@ -29,8 +29,16 @@ import { maskUrl, openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import type { Journal } from "../src/runtime/Journal.js";
-import { auditFindings, checkTrial, type Outcomes, outcomesOf, readJournal, sealedRows } from "./check.js";
-import { ALLOWLISTED, makeTortureDefinitions } from "./definitions.js";
+import {
+  auditFindings,
+  checkBackoff,
+  checkTrial,
+  type Outcomes,
+  outcomesOf,
+  readJournal,
+  sealedRows,
+} from "./check.js";
+import { ALLOWLISTED, type FaultKind, makeTortureDefinitions } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -47,6 +55,8 @@ export interface WorkersTortureOptions {
   readonly pauses: number;
   readonly seed: number;
   readonly leaseMs: number;
+  /** The ordinary day's fault kinds the agent plays (torture/definitions.ts FAULT_KINDS); none: as before. */
+  readonly faultKinds?: ReadonlyArray<FaultKind>;
   /** Keep the schema and the trial folder afterwards. */
   readonly keep: boolean;
   /** Give up waiting for the runs to settle after this long. */
@@ -125,6 +135,7 @@ const percentile = (values: ReadonlyArray<number>, p: number): number | null => 
 
 export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const log = options.log ?? (() => {});
+  const faultKinds = options.faultKinds ?? [];
   const rng = seeded(options.seed);
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
@@ -202,6 +213,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           ...process.env,
           TORTURE_DIR: dir,
           TORTURE_SERVER: server.url,
+          TORTURE_FAULTS: faultKinds.join(","),
           HOLDFAST_STORE: "",
           HOLDFAST_WORKER_ID: "",
           HOLDFAST_CRASH_AT: "",
@@ -517,6 +529,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   await journal.close();
   await server.close();
   const check = checkTrial(finalLog, dir, server.counts, snapshots, ALLOWLISTED);
+  const backoff = faultKinds.includes("backoff") ? checkBackoff(events, server.requests) : undefined;
 
   // Take-overs: each `run.claimed` naming a killed worker, timed from its death.
   const bound = options.leaseMs + 2_000;
@@ -583,6 +596,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
 
   const topRows = rows.filter((r) => !r.chatId.startsWith("child:"));
   const summary = {
+    /** The ordinary day's fault kinds played (empty: the multi-worker torture as before). */
+    faultKinds,
     seed: options.seed,
     store: maskUrl(options.store),
     schema: options.keep ? schema : `${schema} (dropped)`,
@@ -631,6 +646,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     recoveryPassFailures: Object.fromEntries(passFailures),
     refusals,
     errors,
+    ...(backoff ? { backoff } : {}),
     problems: { duplicates: check.duplicateDetail, lost: check.lostDetail },
     seconds: Math.round((Date.now() - started) / 100) / 10,
   };
@@ -644,6 +660,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.kills < options.kills ||
     summary.pauses < options.pauses ||
     summary.takeOvers.overBound.length > 0 ||
+    (backoff?.problems.length ?? 0) > 0 ||
     errors.length > 0;
   return { summary, failed };
 };
