@@ -150,7 +150,8 @@ const CALLS: Record<string, number> = aiAgent
         http_post: 1,
         send: 3,
         "torture-child": 1,
-        ...(backoffKind ? { [BACKOFF_CALL]: 1 } : {}),
+        // Its attempts: the first, refused, and a retry (or two).
+        ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
       };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
 /**
@@ -287,7 +288,8 @@ const runTrial = async (
   const snapshots: Outcomes[] = [];
   counts.clear();
   requests.clear();
-  const call = values.call ?? pick(Object.keys(CALLS));
+  // The backoff kind: half the call-point kills are at the retried call (any of its attempts).
+  const call = values.call ?? (backoffKind && rng() < 0.5 ? BACKOFF_CALL : pick(Object.keys(CALLS)));
   // A fault trial: the fault alone, or with a random kill on top (sometimes); the status lookup
   // only throws during recovery, so that fault first needs an HTTP call in doubt.
   const faultKill = (): Kill | null =>
@@ -471,8 +473,13 @@ const main = async () => {
   if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
   // The faults belong to the classic agent's code; the AI SDK agent gets the kills.
-  const points: Category[] =
-    variant === "classic" ? [...TORTURE_POINTS, "random", ...FAULTS] : [...TORTURE_POINTS, "random"];
+  // With the ordinary day's kinds, the cycle is theirs: every named point, and twice as often a
+  // kill in a backoff or at random (which lands in one often); the classic faults have their record.
+  const points: Category[] = backoffKind
+    ? [...TORTURE_POINTS, "random", "during-backoff", "random"]
+    : variant === "classic"
+      ? [...TORTURE_POINTS, "random", ...FAULTS]
+      : [...TORTURE_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
   for (let i = 0; i < trials; i++) {
