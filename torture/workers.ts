@@ -598,6 +598,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const summary = {
     /** The ordinary day's fault kinds played (empty: the multi-worker torture as before). */
     faultKinds,
+    commit: process.env.TORTURE_COMMIT ?? null,
     seed: options.seed,
     store: maskUrl(options.store),
     schema: options.keep ? schema : `${schema} (dropped)`,
