@@ -93,6 +93,8 @@ export interface TrialCheck {
   readonly lost: number;
   readonly lostDetail: string[];
   readonly held: number;
+  /** Held runs per hold reason code (`in-doubt`, `crash-loop`, …). */
+  readonly heldByReason: Record<string, number>;
   readonly completed: number;
   /** Runs that ended failed (an agent error after every call it started had its outcome). */
   readonly failed: number;
@@ -138,6 +140,8 @@ export const checkTrial = (
     if (broken) logProblems.push(`${streamId}@${broken.version}: ${broken.reason}`);
   }
   let held = 0;
+  /** Held runs per reason code (a run held for two reasons counts under both). */
+  const heldByReason: Record<string, number> = {};
   let completed = 0;
   let failed = 0;
   const unsettled: string[] = [];
@@ -147,8 +151,13 @@ export const checkTrial = (
     try {
       const fold = foldRun(stream.map((e) => e.event));
       const status = statusOf(fold);
-      if (status === "held") held++;
-      else if (status === "completed") completed++;
+      if (status === "held") {
+        held++;
+        const last = [...stream].reverse().find((e) => e.event.type === "run.held")?.event;
+        if (last?.type === "run.held")
+          for (const code of new Set(last.reasons.map((r) => r.code)))
+            heldByReason[code] = (heldByReason[code] ?? 0) + 1;
+      } else if (status === "completed") completed++;
       else if (status === "failed") {
         failed++;
         const ended = stream.at(-1)?.event;
@@ -298,6 +307,7 @@ export const checkTrial = (
     lost: lostDetail.length,
     lostDetail,
     held,
+    heldByReason,
     completed,
     failed,
     unsettled,

@@ -69,12 +69,14 @@ const OPTIONS = {
   kills: { type: "string", default: "30" },
   pauses: { type: "string", default: "30" },
   "lease-ms": { type: "string", default: "3000" },
+  /** Start no trial after this many seconds (a run that must end by a given time); the record says so. */
+  "max-seconds": { type: "string" },
   /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS): "backoff". */
   faults: { type: "string", default: "" },
   help: { type: "boolean", default: false },
 } as const;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--faults ${FAULT_KINDS.join(",")}]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
   npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--faults ${FAULT_KINDS.join(",")}] [--seed S] [--json] [--keep]
 `;
 
@@ -119,6 +121,10 @@ if (faultKinds.length > 0 && variant !== "classic") {
 }
 const backoffKind = faultKinds.includes("backoff");
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
+if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
+  process.stderr.write("torture: --max-seconds takes a positive number\n");
+  process.exit(2);
+}
 if (!Number.isInteger(trials) || trials < 1) {
   process.stderr.write("torture: --trials takes a positive whole number\n");
   process.exit(2);
@@ -482,7 +488,13 @@ const main = async () => {
       : [...TORTURE_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
+  // `--max-seconds`: no trial starts after this long; the record says how many ran and that it stopped.
+  const maxMs = values["max-seconds"] === undefined ? Infinity : Number(values["max-seconds"]) * 1000;
   for (let i = 0; i < trials; i++) {
+    if (Date.now() - started >= maxMs) {
+      process.stderr.write(`torture: --max-seconds ${values["max-seconds"]} reached after ${i} trials\n`);
+      break;
+    }
     const point = (values.point as Category | undefined) ?? points[i % points.length]!;
     const result = await runTrial(i, point, server.url, server.counts, server.requests);
     results.push(result);
@@ -520,6 +532,8 @@ const main = async () => {
     commit: process.env.TORTURE_COMMIT ?? null,
     seed,
     trials: results.length,
+    /** Trials asked for (`--trials`): more than `trials` when `--max-seconds` stopped the run first. */
+    trialsAsked: trials,
     trialsPerCrashPoint: perPoint,
     killedAtCrashPoint: killedPerPoint,
     kills: sum((r) => r.kills),
@@ -528,6 +542,10 @@ const main = async () => {
     duplicates: sum((r) => r.check.duplicates),
     lost: sum((r) => r.check.lost),
     held: sum((r) => r.check.held),
+    heldByReason: results.reduce<Record<string, number>>((all, r) => {
+      for (const [k, n] of Object.entries(r.check.heldByReason)) all[k] = (all[k] ?? 0) + n;
+      return all;
+    }, {}),
     completed: sum((r) => r.check.completed),
     failed: sum((r) => r.check.failed),
     unsettled: results.flatMap((r) => r.check.unsettled.map((u) => `trial ${r.trial}: ${u}`)),

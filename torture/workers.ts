@@ -619,6 +619,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     duplicates: check.duplicates,
     lost: check.lost,
     held: check.held,
+    heldByReason: check.heldByReason,
     completed: check.completed,
     /** Runs that ended failed or stopped, each with how (a tool error under load, a person's stop). */
     endedOtherwise: check.endedOtherwise,
