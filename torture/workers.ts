@@ -19,7 +19,7 @@
  * live worker's `HOLDFAST_WORKER_ID` in its environment (as `kubectl exec` would), from the
  * witnesses' evidence; the worker must go on undisturbed.
  */
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -96,6 +96,28 @@ interface WorkerProcess {
   readonly pending: Set<number>;
   readonly exit: Promise<{ code: number | null; signal: string | null }>;
 }
+
+/** The CLI in a child process, without blocking this one's event loop; killed after 60 s. */
+const runCli = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+): Promise<{ status: number | null; stderr: string }> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stderr });
+    });
+  });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -432,11 +454,11 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         args.push("--call-note", callId, seen ? `the witness saw ${key}` : `no witness saw ${key}`);
       }
       const worker = pick(live);
-      const decided = spawnSync(process.execPath, ["--import", "tsx", CLI, ...args, "--db", store], {
-        cwd: ROOT,
-        encoding: "utf8",
-        timeout: 60_000,
-        env: { ...process.env, HOLDFAST_STORE: "", HOLDFAST_WORKER_ID: worker.workerId ?? "" },
+      // Not spawnSync: the witness server lives in this process, and a blocked event loop would
+      // leave the workers' HTTP calls unanswered until they time out (in doubt, held).
+      const decided = await runCli([...args, "--db", store], {
+        HOLDFAST_STORE: "",
+        HOLDFAST_WORKER_ID: worker.workerId ?? "",
       });
       if (decided.status === 0) operatorDecisions++;
       // A decision refused because the run moved first is what an operator sees too: show, decide again.
