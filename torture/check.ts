@@ -368,6 +368,8 @@ export interface BackoffCheck {
   readonly refusals: number;
   /** Requests the witness answered 201 (acted). */
   readonly acted: number;
+  /** Requests that arrived after a lookup had reserved their key, refused with 409: a stale owner's, late. */
+  readonly lateRefused: number;
   /**
    * Backoffs a crash cut: a `retry.scheduled` followed, before its attempt's intent, by the run's
    * `run.interrupted` (single worker) or a `run.claimed` from another worker (multi-worker).
@@ -468,16 +470,24 @@ export const checkBackoff = (
 
   let refusals = 0;
   let acted = 0;
+  let lateRefused = 0;
   for (const [callId, seen] of requests) {
     let previous = 0;
+    const sent = new Set<number>();
     for (const r of seen) {
       if (r.status === 429) refusals++;
       if (r.status === 201) acted++;
-      if (r.attempt <= previous)
+      if (sent.has(r.attempt)) problems.push(`${r.key}: the witness received it twice`);
+      sent.add(r.attempt);
+      // A request refused because a lookup reserved its key (409) is a stale owner's, late: it was
+      // stopped after its lease check while another took the run, reconciled the attempt as not
+      // completed and went on (law 10). Refused, it did nothing; any other answer out of order did.
+      if (r.status === 409) lateRefused++;
+      else if (r.attempt <= previous)
         problems.push(
-          `${callId}: the witness received attempt ${r.attempt} after attempt ${previous}: sent again, or the count went back`,
+          `${callId}: the witness received attempt ${r.attempt} (answered ${r.status}) after attempt ${previous}: the count went back`,
         );
-      previous = Math.max(previous, r.attempt);
+      if (r.status !== 409) previous = Math.max(previous, r.attempt);
       if (!intended.has(r.key))
         problems.push(`${r.key}: the witness received it, the journal never intended it`);
       const due = dueAt.get(r.key);
@@ -502,6 +512,7 @@ export const checkBackoff = (
     retriesByReason,
     refusals,
     acted,
+    lateRefused,
     backoffsCut,
     exhausted,
     problems,

@@ -573,6 +573,7 @@ const main = async () => {
             }, {}),
             refusals: sumOf(backoffs, (b) => b.refusals),
             acted: sumOf(backoffs, (b) => b.acted),
+            lateRefused: sumOf(backoffs, (b) => b.lateRefused),
             backoffsCut: sumOf(backoffs, (b) => b.backoffsCut),
             trialsWithABackoffCut: backoffs.filter((b) => b.backoffsCut > 0).length,
             exhausted: sumOf(backoffs, (b) => b.exhausted),

@@ -76,6 +76,37 @@ describe("the torture's backoff check", () => {
     expect(check).toMatchObject({ retriesScheduled: 1, refusals: 1, acted: 1, callsWithPolicy: 1 });
   });
 
+  it("takes a stale owner's late request, refused because its key was reserved, for no problem; the same request acting is one", () => {
+    const reconciled = log(
+      intended(1),
+      failed(1),
+      scheduled(2, T),
+      intended(2),
+      {
+        type: "call.reconciled",
+        runId: "run-a",
+        callId: call,
+        attempt: 2,
+        outcome: "not-completed",
+        evidence: {},
+      },
+      intended(3),
+      completed(3),
+    );
+    const late = checkBackoff(
+      reconciled,
+      new Map([[call, [request(1, T, 429), request(3, T + 100, 201), request(2, T + 200, 409)]]]),
+    );
+    expect(late.problems).toEqual([]);
+    expect(late.lateRefused).toBe(1);
+    const acting = checkBackoff(
+      reconciled,
+      new Map([[call, [request(1, T, 429), request(3, T + 100, 201), request(2, T + 200, 201)]]]),
+    );
+    expect(acting.problems).toEqual(expect.arrayContaining([`${call}: acted 2 times`]));
+    expect(acting.problems.join("\n")).toMatch(/received attempt 2 \(answered 201\) after attempt 3/);
+  });
+
   it("finds an attempt that arrived before its recorded due time", () => {
     const check = checkBackoff(retried, new Map([[call, [request(1, T, 429), request(2, T + 400, 201)]]]));
     expect(check.problems).toEqual([`${call}#2: received 600 ms before its recorded due time`]);
@@ -86,7 +117,8 @@ describe("the torture's backoff check", () => {
       retried,
       new Map([[call, [request(1, T, 429), request(2, T + 1000, 429), request(1, T + 2000, 201)]]]),
     );
-    expect(check.problems.join("\n")).toMatch(/received attempt 1 after attempt 2/);
+    expect(check.problems).toContain(`${call}#1: the witness received it twice`);
+    expect(check.problems.join("\n")).toMatch(/received attempt 1 \(answered 201\) after attempt 2/);
     expect(check.problems.join("\n")).toMatch(/received 3 attempts, the journal authorized 2/);
   });
 
