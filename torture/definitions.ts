@@ -7,7 +7,7 @@
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
-import { makeHttpTool } from "../src/adapters/tools/httpTool.js";
+import { type HttpLookup, makeHttpTool } from "../src/adapters/tools/httpTool.js";
 import { makeShellTool, makeWriteFileTool } from "../src/adapters/tools/index.js";
 import { CallFailed, defineAgent, defineTool } from "../src/index.js";
 
@@ -112,18 +112,22 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
       return { read: label };
     },
   });
+  /** The witness server's lookup: the key's result when it acted, else it reserves the key. */
+  const reservingLookup = async (key: string): Promise<HttpLookup> => {
+    const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
+    if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
+    const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
+    if (answer.found === true) return { found: true, result: answer.result };
+    if (answer.found === false && answer.reserved === true) return { found: false, reserved: true };
+    return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
+  };
   const http = makeHttpTool({
     name: "http_post",
     timeoutMs: 5_000,
     // Looks the key up and, when it did not act, reserves it: a late request with it is refused.
     lookup: async (key) => {
       if (fault === "reconciler-throws") throw new Error(TORTURE_ERROR_TEXTS.reconciler);
-      const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
-      if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
-      const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
-      if (answer.found === true) return { found: true, result: answer.result };
-      if (answer.found === false && answer.reserved === true) return { found: false, reserved: true };
-      return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
+      return reservingLookup(key);
     },
   });
   // The backoff kind: the same lookup, so an attempt killed in flight is reconciled as http_post's.
@@ -131,14 +135,7 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
     name: BACKOFF_CALL,
     timeoutMs: 5_000,
     retry: BACKOFF_POLICY,
-    lookup: async (key) => {
-      const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
-      if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
-      const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
-      if (answer.found === true) return { found: true, result: answer.result };
-      if (answer.found === false && answer.reserved === true) return { found: false, reserved: true };
-      return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
-    },
+    lookup: reservingLookup,
   });
   const shell = makeShellTool(join(dir, "work"), {
     receiptsDir: join(dir, "receipts"),

@@ -74,7 +74,7 @@ describe("crash torture, the variants decided through the API (fixed seed, short
 });
 
 describe("crash torture, the ordinary day's fault kinds (fixed seed, short)", () => {
-  it("backoff: a run killed during its durable backoff (and again in the resumed wait) retries within its policy, never before the due time, the attempt count never going back; no duplicate, nothing lost", () => {
+  it("backoff: a run killed during its durable backoff retries within its policy, never before the due time, the attempt count never going back; no duplicate, nothing lost", () => {
     const result = torture([
       "--faults",
       "backoff",
