@@ -7,9 +7,16 @@
  *   ("generate" | "stream"), TORTURE_AI_POLICY ("hold" | "replay") and TORTURE_AI_ERRORS ("1": some
  *   streamed answers break off with an in-band error)
  *   TORTURE_AGENT "mcp": the MCP agent (torture/mcp-definitions.ts)
+ *   TORTURE_FAULTS: the ordinary day's fault kinds the classic agent plays, comma-separated ("backoff")
  */
 import { openRuntime, type RuntimeOptions } from "../src/index.js";
-import { FAULTS, makeTortureDefinitions, TORTURE_SECRET, type TortureFault } from "./definitions.js";
+import {
+  FAULTS,
+  faultKindsFrom,
+  makeTortureDefinitions,
+  TORTURE_SECRET,
+  type TortureFault,
+} from "./definitions.js";
 
 const env = process.env;
 const fault = FAULTS.find((f) => f === env.TORTURE_FAULT) as TortureFault | undefined;
@@ -31,6 +38,7 @@ const definitions = async (): Promise<Definitions> => {
     dir: env.TORTURE_DIR!,
     server: env.TORTURE_SERVER!,
     ...(fault ? { fault } : {}),
+    kinds: faultKindsFrom(env.TORTURE_FAULTS),
   });
 };
 

@@ -13,8 +13,12 @@ import { contextOf, foldRun, statusOf } from "../src/machines/index.js";
 import { auditJournal } from "../src/runtime/audit.js";
 import type { Journal } from "../src/runtime/Journal.js";
 import { byteScan } from "./byteScan.js";
+import type { LimitedRequest } from "./witness-server.js";
 
-/** Committed outcomes: callId → digest of what was recorded. */
+/**
+ * Committed outcomes: `callId#attempt` → digest of what was recorded. Per attempt: a failed attempt
+ * retried by its policy (or a person's grant) keeps its failure, and the next attempt has its own.
+ */
 export type Outcomes = Map<string, string>;
 
 /** A final log: its stored rows (for the chain, checked over what is stored) and their events. */
@@ -66,10 +70,11 @@ export const auditLog = async (db: string): Promise<string[]> => {
 export const outcomesOf = (events: ReadonlyArray<RecordedEvent>): Outcomes => {
   const out: Outcomes = new Map();
   for (const { event } of events) {
-    if (event.type === "call.completed") out.set(event.callId, `completed:${event.resultDigest}`);
-    if (event.type === "call.failed") out.set(event.callId, `failed:${event.error.message}`);
+    const key = "attempt" in event ? `${event.callId}#${event.attempt}` : "";
+    if (event.type === "call.completed") out.set(key, `completed:${event.resultDigest}`);
+    if (event.type === "call.failed") out.set(key, `failed:${event.error.message}`);
     if (event.type === "call.reconciled" && event.outcome === "completed") {
-      out.set(event.callId, `completed:${event.resultDigest ?? ""}`);
+      out.set(key, `completed:${event.resultDigest ?? ""}`);
     }
   }
   return out;
@@ -88,6 +93,8 @@ export interface TrialCheck {
   readonly lost: number;
   readonly lostDetail: string[];
   readonly held: number;
+  /** Held runs per hold reason code (`in-doubt`, `crash-loop`, …). */
+  readonly heldByReason: Record<string, number>;
   readonly completed: number;
   /** Runs that ended failed (an agent error after every call it started had its outcome). */
   readonly failed: number;
@@ -133,6 +140,8 @@ export const checkTrial = (
     if (broken) logProblems.push(`${streamId}@${broken.version}: ${broken.reason}`);
   }
   let held = 0;
+  /** Held runs per reason code (a run held for two reasons counts under both). */
+  const heldByReason: Record<string, number> = {};
   let completed = 0;
   let failed = 0;
   const unsettled: string[] = [];
@@ -142,8 +151,13 @@ export const checkTrial = (
     try {
       const fold = foldRun(stream.map((e) => e.event));
       const status = statusOf(fold);
-      if (status === "held") held++;
-      else if (status === "completed") completed++;
+      if (status === "held") {
+        held++;
+        const last = [...stream].reverse().find((e) => e.event.type === "run.held")?.event;
+        if (last?.type === "run.held")
+          for (const code of new Set(last.reasons.map((r) => r.code)))
+            heldByReason[code] = (heldByReason[code] ?? 0) + 1;
+      } else if (status === "completed") completed++;
       else if (status === "failed") {
         failed++;
         const ended = stream.at(-1)?.event;
@@ -198,8 +212,16 @@ export const checkTrial = (
   };
   let reconciled = 0;
   let replayed = 0;
+  /** Each call's retry policy, as its latest intent recorded it: a retry.scheduled within it authorizes one attempt. */
+  const policyAttempts = new Map<string, number>();
   for (const { event } of events) {
     if (event.type === "call.intended" && event.attempt === 1) authorized.set(event.callId, 1);
+    if (event.type === "call.intended") {
+      if (event.retry) policyAttempts.set(event.callId, event.retry.attempts);
+      else policyAttempts.delete(event.callId);
+    }
+    if (event.type === "retry.scheduled" && event.attempt <= (policyAttempts.get(event.callId) ?? 0))
+      authorized.set(event.callId, (authorized.get(event.callId) ?? 1) + 1);
     if (event.type === "call.reconciled") reconciled++;
     if (event.type === "call.replay-authorized") replayed++;
     if (
@@ -285,6 +307,7 @@ export const checkTrial = (
     lost: lostDetail.length,
     lostDetail,
     held,
+    heldByReason,
     completed,
     failed,
     unsettled,
@@ -332,4 +355,166 @@ export const scanTrial = (
     else leaks.push(`${relative(dir, hit.file)} (${hit.label})`);
   }
   return { leaks, keptForCallsInDoubt: kept };
+};
+
+/** What the `backoff` fault kind's check found, over one journal and the rate-limited endpoint's requests. */
+export interface BackoffCheck {
+  /** Calls whose intent recorded a retry policy. */
+  readonly callsWithPolicy: number;
+  readonly retriesScheduled: number;
+  /** `retry.scheduled` by where the delay came from (`retry-after`, `backoff`). */
+  readonly retriesByReason: Record<string, number>;
+  /** 429s the witness answered. */
+  readonly refusals: number;
+  /** Requests the witness answered 201 (acted). */
+  readonly acted: number;
+  /** Requests that arrived after a lookup had reserved their key, refused with 409: a stale owner's, late. */
+  readonly lateRefused: number;
+  /**
+   * Backoffs a crash cut: a `retry.scheduled` followed, before its attempt's intent, by the run's
+   * `run.interrupted` (single worker) or a `run.claimed` from another worker (multi-worker).
+   */
+  readonly backoffsCut: number;
+  /** Calls that spent every attempt of their policy (the agent went on without them). */
+  readonly exhausted: number;
+  readonly problems: string[];
+}
+
+/**
+ * The `backoff` kind's laws, from the journal and from the outside (the rate-limited endpoint):
+ * no retry beyond the policy's attempts; attempt numbers only go up, in the journal and at the
+ * witness (a count that reset after a crash would send an attempt again); the witness never sees
+ * an attempt the journal did not intend, nor one before its recorded due time; each call's
+ * requests are no more than the attempts the journal authorized.
+ */
+export const checkBackoff = (
+  events: ReadonlyArray<RecordedEvent>,
+  requests: ReadonlyMap<string, ReadonlyArray<LimitedRequest>>,
+): BackoffCheck => {
+  const problems: string[] = [];
+  const policy = new Map<string, number>();
+  const lastAttempt = new Map<string, number>();
+  const intended = new Set<string>();
+  const allowed = new Map<string, number>();
+  const dueAt = new Map<string, number>();
+  const waiting = new Map<string, { runId: string; attempt: number }>();
+  const ownerOf = new Map<string, string>();
+  const retriesByReason: Record<string, number> = {};
+  let retriesScheduled = 0;
+  let backoffsCut = 0;
+  const cut = new Set<string>();
+  const failedLast = new Map<string, number>();
+  for (const { event } of events) {
+    if (event.type === "call.intended") {
+      if (event.retry) policy.set(event.callId, event.retry.attempts);
+      const previous = lastAttempt.get(event.callId) ?? 0;
+      if (event.retry && event.attempt <= previous)
+        problems.push(
+          `${event.callId}: attempt ${event.attempt} intended after attempt ${previous}: the attempt count went back`,
+        );
+      lastAttempt.set(event.callId, event.attempt);
+      intended.add(`${event.callId}#${event.attempt}`);
+      if (event.attempt === 1) allowed.set(event.callId, 1);
+      waiting.delete(event.callId);
+    }
+    if (event.type === "retry.scheduled") {
+      retriesScheduled++;
+      retriesByReason[event.reason] = (retriesByReason[event.reason] ?? 0) + 1;
+      const attempts = policy.get(event.callId);
+      if (attempts === undefined)
+        problems.push(
+          `${event.callId}: retry.scheduled for attempt ${event.attempt} without a recorded policy`,
+        );
+      else if (event.attempt > attempts)
+        problems.push(
+          `${event.callId}: retry.scheduled for attempt ${event.attempt}, beyond the policy's ${attempts} attempts`,
+        );
+      if (event.attempt !== (lastAttempt.get(event.callId) ?? 0) + 1)
+        problems.push(
+          `${event.callId}: retry.scheduled for attempt ${event.attempt} after attempt ${lastAttempt.get(event.callId) ?? 0}`,
+        );
+      allowed.set(event.callId, (allowed.get(event.callId) ?? 1) + 1);
+      dueAt.set(`${event.callId}#${event.attempt}`, Date.parse(event.dueAt));
+      waiting.set(event.callId, { runId: event.runId, attempt: event.attempt });
+    }
+    if (event.type === "call.reconciled" && event.outcome === "not-completed")
+      allowed.set(event.callId, (allowed.get(event.callId) ?? 1) + 1);
+    if (event.type === "retry.granted") allowed.set(event.callId, (allowed.get(event.callId) ?? 1) + 1);
+    if (event.type === "decision.recorded")
+      for (const d of event.calls)
+        if (d.decision === "new-attempt" || d.decision === "confirmed-not-completed")
+          allowed.set(d.callId, (allowed.get(d.callId) ?? 1) + 1);
+    if (event.type === "call.failed") failedLast.set(event.callId, event.attempt);
+    if (event.type === "call.completed") failedLast.delete(event.callId);
+    // A crash between a scheduled retry and its attempt: the backoff resumed in another process.
+    const crossed =
+      event.type === "run.interrupted" ||
+      (event.type === "run.claimed" &&
+        event.previousWorkerId !== null &&
+        ownerOf.get(event.runId) !== undefined &&
+        event.previousWorkerId !== event.workerId);
+    if (event.type === "run.claimed") ownerOf.set(event.runId, event.workerId);
+    if (crossed) {
+      for (const [callId, w] of waiting) {
+        const id = `${callId}#${w.attempt}`;
+        if (w.runId === event.runId && !cut.has(id)) {
+          cut.add(id);
+          backoffsCut++;
+        }
+      }
+    }
+  }
+  let exhausted = 0;
+  for (const [callId, attempt] of failedLast)
+    if (policy.has(callId) && attempt >= (policy.get(callId) ?? 0) && !waiting.has(callId)) exhausted++;
+
+  let refusals = 0;
+  let acted = 0;
+  let lateRefused = 0;
+  for (const [callId, seen] of requests) {
+    let previous = 0;
+    const sent = new Set<number>();
+    for (const r of seen) {
+      if (r.status === 429) refusals++;
+      if (r.status === 201) acted++;
+      if (sent.has(r.attempt)) problems.push(`${r.key}: the witness received it twice`);
+      sent.add(r.attempt);
+      // A request refused because a lookup reserved its key (409) is a stale owner's, late: it was
+      // stopped after its lease check while another took the run, reconciled the attempt as not
+      // completed and went on (law 10). Refused, it did nothing; any other answer out of order did.
+      if (r.status === 409) lateRefused++;
+      else if (r.attempt <= previous)
+        problems.push(
+          `${callId}: the witness received attempt ${r.attempt} (answered ${r.status}) after attempt ${previous}: the count went back`,
+        );
+      if (r.status !== 409) previous = Math.max(previous, r.attempt);
+      if (!intended.has(r.key))
+        problems.push(`${r.key}: the witness received it, the journal never intended it`);
+      const due = dueAt.get(r.key);
+      // The same clock on both sides; a timer may fire a millisecond or two early.
+      if (due !== undefined && r.at < due - 5)
+        problems.push(`${r.key}: received ${due - r.at} ms before its recorded due time`);
+    }
+    const policyAttempts = policy.get(callId);
+    const refused = seen.filter((r) => r.status === 429).length;
+    if (policyAttempts !== undefined && refused > policyAttempts)
+      problems.push(`${callId}: refused ${refused} times, its policy allows ${policyAttempts} attempts`);
+    if (seen.length > (allowed.get(callId) ?? 0))
+      problems.push(
+        `${callId}: the witness received ${seen.length} attempts, the journal authorized ${allowed.get(callId) ?? 0}`,
+      );
+    if (seen.filter((r) => r.status === 201).length > 1)
+      problems.push(`${callId}: acted ${seen.filter((r) => r.status === 201).length} times`);
+  }
+  return {
+    callsWithPolicy: policy.size,
+    retriesScheduled,
+    retriesByReason,
+    refusals,
+    acted,
+    lateRefused,
+    backoffsCut,
+    exhausted,
+    problems,
+  };
 };

@@ -7,9 +7,9 @@
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
-import { makeHttpTool } from "../src/adapters/tools/httpTool.js";
+import { type HttpLookup, makeHttpTool } from "../src/adapters/tools/httpTool.js";
 import { makeShellTool, makeWriteFileTool } from "../src/adapters/tools/index.js";
-import { defineAgent, defineTool } from "../src/index.js";
+import { CallFailed, defineAgent, defineTool } from "../src/index.js";
 
 /**
  * Faults the harness can put into a trial, besides killing it:
@@ -20,12 +20,49 @@ import { defineAgent, defineTool } from "../src/index.js";
 export const FAULTS = ["agent-throws", "sibling-fails", "reconciler-throws"] as const;
 export type TortureFault = (typeof FAULTS)[number];
 
+/**
+ * The ordinary day's fault kinds (issue 31): what the agent does besides its usual calls, so the
+ * harness can kill it there. Each kind is switched on by `--faults` and named in the JSON record.
+ *  - `backoff`: a call with a retry policy against a rate-limited endpoint of the witness server,
+ *    which refuses its first request(s) with 429 (`Retry-After: 5`, then none): the run sits in
+ *    durable backoffs, where the `during-backoff` crash point (and random kills) land.
+ * Still to come: `cancel`, `queue`, `pause` (they need runtime.cancel, submit's whenBusy "queue",
+ * runtime.pause/resume).
+ */
+export const FAULT_KINDS = ["backoff"] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Fault kinds from a comma-separated list (`--faults`, `TORTURE_FAULTS`); throws on an unknown one. */
+export const faultKindsFrom = (list: string | undefined): FaultKind[] => {
+  const names = (list ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  for (const name of names)
+    if (!(FAULT_KINDS as ReadonlyArray<string>).includes(name))
+      throw new Error(
+        `unknown fault kind "${name}": the kinds are ${FAULT_KINDS.map((k) => `"${k}"`).join(", ")}`,
+      );
+  return [...new Set(names)] as FaultKind[];
+};
+
+/** The backoff kind's call: its retry policy (recorded in its intent) and the refusals it meets. */
+export const BACKOFF_CALL = "http_retry";
+export const BACKOFF_POLICY = {
+  attempts: 4,
+  backoff: { initialMs: 300, maxMs: 2_000, factor: 2, jitter: 0.2 },
+} as const;
+/** How many 429s the witness answers a run's retried call with before it acts: 1 or 2, by label. */
+export const refusalsFor = (label: string): number => 1 + (label.charCodeAt(label.length - 1) % 2);
+
 export interface TortureSetting {
   /** The trial's folder: `witness/`, `work/`, `receipts/` live in it. */
   readonly dir: string;
   /** The witness server's base URL. */
   readonly server: string;
   readonly fault?: TortureFault;
+  /** The ordinary day's fault kinds the agent plays (none: the agent as before). */
+  readonly kinds?: ReadonlyArray<FaultKind>;
 }
 
 /** The tools the safe list names: only `read_safe` (its in-doubt calls are replayed). */
@@ -44,7 +81,7 @@ export const TORTURE_ERROR_TEXTS = {
   agent: "the agent failed with a call in flight",
 } as const;
 
-export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) => {
+export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: TortureSetting) => {
   const witness = (name: string) => join(dir, "witness", name);
 
   const send = defineTool({
@@ -75,19 +112,30 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
       return { read: label };
     },
   });
+  /** The witness server's lookup: the key's result when it acted, else it reserves the key. */
+  const reservingLookup = async (key: string): Promise<HttpLookup> => {
+    const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
+    if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
+    const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
+    if (answer.found === true) return { found: true, result: answer.result };
+    if (answer.found === false && answer.reserved === true) return { found: false, reserved: true };
+    return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
+  };
   const http = makeHttpTool({
     name: "http_post",
     timeoutMs: 5_000,
     // Looks the key up and, when it did not act, reserves it: a late request with it is refused.
     lookup: async (key) => {
       if (fault === "reconciler-throws") throw new Error(TORTURE_ERROR_TEXTS.reconciler);
-      const res = await fetch(`${server}/lookup/${encodeURIComponent(key)}`, { method: "POST" });
-      if (!res.ok) return { found: "unknown", reason: `status ${res.status}` };
-      const answer = (await res.json()) as { found?: unknown; result?: unknown; reserved?: unknown };
-      if (answer.found === true) return { found: true, result: answer.result };
-      if (answer.found === false && answer.reserved === true) return { found: false, reserved: true };
-      return { found: "unknown", reason: `unexpected answer ${JSON.stringify(answer)}` };
+      return reservingLookup(key);
     },
+  });
+  // The backoff kind: the same lookup, so an attempt killed in flight is reconciled as http_post's.
+  const limited = makeHttpTool({
+    name: BACKOFF_CALL,
+    timeoutMs: 5_000,
+    retry: BACKOFF_POLICY,
+    lookup: reservingLookup,
   });
   const shell = makeShellTool(join(dir, "work"), {
     receiptsDir: join(dir, "receipts"),
@@ -137,6 +185,26 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
         void turn.tool(send, { label: `${label}-inflight`, holdMs: 300 });
         throw new Error(TORTURE_ERROR_TEXTS.agent);
       }
+      // The backoff kind: a rate-limited call waits out its 429s in durable backoffs while a
+      // sibling send goes on beside it. Exhausted (kills made it spend its attempts): the agent
+      // goes on, as an agent that can live without the call would.
+      const limitedPost = kinds.includes("backoff")
+        ? await turn.all([
+            async () => {
+              try {
+                const r = await turn.tool(limited, {
+                  url: `${server}/limited`,
+                  body: { label: `${label}-limited`, refuse: refusalsFor(label) },
+                });
+                return r == null ? null : r.status;
+              } catch (error) {
+                if (error instanceof CallFailed) return "exhausted";
+                throw error;
+              }
+            },
+            () => turn.tool(send, { label: `${label}-beside-backoff` }),
+          ])
+        : undefined;
       const [sent, again] = await turn.all([
         () => turn.tool(send, { label: `${label}-send-1` }),
         () => turn.tool(send, { label: `${label}-send-2` }),
@@ -154,13 +222,14 @@ export const makeTortureDefinitions = ({ dir, server, fault }: TortureSetting) =
         sent,
         again,
         kid,
+        ...(limitedPost === undefined ? {} : { limited: limitedPost[0] }),
       };
     },
   });
 
   return {
     agents: [agent, child],
-    tools: [send, readSafe, http, shell, writeFile, flaky],
+    tools: [send, readSafe, http, shell, writeFile, flaky, limited],
     /** The safe list the harness runs with. */
     allowlist: { read_safe: readSafe.pin },
   };

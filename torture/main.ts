@@ -11,9 +11,12 @@
  *     (torture/decide-api.ts) and run on until they end
  *   npm run torture -- --agent mcp --trials 100    the MCP agent (torture/mcp-definitions.ts): a real
  *     MCP server's tools through holdfast/mcp; held runs decided through the HTTP API
+ *   npm run torture -- --faults backoff --trials 100   the ordinary day's fault kinds (torture/definitions.ts
+ *     FAULT_KINDS), comma-separated, on the classic agent: `backoff` adds a retried call against a
+ *     rate-limited endpoint and kills during its durable backoffs; the record names them (`faultKinds`)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
- *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--seed S] [--json] [--keep]
+ *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff] [--seed S] [--json] [--keep]
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -24,6 +27,8 @@ import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
 import {
   auditLog,
+  type BackoffCheck,
+  checkBackoff,
   checkTrial,
   type Outcomes,
   outcomesOf,
@@ -33,9 +38,18 @@ import {
   sealedRows,
 } from "./check.js";
 import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
-import { FAULTS, TORTURE_ERROR_TEXTS, TORTURE_SECRET, type TortureFault } from "./definitions.js";
+import {
+  BACKOFF_CALL,
+  FAULT_KINDS,
+  FAULTS,
+  type FaultKind,
+  faultKindsFrom,
+  TORTURE_ERROR_TEXTS,
+  TORTURE_SECRET,
+  type TortureFault,
+} from "./definitions.js";
 import { MCP_NAMES } from "./mcp-definitions.js";
-import { startWitnessServer } from "./witness-server.js";
+import { type LimitedRequest, startWitnessServer } from "./witness-server.js";
 
 const OPTIONS = {
   trials: { type: "string", default: "40" },
@@ -55,11 +69,15 @@ const OPTIONS = {
   kills: { type: "string", default: "30" },
   pauses: { type: "string", default: "30" },
   "lease-ms": { type: "string", default: "3000" },
+  /** Start no trial after this many seconds (a run that must end by a given time); the record says so. */
+  "max-seconds": { type: "string" },
+  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS): "backoff". */
+  faults: { type: "string", default: "" },
   help: { type: "boolean", default: false },
 } as const;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp]
-  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--seed S] [--json] [--keep]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
+  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--faults ${FAULT_KINDS.join(",")}] [--seed S] [--json] [--keep]
 `;
 
 const parsed = (() => {
@@ -88,7 +106,25 @@ const variant = values.agent as AgentVariant;
 const aiAgent = variant === "ai" || variant === "ai-stream";
 /** Variants whose held runs a person decides through the API, and which then run on. */
 const decides = variant === "ai-stream" || variant === "mcp";
+/** The ordinary day's fault kinds this torture plays (the classic agent's, in both harnesses). */
+const faultKinds: FaultKind[] = (() => {
+  try {
+    return faultKindsFrom(values.faults);
+  } catch (error) {
+    process.stderr.write(`torture: --faults: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+})();
+if (faultKinds.length > 0 && variant !== "classic") {
+  process.stderr.write("torture: --faults plays on the classic agent only (drop --agent)\n");
+  process.exit(2);
+}
+const backoffKind = faultKinds.includes("backoff");
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
+if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
+  process.stderr.write("torture: --max-seconds takes a positive number\n");
+  process.exit(2);
+}
 if (!Number.isInteger(trials) || trials < 1) {
   process.stderr.write("torture: --trials takes a positive whole number\n");
   process.exit(2);
@@ -120,10 +156,17 @@ const CALLS: Record<string, number> = aiAgent
         http_post: 1,
         send: 3,
         "torture-child": 1,
+        // Its attempts: the first, refused, and a retry (or two).
+        ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
       };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
-/** The crash points the torture agents reach: none declares a retry policy yet, so no backoff to kill. */
-const TORTURE_POINTS = CRASH_POINTS.filter((point) => point !== "during-backoff");
+/**
+ * The crash points the torture agent reaches: `during-backoff` only with the `backoff` kind (the
+ * other calls declare no retry policy, so there is no backoff to kill in).
+ */
+const TORTURE_POINTS = backoffKind
+  ? CRASH_POINTS
+  : CRASH_POINTS.filter((point) => point !== "during-backoff");
 type Kill = {
   readonly at: CrashPointName | "random";
   readonly call?: string;
@@ -201,6 +244,8 @@ interface TrialResult {
   readonly sealed: number;
   /** The byte scan of the trial's folder for the registered secret (and the key, when set). */
   readonly secrets: SecretScan;
+  /** The `backoff` kind's check (with --faults backoff). */
+  readonly backoff?: BackoffCheck;
   readonly error?: string;
 }
 
@@ -214,6 +259,7 @@ const runTrial = async (
   point: Category,
   serverUrl: string,
   counts: Map<string, number>,
+  requests: Map<string, LimitedRequest[]>,
 ): Promise<TrialResult> => {
   const dir = mkdtempSync(join(tmpdir(), "holdfast-torture-"));
   mkdirSync(join(dir, "witness"));
@@ -226,6 +272,7 @@ const runTrial = async (
     TORTURE_SERVER: serverUrl,
     TORTURE_LABEL: `t${trial}`,
     TORTURE_FAULT: fault ?? "",
+    TORTURE_FAULTS: faultKinds.join(","),
     // The AI SDK agent: every combination of generate/stream and hold/replay comes round.
     ...(variant === "ai"
       ? {
@@ -246,7 +293,9 @@ const runTrial = async (
   };
   const snapshots: Outcomes[] = [];
   counts.clear();
-  const call = values.call ?? pick(Object.keys(CALLS));
+  requests.clear();
+  // The backoff kind: half the call-point kills are at the retried call (any of its attempts).
+  const call = values.call ?? (backoffKind && rng() < 0.5 ? BACKOFF_CALL : pick(Object.keys(CALLS)));
   // A fault trial: the fault alone, or with a random kill on top (sometimes); the status lookup
   // only throws during recovery, so that fault first needs an HTTP call in doubt.
   const faultKill = (): Kill | null =>
@@ -259,13 +308,15 @@ const runTrial = async (
     ? faultKill()
     : point === "random"
       ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
-      : point === "mid-checkpoint"
-        ? { at: point, skip: Math.floor(rng() * 2) }
-        : point === "mid-group-commit"
-          ? { at: point, skip: Math.floor(rng() * 16) }
-          : RECOVERY_POINTS.includes(point as CrashPointName)
-            ? { at: point as CrashPointName }
-            : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
+      : point === "during-backoff"
+        ? { at: point, call: BACKOFF_CALL }
+        : point === "mid-checkpoint"
+          ? { at: point, skip: Math.floor(rng() * 2) }
+          : point === "mid-group-commit"
+            ? { at: point, skip: Math.floor(rng() * 16) }
+            : RECOVERY_POINTS.includes(point as CrashPointName)
+              ? { at: point as CrashPointName }
+              : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
   let kills = 0;
   const firedAt = new Set<string>();
@@ -298,7 +349,13 @@ const runTrial = async (
           }
         : kill;
   let next: Kill | null = firstKill;
-  let pendingRecoveryKill = RECOVERY_POINTS.includes(point as CrashPointName) ? kill : null;
+  // A kill during a backoff: half the time, the process that resumes the rest of the wait is
+  // killed in it again (or in the next backoff).
+  let pendingRecoveryKill = RECOVERY_POINTS.includes(point as CrashPointName)
+    ? kill
+    : point === "during-backoff" && rng() < 0.5
+      ? kill
+      : null;
   let decisions = 0;
   for (let round = 0; round < (decides ? 16 : 8); round++) {
     const result = await runProcess(env, next);
@@ -347,6 +404,7 @@ const runTrial = async (
     everyEffectRecorded: kills === 0,
   });
   const audit = await auditLog(db);
+  const backoff = backoffKind ? checkBackoff(log.events, requests) : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -371,6 +429,7 @@ const runTrial = async (
     audit,
     sealed,
     secrets,
+    ...(backoff ? { backoff } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -403,6 +462,7 @@ const multiWorker = async () => {
   const outcome = await runWorkersTorture({
     store,
     seed,
+    faultKinds,
     keep: values.keep,
     ...numbers,
     log: (line) => process.stderr.write(`${line}\n`),
@@ -419,13 +479,24 @@ const main = async () => {
   if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
   // The faults belong to the classic agent's code; the AI SDK agent gets the kills.
-  const points: Category[] =
-    variant === "classic" ? [...TORTURE_POINTS, "random", ...FAULTS] : [...TORTURE_POINTS, "random"];
+  // With the ordinary day's kinds, the cycle is theirs: every named point, and twice as often a
+  // kill in a backoff or at random (which lands in one often); the classic faults have their record.
+  const points: Category[] = backoffKind
+    ? [...TORTURE_POINTS, "random", "during-backoff", "random"]
+    : variant === "classic"
+      ? [...TORTURE_POINTS, "random", ...FAULTS]
+      : [...TORTURE_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
+  // `--max-seconds`: no trial starts after this long; the record says how many ran and that it stopped.
+  const maxMs = values["max-seconds"] === undefined ? Infinity : Number(values["max-seconds"]) * 1000;
   for (let i = 0; i < trials; i++) {
+    if (Date.now() - started >= maxMs) {
+      process.stderr.write(`torture: --max-seconds ${values["max-seconds"]} reached after ${i} trials\n`);
+      break;
+    }
     const point = (values.point as Category | undefined) ?? points[i % points.length]!;
-    const result = await runTrial(i, point, server.url, server.counts);
+    const result = await runTrial(i, point, server.url, server.counts, server.requests);
     results.push(result);
     const bad =
       result.check.duplicates +
@@ -434,13 +505,14 @@ const main = async () => {
       (result.check.logOk ? 0 : 1) +
       result.audit.length +
       result.secrets.leaks.length +
+      (result.backoff?.problems.length ?? 0) +
       (result.error ? 1 : 0);
     process.stderr.write(
       `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} decisions=${result.decisions} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
     );
     if (bad)
       process.stderr.write(
-        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, error: result.error })}\n`,
+        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, backoff: result.backoff?.problems, error: result.error })}\n`,
       );
   }
   await server.close();
@@ -451,11 +523,17 @@ const main = async () => {
     if (r.fired) killedPerPoint[r.point] = (killedPerPoint[r.point] ?? 0) + 1;
   }
   const sum = (f: (r: TrialResult) => number) => results.reduce((a, r) => a + f(r), 0);
+  const sumOf = <T>(items: ReadonlyArray<T>, f: (item: T) => number) => items.reduce((a, x) => a + f(x), 0);
+  const backoffs = results.flatMap((r) => (r.backoff ? [{ trial: r.trial, ...r.backoff }] : []));
   const summary = {
     agent: variant,
+    /** The ordinary day's fault kinds played (empty: the classic torture as before). */
+    faultKinds,
     commit: process.env.TORTURE_COMMIT ?? null,
     seed,
     trials: results.length,
+    /** Trials asked for (`--trials`): more than `trials` when `--max-seconds` stopped the run first. */
+    trialsAsked: trials,
     trialsPerCrashPoint: perPoint,
     killedAtCrashPoint: killedPerPoint,
     kills: sum((r) => r.kills),
@@ -464,6 +542,10 @@ const main = async () => {
     duplicates: sum((r) => r.check.duplicates),
     lost: sum((r) => r.check.lost),
     held: sum((r) => r.check.held),
+    heldByReason: results.reduce<Record<string, number>>((all, r) => {
+      for (const [k, n] of Object.entries(r.check.heldByReason)) all[k] = (all[k] ?? 0) + n;
+      return all;
+    }, {}),
     completed: sum((r) => r.check.completed),
     failed: sum((r) => r.check.failed),
     unsettled: results.flatMap((r) => r.check.unsettled.map((u) => `trial ${r.trial}: ${u}`)),
@@ -479,6 +561,26 @@ const main = async () => {
       ? "clean"
       : results.flatMap((r) => r.audit.map((f) => `trial ${r.trial}: ${f}`)),
     errors: results.filter((r) => r.error).map((r) => `trial ${r.trial}: ${r.error}`),
+    ...(backoffKind
+      ? {
+          /** The `backoff` kind: retries the policies scheduled, 429s, backoffs a kill cut, and what broke a law. */
+          backoff: {
+            callsWithPolicy: sumOf(backoffs, (b) => b.callsWithPolicy),
+            retriesScheduled: sumOf(backoffs, (b) => b.retriesScheduled),
+            retriesByReason: backoffs.reduce<Record<string, number>>((all, b) => {
+              for (const [k, n] of Object.entries(b.retriesByReason)) all[k] = (all[k] ?? 0) + n;
+              return all;
+            }, {}),
+            refusals: sumOf(backoffs, (b) => b.refusals),
+            acted: sumOf(backoffs, (b) => b.acted),
+            lateRefused: sumOf(backoffs, (b) => b.lateRefused),
+            backoffsCut: sumOf(backoffs, (b) => b.backoffsCut),
+            trialsWithABackoffCut: backoffs.filter((b) => b.backoffsCut > 0).length,
+            exhausted: sumOf(backoffs, (b) => b.exhausted),
+            problems: backoffs.flatMap((b) => b.problems.map((p) => `trial ${b.trial}: ${p}`)),
+          },
+        }
+      : {}),
     problems: results
       .filter((r) => r.check.duplicates || r.check.lost)
       .map((r) => ({
@@ -507,6 +609,7 @@ const main = async () => {
     summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
     summary.secretLeaks.length > 0 ||
+    (summary.backoff?.problems.length ?? 0) > 0 ||
     summary.errors.length > 0;
   process.exit(failed ? 1 : 0);
 };

@@ -10,6 +10,11 @@ import type { AddressInfo } from "node:net";
  * - `POST /lookup/<key>` is the lookup the reconciler uses, atomic: `{ found: true, result }` when
  *   the key acted, else it reserves the key and answers `{ found: false, reserved: true }`.
  * - `GET /status/<key>` only looks (200 or 404); it proves nothing about a request still on its way.
+ * - `POST /limited` (the `backoff` fault kind): a rate-limited API. It answers the first `refuse`
+ *   requests of a call (its body's `refuse`, the call being the key before `#`) with 429, the
+ *   first with `Retry-After: 5`, a second without (the policy's backoff decides), then acts as `/effects` does. Every request is kept in `requests`, refused
+ *   or not, with its attempt (the key after `#`) and when it arrived: the check finds a retry
+ *   beyond the policy, an attempt count that went back after a crash, an attempt before its due time.
  */
 export interface WitnessServer {
   readonly url: string;
@@ -17,12 +22,25 @@ export interface WitnessServer {
   readonly counts: Map<string, number>;
   /** Keys a lookup reserved: refused from then on. */
   readonly reserved: Set<string>;
+  /** Requests to `/limited` per call, in the order they arrived. */
+  readonly requests: Map<string, LimitedRequest[]>;
   close(): Promise<void>;
+}
+
+/** One request the rate-limited endpoint received. */
+export interface LimitedRequest {
+  readonly key: string;
+  readonly attempt: number;
+  /** Epoch ms when it arrived. */
+  readonly at: number;
+  /** What it answered: 429 (refused, retry later), 409 (the key was reserved), 201 (acted). */
+  readonly status: 429 | 409 | 201;
 }
 
 export const startWitnessServer = async (): Promise<WitnessServer> => {
   const counts = new Map<string, number>();
   const reserved = new Set<string>();
+  const requests = new Map<string, LimitedRequest[]>();
   const answer = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
@@ -42,6 +60,43 @@ export const startWitnessServer = async (): Promise<WitnessServer> => {
         }
         counts.set(key, (counts.get(key) ?? 0) + 1);
         answer(res, 201, { accepted: true, key, body: JSON.parse(body || "null") });
+      });
+      return;
+    }
+    if (req.method === "POST" && req.url === "/limited") {
+      const key = String(req.headers["idempotency-key"] ?? "");
+      const at = Date.now();
+      let body = "";
+      req.on("data", (d) => {
+        body += d;
+      });
+      req.on("end", () => {
+        const callId = key.split("#")[0]!;
+        const attempt = Number(key.split("#")[1]);
+        const seen = requests.get(callId) ?? [];
+        requests.set(callId, seen);
+        const parsed = JSON.parse(body || "null") as { refuse?: unknown } | null;
+        const refuse = typeof parsed?.refuse === "number" ? parsed.refuse : 0;
+        if (reserved.has(key)) {
+          seen.push({ key, attempt, at, status: 409 });
+          answer(res, 409, { refused: true, key, reason: "the key was reserved by a lookup" });
+          return;
+        }
+        if (seen.filter((r) => r.status === 429).length < refuse) {
+          // The first refusal says when to come back (longer than a process restart, so a
+          // recovery resumes the rest of the wait); a later one leaves it to the policy's backoff.
+          const first = !seen.some((r) => r.status === 429);
+          res.writeHead(429, {
+            "content-type": "application/json",
+            ...(first ? { "retry-after": "5" } : {}),
+          });
+          seen.push({ key, attempt, at, status: 429 });
+          res.end(JSON.stringify({ error: "rate limited", key }));
+          return;
+        }
+        seen.push({ key, attempt, at, status: 201 });
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        answer(res, 201, { accepted: true, key, body: parsed });
       });
       return;
     }
@@ -71,6 +126,7 @@ export const startWitnessServer = async (): Promise<WitnessServer> => {
     url: `http://127.0.0.1:${port}`,
     counts,
     reserved,
+    requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 };

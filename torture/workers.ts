@@ -19,7 +19,7 @@
  * live worker's `HOLDFAST_WORKER_ID` in its environment (as `kubectl exec` would), from the
  * witnesses' evidence; the worker must go on undisturbed.
  */
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,8 +29,16 @@ import { maskUrl, openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import type { Journal } from "../src/runtime/Journal.js";
-import { auditFindings, checkTrial, type Outcomes, outcomesOf, readJournal, sealedRows } from "./check.js";
-import { ALLOWLISTED, makeTortureDefinitions } from "./definitions.js";
+import {
+  auditFindings,
+  checkBackoff,
+  checkTrial,
+  type Outcomes,
+  outcomesOf,
+  readJournal,
+  sealedRows,
+} from "./check.js";
+import { ALLOWLISTED, type FaultKind, makeTortureDefinitions } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -47,6 +55,8 @@ export interface WorkersTortureOptions {
   readonly pauses: number;
   readonly seed: number;
   readonly leaseMs: number;
+  /** The ordinary day's fault kinds the agent plays (torture/definitions.ts FAULT_KINDS); none: as before. */
+  readonly faultKinds?: ReadonlyArray<FaultKind>;
   /** Keep the schema and the trial folder afterwards. */
   readonly keep: boolean;
   /** Give up waiting for the runs to settle after this long. */
@@ -87,6 +97,28 @@ interface WorkerProcess {
   readonly exit: Promise<{ code: number | null; signal: string | null }>;
 }
 
+/** The CLI in a child process, without blocking this one's event loop; killed after 60 s. */
+const runCli = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+): Promise<{ status: number | null; stderr: string }> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stderr });
+    });
+  });
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const seeded = (seed: number) => {
@@ -125,6 +157,7 @@ const percentile = (values: ReadonlyArray<number>, p: number): number | null => 
 
 export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const log = options.log ?? (() => {});
+  const faultKinds = options.faultKinds ?? [];
   const rng = seeded(options.seed);
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
@@ -202,6 +235,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           ...process.env,
           TORTURE_DIR: dir,
           TORTURE_SERVER: server.url,
+          TORTURE_FAULTS: faultKinds.join(","),
           HOLDFAST_STORE: "",
           HOLDFAST_WORKER_ID: "",
           HOLDFAST_CRASH_AT: "",
@@ -420,11 +454,11 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         args.push("--call-note", callId, seen ? `the witness saw ${key}` : `no witness saw ${key}`);
       }
       const worker = pick(live);
-      const decided = spawnSync(process.execPath, ["--import", "tsx", CLI, ...args, "--db", store], {
-        cwd: ROOT,
-        encoding: "utf8",
-        timeout: 60_000,
-        env: { ...process.env, HOLDFAST_STORE: "", HOLDFAST_WORKER_ID: worker.workerId ?? "" },
+      // Not spawnSync: the witness server lives in this process, and a blocked event loop would
+      // leave the workers' HTTP calls unanswered until they time out (in doubt, held).
+      const decided = await runCli([...args, "--db", store], {
+        HOLDFAST_STORE: "",
+        HOLDFAST_WORKER_ID: worker.workerId ?? "",
       });
       if (decided.status === 0) operatorDecisions++;
       // A decision refused because the run moved first is what an operator sees too: show, decide again.
@@ -517,6 +551,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   await journal.close();
   await server.close();
   const check = checkTrial(finalLog, dir, server.counts, snapshots, ALLOWLISTED);
+  const backoff = faultKinds.includes("backoff") ? checkBackoff(events, server.requests) : undefined;
 
   // Take-overs: each `run.claimed` naming a killed worker, timed from its death.
   const bound = options.leaseMs + 2_000;
@@ -583,6 +618,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
 
   const topRows = rows.filter((r) => !r.chatId.startsWith("child:"));
   const summary = {
+    /** The ordinary day's fault kinds played (empty: the multi-worker torture as before). */
+    faultKinds,
+    commit: process.env.TORTURE_COMMIT ?? null,
     seed: options.seed,
     store: maskUrl(options.store),
     schema: options.keep ? schema : `${schema} (dropped)`,
@@ -603,6 +641,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     duplicates: check.duplicates,
     lost: check.lost,
     held: check.held,
+    heldByReason: check.heldByReason,
     completed: check.completed,
     /** Runs that ended failed or stopped, each with how (a tool error under load, a person's stop). */
     endedOtherwise: check.endedOtherwise,
@@ -631,6 +670,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     recoveryPassFailures: Object.fromEntries(passFailures),
     refusals,
     errors,
+    ...(backoff ? { backoff } : {}),
     problems: { duplicates: check.duplicateDetail, lost: check.lostDetail },
     seconds: Math.round((Date.now() - started) / 100) / 10,
   };
@@ -644,6 +684,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.kills < options.kills ||
     summary.pauses < options.pauses ||
     summary.takeOvers.overBound.length > 0 ||
+    (backoff?.problems.length ?? 0) > 0 ||
     errors.length > 0;
   return { summary, failed };
 };

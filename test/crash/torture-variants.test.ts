@@ -72,3 +72,30 @@ describe("crash torture, the variants decided through the API (fixed seed, short
     expect(result.summary.decisionsByKind["confirmed-completed"], result.said).toBe(2);
   }, 300_000);
 });
+
+describe("crash torture, the ordinary day's fault kinds (fixed seed, short)", () => {
+  it("backoff: a run killed during its durable backoff retries within its policy, never before the due time, the attempt count never going back; no duplicate, nothing lost", () => {
+    const result = torture([
+      "--faults",
+      "backoff",
+      "--trials",
+      "3",
+      "--seed",
+      "5",
+      "--point",
+      "during-backoff",
+    ]);
+    expect(result.summary.faultKinds).toEqual(["backoff"]);
+    expectClean(result);
+    expect(result.summary.backoff.problems, result.said).toEqual([]);
+    // Every trial was killed in a backoff, and its run (and child) completed after the restart.
+    expect(result.summary.killedAtCrashPoint["during-backoff"], result.said).toBe(3);
+    expect(result.summary.backoff.trialsWithABackoffCut, result.said).toBe(3);
+    expect(result.summary.completed, result.said).toBe(6);
+    // Each 429 was followed by a retry its policy scheduled: after the first one's Retry-After,
+    // after the backoff for a second one (which says nothing).
+    expect(result.summary.backoff.retriesScheduled, result.said).toBe(result.summary.backoff.refusals);
+    expect(result.summary.backoff.retriesByReason["retry-after"], result.said).toBe(3);
+    expect(result.summary.backoff.acted, result.said).toBe(3);
+  }, 300_000);
+});
