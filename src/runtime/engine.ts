@@ -125,6 +125,7 @@ export class Engine implements EngineCore {
   private watchTimer: ReturnType<typeof setInterval> | undefined;
   private unlisten: (() => void) | undefined;
   private polling: Promise<void> | undefined;
+  private watchClosed = false;
   private pollAgain = false;
 
   constructor(private readonly options: EngineOptions) {
@@ -161,6 +162,8 @@ export class Engine implements EngineCore {
 
   /** Watch a live run's stream for control requests until the returned function is called. */
   private watch(writer: RunWriter): () => void {
+    // After close tore the watch down nothing is watched: the run learns a request at its next append.
+    if (this.watchClosed) return () => undefined;
     this.watched.set(writer.runId, writer);
     if (!this.watchTimer) {
       this.watchTimer = setInterval(() => this.pollControl(), CONTROL_POLL_MS);
@@ -397,8 +400,14 @@ export class Engine implements EngineCore {
     // have been admitting its chat's next input as close began: that run is waited for too.
     if (options.waitForRuns !== false)
       while (this.live.size > 0) await Promise.allSettled([...this.live.values()]);
-    if (this.watchTimer) clearInterval(this.watchTimer);
+    // Nothing is watched after close: a run that calls watch() later gets no timer, and the poll
+    // state is cleared, not left half torn down.
+    this.watchClosed = true;
+    clearInterval(this.watchTimer);
+    this.watchTimer = undefined;
     this.unlisten?.();
+    this.unlisten = undefined;
+    this.watched.clear();
     await this.polling;
     await this.ownership.close();
     await this.journal.close();
