@@ -168,7 +168,11 @@ export class Engine implements EngineCore {
     if (!this.watchTimer) {
       this.watchTimer = setInterval(() => this.pollControl(), CONTROL_POLL_MS);
       this.watchTimer.unref?.();
-      this.unlisten = this.journal.onCommitted(() => this.pollControl());
+      // Requests made in this process reach their run directly (absorbControl): only a commit that
+      // may come from elsewhere (PostgreSQL's NOTIFY) wakes the watch; on libSQL the timer alone.
+      this.unlisten = this.journal.onCommitted((origin) => {
+        if (origin === "elsewhere") this.pollControl();
+      });
     }
     return () => {
       if (this.watched.get(writer.runId) === writer) this.watched.delete(writer.runId);

@@ -12,6 +12,7 @@ import type {
   AppendResult,
   Claim,
   ClaimOptions,
+  CommitOrigin,
   DroppedStream,
   HeadAnchor,
   Journal,
@@ -107,7 +108,7 @@ export class LibsqlJournal implements Journal {
   private queue: Pending[] = [];
   private scheduled = false;
   private closed = false;
-  private readonly committedListeners = new Set<() => void>();
+  private readonly committedListeners = new Set<(origin: CommitOrigin) => void>();
   private readonly onBeforeCommit: (() => void) | undefined;
   private readonly prepared = new Map<string, Stmt>();
   private readonly lockWaitMs: number;
@@ -350,7 +351,7 @@ export class LibsqlJournal implements Journal {
       return;
     }
     this.committed(outcomes);
-    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
+    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener("here");
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       if ("ok" in outcome) pending.resolve(outcome.ok);
@@ -442,7 +443,7 @@ export class LibsqlJournal implements Journal {
   // ---------------------------------------------------------------- reads
 
   /** Called after every commit that wrote events (this process only; others are seen by polling). */
-  onCommitted(listener: () => void): () => void {
+  onCommitted(listener: (origin: CommitOrigin) => void): () => void {
     this.committedListeners.add(listener);
     return () => this.committedListeners.delete(listener);
   }

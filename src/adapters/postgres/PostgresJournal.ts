@@ -9,6 +9,7 @@ import type {
   AppendResult,
   Claim,
   ClaimOptions,
+  CommitOrigin,
   DroppedStream,
   Journal,
   ProjectionRebuild,
@@ -93,7 +94,7 @@ export class PostgresJournal implements Journal {
   private queue: Pending[] = [];
   private draining = false;
   private closed = false;
-  private readonly committedListeners = new Set<() => void>();
+  private readonly committedListeners = new Set<(origin: CommitOrigin) => void>();
   /** Other processes' commits, heard on a LISTEN connection opened for the first listener. */
   private commitListener: CommitListener | null = null;
   /**
@@ -225,7 +226,7 @@ export class PostgresJournal implements Journal {
     if (
       plan &&
       (await appendOwned(this.pool, this.schema, this.location, this.owned!, plan, batch, () => {
-        for (const listener of this.committedListeners) listener();
+        for (const listener of this.committedListeners) listener("here");
       }))
     )
       return;
@@ -279,7 +280,7 @@ export class PostgresJournal implements Journal {
       return;
     }
     giveBack(client);
-    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
+    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener("here");
     this.owned?.learnRows(written.get("batch") ?? []);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
@@ -412,14 +413,14 @@ export class PostgresJournal implements Journal {
    * listener opens the LISTEN connection; it stays open, reconnecting after a drop, until close().
    * Notifications can be lost while it reconnects: readers keep polling too.
    */
-  onCommitted(listener: () => void): () => void {
+  onCommitted(listener: (origin: CommitOrigin) => void): () => void {
     this.committedListeners.add(listener);
     if (!this.closed && !this.commitListener) {
       this.commitListener = new CommitListener({
         connection: this.pool.options,
         schema: this.schema,
         wake: () => {
-          for (const wake of this.committedListeners) wake();
+          for (const wake of this.committedListeners) wake("elsewhere");
         },
       });
       this.commitListener.start();
