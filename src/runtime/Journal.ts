@@ -219,6 +219,8 @@ export interface JournalReader {
    */
   readAllRows(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<StoredRow>>;
   streamHead(streamId: string): Promise<StreamHead | null>;
+  /** The heads of several streams in one read; a stream with no events is left out. */
+  streamHeads(streamIds: ReadonlyArray<string>): Promise<ReadonlyArray<StreamHead>>;
   admission(chatId: string, inputId: string): Promise<Admission | null>;
   /**
    * A run retention removed: its final status, output digest and when it went; null for a run

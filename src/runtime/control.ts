@@ -105,8 +105,14 @@ export const cancelRun = async (
   const request = decodeInput(ControlRequestSchema, raw, "cancel request");
   const by = core.masker.maskString(request.by.trim());
   const note = core.masker.maskString((request.note ?? "").trim());
-  const fold = await load(core, runId);
+  let fold = await load(core, runId);
   if (!fold) return prunedOutcome(runId, "cancel");
+  if (statusOf(fold) === "held" && core.isLive(runId)) {
+    // Just held by its execution here, which is releasing it: once released, the stop decision.
+    await core.wait(runId).catch(() => undefined);
+    fold = await load(core, runId);
+    if (!fold) return prunedOutcome(runId, "cancel");
+  }
   if (statusOf(fold) === "held" && !core.isLive(runId)) return stopHeld(core, runId, fold, by, note);
   const appended = await appendUnowned(
     core,

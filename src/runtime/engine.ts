@@ -194,20 +194,26 @@ export class Engine implements EngineCore {
     this.polling = (async () => {
       do {
         this.pollAgain = false;
-        // A few reads at a time: with many runs executing, a pass takes longer and the next tick
-        // waits for it, rather than the heads of every run being read at once.
+        // The heads of every watched run in one read; only the runs that moved are read further.
         const writers = [...this.watched.values()];
-        const next = async (): Promise<void> => {
-          for (let writer = writers.pop(); writer; writer = writers.pop()) {
-            try {
-              const head = await this.journal.streamHead(writer.streamId);
-              if (head && head.version > contextOf(writer.fold).version) await writer.absorbControl();
-            } catch {
-              // A journal hiccup: the next poll, or the owner's next append, learns it.
-            }
-          }
-        };
-        await Promise.all(Array.from({ length: CONTROL_POLL_READS }, next));
+        try {
+          const heads = new Map(
+            (await this.journal.streamHeads(writers.map((w) => w.streamId))).map((h) => [
+              h.streamId,
+              h.version,
+            ]),
+          );
+          const moved = writers.filter(
+            (writer) => (heads.get(writer.streamId) ?? 0) > contextOf(writer.fold).version,
+          );
+          const next = async (): Promise<void> => {
+            for (let writer = moved.pop(); writer; writer = moved.pop())
+              await writer.absorbControl().catch(() => undefined);
+          };
+          await Promise.all(Array.from({ length: CONTROL_POLL_READS }, next));
+        } catch {
+          // A journal hiccup: the next poll, or the owner's next append, learns it.
+        }
       } while (this.pollAgain && this.watched.size > 0);
     })().finally(() => {
       this.polling = undefined;

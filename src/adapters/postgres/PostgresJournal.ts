@@ -83,6 +83,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * advisory lock per journal before its first insert, so positions are handed out in commit order
  * and a reader paging by position never skips a late commit.
  */
+/** The heads of a list of streams (bound as one array), in one round trip. */
+const STREAM_HEADS =
+  "SELECT e.stream_id, e.version, e.hash FROM events e JOIN (SELECT stream_id, MAX(version) AS version FROM events WHERE stream_id = ANY(?::text[]) GROUP BY stream_id) h ON e.stream_id = h.stream_id AND e.version = h.version";
+
 export class PostgresJournal implements Journal {
   readonly engine = "postgres";
   readonly location: string;
@@ -514,6 +518,12 @@ export class PostgresJournal implements Journal {
   async streamHead(streamId: string): Promise<StreamHead | null> {
     const head = await this.row<HeadRow>(SQL.head, [streamId]);
     return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
+  }
+
+  async streamHeads(streamIds: ReadonlyArray<string>): Promise<ReadonlyArray<StreamHead>> {
+    if (streamIds.length === 0) return [];
+    const rows = await this.rows<HeadRow & { stream_id: string }>(STREAM_HEADS, [streamIds]);
+    return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), hash: row.hash }));
   }
 
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
