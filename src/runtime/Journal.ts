@@ -178,6 +178,9 @@ export type AnchorReading =
  * opened read-only (`openReader`, `openStoreReader`) has only this: it never writes, claims or
  * recovers, so it can be pointed at a live journal or at an evidence copy alike.
  */
+/** Where a commit announced by {@link JournalReader.onCommitted} may come from. */
+export type CommitOrigin = "here" | "elsewhere";
+
 export interface JournalReader {
   readonly engine: string;
   /** Where the journal lives, safe to print (passwords masked). */
@@ -202,10 +205,12 @@ export interface JournalReader {
   /**
    * Be told after each commit of this journal object that wrote events, so readers wake at once;
    * on PostgreSQL also when another process's commit may have become readable (LISTEN/NOTIFY).
-   * A call carries nothing and may come more than once; readers re-read from their cursor, and
-   * still poll for what was not announced. Returns the unsubscribe function.
+   * A call may come more than once; readers re-read from their cursor, and still poll for what was
+   * not announced. `origin` says where the commit may come from: `here` for this journal object's
+   * own commits, `elsewhere` when another process's commit may have become readable (PostgreSQL's
+   * NOTIFY, which also announces this process's commits). Returns the unsubscribe function.
    */
-  onCommitted(listener: () => void): () => void;
+  onCommitted(listener: (origin: CommitOrigin) => void): () => void;
   /** Events with position > `after`, in position order, at most `limit`. */
   readAll(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<RecordedEvent>>;
   /**
@@ -214,6 +219,8 @@ export interface JournalReader {
    */
   readAllRows(options: { readonly after: number; readonly limit: number }): Promise<ReadonlyArray<StoredRow>>;
   streamHead(streamId: string): Promise<StreamHead | null>;
+  /** The heads of several streams in one read; a stream with no events is left out. */
+  streamHeads(streamIds: ReadonlyArray<string>): Promise<ReadonlyArray<StreamHead>>;
   admission(chatId: string, inputId: string): Promise<Admission | null>;
   /**
    * A run retention removed: its final status, output digest and when it went; null for a run

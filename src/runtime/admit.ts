@@ -9,7 +9,7 @@ import { execute, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
 import { decodeInput, refuseSecretIds } from "./input.js";
 import { storedCopy } from "./json.js";
-import { enqueue, type PreparedInput, type QueuedHandle, type WhenBusy } from "./queue.js";
+import { enqueue, type PreparedInput, type QueuedHandle, queueKnows, type WhenBusy } from "./queue.js";
 
 /** An input for an agent: `chatId` + `inputId` identify it (same ids and content: the same run). */
 export interface SubmitRequest {
@@ -79,7 +79,9 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle |
   const admitNow = () => admitNew(core, prepared, request);
   const whenBusy = request.whenBusy ?? "refuse";
   if (whenBusy === "refuse") return admitNow();
-  if (whenBusy === "interrupt") {
+  // Only a new input interrupts (law 6): one the queue knows already (a retry, other content under
+  // its ids, a withdrawn one) is answered from the queue below and cancels nothing.
+  if (whenBusy === "interrupt" && !(await queueKnows(core, chatId, inputId))) {
     const active = await core.journal.activeRun(chatId);
     // Cancel first (a held run is stopped); the input then waits in the
     // queue for the cancelled run to end.

@@ -11,7 +11,7 @@ import {
 import type { EngineCore } from "./core.js";
 import { decide } from "./decide.js";
 import { RunWriter } from "./dispatch.js";
-import { RunNotFound, StaleDecision, WrongExpectedVersion } from "./errors.js";
+import { RunNotFound, StaleDecision, TransitionRejected, WrongExpectedVersion } from "./errors.js";
 import { prunedResult, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
 import { decodeInput } from "./input.js";
@@ -79,7 +79,10 @@ const appendUnowned = async (
       await writer.append(events as ReadonlyArray<AnyEvent>);
       return { fold: writer.fold };
     } catch (error) {
-      if (!(error instanceof WrongExpectedVersion) || attempt >= 20) throw error;
+      // Another request won the version (two cancels, a cancel and a pause): the writer folded it
+      // in and the machine refused this one on top of it. Read again: `build` gives the refusal.
+      if (!(error instanceof WrongExpectedVersion || error instanceof TransitionRejected) || attempt >= 20)
+        throw error;
       const again = await load(core, runId);
       if (!again) return prunedOutcome(runId, "change");
       fold = again;
@@ -102,8 +105,14 @@ export const cancelRun = async (
   const request = decodeInput(ControlRequestSchema, raw, "cancel request");
   const by = core.masker.maskString(request.by.trim());
   const note = core.masker.maskString((request.note ?? "").trim());
-  const fold = await load(core, runId);
+  let fold = await load(core, runId);
   if (!fold) return prunedOutcome(runId, "cancel");
+  if (statusOf(fold) === "held" && core.isLive(runId)) {
+    // Just held by its execution here, which is releasing it: once released, the stop decision.
+    await core.wait(runId).catch(() => undefined);
+    fold = await load(core, runId);
+    if (!fold) return prunedOutcome(runId, "cancel");
+  }
   if (statusOf(fold) === "held" && !core.isLive(runId)) return stopHeld(core, runId, fold, by, note);
   const appended = await appendUnowned(
     core,
@@ -137,7 +146,15 @@ export const cancelRun = async (
     },
     fold,
   );
-  if (!("fold" in appended)) return appended;
+  if (!("fold" in appended)) {
+    // Asked already, but its owner is gone (it died, or its execution ended without carrying the
+    // cancel out): a repeated cancel carries it out rather than leave the run to the next recovery.
+    if (appended.status !== "cancel-requested" || core.isLive(runId)) return appended;
+    const current = await load(core, runId);
+    if (!current) return appended;
+    const carried = await carryOut(core, runId, current, "cancel");
+    return carried.status === "cancel-requested" ? appended : carried;
+  }
   // A paused run ended in that commit: its chat's next queued input is admitted (decision 0045).
   if (statusOf(appended.fold) === "cancelled") await core.runEnded(contextOf(appended.fold).chatId);
   return carryOut(core, runId, appended.fold, "cancel");

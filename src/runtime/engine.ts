@@ -125,6 +125,7 @@ export class Engine implements EngineCore {
   private watchTimer: ReturnType<typeof setInterval> | undefined;
   private unlisten: (() => void) | undefined;
   private polling: Promise<void> | undefined;
+  private watchClosed = false;
   private pollAgain = false;
 
   constructor(private readonly options: EngineOptions) {
@@ -161,11 +162,17 @@ export class Engine implements EngineCore {
 
   /** Watch a live run's stream for control requests until the returned function is called. */
   private watch(writer: RunWriter): () => void {
+    // After close tore the watch down nothing is watched: the run learns a request at its next append.
+    if (this.watchClosed) return () => undefined;
     this.watched.set(writer.runId, writer);
     if (!this.watchTimer) {
       this.watchTimer = setInterval(() => this.pollControl(), CONTROL_POLL_MS);
       this.watchTimer.unref?.();
-      this.unlisten = this.journal.onCommitted(() => this.pollControl());
+      // Requests made in this process reach their run directly (absorbControl): only a commit that
+      // may come from elsewhere (PostgreSQL's NOTIFY) wakes the watch; on libSQL the timer alone.
+      this.unlisten = this.journal.onCommitted((origin) => {
+        if (origin === "elsewhere") this.pollControl();
+      });
     }
     return () => {
       if (this.watched.get(writer.runId) === writer) this.watched.delete(writer.runId);
@@ -187,20 +194,26 @@ export class Engine implements EngineCore {
     this.polling = (async () => {
       do {
         this.pollAgain = false;
-        // A few reads at a time: with many runs executing, a pass takes longer and the next tick
-        // waits for it, rather than the heads of every run being read at once.
+        // The heads of every watched run in one read; only the runs that moved are read further.
         const writers = [...this.watched.values()];
-        const next = async (): Promise<void> => {
-          for (let writer = writers.pop(); writer; writer = writers.pop()) {
-            try {
-              const head = await this.journal.streamHead(writer.streamId);
-              if (head && head.version > contextOf(writer.fold).version) await writer.absorbControl();
-            } catch {
-              // A journal hiccup: the next poll, or the owner's next append, learns it.
-            }
-          }
-        };
-        await Promise.all(Array.from({ length: CONTROL_POLL_READS }, next));
+        try {
+          const heads = new Map(
+            (await this.journal.streamHeads(writers.map((w) => w.streamId))).map((h) => [
+              h.streamId,
+              h.version,
+            ]),
+          );
+          const moved = writers.filter(
+            (writer) => (heads.get(writer.streamId) ?? 0) > contextOf(writer.fold).version,
+          );
+          const next = async (): Promise<void> => {
+            for (let writer = moved.pop(); writer; writer = moved.pop())
+              await writer.absorbControl().catch(() => undefined);
+          };
+          await Promise.all(Array.from({ length: CONTROL_POLL_READS }, next));
+        } catch {
+          // A journal hiccup: the next poll, or the owner's next append, learns it.
+        }
       } while (this.pollAgain && this.watched.size > 0);
     })().finally(() => {
       this.polling = undefined;
@@ -397,8 +410,14 @@ export class Engine implements EngineCore {
     // have been admitting its chat's next input as close began: that run is waited for too.
     if (options.waitForRuns !== false)
       while (this.live.size > 0) await Promise.allSettled([...this.live.values()]);
-    if (this.watchTimer) clearInterval(this.watchTimer);
+    // Nothing is watched after close: a run that calls watch() later gets no timer, and the poll
+    // state is cleared, not left half torn down.
+    this.watchClosed = true;
+    clearInterval(this.watchTimer);
+    this.watchTimer = undefined;
     this.unlisten?.();
+    this.unlisten = undefined;
+    this.watched.clear();
     await this.polling;
     await this.ownership.close();
     await this.journal.close();

@@ -86,6 +86,14 @@ export interface Execution {
  * open: what cannot be closed is held for a person.
  */
 export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunResult> => {
+  const result = await executeOnce(deps, run);
+  // The one place a run's end admits its chat's next queued input (decision 0045): every ending
+  // result, the early ones (a request carried out before the agent ran) included.
+  if (ENDING_STATUSES.has(result.status as RunStatus)) await deps.runEnded(run.chatId);
+  return result;
+};
+
+const executeOnce = async (deps: ExecuteDeps, run: Execution): Promise<RunResult> => {
   const { writer } = run;
   const runId = writer.runId;
   // Asked to cancel or pause before this execution began (a resume after a hold, a re-execution):
@@ -143,21 +151,17 @@ export const execute = async (deps: ExecuteDeps, run: Execution): Promise<RunRes
   if (turn.ownershipWasLost)
     return elsewhere(runId, turn.lostBecause ?? "this worker lost the run to another owner");
   try {
-    const result = await (async () => {
-      const status = statusOf(writer.fold);
-      const { cancelRequested, pauseRequested } = contextOf(writer.fold);
-      if (status === "running" && (cancelRequested || (pauseRequested && turn.pauseRefused)))
-        return await finishControl(writer);
-      try {
-        return await finish(deps.masker, writer, ended);
-      } catch (error) {
-        // A cancel request arrived while the end was appended: the run ends cancelled instead.
-        if (isRejected(error) && contextOf(writer.fold).cancelRequested) return await finishControl(writer);
-        throw error;
-      }
-    })();
-    if (ENDING_STATUSES.has(result.status as RunStatus)) await deps.runEnded(run.chatId);
-    return result;
+    const status = statusOf(writer.fold);
+    const { cancelRequested, pauseRequested } = contextOf(writer.fold);
+    if (status === "running" && (cancelRequested || (pauseRequested && turn.pauseRefused)))
+      return await finishControl(writer);
+    try {
+      return await finish(deps.masker, writer, ended);
+    } catch (error) {
+      // A cancel request arrived while the end was appended: the run ends cancelled instead.
+      if (isRejected(error) && contextOf(writer.fold).cancelRequested) return await finishControl(writer);
+      throw error;
+    }
   } catch (error) {
     // Not this worker's run any more: write nothing; the owner (or the next recovery) goes on.
     if (error instanceof FencedOut || error instanceof WrongExpectedVersion)
@@ -187,6 +191,21 @@ const settleQuietly = async (runId: string, end: () => Promise<RunResult>): Prom
  * doubt named — a cancel with `cancelled-in-doubt`, never forgotten (decisions 0043, 0044).
  */
 export const finishControl = async (writer: RunWriter): Promise<RunResult> => {
+  // The end is decided on the fold; a request from another process (a cancel meeting a pause) or a
+  // call whose intent committed meanwhile (a cleanup after the grace) makes the machine refuse it.
+  // The writer has folded in what moved the run: decide again on what the journal holds now.
+  for (let attempt = 0; ; attempt++) {
+    const version = contextOf(writer.fold).version;
+    try {
+      return await finishControlOnce(writer);
+    } catch (error) {
+      if (!isRejected(error) || attempt >= 20) throw error;
+      if (contextOf(writer.fold).version === version) await writer.refresh();
+    }
+  }
+};
+
+const finishControlOnce = async (writer: RunWriter): Promise<RunResult> => {
   const runId = writer.runId;
   const context = contextOf(writer.fold);
   if (statusOf(writer.fold) !== "running") return resultFromFold(runId, writer.fold);

@@ -112,6 +112,10 @@ export interface PreparedInput {
 const readQueue = async (core: EngineCore, chatId: string): Promise<QueueState> =>
   foldQueue(await core.journal.readStream(queueStreamId(chatId)));
 
+/** Whether the chat's queue knows the input (pending, withdrawn or admitted from it). */
+export const queueKnows = async (core: EngineCore, chatId: string, inputId: string): Promise<boolean> =>
+  (await readQueue(core, chatId)).items.has(inputId);
+
 /**
  * Queue an input (or admit it at once when the chat is free and nothing waits before it).
  * Idempotent as admission (law 6): the same ids and content give back the same queued input, other

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { openRuntime } from "../../src/index.js";
+import { openRuntime, type QueuedHandle } from "../../src/index.js";
 import { stubborn, stuck } from "../support/control-worker.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
@@ -101,6 +101,51 @@ describe.each(["libsql", "postgres"] as const)(
         expect(events).toContain("run.interrupted");
         // The effect started once, in the killed owner: never again.
         expect(readFileSync(witness, "utf8").trim().split("\n")).toHaveLength(1);
+        expect((await runtime.audit()).findings).toEqual([]);
+      } finally {
+        if (!killed) owner.child.kill("SIGKILL");
+        await runtime.close();
+      }
+    });
+
+    it("1/2: a repeated cancel of a run whose owner died after the request carries the cancel out and admits the chat's next queued input", async () => {
+      const at = await store();
+      const witness = join(tempDir(), "witness.jsonl");
+      const owner = startOwner({ HF_DB: at, HF_WITNESS: witness, HF_KIND: "model" });
+      let killed = false;
+      const runtime = await openRuntime({
+        store: at,
+        agents: [stubborn],
+        tools: [stuck],
+        workerId: "operator",
+        recovery: { onOpen: false, leaseMs: 3_000 },
+      });
+      try {
+        const { runId } = (await owner.waitFor("started")) as { runId: string };
+        expect((await runtime.cancel(runId, { by: "ops" })).status).toBe("cancel-requested");
+        await owner.waitFor("aborted");
+        owner.child.kill("SIGKILL");
+        killed = true;
+        expect(await owner.exited).toBe("SIGKILL");
+        const queued = await runtime.submit({
+          chatId: "c",
+          inputId: "next",
+          agent: "stubborn",
+          content: { kind: "model" },
+          whenBusy: "queue",
+        });
+        expect("queued" in queued && queued.queued).toBe(true);
+        // Asked already, owner gone: the second cancel takes the run and carries the cancel out.
+        const again = await runtime.cancel(runId, { by: "ops" });
+        expect(again).toMatchObject({ accepted: true, status: "cancelled" });
+        expect((await runtime.wait(runId)).status).toBe("cancelled");
+        // Its end admitted the chat's next input.
+        expect((await runtime.queue("c")).items).toEqual([]);
+        const next = await (queued as QueuedHandle).admitted;
+        expect(next).not.toBeNull();
+        // The next input's run blocks as the first did: cancelled (held for its call), so the runtime closes.
+        await runtime.cancel(next!, { by: "test" });
+        expect(["cancelled", "held"]).toContain((await runtime.wait(next!)).status);
         expect((await runtime.audit()).findings).toEqual([]);
       } finally {
         if (!killed) owner.child.kill("SIGKILL");

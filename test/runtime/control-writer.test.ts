@@ -37,6 +37,47 @@ describe.each(["libsql", "postgres"] as const)(
       return openStore(engine === "postgres" ? pgUrl(schemas.fresh()) : join(tempDir(), "j.db"));
     };
 
+    it("5: streamHeads reads the heads of several streams in one read, leaving out those with no events", async () => {
+      const journal = await open();
+      try {
+        for (const [streamId, count] of [
+          ["run-a", 1],
+          ["run-b", 3],
+        ] as const) {
+          const writer = new RunWriter(journal, streamId.slice(4), undefined, RUN_MACHINE_VERSION);
+          await writer.append([
+            {
+              type: "run.admitted",
+              runId: streamId.slice(4),
+              chatId: streamId,
+              inputId: "i",
+              inputDigest: D,
+              agent: { name: "a", version: "1" },
+              machine: RUN_MACHINE_VERSION,
+              input: null,
+            },
+          ]);
+          for (let n = 1; n < count; n++)
+            await writer.append([
+              {
+                ...intent(n - 1),
+                runId: streamId.slice(4),
+                callId: `${streamId.slice(4)}/${n - 1}`,
+                idempotencyKey: `${streamId.slice(4)}/${n - 1}#1`,
+              } as AnyEvent,
+            ]);
+        }
+        const heads = await journal.streamHeads(["run-a", "run-b", "run-none"]);
+        const byId = new Map(heads.map((h) => [h.streamId, h]));
+        expect(heads).toHaveLength(2);
+        for (const id of ["run-a", "run-b"]) expect(byId.get(id)).toEqual(await journal.streamHead(id));
+        expect(byId.get("run-b")?.version).toBe(3);
+        expect(await journal.streamHeads([])).toEqual([]);
+      } finally {
+        await journal.close();
+      }
+    });
+
     it("an append that meets a cancel request appended by another process folds it in, tells onControl, and appends after it", async () => {
       const journal = await open();
       try {

@@ -12,6 +12,7 @@ import type {
   AppendResult,
   Claim,
   ClaimOptions,
+  CommitOrigin,
   DroppedStream,
   HeadAnchor,
   Journal,
@@ -98,6 +99,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The embedded journal on one libSQL file: WAL, `synchronous=FULL`, appends group-committed.
  * Safe for several processes on the same file (SQLite's locks, `BEGIN IMMEDIATE`, busy timeout).
  */
+/** The heads of a list of streams (a JSON array of ids), in one statement. */
+const STREAM_HEADS =
+  "SELECT e.stream_id, e.version, e.hash FROM events e JOIN (SELECT stream_id, MAX(version) AS version FROM events WHERE stream_id IN (SELECT value FROM json_each(?)) GROUP BY stream_id) h ON e.stream_id = h.stream_id AND e.version = h.version";
+
 export class LibsqlJournal implements Journal {
   readonly engine = "libsql";
   readonly location: string;
@@ -107,7 +112,7 @@ export class LibsqlJournal implements Journal {
   private queue: Pending[] = [];
   private scheduled = false;
   private closed = false;
-  private readonly committedListeners = new Set<() => void>();
+  private readonly committedListeners = new Set<(origin: CommitOrigin) => void>();
   private readonly onBeforeCommit: (() => void) | undefined;
   private readonly prepared = new Map<string, Stmt>();
   private readonly lockWaitMs: number;
@@ -350,7 +355,7 @@ export class LibsqlJournal implements Journal {
       return;
     }
     this.committed(outcomes);
-    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
+    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener("here");
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
       if ("ok" in outcome) pending.resolve(outcome.ok);
@@ -442,7 +447,7 @@ export class LibsqlJournal implements Journal {
   // ---------------------------------------------------------------- reads
 
   /** Called after every commit that wrote events (this process only; others are seen by polling). */
-  onCommitted(listener: () => void): () => void {
+  onCommitted(listener: (origin: CommitOrigin) => void): () => void {
     this.committedListeners.add(listener);
     return () => this.committedListeners.delete(listener);
   }
@@ -550,6 +555,14 @@ export class LibsqlJournal implements Journal {
   async streamHead(streamId: string): Promise<StreamHead | null> {
     const head = await this.read(() => this.row<HeadRow>(SQL.head, streamId));
     return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
+  }
+
+  async streamHeads(streamIds: ReadonlyArray<string>): Promise<ReadonlyArray<StreamHead>> {
+    if (streamIds.length === 0) return [];
+    const rows = await this.read(() =>
+      this.rows<HeadRow & { stream_id: string }>(STREAM_HEADS, JSON.stringify(streamIds)),
+    );
+    return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), hash: row.hash }));
   }
 
   async admission(chatId: string, inputId: string): Promise<Admission | null> {

@@ -9,6 +9,7 @@ import type {
   AppendResult,
   Claim,
   ClaimOptions,
+  CommitOrigin,
   DroppedStream,
   Journal,
   ProjectionRebuild,
@@ -82,6 +83,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * advisory lock per journal before its first insert, so positions are handed out in commit order
  * and a reader paging by position never skips a late commit.
  */
+/** The heads of a list of streams (bound as one array), in one round trip. */
+const STREAM_HEADS =
+  "SELECT e.stream_id, e.version, e.hash FROM events e JOIN (SELECT stream_id, MAX(version) AS version FROM events WHERE stream_id = ANY(?::text[]) GROUP BY stream_id) h ON e.stream_id = h.stream_id AND e.version = h.version";
+
 export class PostgresJournal implements Journal {
   readonly engine = "postgres";
   readonly location: string;
@@ -93,7 +98,7 @@ export class PostgresJournal implements Journal {
   private queue: Pending[] = [];
   private draining = false;
   private closed = false;
-  private readonly committedListeners = new Set<() => void>();
+  private readonly committedListeners = new Set<(origin: CommitOrigin) => void>();
   /** Other processes' commits, heard on a LISTEN connection opened for the first listener. */
   private commitListener: CommitListener | null = null;
   /**
@@ -225,7 +230,7 @@ export class PostgresJournal implements Journal {
     if (
       plan &&
       (await appendOwned(this.pool, this.schema, this.location, this.owned!, plan, batch, () => {
-        for (const listener of this.committedListeners) listener();
+        for (const listener of this.committedListeners) listener("here");
       }))
     )
       return;
@@ -279,7 +284,7 @@ export class PostgresJournal implements Journal {
       return;
     }
     giveBack(client);
-    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener();
+    if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener("here");
     this.owned?.learnRows(written.get("batch") ?? []);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i]!;
@@ -412,14 +417,14 @@ export class PostgresJournal implements Journal {
    * listener opens the LISTEN connection; it stays open, reconnecting after a drop, until close().
    * Notifications can be lost while it reconnects: readers keep polling too.
    */
-  onCommitted(listener: () => void): () => void {
+  onCommitted(listener: (origin: CommitOrigin) => void): () => void {
     this.committedListeners.add(listener);
     if (!this.closed && !this.commitListener) {
       this.commitListener = new CommitListener({
         connection: this.pool.options,
         schema: this.schema,
         wake: () => {
-          for (const wake of this.committedListeners) wake();
+          for (const wake of this.committedListeners) wake("elsewhere");
         },
       });
       this.commitListener.start();
@@ -513,6 +518,12 @@ export class PostgresJournal implements Journal {
   async streamHead(streamId: string): Promise<StreamHead | null> {
     const head = await this.row<HeadRow>(SQL.head, [streamId]);
     return head ? { streamId, version: Number(head.version), hash: head.hash } : null;
+  }
+
+  async streamHeads(streamIds: ReadonlyArray<string>): Promise<ReadonlyArray<StreamHead>> {
+    if (streamIds.length === 0) return [];
+    const rows = await this.rows<HeadRow & { stream_id: string }>(STREAM_HEADS, [streamIds]);
+    return rows.map((row) => ({ streamId: row.stream_id, version: Number(row.version), hash: row.hash }));
   }
 
   async admission(chatId: string, inputId: string): Promise<Admission | null> {
