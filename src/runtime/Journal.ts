@@ -173,14 +173,14 @@ export type AnchorReading =
   | { readonly kind: "anchored"; readonly anchor: HeadAnchor; readonly path: string }
   | { readonly kind: "damaged"; readonly path: string; readonly detail: string };
 
+/** Where a commit announced by {@link JournalReader.onCommitted} may come from. */
+export type CommitOrigin = "here" | "elsewhere";
+
 /**
  * The read half of the store port: what watchers, auditors and operators' views need. A reader
  * opened read-only (`openReader`, `openStoreReader`) has only this: it never writes, claims or
  * recovers, so it can be pointed at a live journal or at an evidence copy alike.
  */
-/** Where a commit announced by {@link JournalReader.onCommitted} may come from. */
-export type CommitOrigin = "here" | "elsewhere";
-
 export interface JournalReader {
   readonly engine: string;
   /** Where the journal lives, safe to print (passwords masked). */
