@@ -253,6 +253,29 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     );
   };
 
+  /**
+   * A run-page form the runtime refused: the run again, with the reason and that nothing was written
+   * (an unknown run is the 404 page; an unexpected error is not the operator's to read).
+   */
+  const refusedOnRun = (
+    c: Context<Env>,
+    session: Session,
+    runId: string,
+    error: unknown,
+    status: (status: number) => 409 | 422,
+  ) => {
+    const reply = errorReply(error);
+    if (reply.status === 404) return notFound(c, session, error);
+    if (reply.status === 500) throw error;
+    return showRun(
+      c,
+      session,
+      runId,
+      banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
+      status(reply.status),
+    );
+  };
+
   const notFound = (c: Context<Env>, session: Session, error: unknown) => {
     const reply = errorReply(error);
     if (reply.status === 404) {
@@ -453,16 +476,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           return showRun(c, session, runId, banner("error", `${outcome.message}. Nothing was written.`), 409);
         message = outcome.message;
       } catch (error) {
-        const reply = errorReply(error);
-        if (reply.status === 404) return notFound(c, session, error);
-        if (reply.status === 500) throw error;
-        return showRun(
-          c,
-          session,
-          runId,
-          banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
-          422,
-        );
+        return refusedOnRun(c, session, runId, error, () => 422);
       }
       remember(session, runId, message);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
@@ -486,16 +500,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         });
         outcome.result.catch(() => undefined);
       } catch (error) {
-        const reply = errorReply(error);
-        if (reply.status === 404) return notFound(c, session, error);
-        if (reply.status === 500) throw error;
-        return showRun(
-          c,
-          session,
-          runId,
-          banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
-          reply.status === 409 ? 409 : 422,
-        );
+        return refusedOnRun(c, session, runId, error, (status) => (status === 409 ? 409 : 422));
       }
       remember(session, runId, `${attempts} more attempt(s) for ${callId}`);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
