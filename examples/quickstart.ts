@@ -1,4 +1,5 @@
 // The README's example, compiled and run by test/examples.test.ts.
+import { pathToFileURL } from "node:url";
 import { Schema } from "effect";
 import { DefiniteFailure, defineAgent, defineTool, openRuntime } from "../src/index.js";
 
@@ -26,9 +27,9 @@ export const assistant = defineAgent({
   },
 });
 
-export const quickstart = async (store: string) => {
+export const quickstart = async (store?: string) => {
   const runtime = await openRuntime({
-    store, // a libSQL file; default .holdfast/journal.db
+    ...(store === undefined ? {} : { store }), // a libSQL file; default .holdfast/journal.db
     agents: [assistant],
     tools: [sendEmail],
     secrets: { SMTP_PASSWORD: process.env.SMTP_PASSWORD ?? "not-a-real-password" },
@@ -43,3 +44,9 @@ export const quickstart = async (store: string) => {
   await runtime.close();
   return result;
 };
+
+// `npx tsx examples/quickstart.ts` runs it on the default journal and prints the result; run it
+// again and the same run is returned (`submit` is idempotent).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(JSON.stringify(await quickstart(), null, 2));
+}

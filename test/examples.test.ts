@@ -1,4 +1,6 @@
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { auditEvidence } from "../examples/audit.js";
 import { quickstart } from "../examples/quickstart.js";
@@ -14,6 +16,26 @@ describe("examples", () => {
       output: { sent: { queued: true, to: "ada@example.com", subject: "Your report" } },
     });
   });
+
+  it("`npx tsx examples/quickstart.ts` in a fresh folder prints the completed result, and the same run again", () => {
+    const dir = tempDir();
+    const root = join(import.meta.dirname, "..");
+    // What `npx tsx` starts: Node with tsx's loader, here from this checkout's node_modules.
+    const loader = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
+    const runOnce = () => {
+      const ran = spawnSync(process.execPath, ["--import", loader, join(root, "examples", "quickstart.ts")], {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, HOLDFAST_STORE: "" },
+        timeout: 60_000,
+      });
+      expect(ran.status, ran.stderr).toBe(0);
+      return JSON.parse(ran.stdout) as { status: string; runId: string };
+    };
+    const first = runOnce();
+    expect(first).toMatchObject({ status: "completed", output: { sent: { to: "ada@example.com" } } });
+    expect(runOnce().runId).toBe(first.runId);
+  }, 120_000);
 
   it("the audit example finds the quickstart's journal clean at its anchored head, and a wrong anchor", async () => {
     const store = join(tempDir(), "journal.db");
