@@ -42,17 +42,26 @@ export const CRASH_POINTS: ReadonlyArray<CrashPointName> = [
 
 let hits = 0;
 
-const fire = (): void => {
-  const env = globalThis.process.env;
-  const skip = Number(env.HOLDFAST_CRASH_SKIP ?? 0);
+const fire = (name: CrashPointName, callName?: string): void => {
+  const process = globalThis.process;
+  const skip = Number(process.env.HOLDFAST_CRASH_SKIP ?? 0);
   if (hits++ < skip) return;
-  globalThis.process.kill(globalThis.process.pid, "SIGKILL");
+  // A person at a terminal (the demo's crash experiment) would see only the shell's "Killed": say it
+  // was deliberate. Only on a terminal, where the write is synchronous and no harness reads stderr.
+  if (process.stderr?.isTTY) {
+    const at = callName === undefined ? "" : ` at ${callName}`;
+    process.stderr.write(
+      `holdfast: crash point ${name} reached${at} (HOLDFAST_CRASH_AT): killing this process with SIGKILL\n`,
+    );
+  }
+  process.kill(process.pid, "SIGKILL");
 };
 
+/** Kill this process with SIGKILL here when `HOLDFAST_CRASH_AT` names `name`; else nothing. */
 export const crashPoint = (name: CrashPointName): void => {
   const env = globalThis.process?.env;
   if (!env || env.HOLDFAST_CRASH_AT !== name) return;
-  fire();
+  fire(name);
 };
 
 /** A crash point that fires only for the call named by `HOLDFAST_CRASH_CALL`, when set. */
@@ -60,7 +69,7 @@ export const crashPointFor = (name: CrashPointName, callName: string): void => {
   const env = globalThis.process?.env;
   if (!env || env.HOLDFAST_CRASH_AT !== name) return;
   if (env.HOLDFAST_CRASH_CALL && env.HOLDFAST_CRASH_CALL !== callName) return;
-  fire();
+  fire(name, callName);
 };
 
 /**

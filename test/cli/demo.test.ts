@@ -119,6 +119,16 @@ describe("holdfast demo", () => {
     expect(next.stdout).toContain(`npx holdfast cancel <runId> --by you --note "not needed" --db ${db}`);
     const runId = /held: (\S+) /.exec(next.stdout)?.[1];
     expect(runId).toBeDefined();
+    // The demo ends by pointing at the held run and at the panel (walkthrough #7), and says the
+    // count right (#18).
+    expect(next.stdout).toContain("recovery found 1 interrupted run\n");
+    expect(next.stdout).toContain("1 run is held in this journal, waiting for a person:");
+    expect(next.stdout).toContain(`npx holdfast show ${runId} --db ${db}`);
+    expect(next.stdout).toContain(`npx holdfast serve --db ${db}`);
+    // A later demo lists the run again, as one held from before, not as a new interruption.
+    const later = await runCli(["demo", "--db", db]);
+    expect(later.stdout).toContain("recovery found 0 interrupted runs\n");
+    expect(later.stdout).toContain(`still held from before: ${runId} `);
 
     const cancel = ["cancel", runId!, "--by", "you", "--note", "not needed", "--db", db];
     const first = await runCli([...cancel, "--json"]);

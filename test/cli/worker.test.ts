@@ -52,6 +52,13 @@ describe("holdfast worker", () => {
     expect(expectTwoLineError(result.stderr).reason).toContain("--module");
   });
 
+  it("--store and --db naming two journals is a usage error that names both", async () => {
+    const dir = tempDir();
+    const result = await runCli(["worker", "--store", join(dir, "a.db"), "--db", join(dir, "b.db")]);
+    expect(result.code).toBe(2);
+    expect(expectTwoLineError(result.stderr).reason).toContain("name two journals");
+  });
+
   it("takes over the run of a dead process at once, says so in one line per step, and on SIGTERM stops with its claims released", async () => {
     const dir = tempDir();
     const db = join(dir, "journal.db");
@@ -71,7 +78,8 @@ describe("holdfast worker", () => {
     expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
 
     const worker = startWorkerCli(
-      ["--store", db, "--module", MODULE, "--worker-id", "w-test", "--lease-ms", "3000", "--json"],
+      // `--db`, as every other command names the journal (the same as `--store`).
+      ["--db", db, "--module", MODULE, "--worker-id", "w-test", "--lease-ms", "3000", "--json"],
       { HF_WITNESS: witness },
     );
     try {

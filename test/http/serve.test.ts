@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { serve } from "../../src/index.js";
-import { ROOT, runCli } from "../cli/cliProcess.js";
+import { expectTwoLineError, ROOT, runCli } from "../cli/cliProcess.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -96,6 +96,24 @@ describe("holdfast serve", () => {
     expect(result.stderr).toContain("there is no journal");
     expect(existsSync(db)).toBe(false);
     expect(existsSync(join(dir, "token"))).toBe(false);
+  });
+
+  it("a port in use is an expected trouble: the reason, a hint, exit 1 — not an internal error", async () => {
+    const db = await demoJournal();
+    const { createServer } = await import("node:net");
+    const holder = createServer();
+    await new Promise<void>((listening) => holder.listen(0, "127.0.0.1", listening));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const result = await runCli(["serve", "--db", db, "--port", String(port)]);
+      expect(result.code).toBe(1);
+      const { reason, hint } = expectTwoLineError(result.stderr);
+      expect(reason).toContain(`port ${port} on 127.0.0.1 is in use`);
+      expect(hint).toContain("--port (0 picks a free one)");
+      expect(hint).not.toContain("unexpected");
+    } finally {
+      await new Promise((closed) => holder.close(closed));
+    }
   });
 
   it("refuses to bind beyond loopback without a token set on purpose, and a short token", async () => {

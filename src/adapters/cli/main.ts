@@ -367,6 +367,7 @@ ${MODEL_ANSWER_HINT}, e.g.
       "--store <url>",
       "journal file or postgres:// URL (default: $HOLDFAST_STORE, else .holdfast/journal.db)",
     )
+    .option("--db <url>", "the same as --store, as every other command names it")
     .option("--worker-id <id>", "this worker's id (default: $HOLDFAST_WORKER_ID, else <host>:<pid>:<random>)")
     .option("--lease-ms <n>", "ownership lease, renewed every third of it", parseLeaseMs, DEFAULT_LEASE_MS)
     .option("--module <path>", "the ES module that exports the `agents` and `tools` arrays this worker runs")

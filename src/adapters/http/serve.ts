@@ -5,6 +5,7 @@ import { dirname, join, resolve } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
 import { auditStore } from "../auditStore.js";
+import { CliError, ExitCode } from "../cli/CliError.js";
 import { openOperatorRuntime } from "../cli/commands/decide.js";
 import type { Runtime } from "../openRuntime.js";
 import { isPostgresUrl, libsqlPath, maskUrl, openStoreReader, resolveStore } from "../store.js";
@@ -162,7 +163,11 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
     await reader.close();
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE")
-      throw new Error(`port ${port} on ${host} is in use; pass another with --port (0 picks a free one)`);
+      throw new CliError(
+        ExitCode.failed,
+        `port ${port} on ${host} is in use (another server, or an earlier \`holdfast serve\` still running)`,
+        "pass another with --port (0 picks a free one), or stop the process that holds it",
+      );
     throw error;
   }
   const bound = (server.address() as AddressInfo).port;

@@ -31,9 +31,12 @@ const shellQuote = (text: string): string =>
 const recoveryLines = (report: RecoveryReport): string[] => {
   const lines: string[] = [];
   if (report.resumed.length > 0) lines.push(`  resumed: ${report.resumed.join(", ")}`);
+  const interrupted = new Set(report.interrupted);
   for (const held of report.held) {
+    // A run held by an earlier process is listed too (it still needs a person), but said to be so.
+    const label = interrupted.has(held.runId) ? "held" : "still held from before";
     lines.push(
-      `  held: ${held.runId} (${held.reasons.map((r) => `${r.callId ?? ""} ${r.code}`.trim()).join(", ")})`,
+      `  ${label}: ${held.runId} (${held.reasons.map((r) => `${r.callId ?? ""} ${r.code}`.trim()).join(", ")})`,
     );
   }
   if (report.ownedElsewhere.length > 0) {
@@ -104,7 +107,8 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
     };
     const recoveryText = recoveryLines(recovery);
     if (human && recoveryText.length > 0) {
-      await out.line(`recovery found ${recovery.interrupted.length} interrupted run(s)`);
+      const found = recovery.interrupted.length;
+      await out.line(`recovery found ${found} interrupted run${found === 1 ? "" : "s"}`);
       await out.lines(recoveryText);
       await out.line();
     }
@@ -191,6 +195,17 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
         `      HOLDFAST_CRASH_AT=after-outcome HOLDFAST_CRASH_CALL=shell npx holdfast demo${db}`,
         "      the outcome is committed: recovery resumes the run and serves finished calls from the journal.",
       ]);
+      const held = (await runtime.runs()).filter((run) => run.status === "held");
+      if (held.length > 0) {
+        await out.line();
+        await out.lines([
+          `${held.length} run${held.length === 1 ? " is" : "s are"} held in this journal, waiting for a person:`,
+          `  npx holdfast show ${held.at(-1)!.runId}${db}`,
+          "      the evidence, and the decide commands that apply",
+          `  npx holdfast serve${db}`,
+          '      the recovery panel in a browser: every held run under "Needs you", with the same decisions',
+        ]);
+      }
     }
     if (result.status !== "completed") {
       throw new CliError(

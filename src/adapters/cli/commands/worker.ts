@@ -5,7 +5,7 @@ import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
 import { isWorkerDead, localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
-import { openStore, resolveStore } from "../../store.js";
+import { maskUrl, openStore, resolveStore } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
 import { describeFailure } from "../failure.js";
 import type { Io } from "../Output.js";
@@ -14,6 +14,8 @@ import { importUserModule, moduleSecrets } from "../userModule.js";
 export interface WorkerOptions {
   /** The journal (default: `HOLDFAST_STORE`, else `.holdfast/journal.db`). */
   readonly store?: string;
+  /** The same as `store`, as every other command names it; both given and different is refused. */
+  readonly db?: string;
   /** Default: `HOLDFAST_WORKER_ID`, else `<host>:<pid>:<random>`. */
   readonly workerId?: string;
   readonly leaseMs: number;
@@ -142,6 +144,12 @@ const validWorkerId = (id: string): boolean => id.length > 0 && id.length <= 200
  * releases its claims and closes. With `--stdin` it also admits inputs, one JSON line each.
  */
 export const workerCommand = async (options: WorkerOptions, io: Io): Promise<number> => {
+  if (options.store !== undefined && options.db !== undefined && options.store !== options.db) {
+    throw usageError(
+      `--store ${maskUrl(options.store)} and --db ${maskUrl(options.db)} name two journals`,
+      "give one of them (they are the same option)",
+    );
+  }
   const workerId = options.workerId ?? (process.env.HOLDFAST_WORKER_ID || localWorkerId());
   if (!validWorkerId(workerId)) {
     throw usageError(
@@ -190,7 +198,7 @@ const runWorker = async (
     );
   };
 
-  const store = resolveStore(options.store).store;
+  const store = resolveStore(options.store ?? options.db).store;
   const runtime: Runtime = await openRuntime({
     store,
     agents,
