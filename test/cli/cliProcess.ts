@@ -33,8 +33,11 @@ export interface CliRunOptions {
   readonly bin?: boolean;
 }
 
-/** Cleared for every command, as for a child process before: tests pass `--db`, and ask for crash points. */
-const CLEARED_ENV = { HOLDFAST_STORE: "", HOLDFAST_CRASH_AT: "" } as const;
+/**
+ * Cleared for every command, as for a child process before: tests pass `--db`, and ask for crash
+ * points; `npm_command` (set when the tests run under `npx vitest`) changes how commands are printed.
+ */
+const CLEARED_ENV = { HOLDFAST_STORE: "", HOLDFAST_CRASH_AT: "", npm_command: "" } as const;
 
 /** Variables that make the process kill or stop itself: here that would be the test worker. */
 const PROCESS_ONLY_ENV = ["HOLDFAST_CRASH_AT", "HOLDFAST_PAUSE_AT"] as const;

@@ -80,6 +80,14 @@ describe("holdfast show and decide on a held run (in order, one held run)", () =
     );
   });
 
+  it("started by npx, show prints the commands as `npx holdfast …`, pasteable from a checkout", async () => {
+    const result = await runCli(["show", runId, "--db", db], { env: { npm_command: "exec" } });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      `  npx holdfast decide ${runId} --based-on ${version} --call ${runId}/0 confirmed-completed --note "…" --db ${db}`,
+    );
+  });
+
   it("an unknown decision is a usage error: exit 2, naming the five decisions", async () => {
     const result = await runCli(["decide", runId, "maybe", "--based-on", String(version), "--db", db]);
     expect(result.code).toBe(2);

@@ -28,6 +28,13 @@ const commandsFor = (
   }
 };
 
+/**
+ * A printed command as the reader can paste it: `npx holdfast …` when this CLI was started by
+ * `npx` (npm sets `npm_command=exec`; from a checkout `holdfast` is not on the PATH), else as is.
+ */
+const asInvoked = (command: string): string =>
+  process.env.npm_command === "exec" ? command.replace(/^holdfast\b/, "npx holdfast") : command;
+
 /** The run's calls, or why its stream does not fold into them (corrupt: `holdfast audit` says more). */
 const callsOf = (events: ReadonlyArray<RecordedEvent>): { calls: CallRow[]; problem: string | null } => {
   try {
@@ -103,7 +110,7 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
         ];
         if (decided.length > 1) {
           await out.line(
-            `  ${decided.length} calls are in doubt: decide each, together in one command, e.g. holdfast decide ${runId} --based-on ${version} ${decided.map((id) => `--call ${id} <decision>`).join(" ")}`,
+            `  ${decided.length} calls are in doubt: decide each, together in one command, e.g. ${asInvoked("holdfast")} decide ${runId} --based-on ${version} ${decided.map((id) => `--call ${id} <decision>`).join(" ")}`,
           );
         }
         let current: string | undefined;
@@ -116,7 +123,7 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
             );
           }
           const indent = current === undefined ? "  " : "    ";
-          await out.line(`${indent}${command.command}`);
+          await out.line(`${indent}${asInvoked(command.command)}`);
           await out.line(`${indent}    ${command.meaning}`);
         }
       }
