@@ -149,7 +149,7 @@ export const demoCommand = async (options: DemoOptions, io: Io): Promise<number>
       });
     } else {
       await out.line();
-      await out.line(`journal ${runStreamId(handle.runId)}`);
+      await out.line(`events of run ${handle.runId} (stream ${runStreamId(handle.runId)})`);
       await out.line(`  ${"v".padStart(3)}  ${"type".padEnd(22)} summary`);
       for (const recorded of events) {
         await out.line(
