@@ -11,7 +11,7 @@ import type {
 import { makeMasker, secretsByName } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
-import type { Recorded } from "./cursor.js";
+import type { Recorded, RecordedRetry } from "./cursor.js";
 import type { CallContext, SettledContext } from "./define.js";
 import { type RunWriter, recordOutcome, type WriteSlot } from "./dispatch.js";
 import { withDocumentRetry } from "./documents.js";
@@ -29,7 +29,7 @@ import {
 import type { AppendRequest } from "./Journal.js";
 import { storedCopy, storedDigest } from "./json.js";
 import type { LeaseRenewal } from "./ownership.js";
-import { nextDue, policyRetries, type ResolvedRetry } from "./retry.js";
+import { type Due, nextDue, policyDue, type ResolvedRetry, recordedFailure } from "./retry.js";
 
 /** What a journaled call needs: its identity, what is stored, and the effect. */
 export interface CallSpec<R> {
@@ -320,9 +320,7 @@ const effect = async <R>(
     if (error instanceof DefiniteFailure) {
       // The policy's wait is decided before the failure is recorded: a wait it will not take (a
       // Retry-After past its maxRetryAfterMs) is named in the recorded error, live and replayed alike.
-      const due = policyRetries(spec.retry, attempt, error)
-        ? nextDue(spec.retry!.recorded, attempt, error, Date.now())
-        : undefined;
+      const due = policyDue(spec.retry, attempt, error, Date.now());
       const described = errorInfo(masker, error);
       const info =
         due !== undefined && "refused" in due
@@ -336,6 +334,7 @@ const effect = async <R>(
         definite: true,
         error: info,
       });
+      crashPointFor("after-failed", spec.name);
       settledAttempts(spec, host.runId, callId, attempt, attempt);
       host.record(callId, { kind: "error", error: info });
       // A person granted retries for this call: use them, one recorded attempt each.
@@ -343,12 +342,7 @@ const effect = async <R>(
         const slot = host.writer.reserve();
         return runAttempt(host, spec, seq, callId, fingerprint, attempt + 1, slot);
       }
-      if (
-        contextOf(host.writer.fold).cancelRequested === undefined &&
-        due !== undefined &&
-        !("refused" in due) &&
-        (await scheduleRetry(host, callId, attempt, due))
-      )
+      if (await schedulePolicyRetry(host, callId, attempt, due, Date.now()))
         return attemptWhenDue(host, spec, seq, callId, fingerprint, attempt + 1);
       throw new CallFailed({ runId: host.runId, callId, name: spec.name, error: info });
     }
@@ -513,6 +507,47 @@ const withTimeout = async <R>(
 };
 
 /**
+ * Take the policy's retry of a definitely failed attempt: append its `retry.scheduled` (due `delayMs`
+ * after `from`) unless the policy does not retry it (`due` absent or refused) or the run is being
+ * cancelled. True once the retry is recorded: the caller then waits for it ({@link attemptWhenDue}).
+ * The one place that decides this, for a failure met live and for one re-execution finds recorded
+ * without its retry ({@link retryRecordedFailure}).
+ */
+const schedulePolicyRetry = async (
+  host: AttemptHost,
+  callId: string,
+  failed: number,
+  due: Due | undefined,
+  from: number,
+): Promise<boolean> =>
+  contextOf(host.writer.fold).cancelRequested === undefined &&
+  due !== undefined &&
+  !("refused" in due) &&
+  scheduleRetry(host, callId, failed, due, undefined, from);
+
+/**
+ * Re-execution found attempt `failed` of a call failed definitely, its intent's policy with attempts
+ * left, and nothing after the failure: a process died between `call.failed` and `retry.scheduled`.
+ * The policy decides now what it would have decided then — the intent's recorded policy with the
+ * code's `when`, given the recorded failure rebuilt as a `DefiniteFailure`, the wait counted from
+ * when the failure was recorded — and its retry is appended. True when it was: the caller then
+ * waits for the attempt; false when the failure stands (decision 0046).
+ */
+export const retryRecordedFailure = async (
+  host: AttemptHost,
+  spec: { readonly retry?: ResolvedRetry },
+  callId: string,
+  failed: number,
+  error: ErrorInfo,
+  recorded: RecordedRetry,
+): Promise<boolean> => {
+  if (!spec.retry) return false;
+  const retry: ResolvedRetry = { recorded: recorded.policy, when: spec.retry.when };
+  const due = policyDue(retry, failed, recordedFailure(error), recorded.failedAt);
+  return schedulePolicyRetry(host, callId, failed, due, recorded.failedAt);
+};
+
+/**
  * Record that the policy retries a definitely failed attempt, and when: the due time is in the
  * journal before the wait starts, so a crash during the wait resumes only the rest of it.
  * False when the run no longer takes the retry (held meanwhile): the failure then stands.
@@ -524,8 +559,9 @@ const scheduleRetry = async (
   due: { readonly delayMs: number; readonly reason: "backoff" | "retry-after" },
   /** The error of an attempt left in doubt (no `call.failed` holds it). */
   inDoubt?: ErrorInfo,
+  /** What the delay counts from (ms since the epoch): now, or when a recorded failure was recorded. */
+  now: number = Date.now(),
 ): Promise<boolean> => {
-  const now = Date.now();
   const { delayMs, reason } = due;
   // Never an invalid date or a delay the event cannot hold: the failure then stands.
   const dueTime = now + delayMs;

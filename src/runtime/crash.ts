@@ -15,7 +15,15 @@ export type CrashPointName =
   | "mid-group-commit"
   | "after-interrupted"
   | "after-replay-authorized"
-  | QueueCrashPointName;
+  | QueueCrashPointName
+  | RetryCrashPointName;
+
+/**
+ * A crash point of a policy's retries (decision 0046): right after a definite failure's `call.failed`
+ * committed, before the policy's `retry.scheduled`. Apart from {@link CRASH_POINTS}: the torture
+ * agents' calls mostly declare no retry policy.
+ */
+export type RetryCrashPointName = "after-failed";
 
 /**
  * Crash points of a chat's queue (decision 0045): before a queued input's admission is written,

@@ -1,4 +1,4 @@
-import type { AnyEvent, CallKind, ErrorInfo, HoldReason } from "../events/index.js";
+import type { AnyEvent, CallKind, ErrorInfo, HoldReason, RetryPolicy } from "../events/index.js";
 import type { CallState } from "../machines/index.js";
 
 /** What the journal recorded for a call: served on re-execution instead of running the effect. */
@@ -10,14 +10,31 @@ export type Recorded =
 export type KnownCall =
   /** Serve the recorded result. */
   | { readonly kind: "serve"; readonly value: unknown }
-  /** Throw the recorded definite failure to the agent. */
-  | { readonly kind: "fail"; readonly error: ErrorInfo }
+  /**
+   * Throw the recorded definite failure to the agent — unless `retry` is there and the policy takes
+   * it: the latest attempt's intent recorded a policy with attempts left, and no `retry.scheduled`
+   * followed the failure (a crash between the two commits, decision 0046).
+   */
+  | { readonly kind: "fail"; readonly error: ErrorInfo; readonly retry?: RecordedRetry }
   /** A person chose `resume`: the outcome stays unknown. */
   | { readonly kind: "unknown" }
   /** Run it (again): attempt number `attempt`. */
   | { readonly kind: "attempt"; readonly attempt: number }
   /** Stop: the call is in doubt, or the agent no longer makes the recorded call. */
   | { readonly kind: "hold"; readonly reason: HoldReason; readonly determinism?: DeterminismDetail };
+
+/** What a policy needs to decide a recorded failure again: the intent's policy and when the failure was recorded. */
+export interface RecordedRetry {
+  readonly policy: RetryPolicy;
+  /** The failure's `recordedAt`, in ms since the epoch: the due time is counted from it. */
+  readonly failedAt: number;
+}
+
+/** An event as the cursor reads it: with its `recordedAt` when the journal gave one. */
+export interface CursorEvent {
+  readonly event: AnyEvent;
+  readonly recordedAt?: string;
+}
 
 export interface DeterminismDetail {
   readonly recorded: { readonly kind: CallKind; readonly name: string; readonly fingerprint: string };
@@ -34,14 +51,21 @@ export class ReplayCursor {
   private readonly sameChild = new Set<string>();
   /** The child input id each child call's latest intent used. */
   private readonly childKeys = new Map<string, string>();
+  /** The retry policy each call's latest intent recorded. */
+  private readonly policies = new Map<string, RetryPolicy>();
+  /** When each call's latest definite failure was recorded (ms since the epoch). */
+  private readonly failedAt = new Map<string, number>();
 
-  constructor(history: Iterable<AnyEvent>) {
-    for (const event of history) this.remember(event);
+  constructor(history: Iterable<CursorEvent>) {
+    for (const { event, recordedAt } of history) this.remember(event, recordedAt);
   }
 
-  remember(event: AnyEvent): void {
+  remember(event: AnyEvent, recordedAt?: string): void {
     switch (event.type) {
       case "call.intended": {
+        if (event.retry) this.policies.set(event.callId, event.retry);
+        else this.policies.delete(event.callId);
+        this.failedAt.delete(event.callId);
         const child = (event.probe as { childInputId?: unknown } | undefined)?.childInputId;
         if (event.kind === "child" && typeof child === "string") this.childKeys.set(event.callId, child);
         this.sameChild.delete(event.callId);
@@ -50,9 +74,13 @@ export class ReplayCursor {
       case "call.completed":
         this.recorded.set(event.callId, { kind: "result", value: event.result });
         break;
-      case "call.failed":
+      case "call.failed": {
         this.recorded.set(event.callId, { kind: "error", error: event.error });
+        const at = recordedAt === undefined ? Number.NaN : Date.parse(recordedAt);
+        if (Number.isFinite(at)) this.failedAt.set(event.callId, at);
+        else this.failedAt.delete(event.callId);
         break;
+      }
       case "call.reconciled":
         if (event.outcome === "completed")
           this.recorded.set(event.callId, { kind: "result", value: event.result ?? null });
@@ -112,10 +140,14 @@ export class ReplayCursor {
       case "failed": {
         if (call.retriesLeft > 0) return { kind: "attempt", attempt: call.attempt + 1 };
         const rec = this.recorded.get(call.callId);
-        return {
-          kind: "fail",
-          error: rec?.kind === "error" ? rec.error : { name: "Error", message: "recorded failure" },
-        };
+        const error = rec?.kind === "error" ? rec.error : { name: "Error", message: "recorded failure" };
+        // A policy with attempts left and nothing after the failure (the machine's "failed" status:
+        // no retry.scheduled, no grant): the policy may still take it, as it would have live.
+        const policy = this.policies.get(call.callId);
+        const failedAt = this.failedAt.get(call.callId);
+        if (rec?.kind === "error" && policy && call.attempt < policy.attempts && failedAt !== undefined)
+          return { kind: "fail", error, retry: { policy, failedAt } };
+        return { kind: "fail", error };
       }
       case "unknown":
         return { kind: "unknown" };

@@ -1,4 +1,4 @@
-import type { RetryPolicy as RecordedPolicy } from "../events/index.js";
+import type { ErrorInfo, RetryPolicy as RecordedPolicy } from "../events/index.js";
 import { DefiniteFailure } from "./errors.js";
 
 /** How long to wait between attempts: `initialMs · factor^(n-1)`, at most `maxMs`, ± `jitter` of it. */
@@ -281,6 +281,32 @@ export const policyRetries = (retry: ResolvedRetry | undefined, failed: number, 
     // A predicate that throws names nothing to retry: the failure stands, as it would without a policy.
     return false;
   }
+};
+
+/**
+ * The policy's verdict on attempt `failed`'s definite failure, taken at `at` (ms since the epoch):
+ * the wait before the next attempt, a refusal to wait that long (the failure stands, its message
+ * naming why), or `undefined` when the policy does not retry it. One function for the live failure
+ * and for a recorded one a crash left without its `retry.scheduled` (decision 0046).
+ */
+export const policyDue = (
+  retry: ResolvedRetry | undefined,
+  failed: number,
+  failure: unknown,
+  at: number,
+): Due | undefined =>
+  retry && policyRetries(retry, failed, failure) ? nextDue(retry.recorded, failed, failure, at) : undefined;
+
+/**
+ * A recorded definite failure as the `DefiniteFailure` a policy's `when` is given: its stored name,
+ * message and details (as stored, so masked). What `when` and the `Retry-After` reading see of it
+ * is what the live failure carried in its details.
+ */
+export const recordedFailure = (error: ErrorInfo): DefiniteFailure => {
+  const failure = new DefiniteFailure(error.message, error.details);
+  if (error.name !== failure.name)
+    Object.defineProperty(failure, "name", { value: error.name, enumerable: false, configurable: true });
+  return failure;
 };
 
 /** A `timeoutMs` as declared in code: a whole number of milliseconds from 1 to 24 hours. */

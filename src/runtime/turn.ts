@@ -13,7 +13,14 @@ import {
   type RecordedEvent,
 } from "../events/index.js";
 import { contextOf, statusOf } from "../machines/index.js";
-import { type AttemptHost, attemptWhenDue, type CallSpec, runAttempt, settledAttempts } from "./attempt.js";
+import {
+  type AttemptHost,
+  attemptWhenDue,
+  type CallSpec,
+  retryRecordedFailure,
+  runAttempt,
+  settledAttempts,
+} from "./attempt.js";
 import { crashPointFor } from "./crash.js";
 import { type Recorded, ReplayCursor } from "./cursor.js";
 import type { AnyToolDef, CallContext, ModelCallOptions, ToolDef, Turn } from "./define.js";
@@ -98,7 +105,7 @@ export class TurnImpl implements Turn, AttemptHost {
     this.inputId = deps.inputId;
     this.writer = deps.writer;
     this.masker = deps.masker;
-    this.cursor = new ReplayCursor(deps.history.map((e) => e.event));
+    this.cursor = new ReplayCursor(deps.history);
     this.writer.onControl = () => this.controlChanged();
     this.controlChanged();
   }
@@ -390,6 +397,12 @@ export class TurnImpl implements Turn, AttemptHost {
           case "serve":
             return next.value as R;
           case "fail":
+            // A crash between the failure and its policy retry: the policy decides it now (decision 0046).
+            if (
+              next.retry &&
+              (await retryRecordedFailure(this, spec, callId, known.attempt, next.error, next.retry))
+            )
+              return await attemptWhenDue(this, spec, seq, callId, fingerprint, known.attempt + 1);
             throw new CallFailed({ runId: this.runId, callId, name: spec.name, error: next.error });
           case "unknown":
             throw new OutcomeUnknown({ runId: this.runId, callId, name: spec.name });
