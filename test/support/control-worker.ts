@@ -3,12 +3,14 @@
  * Configured by environment:
  *   HF_DB        journal (libSQL file or PostgreSQL URL)
  *   HF_WITNESS   witness file: one JSON line per effect that started
- *   HF_KIND      "tool" (a tool with disposition hold) or "model" (a model call declared replayable)
+ *   HF_KIND      "tool" (a tool with disposition hold) or "model" (a model call declared replayable),
+ *                or "pause": the `pausable` agent, two `step` calls; the first waits for HF_RELEASE
+ *   HF_RELEASE   (pause) a file whose existence lets a step finish
  * Prints `{kind: "started", runId}` when the effect starts and `{kind: "aborted"}` when its signal is
  * aborted (by a cancel); the effect ignores the abort, so the process waits out a long grace until
  * the test kills it with SIGKILL.
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 import * as Schema from "effect/Schema";
 import { type CallContext, defineAgent, defineTool, openRuntime } from "../../src/index.js";
 
@@ -40,15 +42,35 @@ export const stubborn = defineAgent({
       : turn.model("ask", {}, async (_args, context) => hang(context), { inDoubt: "replay" }),
 });
 
+/** A step that records its effect, then finishes once the release file exists. */
+export const step = defineTool({
+  name: "step",
+  args: Schema.Struct({ n: Schema.Number }),
+  run: async ({ n }, context) => {
+    appendFileSync(env.HF_WITNESS!, `${JSON.stringify({ step: n, attempt: context.attempt })}\n`);
+    out({ kind: "started", runId: context.runId, step: n });
+    while (!existsSync(env.HF_RELEASE!)) await new Promise((r) => setTimeout(r, 50));
+    return { n };
+  },
+});
+
+/** Two steps in a row: a pause asked during the first parks the run before the second. */
+export const pausable = defineAgent({
+  name: "pausable",
+  version: "1",
+  run: async (turn) => [await turn.tool(step, { n: 1 }), await turn.tool(step, { n: 2 })],
+});
+
 const main = async () => {
   const runtime = await openRuntime({
     store: env.HF_DB!,
-    agents: [stubborn],
-    tools: [stuck],
+    agents: [stubborn, pausable],
+    tools: [stuck, step],
     recovery: { leaseMs: 3_000, onOpen: false },
     cancelGraceMs: 600_000,
   });
-  await runtime.submit({ chatId: "c", inputId: "i", agent: "stubborn", content: { kind: env.HF_KIND } });
+  const agent = env.HF_KIND === "pause" ? "pausable" : "stubborn";
+  await runtime.submit({ chatId: "c", inputId: "i", agent, content: { kind: env.HF_KIND } });
   // Stay up as an application would (the runtime's own timers do not keep a process alive).
   setInterval(() => undefined, 1_000);
 };
