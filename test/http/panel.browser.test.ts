@@ -329,11 +329,11 @@ describe("live updates", () => {
     const form = page.locator(`form.decide[data-call="${runId}/0"]`);
     const choices = await form.locator('input[name="decision"]').all();
     expect(await Promise.all(choices.map((choice) => choice.getAttribute("value")))).toEqual([
-      "resume",
-      "stop",
-      "new-attempt",
       "confirmed-completed",
       "confirmed-not-completed",
+      "stop",
+      "resume",
+      "new-attempt",
     ]);
     await screenshot(page, "held-run");
   });
@@ -367,6 +367,15 @@ describe("the run page", () => {
       /^not on the safe list \(source [0-9a-f]{12}…\): never replayed without proof or a decision$/,
     );
     expect(await text(page.locator("#run-status"))).toBe("held");
+    // The five choices in the order to weigh them; "Run it again" last, and for a tool the risky one.
+    const choices = page.locator("form.decide input[name=decision]");
+    expect(
+      await choices.evaluateAll((inputs) => inputs.map((i) => (i as unknown as { value: string }).value)),
+    ).toEqual(["confirmed-completed", "confirmed-not-completed", "stop", "resume", "new-attempt"]);
+    expect(await page.locator("form.decide label.choice-risky input").getAttribute("value")).toBe(
+      "new-attempt",
+    );
+    expect(await page.locator("form.decide label.choice-risky").count()).toBe(1);
   });
 });
 

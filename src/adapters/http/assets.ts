@@ -104,6 +104,7 @@ fieldset { border: 1px solid var(--line); border-radius: 6px; padding: .75rem 1r
 legend { font-weight: 600; padding: 0 .25rem; }
 .choice { display: block; padding: .3rem 0; }
 .choice .meaning { display: block; color: var(--muted); margin-left: 1.6rem; }
+.choice-risky { color: var(--bad); border-left: 3px solid var(--bad); padding-left: .5rem; margin-top: .4rem; }
 label.field { display: block; margin: .75rem 0 .25rem; font-weight: 600; }
 textarea, input[type=text], input[type=password], input[type=number], select { font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: 4px; padding: .4rem .5rem; }
 textarea { width: 100%; min-height: 4rem; }

@@ -244,6 +244,23 @@ const outcomeFields = (call: CallView, id: (suffix: string) => string, draft?: D
     : html`<label class="field" for="${id("result")}">Result as JSON (optional, only with "It happened")</label>
     <textarea id="${id("result")}" name="result" class="mono">${draft?.result ?? ""}</textarea>`;
 
+/**
+ * The five choices in the order an operator should weigh them (walkthrough #9): the two
+ * confirmations first (what the evidence usually settles), then stop, then resume without an
+ * outcome, and last "run it again" — for a tool the risky one, styled so: a second effect if the
+ * first one happened. The CLI and the API keep the runtime's order.
+ */
+const PANEL_ORDER: ReadonlyArray<DecisionKind> = [
+  "confirmed-completed",
+  "confirmed-not-completed",
+  "stop",
+  "resume",
+  "new-attempt",
+];
+
+const panelOrder = <T extends { readonly decision: DecisionKind }>(choices: ReadonlyArray<T>): T[] =>
+  [...choices].sort((a, b) => PANEL_ORDER.indexOf(a.decision) - PANEL_ORDER.indexOf(b.decision));
+
 export const decisionForm = (
   view: RunView,
   call: CallView,
@@ -257,8 +274,10 @@ export const decisionForm = (
     <input type="hidden" name="callId" value="${call.callId}" />
     <fieldset>
       <legend>Decide call #${call.seq} (${call.name})</legend>
-      ${call.decisions.map(
-        (choice) => html`<label class="choice">
+      ${panelOrder(call.decisions).map(
+        (
+          choice,
+        ) => html`<label class="${choice.decision === "new-attempt" && call.kind !== "model" ? "choice choice-risky" : "choice"}">
           <input type="radio" name="decision" value="${choice.decision}" required ${draft?.decision === choice.decision ? "checked" : ""} />
           ${DECISION_LABELS[choice.decision]}${choice.noteRequired ? " — needs a note" : ""}
           <span class="meaning">${choice.meaning}</span>
