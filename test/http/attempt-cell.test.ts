@@ -27,7 +27,7 @@ const cell = async (attempt: number): Promise<string> => {
     calls: [call],
     events: [],
   } as unknown as RunView;
-  const page = String(await runState(view, 9));
+  const page = String(await runState(view, 9, false));
   return /<td>(\d+[^<]*<span class="muted">[^<]*<\/span>)<\/td>/.exec(page)?.[1] ?? page;
 };
 
@@ -35,5 +35,22 @@ describe("the panel's attempt cell", () => {
   it('reads "N of M" within the policy, and names a retry grant past it instead of "4 of 3"', async () => {
     expect(await cell(2)).toBe('2 <span class="muted">of 3</span>');
     expect(await cell(4)).toBe('4 <span class="muted">(policy 3 + granted)</span>');
+  });
+});
+
+describe("the run page's stale banner (walkthrough #5)", () => {
+  const view = {
+    run: { runId: "r", chatId: "c", inputId: "i", agent: "a@1", status: "completed", needsAttention: false },
+    version: 12,
+    calls: [],
+    events: [],
+  } as unknown as RunView;
+
+  it("warns that a form made on the loaded version will be refused only when the page holds one", async () => {
+    expect(String(await runState(view, 9, true))).toContain("A decision made on version 9 will be refused");
+    // A page with nothing to decide (a completed run) just shows the run as it is now.
+    expect(String(await runState(view, 9, false))).not.toContain("banner-stale");
+    // The live refresh keeps asking with what the page holds.
+    expect(String(await runState(view, 9, false))).toContain("&forms=0");
   });
 });

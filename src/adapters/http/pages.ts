@@ -329,12 +329,17 @@ const attemptsText = (call: CallView): Html | string =>
         ${call.nextDueAt === null ? "" : html`<li class="due">attempt ${call.attempt + 1} due at <time datetime="${call.nextDueAt}">${call.nextDueAt}</time>${call.retryPolicy ? html` <span class="muted">(retry policy: ${call.retryPolicy.attempts} attempts in all)</span>` : ""}</li>`}
       </ol>`;
 
-/** The part of the run page that refreshes live: state, calls, timeline (never the forms being filled). */
-export const runState = (view: RunView, loadedVersion: number): Html => {
+/**
+ * The part of the run page that refreshes live: state, calls, timeline (never the forms being
+ * filled). `versionedForms`: the page as loaded holds a form made on `loadedVersion` (a decision,
+ * a retry grant, a run action); only then does a newer version earn the banner that such a form
+ * will be refused — a page with nothing to decide just shows the run as it is now.
+ */
+export const runState = (view: RunView, loadedVersion: number, versionedForms: boolean): Html => {
   const { run } = view;
-  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}" hx-trigger="journal from:#live throttle:500ms" hx-swap="outerHTML">
+  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}&forms=${versionedForms ? 1 : 0}" hx-trigger="journal from:#live throttle:500ms" hx-swap="outerHTML">
     ${
-      view.version !== loadedVersion
+      versionedForms && view.version !== loadedVersion
         ? banner(
             "stale",
             html`This run moved on since the page was loaded (version ${loadedVersion} → ${view.version}). A decision made on version ${loadedVersion} will be refused. <a href="/runs/${encodeURIComponent(run.runId)}">Show it as it is now</a>.`,
@@ -423,7 +428,7 @@ export const runPage = (
     }
     ${controlForms(view, session)}
     ${queue ? queueSection(queue, session, view.run.runId) : ""}
-    ${runState(view, view.version)}`;
+    ${runState(view, view.version, inDoubt.length > 0 || retryable.length > 0 || (run.status === "held" && view.runActions.length > 0))}`;
 };
 
 /** What the panel's Cancel, Pause and Resume buttons do (decisions 0043, 0044). */

@@ -292,7 +292,13 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         if (c.req.query("fragment") === "state") {
           const view = await runView(reader, runId, options.db);
           const loaded = Number(c.req.query("loaded"));
-          return c.html(runState(view, Number.isSafeInteger(loaded) ? loaded : view.version));
+          return c.html(
+            runState(
+              view,
+              Number.isSafeInteger(loaded) ? loaded : view.version,
+              c.req.query("forms") !== "0",
+            ),
+          );
         }
         const decided = recall(session, runId);
         return await showRun(
