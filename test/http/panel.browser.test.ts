@@ -548,6 +548,10 @@ describe("refusals write nothing", () => {
     expect(await eventCount(runtime, run.runId)).toBe(now);
     // Only the call still in doubt can be decided, on the version the run is at now.
     expect(await page.locator(`form.decide[data-call="${first}"]`).count()).toBe(0);
+    // The calls table says who confirmed the first call, and how they knew (walkthrough #11).
+    expect(await text(page.locator("#run-state .decided").first())).toBe(
+      "confirmed by grace: “seen in the witness file”",
+    );
     expect(
       await page.locator(`form.decide[data-call="${second}"] input[name="basedOnVersion"]`).inputValue(),
     ).toBe(String(now));

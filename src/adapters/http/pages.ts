@@ -329,6 +329,21 @@ const attemptsText = (call: CallView): Html | string =>
         ${call.nextDueAt === null ? "" : html`<li class="due">attempt ${call.attempt + 1} due at <time datetime="${call.nextDueAt}">${call.nextDueAt}</time>${call.retryPolicy ? html` <span class="muted">(retry policy: ${call.retryPolicy.attempts} attempts in all)</span>` : ""}</li>`}
       </ol>`;
 
+/** How a person's decision on a call reads in the calls table (walkthrough #11). */
+const DECIDED_WORDS: Readonly<Record<DecisionKind, string>> = {
+  "confirmed-completed": "confirmed by",
+  "confirmed-not-completed": "confirmed not completed by",
+  resume: "resumed without an outcome by",
+  "new-attempt": "run again by",
+  stop: "stopped by",
+};
+
+/** `confirmed by ada: “the line is in outbox.txt”`: who decided the call, and their note. */
+const decidedText = (call: CallView): Html | string =>
+  call.decided === null
+    ? ""
+    : html`<div class="decided">${DECIDED_WORDS[call.decided.decision]} <strong>${call.decided.by}</strong>${call.decided.note ? html`: “${call.decided.note}”` : ""}</div>`;
+
 /**
  * The part of the run page that refreshes live: state, calls, timeline (never the forms being
  * filled). `versionedForms`: the page as loaded holds a form made on `loadedVersion` (a decision,
@@ -365,7 +380,7 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
             ${view.calls.map(
               (call) => html`<tr data-call="${call.callId}">
                 <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">${call.attempt > call.retryPolicy.attempts ? `(policy ${call.retryPolicy.attempts} + granted)` : `of ${call.retryPolicy.attempts}`}</span>` : ""}</td>
-                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}${attemptsText(call)}</td>
+                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
                 <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
               </tr>`,
             )}

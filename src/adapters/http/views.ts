@@ -116,6 +116,8 @@ export interface CallView {
   readonly retryPolicy: RetryPolicy | null;
   /** Why the run is held, for this call. */
   readonly holdReasons: ReadonlyArray<HoldReason>;
+  /** The latest decision a person recorded for this call (who, which, their note); null without one. */
+  readonly decided: { readonly decision: DecisionKind; readonly by: string; readonly note: string } | null;
   /** The decisions that apply now (for a call in doubt), in the order `show` prints them. */
   readonly decisions: ReadonlyArray<DecisionChoice>;
   /** A retry grant applies (a definite failure the agent did not handle). */
@@ -164,6 +166,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   >();
   const due = new Map<string, string>();
   const committed = new Map<string, boolean>();
+  const decided = new Map<string, { decision: DecisionKind; by: string; note: string }>();
   for (const { event } of events) {
     if (event.type === "call.intended") {
       intents.set(event.callId, event);
@@ -200,6 +203,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
     } else if (event.type === "decision.recorded") {
       for (const call of event.calls) {
         if (call.decision === "confirmed-completed") committed.set(call.callId, true);
+        decided.set(call.callId, { decision: call.decision, by: event.decidedBy, note: call.note });
       }
     }
   }
@@ -242,6 +246,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         holdReasons: run.status === "held" ? run.heldReasons.filter((r) => r.callId === intent.callId) : [],
         decisions,
         retry: retry ? { command: retry.command, meaning: retry.meaning } : null,
+        decided: decided.get(intent.callId) ?? null,
       };
     });
   const runActions = commands
