@@ -336,6 +336,18 @@ describe("live updates", () => {
       "new-attempt",
     ]);
     await screenshot(page, "held-run");
+    // The timeline marks the crash (walkthrough #12): the process died, how long it was silent,
+    // and who noticed; worker ids read as host and pid, the whole id in a tooltip (#13).
+    const crash = page.locator("#timeline .timeline-mark.crash");
+    expect(await crash.count()).toBe(1);
+    expect(await text(crash)).toMatch(/^process died · silent for [\d.]+ (ms|s) · detected by \S+ pid \d+/);
+    expect(await crash.locator("abbr.worker").getAttribute("title")).toMatch(/^[^:]+:\d+:[0-9a-f]{6}/);
+    // Each event's stored payload is one click away; times are local with how long ago.
+    const admitted = page.locator("#timeline li.event").first();
+    expect(await admitted.locator("pre.payload").isVisible()).toBe(false);
+    await admitted.locator("summary").click();
+    expect(JSON.parse(await text(admitted.locator("pre.payload")))).toMatchObject({ type: "run.admitted" });
+    expect(await text(admitted.locator("time"))).toMatch(/ago\)$/);
   });
 });
 

@@ -45,6 +45,19 @@ export const PANEL_JS = `"use strict";
     const reason = event.detail && event.detail.reason;
     if (reason !== "removed" && reason !== "cleanup") reconnecting();
   });
+  // Times in the reader's own zone, with how long ago; the ISO time stays in the tooltip.
+  const localTimes = (root) => {
+    const now = Date.now();
+    for (const el of (root || document).querySelectorAll("time[datetime]")) {
+      const at = Date.parse(el.getAttribute("datetime"));
+      if (Number.isNaN(at)) continue;
+      const s = Math.max(0, Math.round((now - at) / 1000));
+      const ago = s < 90 ? s + " s ago" : s < 5400 ? Math.round(s / 60) + " min ago" : s < 129600 ? Math.round(s / 3600) + " h ago" : Math.round(s / 86400) + " d ago";
+      el.textContent = new Date(at).toLocaleString() + " (" + ago + ")";
+    }
+  };
+  localTimes();
+  document.addEventListener("htmx:after:swap", () => localTimes());
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
     if (!button) return;
@@ -104,6 +117,12 @@ fieldset { border: 1px solid var(--line); border-radius: 6px; padding: .75rem 1r
 legend { font-weight: 600; padding: 0 .25rem; }
 .choice { display: block; padding: .3rem 0; }
 .choice .meaning { display: block; color: var(--muted); margin-left: 1.6rem; }
+#timeline { padding-left: 2.5rem; }
+#timeline li.event summary { cursor: pointer; }
+#timeline .payload { white-space: pre-wrap; margin: .25rem 0 .5rem; }
+#timeline .timeline-mark { list-style: none; margin: .35rem 0 .35rem -1.5rem; padding: .2rem .5rem; border-left: 3px solid var(--line); color: var(--muted); }
+#timeline .timeline-mark.crash { border-color: var(--bad); color: var(--bad); font-weight: 600; }
+abbr.worker { text-decoration: underline dotted; }
 .choice-risky { color: var(--bad); border-left: 3px solid var(--bad); padding-left: .5rem; margin-top: .4rem; }
 label.field { display: block; margin: .75rem 0 .25rem; font-weight: 600; }
 textarea, input[type=text], input[type=password], input[type=number], select { font: inherit; color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: 4px; padding: .4rem .5rem; }

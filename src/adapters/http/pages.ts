@@ -329,6 +329,58 @@ const attemptsText = (call: CallView): Html | string =>
         ${call.nextDueAt === null ? "" : html`<li class="due">attempt ${call.attempt + 1} due at <time datetime="${call.nextDueAt}">${call.nextDueAt}</time>${call.retryPolicy ? html` <span class="muted">(retry policy: ${call.retryPolicy.attempts} attempts in all)</span>` : ""}</li>`}
       </ol>`;
 
+/** A duration for the timeline: `420 ms`, `8.2 s`, `3 min 5 s`, `2 h 10 min`. */
+export const duration = (ms: number): string => {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  const minutes = Math.round(seconds / 60);
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+};
+
+/**
+ * A worker id as people read it (walkthrough #13): `host pid N` for the ids holdfast makes
+ * (`<host>:<pid>:<random>[:<boot>…]`), the full id in a tooltip; any other id as it is.
+ */
+export const readableWorkerIds = (text: string): Html => {
+  const parts: Array<Html | string> = [];
+  let last = 0;
+  for (const match of text.matchAll(/([A-Za-z0-9][\w.-]*):(\d+):[0-9a-f]{6}(?::[0-9a-f.]+)?/g)) {
+    parts.push(text.slice(last, match.index));
+    parts.push(html`<abbr class="worker" title="${match[0]}">${match[1]} pid ${match[2]}</abbr>`);
+    last = match.index + match[0].length;
+  }
+  parts.push(text.slice(last));
+  return html`${parts}`;
+};
+
+/** A silence before an event long enough to mark in the timeline (a crash shows as one). */
+const GAP_MS = 5_000;
+
+/**
+ * One event of the run page's timeline (walkthrough #12): its type and summary, the time since the
+ * previous event, its time (the panel's script shows it in local time, the ISO time in a tooltip),
+ * a short hash with the whole one in a tooltip, and the whole stored (masked) payload on a click.
+ * A `run.interrupted` is marked as the crash it records, with the silence before it; another long
+ * silence is marked as a gap.
+ */
+const timelineEntry = (event: RunView["events"][number], previousAt: string | null): Html => {
+  const since = previousAt === null ? null : Date.parse(event.recordedAt) - Date.parse(previousAt);
+  const marker =
+    event.type === "run.interrupted"
+      ? html`<li class="timeline-mark crash" aria-hidden="false">process died${since === null ? "" : html` · silent for ${duration(since)}`} · ${readableWorkerIds(event.summary.replace(/^no live owner, /, ""))}</li>`
+      : since !== null && since >= GAP_MS
+        ? html`<li class="timeline-mark gap">${duration(since)} with no event</li>`
+        : "";
+  return html`${marker}<li value="${event.version}" class="event">
+    <details>
+      <summary><strong>${event.type}</strong> ${readableWorkerIds(event.summary)} <span class="muted">${since === null ? "" : html`+${duration(since)} · `}<time datetime="${event.recordedAt}" title="${event.recordedAt}">${event.recordedAt}</time> · <span class="mono" title="${event.hash}">${event.hash.slice(0, 8)}</span></span></summary>
+      <pre class="mono payload">${pretty(event.payload)}</pre>
+    </details>
+  </li>`;
+};
+
 /** How a person's decision on a call reads in the calls table (walkthrough #11). */
 const DECIDED_WORDS: Readonly<Record<DecisionKind, string>> = {
   "confirmed-completed": "confirmed by",
@@ -388,11 +440,8 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
         </table>`
     }
     <h2>Timeline</h2>
-    <ol id="timeline" class="mono">
-      ${view.events.map(
-        (event) =>
-          html`<li value="${event.version}"><strong>${event.type}</strong> ${event.summary} <span class="muted">${event.recordedAt} ${event.hash.slice(0, 12)}</span></li>`,
-      )}
+    <ol id="timeline">
+      ${view.events.map((event, i) => timelineEntry(event, i === 0 ? null : view.events[i - 1]!.recordedAt))}
     </ol>
   </div>`;
 };
