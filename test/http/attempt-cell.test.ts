@@ -14,6 +14,7 @@ const cell = async (attempt: number): Promise<string> => {
     error: null,
     failedAttempts: [],
     nextDueAt: null,
+    decided: null,
     outcomeCommitted: true,
     retryPolicy: {
       attempts: 3,

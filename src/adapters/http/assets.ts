@@ -51,9 +51,9 @@ export const PANEL_JS = `"use strict";
     for (const el of (root || document).querySelectorAll("time[datetime]")) {
       const at = Date.parse(el.getAttribute("datetime"));
       if (Number.isNaN(at)) continue;
-      const s = Math.max(0, Math.round((now - at) / 1000));
-      const ago = s < 90 ? s + " s ago" : s < 5400 ? Math.round(s / 60) + " min ago" : s < 129600 ? Math.round(s / 3600) + " h ago" : Math.round(s / 86400) + " d ago";
-      el.textContent = new Date(at).toLocaleString() + " (" + ago + ")";
+      const s = Math.round(Math.abs(now - at) / 1000);
+      const span = s < 90 ? s + " s" : s < 5400 ? Math.round(s / 60) + " min" : s < 129600 ? Math.round(s / 3600) + " h" : Math.round(s / 86400) + " d";
+      el.textContent = new Date(at).toLocaleString() + " (" + (at > now ? "in " + span : span + " ago") + ")";
     }
   };
   localTimes();
