@@ -5,6 +5,7 @@
  */
 import { queueStreamId, type RecordedEvent } from "../src/events/index.js";
 import { foldRun, statusOf } from "../src/machines/index.js";
+import { NOT_STARTED_CONTROL_EVIDENCE } from "../src/runtime/attempt.js";
 
 /** A stream's status, or why it does not fold (the machine refuses an event: a problem of its own). */
 const statusIn = (events: ReadonlyArray<RecordedEvent["event"]>): string => {
@@ -13,6 +14,26 @@ const statusIn = (events: ReadonlyArray<RecordedEvent["event"]>): string => {
   } catch (error) {
     return `unfoldable (${(error as Error).message})`;
   }
+};
+
+/**
+ * Attempts whose intent committed after a cancel or pause request and that the owner then closed
+ * without starting them (`call.reconciled` not-completed, "cancel or pause requested before the
+ * effect"): an intent that raced the request and lost, which the runtime records so (law 1 holds:
+ * no effect). Keys `callId#attempt`.
+ */
+const refusedAfterIntent = (
+  stream: ReadonlyArray<{ readonly event: RecordedEvent["event"] }>,
+): Set<string> => {
+  const refused = new Set<string>();
+  for (const { event } of stream)
+    if (
+      event.type === "call.reconciled" &&
+      event.outcome === "not-completed" &&
+      event.evidence === NOT_STARTED_CONTROL_EVIDENCE
+    )
+      refused.add(`${event.callId}#${event.attempt}`);
+  return refused;
 };
 
 type Streams = Map<string, Array<{ readonly index: number; readonly event: RecordedEvent["event"] }>>;
@@ -53,13 +74,15 @@ export interface CancelCheck {
   readonly stoppedHeld: number;
   /** The run had ended before the cancel came (the answer said so). */
   readonly endedFirst: number;
+  /** Intents that raced the request, committed after it and closed unstarted by the owner. */
+  readonly intentsRefused: number;
   readonly problems: string[];
 }
 
 /**
  * The `cancel` kind's laws: a run whose cancel request committed ends `cancelled`, or is held
- * `cancelled-in-doubt` (or `stopped` by a later cancel of that hold); no call is intended in its
- * stream after the request; no effect the witnesses saw belongs to an attempt intended after it
+ * `cancelled-in-doubt` (or `stopped` by a later cancel of that hold); no call is started in its
+ * stream after the request (an intent that raced it must be closed unstarted); no effect the witnesses saw belongs to an attempt intended after it
  * (nor to one the journal never intended); an accepted cancel left a request in the journal, and a
  * refused one said the run had ended already.
  */
@@ -76,6 +99,7 @@ export const checkCancel = (
   let cancelledEnded = 0;
   let heldCancelledInDoubt = 0;
   let stoppedHeld = 0;
+  let intentsRefused = 0;
   for (const [streamId, stream] of streams) {
     const request = stream.find((e) => e.event.type === "run.cancel-requested");
     for (const { index, event } of stream)
@@ -83,11 +107,15 @@ export const checkCancel = (
     if (!request) continue;
     const runId = (request.event as { runId: string }).runId;
     requestAt.set(runId, request.index);
+    const refused = refusedAfterIntent(stream);
     for (const { index, event } of stream)
-      if (event.type === "call.intended" && index > request.index)
-        problems.push(
-          `${streamId}: ${event.callId} attempt ${event.attempt} intended after the cancel request`,
-        );
+      if (event.type === "call.intended" && index > request.index) {
+        if (refused.has(`${event.callId}#${event.attempt}`)) intentsRefused++;
+        else
+          problems.push(
+            `${streamId}: ${event.callId} attempt ${event.attempt} intended after the cancel request, not closed unstarted`,
+          );
+      }
     const status = statusIn(stream.map((e) => e.event));
     const lastHold = [...stream].reverse().find((e) => e.event.type === "run.held")?.event;
     const inDoubt =
@@ -131,6 +159,7 @@ export const checkCancel = (
     heldCancelledInDoubt,
     stoppedHeld,
     endedFirst,
+    intentsRefused,
     problems,
   };
 };
@@ -218,17 +247,22 @@ export interface PauseCheck {
   readonly resumed: number;
   readonly stillPausedAfterRestart: number;
   readonly killsWhilePaused: number;
+  /** Intents that raced the pause request, committed after it and closed unstarted by the owner. */
+  readonly intentsRefused: number;
   readonly problems: string[];
 }
 
 /**
- * The `pause` kind's laws: no call intended in a run's stream between its pause request and its
- * resume (or its cancel); only the harness resumes (recovery never does: every `run.resumed` is
+ * The `pause` kind's laws: no call started in a run's stream between its pause request and its
+ * resume (or its cancel) — an intent that raced the request must be closed unstarted, and no
+ * witness saw its effect; only the harness resumes (recovery never does: every `run.resumed` is
  * the harness's, and a paused run is still paused after a restart); a resumed run ends (it is not
  * left paused or running).
  */
 export const checkPause = (
   events: ReadonlyArray<RecordedEvent>,
+  /** Idempotency keys (`callId#attempt`) of every effect the witnesses saw. */
+  effectKeys: ReadonlyArray<string>,
   /** Who the harness says it is in its resumes. */
   harness: string,
   seen: PauseSeen,
@@ -237,7 +271,10 @@ export const checkPause = (
   let pausesRequested = 0;
   let paused = 0;
   let resumed = 0;
+  let intentsRefused = 0;
+  const effects = new Set(effectKeys);
   for (const [streamId, stream] of runStreams(events)) {
+    const refused = refusedAfterIntent(stream);
     let parked = false;
     let wasResumed = false;
     for (const { event } of stream) {
@@ -255,10 +292,16 @@ export const checkPause = (
         parked = false;
       }
       if (event.type === "run.cancel-requested") parked = false;
-      if (event.type === "call.intended" && parked)
-        problems.push(
-          `${streamId}: ${event.callId} attempt ${event.attempt} intended while pausing or paused`,
-        );
+      if (event.type === "call.intended" && parked) {
+        const key = `${event.callId}#${event.attempt}`;
+        if (!refused.has(key))
+          problems.push(
+            `${streamId}: ${event.callId} attempt ${event.attempt} intended while pausing or paused, not closed unstarted`,
+          );
+        else intentsRefused++;
+        if (effects.has(key))
+          problems.push(`${key}: the witness saw the effect of an attempt intended while pausing or paused`);
+      }
     }
     const status = statusIn(stream.map((e) => e.event));
     if (wasResumed && (status === "paused" || status === "running" || status === "interrupted"))
@@ -270,6 +313,7 @@ export const checkPause = (
     resumed,
     stillPausedAfterRestart: seen.stillPaused,
     killsWhilePaused: seen.killsWhilePaused,
+    intentsRefused,
     problems,
   };
 };

@@ -13,7 +13,9 @@
  *     MCP server's tools through holdfast/mcp; held runs decided through the HTTP API
  *   npm run torture -- --faults backoff --trials 100   the ordinary day's fault kinds (torture/definitions.ts
  *     FAULT_KINDS), comma-separated, on the classic agent: `backoff` adds a retried call against a
- *     rate-limited endpoint and kills during its durable backoffs; the record names them (`faultKinds`)
+ *     rate-limited endpoint and kills during its durable backoffs; `cancel` and `pause` act on the run
+ *     from a second runtime on the journal with a call in flight (killing the owner around the
+ *     request); `queue` queues three inputs behind it; the record names them (`faultKinds`)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff] [--seed S] [--json] [--keep]
@@ -86,7 +88,7 @@ const OPTIONS = {
   "lease-ms": { type: "string", default: "3000" },
   /** Start no trial after this many seconds (a run that must end by a given time); the record says so. */
   "max-seconds": { type: "string" },
-  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS): "backoff". */
+  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS). */
   faults: { type: "string", default: "" },
   help: { type: "boolean", default: false },
 } as const;
@@ -455,14 +457,16 @@ const runTrial = async (
   // The cancel and pause kinds: what the harness does from outside this trial (drawn only with them,
   // so a seed without them plays as before).
   const controls = [...(cancelKind ? ["cancel"] : []), ...(pauseKind ? ["pause"] : [])];
+  // By the trial's number, so every seed plays each of them (a fifth of the trials act on nothing):
+  // cancel and pause take turns, and the cancels cycle through their kill moments.
   const control: Control | null =
-    controls.length === 0 || rng() < 0.15
+    controls.length === 0 || trial % 5 === 4
       ? null
-      : pick(controls) === "cancel"
+      : controls[trial % controls.length] === "cancel"
         ? {
             kind: "cancel",
             delayMs: Math.floor(rng() * 2500),
-            kill: pick(["before", "after", "none"] as const),
+            kill: (["after", "before", "none"] as const)[Math.floor(trial / controls.length) % 3]!,
           }
         : {
             kind: "pause",
@@ -646,7 +650,9 @@ const runTrial = async (
   const queue = queueKind
     ? { ...checkQueue(log.events, TORTURE_CHAT, ["trial", ...QUEUED_INPUTS]), stoppedForQueue }
     : undefined;
-  const pause = pauseKind ? checkPause(log.events, HARNESS_BY, pauseSeen) : undefined;
+  const pause = pauseKind
+    ? checkPause(log.events, Object.keys(check.effects), HARNESS_BY, pauseSeen)
+    : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -841,6 +847,7 @@ const main = async () => {
             heldCancelledInDoubt: sumOf(results, (r) => r.cancel?.heldCancelledInDoubt ?? 0),
             stoppedHeld: sumOf(results, (r) => r.cancel?.stoppedHeld ?? 0),
             endedFirst: sumOf(results, (r) => r.cancel?.endedFirst ?? 0),
+            intentsRefused: sumOf(results, (r) => r.cancel?.intentsRefused ?? 0),
             problems: results.flatMap((r) => (r.cancel?.problems ?? []).map((p) => `trial ${r.trial}: ${p}`)),
           },
         }
@@ -866,6 +873,7 @@ const main = async () => {
             resumed: sumOf(results, (r) => r.pause?.resumed ?? 0),
             stillPausedAfterRestart: sumOf(results, (r) => r.pause?.stillPausedAfterRestart ?? 0),
             killsWhilePaused: sumOf(results, (r) => r.pause?.killsWhilePaused ?? 0),
+            intentsRefused: sumOf(results, (r) => r.pause?.intentsRefused ?? 0),
             problems: results.flatMap((r) => (r.pause?.problems ?? []).map((p) => `trial ${r.trial}: ${p}`)),
           },
         }

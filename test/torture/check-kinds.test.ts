@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RecordedEvent } from "../../src/events/index.js";
+import { NOT_STARTED_CONTROL_EVIDENCE } from "../../src/runtime/attempt.js";
 import { type CancelAsked, checkCancel, checkPause, checkQueue } from "../../torture/check-kinds.js";
 
 /**
@@ -122,7 +123,7 @@ describe("the torture's cancel check", () => {
     );
     const check = checkCancel(events, ["a/0#1", "a/1#1"], asked("cancel-requested"));
     expect(check.problems).toEqual([
-      "run-a: a/1 attempt 1 intended after the cancel request",
+      "run-a: a/1 attempt 1 intended after the cancel request, not closed unstarted",
       "a/1#1: the witness saw the effect of an attempt intended after the cancel",
     ]);
   });
@@ -202,6 +203,7 @@ describe("the torture's pause check", () => {
   it("passes a run paused with its call settled, resumed by the harness, then completed", () => {
     const check = checkPause(
       parkedAndResumed(resumed("a"), intended("a", 1), completed("a", 1), runCompleted("a")),
+      ["a/0#1", "a/1#1"],
       "torture-harness",
       seen,
     );
@@ -209,36 +211,56 @@ describe("the torture's pause check", () => {
     expect(check).toMatchObject({ pausesRequested: 1, paused: 1, resumed: 1, stillPausedAfterRestart: 1 });
   });
 
-  it("finds a call intended while paused, a resume not by the harness, a resumed run left unended, a run not paused after a restart", () => {
+  /** An intent that raced the pause request: committed after it, then closed by `close` (or not). */
+  const raced = (...close: Ev[]) =>
+    log(
+      ...run(
+        "a",
+        admitted("a", "trial"),
+        intended("a", 0),
+        pauseRequested("a"),
+        intended("a", 1),
+        completed("a", 0),
+        ...close,
+        paused("a"),
+        resumed("a"),
+        runCompleted("a"),
+      ),
+    );
+  const closedUnstarted: Ev = {
+    type: "call.reconciled",
+    runId: "a",
+    callId: "a/1",
+    attempt: 1,
+    outcome: "not-completed",
+    evidence: NOT_STARTED_CONTROL_EVIDENCE,
+  };
+
+  it("passes an intent that raced the pause request and was closed unstarted, no witness seeing it", () => {
+    const check = checkPause(raced(closedUnstarted), ["a/0#1"], "torture-harness", seen);
+    expect(check.problems).toEqual([]);
+    expect(check.intentsRefused).toBe(1);
+  });
+
+  it("finds a call started while pausing, a witnessed effect of a refused one, a resume not by the harness, a resumed run left unended, a run not paused after a restart", () => {
     expect(
-      checkPause(
-        log(
-          ...run(
-            "a",
-            admitted("a", "trial"),
-            intended("a", 0),
-            pauseRequested("a"),
-            intended("a", 1),
-            completed("a", 0),
-            completed("a", 1),
-            paused("a"),
-            resumed("a"),
-            runCompleted("a"),
-          ),
-        ),
-        "torture-harness",
-        seen,
-      ).problems,
-    ).toEqual(["run-a: a/1 attempt 1 intended while pausing or paused"]);
+      checkPause(raced(completed("a", 1)), ["a/0#1", "a/1#1"], "torture-harness", seen).problems,
+    ).toEqual([
+      "run-a: a/1 attempt 1 intended while pausing or paused, not closed unstarted",
+      "a/1#1: the witness saw the effect of an attempt intended while pausing or paused",
+    ]);
+    expect(checkPause(raced(closedUnstarted), ["a/1#1"], "torture-harness", seen).problems).toEqual([
+      "a/1#1: the witness saw the effect of an attempt intended while pausing or paused",
+    ]);
     expect(
-      checkPause(parkedAndResumed(resumed("a", "recovery"), runCompleted("a")), "torture-harness", seen)
+      checkPause(parkedAndResumed(resumed("a", "recovery"), runCompleted("a")), [], "torture-harness", seen)
         .problems,
     ).toEqual(["run-a: resumed by recovery, not by the harness"]);
     expect(
-      checkPause(parkedAndResumed(resumed("a"), intended("a", 1)), "torture-harness", seen).problems,
+      checkPause(parkedAndResumed(resumed("a"), intended("a", 1)), [], "torture-harness", seen).problems,
     ).toEqual(["run-a: resumed, and it is still running"]);
     expect(
-      checkPause(parkedAndResumed(resumed("a"), runCompleted("a")), "torture-harness", {
+      checkPause(parkedAndResumed(resumed("a"), runCompleted("a")), [], "torture-harness", {
         ...seen,
         notPaused: ["running (trial 3)"],
       }).problems,
