@@ -75,7 +75,7 @@ const main = async () => {
     result = main;
     const waits = await queued;
     // A paused or held run keeps its chat busy: its queued inputs wait for a resume or a decision.
-    if (main.status !== "paused" && main.status !== "held")
+    if (queueKind && main.status !== "paused" && main.status !== "held")
       result = { main, queued: await Promise.all(waits.map((w) => w.then((r) => r.status))) };
   } catch (error) {
     result = { error: (error as { _tag?: string })._tag ?? String(error) };
