@@ -7,13 +7,19 @@
  *   ("generate" | "stream"), TORTURE_AI_POLICY ("hold" | "replay") and TORTURE_AI_ERRORS ("1": some
  *   streamed answers break off with an in-band error)
  *   TORTURE_AGENT "mcp": the MCP agent (torture/mcp-definitions.ts)
- *   TORTURE_FAULTS: the ordinary day's fault kinds the classic agent plays, comma-separated ("backoff")
+ *   TORTURE_FAULTS: the ordinary day's fault kinds the classic agent plays, comma-separated
+ *   ("backoff,cancel,queue,pause"); with `queue`, it queues QUEUED_INPUTS behind the trial's run
+ *   (again after a restart: idempotent, in the same order) and waits for them too, unless the
+ *   trial's run is paused (they wait behind it) or held
  */
-import { openRuntime, type RuntimeOptions } from "../src/index.js";
+import { openRuntime, type Runtime, type RuntimeOptions } from "../src/index.js";
 import {
   FAULTS,
   faultKindsFrom,
   makeTortureDefinitions,
+  QUEUED_AGENT,
+  QUEUED_INPUTS,
+  TORTURE_CHAT,
   TORTURE_SECRET,
   type TortureFault,
 } from "./definitions.js";
@@ -54,20 +60,56 @@ const main = async () => {
   });
   const recovered = await (runtime.recovery as typeof runtime.recovery & { done: Promise<unknown[]> }).done;
   let result: unknown = null;
+  const label = env.TORTURE_LABEL ?? "t";
+  const queueKind = faultKindsFrom(env.TORTURE_FAULTS).includes("queue");
   try {
     const handle = await runtime.submit({
-      chatId: "torture",
+      chatId: TORTURE_CHAT,
       inputId: "trial",
       agent: "torture",
-      content: { label: env.TORTURE_LABEL ?? "t" },
+      content: { label },
     });
-    result = await handle.result;
+    // The queue kind: the first input at once, the others a moment later (a kill may come between).
+    const queued = queueKind ? submitQueued(runtime, label) : Promise.resolve([]);
+    const main = (await handle.result) as { status: string };
+    result = main;
+    const waits = await queued;
+    // A paused or held run keeps its chat busy: its queued inputs wait for a resume or a decision.
+    if (queueKind && main.status !== "paused" && main.status !== "held")
+      result = { main, queued: await Promise.all(waits.map((w) => w.then((r) => r.status))) };
   } catch (error) {
     result = { error: (error as { _tag?: string })._tag ?? String(error) };
   }
+  await settled(runtime);
   await runtime.close();
   await close?.();
   process.stdout.write(`${JSON.stringify({ recovered: recovered.length, result })}\n`);
+};
+
+/** Queue the kind's inputs in order; their results (or a promise that never comes, while the chat is busy). */
+const submitQueued = async (runtime: Runtime, label: string): Promise<Array<Promise<{ status: string }>>> => {
+  const results: Array<Promise<{ status: string }>> = [];
+  for (const [i, inputId] of QUEUED_INPUTS.entries()) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 150));
+    const handle = await runtime.submit({
+      chatId: TORTURE_CHAT,
+      inputId,
+      agent: QUEUED_AGENT,
+      content: { label: `${label}-${inputId}` },
+      whenBusy: "queue",
+    });
+    results.push(handle.result as Promise<{ status: string }>);
+  }
+  return results;
+};
+
+/** Until no run executes here any more (a child may outlive a cancelled or paused parent). */
+const settled = async (runtime: Runtime): Promise<void> => {
+  for (let i = 0; i < 600; i++) {
+    const rows = await runtime.runs();
+    if (!rows.some((r) => r.status === "running")) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 };
 
 main().catch((error) => {

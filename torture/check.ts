@@ -169,6 +169,12 @@ export const checkTrial = (
           .filter((c) => c.status === "in-doubt");
         if (open.length > 0)
           unsettled.push(`${streamId}: failed with ${open.map((c) => c.callId).join(", ")} in doubt`);
+      } else if (status === "cancelled") {
+        // The cancel kind: a run asked to cancel (checkCancel judges how it ended).
+        const ended = [...stream].reverse().find((e) => e.event.type === "run.cancelled")?.event;
+        endedOtherwise.push(
+          `${streamId}: cancelled${ended?.type === "run.cancelled" ? ` by ${ended.by}` : ""}`,
+        );
       } else if (status === "stopped") {
         const ended = stream.at(-1)?.event;
         endedOtherwise.push(

@@ -26,10 +26,15 @@ export type TortureFault = (typeof FAULTS)[number];
  *  - `backoff`: a call with a retry policy against a rate-limited endpoint of the witness server,
  *    which refuses its first request(s) with 429 (`Retry-After: 5`, then none): the run sits in
  *    durable backoffs, where the `during-backoff` crash point (and random kills) land.
- * Still to come: `cancel`, `queue`, `pause` (they need runtime.cancel, submit's whenBusy "queue",
- * runtime.pause/resume).
+ *  - `cancel`: the harness cancels the trial's run from outside (a second runtime on the journal)
+ *    with a call in flight, killing the owner just before or just after the request commits; the
+ *    agent's sends then answer late (`holdMs`), so a call is in flight more often.
+ *  - `queue`: the agent process queues three inputs (`whenBusy: "queue"`) behind the trial's run,
+ *    the later two a moment later (a kill may come between), each run by `torture-queued`.
+ *  - `pause`: the harness pauses the run from outside at a random moment with a call in flight,
+ *    restarts the process while it is paused (sometimes killing it), then resumes it.
  */
-export const FAULT_KINDS = ["backoff"] as const;
+export const FAULT_KINDS = ["backoff", "cancel", "queue", "pause"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Fault kinds from a comma-separated list (`--faults`, `TORTURE_FAULTS`); throws on an unknown one. */
@@ -54,6 +59,15 @@ export const BACKOFF_POLICY = {
 } as const;
 /** How many 429s the witness answers a run's retried call with before it acts: 1 or 2, by label. */
 export const refusalsFor = (label: string): number => 1 + (label.charCodeAt(label.length - 1) % 2);
+
+/** The chat of the trial's run; the queue kind's inputs wait in its queue. */
+export const TORTURE_CHAT = "torture";
+/** The queue kind's inputs, in submission order, behind the trial's run (`trial`). */
+export const QUEUED_INPUTS = ["q1", "q2", "q3"] as const;
+/** The agent that runs a queued input: one witnessed send. */
+export const QUEUED_AGENT = "torture-queued";
+/** Who the harness says it is in its cancels, pauses and resumes (recovery never resumes a run). */
+export const HARNESS_BY = "torture-harness";
 
 export interface TortureSetting {
   /** The trial's folder: `witness/`, `work/`, `receipts/` live in it. */
@@ -143,6 +157,15 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
   });
   const writeFile = makeWriteFileTool(join(dir, "work"));
 
+  // With cancel or pause, the sends answer late: a request finds a call in flight more often.
+  const holdMs = kinds.includes("cancel") || kinds.includes("pause") ? 250 : undefined;
+  const slow = holdMs === undefined ? {} : { holdMs };
+  const queued = defineAgent({
+    name: QUEUED_AGENT,
+    version: "1",
+    run: async (turn, input: { label: string }) => turn.tool(send, { label: input.label }),
+  });
+
   const child = defineAgent({
     name: "torture-child",
     version: "1",
@@ -206,8 +229,8 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
           ])
         : undefined;
       const [sent, again] = await turn.all([
-        () => turn.tool(send, { label: `${label}-send-1` }),
-        () => turn.tool(send, { label: `${label}-send-2` }),
+        () => turn.tool(send, { label: `${label}-send-1`, ...slow }),
+        () => turn.tool(send, { label: `${label}-send-2`, ...slow }),
       ]);
       const kid = await turn.child("torture-child", { label });
       // A call a person confirmed completed without giving its result returns null (decide's
@@ -228,7 +251,7 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
   });
 
   return {
-    agents: [agent, child],
+    agents: [agent, child, queued],
     tools: [send, readSafe, http, shell, writeFile, flaky, limited],
     /** The safe list the harness runs with. */
     allowlist: { read_safe: readSafe.pin },

@@ -13,16 +13,20 @@
  *     MCP server's tools through holdfast/mcp; held runs decided through the HTTP API
  *   npm run torture -- --faults backoff --trials 100   the ordinary day's fault kinds (torture/definitions.ts
  *     FAULT_KINDS), comma-separated, on the classic agent: `backoff` adds a retried call against a
- *     rate-limited endpoint and kills during its durable backoffs; the record names them (`faultKinds`)
+ *     rate-limited endpoint and kills during its durable backoffs; `cancel` and `pause` act on the run
+ *     from a second runtime on the journal with a call in flight (killing the owner around the
+ *     request); `queue` queues three inputs behind it; the record names them (`faultKinds`)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff] [--seed S] [--json] [--keep]
  */
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { openRuntime, type Runtime } from "../src/index.js";
+import { foldRun, statusOf } from "../src/machines/index.js";
 import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
 import {
@@ -37,6 +41,15 @@ import {
   scanTrial,
   sealedRows,
 } from "./check.js";
+import {
+  type CancelAsked,
+  type CancelCheck,
+  checkCancel,
+  checkPause,
+  checkQueue,
+  type PauseCheck,
+  type QueueCheck,
+} from "./check-kinds.js";
 import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
 import {
   BACKOFF_CALL,
@@ -44,6 +57,10 @@ import {
   FAULTS,
   type FaultKind,
   faultKindsFrom,
+  HARNESS_BY,
+  makeTortureDefinitions,
+  QUEUED_INPUTS,
+  TORTURE_CHAT,
   TORTURE_ERROR_TEXTS,
   TORTURE_SECRET,
   type TortureFault,
@@ -71,7 +88,7 @@ const OPTIONS = {
   "lease-ms": { type: "string", default: "3000" },
   /** Start no trial after this many seconds (a run that must end by a given time); the record says so. */
   "max-seconds": { type: "string" },
-  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS): "backoff". */
+  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS). */
   faults: { type: "string", default: "" },
   help: { type: "boolean", default: false },
 } as const;
@@ -120,6 +137,9 @@ if (faultKinds.length > 0 && variant !== "classic") {
   process.exit(2);
 }
 const backoffKind = faultKinds.includes("backoff");
+const cancelKind = faultKinds.includes("cancel");
+const queueKind = faultKinds.includes("queue");
+const pauseKind = faultKinds.includes("pause");
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
   process.stderr.write("torture: --max-seconds takes a positive number\n");
@@ -194,6 +214,8 @@ const heldIn = async (db: string): Promise<boolean> => {
 const runProcess = (
   env: Record<string, string>,
   kill: Kill | null,
+  /** Acts from outside while the process runs (the cancel and pause kinds); awaited before the result. */
+  during?: (child: ChildProcess, exited: () => boolean) => Promise<void>,
 ): Promise<{ code: number | null; signal: string | null; out: string; err: string }> =>
   new Promise((resolve) => {
     const crashEnv: Record<string, string> = {};
@@ -222,10 +244,16 @@ const runProcess = (
       err += d;
     });
     const timer = kill?.at === "random" ? setTimeout(() => child.kill("SIGKILL"), kill.ms ?? 500) : undefined;
-    child.on("close", (code, signal) => {
-      if (timer) clearTimeout(timer);
-      resolve({ code, signal, out, err });
-    });
+    let done = false;
+    const closed = new Promise<{ code: number | null; signal: string | null }>((res) =>
+      child.on("close", (code, signal) => {
+        done = true;
+        if (timer) clearTimeout(timer);
+        res({ code, signal });
+      }),
+    );
+    const acting = during ? during(child, () => done) : Promise.resolve();
+    void Promise.all([closed, acting]).then(([{ code, signal }]) => resolve({ code, signal, out, err }));
   });
 
 interface TrialResult {
@@ -246,13 +274,82 @@ interface TrialResult {
   readonly secrets: SecretScan;
   /** The `backoff` kind's check (with --faults backoff). */
   readonly backoff?: BackoffCheck;
+  readonly cancel?: CancelCheck;
+  readonly queue?: QueueCheck & { readonly stoppedForQueue: number };
+  readonly pause?: PauseCheck;
   readonly error?: string;
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The trial's run (chat `torture`, input `trial`): its id, status, and whether a call of it is in flight. */
+const trialRun = async (
+  db: string,
+): Promise<{ runId: string | null; status: string | null; inFlight: boolean }> => {
+  const none = { runId: null, status: null, inFlight: false };
+  if (!existsSync(db)) return none;
+  let events: Awaited<ReturnType<typeof readLog>>["events"];
+  try {
+    events = (await readLog(db)).events;
+  } catch {
+    return none;
+  }
+  const admitted = events.find(
+    (e) => e.event.type === "run.admitted" && e.event.chatId === TORTURE_CHAT && e.event.inputId === "trial",
+  );
+  if (admitted?.event.type !== "run.admitted") return none;
+  const stream = events.filter((e) => e.streamId === admitted.streamId).map((e) => e.event);
+  const open = new Set<string>();
+  for (const event of stream) {
+    if (event.type === "call.intended") open.add(`${event.callId}#${event.attempt}`);
+    if (event.type === "call.completed" || event.type === "call.failed" || event.type === "call.reconciled")
+      open.delete(`${event.callId}#${event.attempt}`);
+  }
+  return { runId: admitted.event.runId, status: statusOf(foldRun(stream)), inFlight: open.size > 0 };
+};
+
+/**
+ * A second runtime on the trial's journal, as an operator's process: the tools (their reconcilers,
+ * for a cancel it carries out for a dead owner) and no agent, so it never runs one itself.
+ */
+const openOperator = (db: string, dir: string, server: string): Promise<Runtime> => {
+  const { tools, allowlist } = makeTortureDefinitions({ dir, server, kinds: faultKinds });
+  return openRuntime({
+    store: db,
+    agents: [],
+    tools,
+    allowlist,
+    secrets: { TORTURE_TOKEN: TORTURE_SECRET },
+    workerId: "torture-operator",
+    recovery: { onOpen: false, leaseMs: 3_000 },
+  });
+};
+
+/**
+ * What the harness does from outside in a trial of the cancel or pause kind: a cancel with the
+ * owner killed just before the request, just after it committed, or not at all; or a pause (the
+ * owner killed just after the request, sometimes), then restarts while paused, then a resume.
+ */
+type Control =
+  | { readonly kind: "cancel"; readonly delayMs: number; readonly kill: "before" | "after" | "none" }
+  | {
+      readonly kind: "pause";
+      readonly delayMs: number;
+      readonly killAfterRequest: boolean;
+      readonly restarts: number;
+    };
 
 /** What a trial puts the agent through: a kill at a named crash point, a random kill, or a fault. */
 type Category = CrashPointName | "random" | TortureFault;
 const isFault = (category: Category): category is TortureFault =>
   (FAULTS as ReadonlyArray<string>).includes(category);
+
+/** The cancel, queue and pause checks' problems of one trial. */
+const kindProblems = (r: TrialResult): string[] => [
+  ...(r.cancel?.problems ?? []),
+  ...(r.queue?.problems ?? []),
+  ...(r.pause?.problems ?? []),
+];
 
 const runTrial = async (
   trial: number,
@@ -357,8 +454,107 @@ const runTrial = async (
       ? kill
       : null;
   let decisions = 0;
-  for (let round = 0; round < (decides ? 16 : 8); round++) {
-    const result = await runProcess(env, next);
+  // The cancel and pause kinds: what the harness does from outside this trial (drawn only with them,
+  // so a seed without them plays as before).
+  const controls = [...(cancelKind ? ["cancel"] : []), ...(pauseKind ? ["pause"] : [])];
+  // By the trial's number, so every seed plays each of them (a fifth of the trials act on nothing):
+  // cancel and pause take turns, and the cancels cycle through their kill moments.
+  const control: Control | null =
+    controls.length === 0 || trial % 5 === 4
+      ? null
+      : controls[trial % controls.length] === "cancel"
+        ? {
+            kind: "cancel",
+            delayMs: Math.floor(rng() * 2500),
+            kill: (["after", "before", "none"] as const)[Math.floor(trial / controls.length) % 3]!,
+          }
+        : {
+            kind: "pause",
+            delayMs: Math.floor(rng() * 2500),
+            killAfterRequest: rng() < 0.4,
+            restarts: Math.floor(rng() * 3),
+          };
+  let controlDone = false;
+  const cancels: CancelAsked[] = [];
+  let pauseAsked = false;
+  let resumed = false;
+  let pausedRestarts = 0;
+  let restartWhilePaused = false;
+  const pauseSeen = { stillPaused: 0, notPaused: [] as string[], killsWhilePaused: 0 };
+  let stoppedForQueue = 0;
+  const cancelNow = async (operator: Runtime, runId: string, kill: "before" | "after" | "none") => {
+    const out = await operator.cancel(runId, { by: HARNESS_BY, note: "torture" });
+    cancels.push({ runId, kill, accepted: out.accepted, status: out.status });
+  };
+  /** Acts once, at a random moment with a call of the trial's run in flight. */
+  const during = async (child: ChildProcess, exited: () => boolean): Promise<void> => {
+    if (!control) return;
+    const t0 = Date.now();
+    while (!exited() && Date.now() - t0 < control.delayMs) await sleep(20);
+    let runId: string | null = null;
+    while (!exited() && runId === null) {
+      runId = (await trialRun(db)).runId;
+      if (runId === null) await sleep(20);
+    }
+    if (exited() || runId === null) return;
+    const operator = await openOperator(db, dir, serverUrl);
+    try {
+      for (;;) {
+        if (exited()) return;
+        if ((await trialRun(db)).inFlight) break;
+        await sleep(10);
+      }
+      controlDone = true;
+      if (control.kind === "cancel") {
+        if (control.kill === "before") {
+          child.kill("SIGKILL");
+          while (!exited()) await sleep(5);
+        }
+        await cancelNow(operator, runId, control.kill);
+        if (control.kill === "after") child.kill("SIGKILL");
+      } else {
+        const out = await operator.pause(runId, { by: HARNESS_BY, note: "torture" });
+        if (control.killAfterRequest) child.kill("SIGKILL");
+        if (out.accepted) pauseAsked = true;
+      }
+    } finally {
+      await operator.close();
+    }
+  };
+  /** The queue kind: held runs of the chat keep its queued inputs waiting; the harness stops them. */
+  const stopHeldBeforeQueued = async (): Promise<boolean> => {
+    const { events } = await readLog(db);
+    const queued = new Set<string>();
+    const runs = new Map<string, Array<(typeof events)[number]["event"]>>();
+    for (const { streamId, event } of events) {
+      if (event.type === "input.queued" && event.chatId === TORTURE_CHAT) queued.add(event.inputId);
+      if (event.type === "input.admitted" && event.chatId === TORTURE_CHAT) queued.delete(event.inputId);
+      if (streamId.startsWith("run-")) runs.set(streamId, [...(runs.get(streamId) ?? []), event]);
+    }
+    if (queued.size === 0) return false;
+    const held = [...runs.values()].filter((stream) => {
+      const first = stream[0];
+      return (
+        first?.type === "run.admitted" &&
+        first.chatId === TORTURE_CHAT &&
+        statusOf(foldRun(stream)) === "held"
+      );
+    });
+    if (held.length === 0) return false;
+    const operator = await openOperator(db, dir, serverUrl);
+    try {
+      for (const stream of held) {
+        const first = stream[0] as { runId: string };
+        await operator.cancel(first.runId, { by: HARNESS_BY, note: "its chat's queued inputs wait" });
+        stoppedForQueue++;
+      }
+    } finally {
+      await operator.close();
+    }
+    return true;
+  };
+  for (let round = 0; round < (decides || faultKinds.length > 0 ? 16 : 8); round++) {
+    const result = await runProcess(env, next, control && !controlDone ? during : undefined);
     if (result.signal === "SIGKILL") {
       kills++;
       if (next?.at === point) firedAt.add(point);
@@ -371,7 +567,52 @@ const runTrial = async (
       error = `log unreadable: ${(e as Error).message}`;
       break;
     }
+    // The pause kind: a paused run stays paused across restarts (some killed), until the harness resumes it.
+    if (pauseAsked && !resumed) {
+      const { runId, status } = await trialRun(db);
+      if (restartWhilePaused) {
+        restartWhilePaused = false;
+        if (status === "paused") pauseSeen.stillPaused++;
+        else pauseSeen.notPaused.push(`${status} (trial ${trial})`);
+        if (result.signal === "SIGKILL") pauseSeen.killsWhilePaused++;
+      }
+      if (status === "paused" && runId !== null && control?.kind === "pause") {
+        if (result.signal === "SIGKILL") restarts++;
+        if (pausedRestarts < control.restarts) {
+          pausedRestarts++;
+          restartWhilePaused = true;
+          next = rng() < 0.5 ? { at: "random", ms: 300 + Math.floor(rng() * 1500) } : null;
+          continue;
+        }
+        const operator = await openOperator(db, dir, serverUrl);
+        try {
+          await operator.resume(runId, { by: HARNESS_BY });
+        } finally {
+          await operator.close();
+        }
+        resumed = true;
+        next = rng() < 0.3 ? { at: "random", ms: 300 + Math.floor(rng() * 2500) } : null;
+        continue;
+      }
+    }
     if (result.code === 0 && result.signal === null) {
+      if (queueKind && (await stopHeldBeforeQueued())) {
+        next = null;
+        continue;
+      }
+      // A cancel that found no call in flight: asked after the run ended, the answer says so.
+      if (control?.kind === "cancel" && !controlDone) {
+        controlDone = true;
+        const { runId } = await trialRun(db);
+        if (runId !== null) {
+          const operator = await openOperator(db, dir, serverUrl);
+          try {
+            await cancelNow(operator, runId, "none");
+          } finally {
+            await operator.close();
+          }
+        }
+      }
       // A held run: a person decides through the API, and the next process carries it on.
       if (!decides || decisions >= 8 || !(await heldIn(db))) break;
       try {
@@ -405,6 +646,13 @@ const runTrial = async (
   });
   const audit = await auditLog(db);
   const backoff = backoffKind ? checkBackoff(log.events, requests) : undefined;
+  const cancel = cancelKind ? checkCancel(log.events, Object.keys(check.effects), cancels) : undefined;
+  const queue = queueKind
+    ? { ...checkQueue(log.events, TORTURE_CHAT, ["trial", ...QUEUED_INPUTS]), stoppedForQueue }
+    : undefined;
+  const pause = pauseKind
+    ? checkPause(log.events, Object.keys(check.effects), HARNESS_BY, pauseSeen)
+    : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -430,6 +678,9 @@ const runTrial = async (
     sealed,
     secrets,
     ...(backoff ? { backoff } : {}),
+    ...(cancel ? { cancel } : {}),
+    ...(queue ? { queue } : {}),
+    ...(pause ? { pause } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -483,9 +734,11 @@ const main = async () => {
   // kill in a backoff or at random (which lands in one often); the classic faults have their record.
   const points: Category[] = backoffKind
     ? [...TORTURE_POINTS, "random", "during-backoff", "random"]
-    : variant === "classic"
-      ? [...TORTURE_POINTS, "random", ...FAULTS]
-      : [...TORTURE_POINTS, "random"];
+    : faultKinds.length > 0
+      ? [...TORTURE_POINTS, "random", "random"]
+      : variant === "classic"
+        ? [...TORTURE_POINTS, "random", ...FAULTS]
+        : [...TORTURE_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
   // `--max-seconds`: no trial starts after this long; the record says how many ran and that it stopped.
@@ -506,13 +759,14 @@ const main = async () => {
       result.audit.length +
       result.secrets.leaks.length +
       (result.backoff?.problems.length ?? 0) +
+      kindProblems(result).length +
       (result.error ? 1 : 0);
     process.stderr.write(
       `trial ${i + 1}/${trials} ${point.padEnd(28)} kills=${result.kills} restarts=${result.restarts} decisions=${result.decisions} held=${result.check.held} ${bad ? "PROBLEM" : "ok"}\n`,
     );
     if (bad)
       process.stderr.write(
-        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, backoff: result.backoff?.problems, error: result.error })}\n`,
+        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, backoff: result.backoff?.problems, kinds: kindProblems(result), error: result.error })}\n`,
       );
   }
   await server.close();
@@ -581,6 +835,49 @@ const main = async () => {
           },
         }
       : {}),
+    ...(cancelKind
+      ? {
+          /** The `cancel` kind: cancels the harness asked, where the owner was killed, how the runs ended. */
+          cancel: {
+            cancelsRequested: sumOf(results, (r) => r.cancel?.cancelsRequested ?? 0),
+            killedBeforeRequest: sumOf(results, (r) => r.cancel?.killedBeforeRequest ?? 0),
+            killedAfterRequest: sumOf(results, (r) => r.cancel?.killedAfterRequest ?? 0),
+            requestsCommitted: sumOf(results, (r) => r.cancel?.requestsCommitted ?? 0),
+            cancelledEnded: sumOf(results, (r) => r.cancel?.cancelledEnded ?? 0),
+            heldCancelledInDoubt: sumOf(results, (r) => r.cancel?.heldCancelledInDoubt ?? 0),
+            stoppedHeld: sumOf(results, (r) => r.cancel?.stoppedHeld ?? 0),
+            endedFirst: sumOf(results, (r) => r.cancel?.endedFirst ?? 0),
+            intentsRefused: sumOf(results, (r) => r.cancel?.intentsRefused ?? 0),
+            problems: results.flatMap((r) => (r.cancel?.problems ?? []).map((p) => `trial ${r.trial}: ${p}`)),
+          },
+        }
+      : {}),
+    ...(queueKind
+      ? {
+          /** The `queue` kind: inputs queued behind each run, admitted from the queue, held runs stopped for them. */
+          queue: {
+            queued: sumOf(results, (r) => r.queue?.queued ?? 0),
+            queuedAdmitted: sumOf(results, (r) => r.queue?.queuedAdmitted ?? 0),
+            admittedDirectly: sumOf(results, (r) => r.queue?.admittedDirectly ?? 0),
+            heldStoppedForQueue: sumOf(results, (r) => r.queue?.stoppedForQueue ?? 0),
+            problems: results.flatMap((r) => (r.queue?.problems ?? []).map((p) => `trial ${r.trial}: ${p}`)),
+          },
+        }
+      : {}),
+    ...(pauseKind
+      ? {
+          /** The `pause` kind: pauses asked and carried out, restarts while paused, resumes. */
+          pause: {
+            pausesRequested: sumOf(results, (r) => r.pause?.pausesRequested ?? 0),
+            paused: sumOf(results, (r) => r.pause?.paused ?? 0),
+            resumed: sumOf(results, (r) => r.pause?.resumed ?? 0),
+            stillPausedAfterRestart: sumOf(results, (r) => r.pause?.stillPausedAfterRestart ?? 0),
+            killsWhilePaused: sumOf(results, (r) => r.pause?.killsWhilePaused ?? 0),
+            intentsRefused: sumOf(results, (r) => r.pause?.intentsRefused ?? 0),
+            problems: results.flatMap((r) => (r.pause?.problems ?? []).map((p) => `trial ${r.trial}: ${p}`)),
+          },
+        }
+      : {}),
     problems: results
       .filter((r) => r.check.duplicates || r.check.lost)
       .map((r) => ({
@@ -610,6 +907,7 @@ const main = async () => {
     summary.unsettled.length > 0 ||
     summary.secretLeaks.length > 0 ||
     (summary.backoff?.problems.length ?? 0) > 0 ||
+    results.some((r) => kindProblems(r).length > 0) ||
     summary.errors.length > 0;
   process.exit(failed ? 1 : 0);
 };
