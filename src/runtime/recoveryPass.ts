@@ -2,7 +2,7 @@ import { type AnyEvent, EventDecryptError, type HoldReason, runStreamId } from "
 import { blockingCalls, type CallState, contextOf, statusOf } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
-import { errorInfo } from "./attempt.js";
+import { errorInfo, settledAttempts } from "./attempt.js";
 import type { EngineCore } from "./core.js";
 import { crashPoint } from "./crash.js";
 import { RunWriter } from "./dispatch.js";
@@ -362,6 +362,18 @@ const recoverClaimed = async (
     await recordOpening();
     await writer.append(decided.events);
     part.reconciled.push(call.callId);
+    // The reconciler's verdict is durable: its clean-up may run now. A re-execution would run it
+    // too, but a cancel or a pause carried out below never re-executes, and the attempt's receipts
+    // (a command's output, which may hold a secret) would stay behind.
+    const reconciler = asksReconciler(call, core.tools) ? core.tools.get(call.name)?.reconciler : undefined;
+    if (reconciler?.settled && intent)
+      settledAttempts(
+        { name: call.name, settled: reconciler.settled },
+        runId,
+        call.callId,
+        intent.attempt,
+        intent.attempt,
+      );
     if (decided.events.some(isProgress)) interruptions = [];
   }
   if (control) {

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeShellTool } from "../../src/adapters/tools/index.js";
+import { openRuntime } from "../../src/index.js";
 import { byteScan, filesUnder } from "../../torture/byteScan.js";
 import { freshKey, keyEnv } from "../support/keys.js";
 import { lineOf, runScript } from "../support/processes.js";
@@ -68,6 +69,48 @@ describe("shell receipts: owner-only, and gone once the outcome is recorded", ()
       expect.objectContaining({ status: "completed" }),
     ]);
     expect(entries(receipts)).toEqual([]);
+    expect(byteScan([dir], { TOKEN: SECRET })).toEqual([]);
+  });
+
+  it("a cancel that recovery carries out right after reconciling a shell call (no re-execution) still removes that attempt's receipts", async () => {
+    const { dir, receipts, env } = setUp();
+    const crashed = await runScript(WORKER, {
+      ...env,
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "after-effect-before-outcome",
+      HOLDFAST_CRASH_CALL: "shell",
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+    expect(byteScan([receipts], { TOKEN: SECRET })).not.toEqual([]);
+    // Someone cancels the ownerless run from a process that has the tool (its reconciler) but not
+    // the agent: it carries the cancel out itself, as recovery would, without executing the run.
+    const operator = await openRuntime({
+      store: env.HF_DB,
+      agents: [],
+      tools: [makeShellTool(env.HF_WORK, { env: { set: { TOKEN: SECRET } } })],
+      secrets: { TOKEN: SECRET },
+      recovery: { onOpen: false },
+    });
+    let runId: string;
+    try {
+      runId = (await operator.runs())[0]!.runId;
+      expect(await operator.cancel(runId, { by: "ops", note: "not needed" })).toMatchObject({
+        accepted: true,
+      });
+    } finally {
+      await operator.close();
+    }
+    // The receipts proved the command completed; the run ended cancelled, never executed again.
+    const after = await openRuntime({ store: env.HF_DB, agents: [], tools: [], recovery: { onOpen: false } });
+    try {
+      const row = await after.run(runId!);
+      expect(row?.status, JSON.stringify(row?.heldReasons)).toBe("cancelled");
+      const types = (await after.events(runId!)).map((e) => e.event.type);
+      expect(types).toContain("call.reconciled");
+      expect(types.filter((t) => t === "run.resumed")).toEqual([]);
+    } finally {
+      await after.close();
+    }
     expect(byteScan([dir], { TOKEN: SECRET })).toEqual([]);
   });
 
