@@ -133,7 +133,10 @@ form.inline { display: inline; }
 .filters { display: flex; gap: .75rem; align-items: end; flex-wrap: wrap; margin: .5rem 0 1rem; }
 .filters label { display: flex; flex-direction: column; font-size: .9em; color: var(--muted); }
 #live-status { font-size: .85em; color: var(--muted); }
-#live-status[data-state="reconnecting"], #live-status[data-state="signed-out"] { color: var(--held); font-weight: 600; }
+#live-status[data-state="reconnecting"], #live-status[data-state="signed-out"] { color: var(--bad); font-weight: 600; }
+#live-status::before { content: ""; display: inline-block; width: .6em; height: .6em; border-radius: 50%; margin-right: .35em; background: var(--muted); vertical-align: baseline; }
+#live-status[data-state="live"]::before { background: var(--ok); }
+#live-status[data-state="reconnecting"]::before, #live-status[data-state="signed-out"]::before { background: var(--bad); }
 .muted { color: var(--muted); }
 ol.attempts { margin: .25rem 0 0; padding-left: 1.25rem; font-size: .9em; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
