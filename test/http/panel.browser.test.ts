@@ -374,6 +374,10 @@ describe("the run page", () => {
       disposition: "hold",
       arguments: '{ "label": "evidence" }',
     });
+    // When and by which process the call started (walkthrough #10): local time, how long ago, the owner.
+    expect(evidence.started).toMatch(
+      /\(\d+ s ago\) by (the process that admitted the run|\S+ pid \d+) \(the intent's commit/,
+    );
     // Every tool intent records its source pin; that alone does not put the tool on the safe list.
     expect(evidence["safe list"]).toMatch(
       /^not on the safe list \(source [0-9a-f]{12}…\): never replayed without proof or a decision$/,

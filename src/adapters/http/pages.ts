@@ -209,6 +209,7 @@ export const pinText = (call: CallView): string => {
 export const evidenceList = (call: CallView): Html => html`<dl class="evidence">
   <dt>call</dt><dd class="mono">${call.callId}</dd>
   <dt>what</dt><dd>${call.kind} <strong>${call.name}</strong>, attempt ${call.attempt}</dd>
+  ${call.intendedAt === null ? "" : html`<dt>started</dt><dd class="intended"><time datetime="${call.intendedAt}" title="${call.intendedAt}">${call.intendedAt}</time> by ${call.intendedBy === null ? "the process that admitted the run" : readableWorkerIds(call.intendedBy)} <span class="muted">(the intent's commit: look in the other system's logs from this time on)</span></dd>`}
   <dt>outcome</dt><dd>${call.outcomeCommitted ? "committed in the journal" : html`<strong>not committed</strong>: the journal does not know whether it happened`}</dd>
   <dt>idempotency key</dt><dd class="mono">${call.idempotencyKey}</dd>
   <dt>disposition</dt><dd>${call.disposition}</dd>

@@ -116,6 +116,13 @@ export interface CallView {
   readonly retryPolicy: RetryPolicy | null;
   /** Why the run is held, for this call. */
   readonly holdReasons: ReadonlyArray<HoldReason>;
+  /** When the latest attempt's intent was committed (ISO 8601): search provider logs from here. */
+  readonly intendedAt: string | null;
+  /**
+   * The process that owned the run when that intent was written (the latest `run.claimed` or
+   * `run.resumed` before it); null when the process that admitted the run wrote it.
+   */
+  readonly intendedBy: string | null;
   /** The latest decision a person recorded for this call (who, which, their note); null without one. */
   readonly decided: { readonly decision: DecisionKind; readonly by: string; readonly note: string } | null;
   /** The decisions that apply now (for a call in doubt), in the order `show` prints them. */
@@ -167,8 +174,15 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   const due = new Map<string, string>();
   const committed = new Map<string, boolean>();
   const decided = new Map<string, { decision: DecisionKind; by: string; note: string }>();
-  for (const { event } of events) {
+  // When each call's latest attempt was intended, and by which process: the latest claim or
+  // resumption before it (none: the process that admitted the run, which records no id).
+  const intendedAt = new Map<string, { at: string; by: string | null }>();
+  let owner: string | null = null;
+  for (const { event, recordedAt } of events) {
+    if (event.type === "run.claimed") owner = event.workerId;
+    else if (event.type === "run.resumed") owner = event.by;
     if (event.type === "call.intended") {
+      intendedAt.set(event.callId, { at: recordedAt, by: owner });
       intents.set(event.callId, event);
       due.delete(event.callId);
       committed.set(event.callId, false);
@@ -247,6 +261,8 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         decisions,
         retry: retry ? { command: retry.command, meaning: retry.meaning } : null,
         decided: decided.get(intent.callId) ?? null,
+        intendedAt: intendedAt.get(intent.callId)?.at ?? null,
+        intendedBy: intendedAt.get(intent.callId)?.by ?? null,
       };
     });
   const runActions = commands
