@@ -12,6 +12,7 @@ const RunStatus = Schema.Literal(
   "interrupted",
   "held",
   "paused",
+  "waiting",
   "completed",
   "failed",
   "stopped",
