@@ -38,6 +38,20 @@ const napper = defineAgent({
   },
 });
 
+/** A sleep between two calls started together: the one before it settles first, the one after waits for the wake. */
+const together = defineAgent({
+  name: "together",
+  version: "1",
+  run: async (turn) => {
+    await turn.all([
+      () => turn.tool(note, { step: "a" }),
+      () => turn.sleep(200),
+      () => turn.tool(note, { step: "b" }),
+    ] as const);
+    return "both";
+  },
+});
+
 const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
   ["libSQL", async () => join(tempDir(), "journal.db")],
   [
@@ -50,7 +64,7 @@ const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
 ];
 
 const open = (store: string, extra: Partial<RuntimeOptions> = {}): Promise<Runtime> =>
-  openRuntime({ store, agents: [napper], tools: [note], tracing: false, ...extra });
+  openRuntime({ store, agents: [napper, together], tools: [note], tracing: false, ...extra });
 
 /** Wait (polling the journal) until `runId` ends; a woken run is executed by the wake loop. */
 const ended = async (runtime: Runtime, runId: string) => {
@@ -105,6 +119,27 @@ describe.each(engines)("durable sleep (%s)", (_name, storeOf) => {
 const typesOf = (events: ReadonlyArray<RecordedEvent>) => events.map((e) => e.event.type);
 
 describe.each(engines)("a waiting run (%s)", (_name, storeOf) => {
+  it("calls started before a sleep settle before the run parks; calls started after it run once it is woken", async () => {
+    effects.length = 0;
+    const runtime = await open(await storeOf());
+    try {
+      const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "together", content: null });
+      expect((await handle.result).status).toBe("waiting");
+      expect(effects).toEqual(["a"]);
+      expect(await ended(runtime, handle.runId)).toMatchObject({ status: "completed", output: "both" });
+      expect(effects).toEqual(["a", "b"]);
+      const calls = await runtime.calls(handle.runId);
+      expect(calls.map((c) => [c.kind, c.name, c.status])).toEqual([
+        ["tool", "note", "completed"],
+        ["wait", "sleep", "completed"],
+        ["tool", "note", "completed"],
+      ]);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it("a run sleeping an hour holds no execution, only its row in the due index; cancel ends it at once", async () => {
     effects.length = 0;
     const runtime = await open(await storeOf());
