@@ -199,6 +199,11 @@ export interface Runtime {
    * if (saved) console.log(saved.runId, saved.afterSeq, saved.state);
    */
   checkpoint(chatId: string): Promise<ChatCheckpoint | null>;
+  /**
+   * How many runs this runtime is executing now. A waiting run (`turn.sleep`) is not among them:
+   * it holds no execution, only its row in the due index (decision 0050).
+   */
+  readonly executing: number;
   /** Let live runs settle, release ownership, close the journal. */
   close(): Promise<void>;
 }
@@ -324,6 +329,8 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
   try {
     if (options.recovery?.onOpen !== false) recovery = await engine.recover();
     if (retentionPolicy) retention = await applyRetention(journal, retentionPolicy);
+    // Due waits are woken from now on, by any runtime that has agents (decision 0050).
+    if ((options.agents ?? []).length > 0) engine.startWaking();
   } catch (error) {
     // Nothing is left open behind a runtime that could not open (a pool, a file handle).
     await engine.close();
@@ -353,6 +360,9 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     resume: (runId, request) => engine.resume(runId, request),
     events: (runId) => journal.readStream(runStreamId(runId)),
     checkpoint: (chatId) => readCheckpoint(journal, chatId),
+    get executing() {
+      return engine.executing;
+    },
     close: () => engine.close(),
   };
 };

@@ -96,6 +96,39 @@ export const RunPaused = Schema.Struct({
   runId: Schema.String,
 });
 
+/** What a run waits for: a due time (`turn.sleep`); signals reuse the kind field later (decision 0050). */
+export const WaitKind = Schema.Literal("timer");
+export type WaitKind = typeof WaitKind.Type;
+
+/**
+ * The run waits (decision 0050): its wait call (`kind: "wait"`) is committed with this event, the
+ * execution ends and holds no process; any worker wakes it from the due index once `dueAt` passed.
+ */
+export const RunWaiting = Schema.Struct({
+  type: Schema.tag("run.waiting"),
+  runId: Schema.String,
+  wait: WaitKind,
+  /** The wait call the run is parked on. */
+  callId: Schema.String,
+  /** ISO 8601: the run is not woken before this. */
+  dueAt: Schema.String,
+});
+
+/**
+ * The wait is over (decision 0050): appended by the worker that claimed the run, on the version it
+ * read, in one commit with the wait call's outcome; a second waker finds the run moved and writes
+ * nothing, so a timer fires once. `firedAt` is the waker's clock: never before `dueAt`.
+ */
+export const RunWoken = Schema.Struct({
+  type: Schema.tag("run.woken"),
+  runId: Schema.String,
+  wait: WaitKind,
+  callId: Schema.String,
+  dueAt: Schema.String,
+  firedAt: Schema.String,
+  by: Schema.String,
+});
+
 /**
  * Something contradicted the journal: a second, different outcome for a call, or a call whose
  * fingerprint differs from its recorded intent. Recorded, never "fixed up".
@@ -124,5 +157,7 @@ export const RunEvent = Schema.Union(
   RunCancelled,
   RunPauseRequested,
   RunPaused,
+  RunWaiting,
+  RunWoken,
 );
 export type RunEvent = typeof RunEvent.Type;

@@ -15,7 +15,8 @@ export const ErrorInfo = Schema.Struct({
 });
 export type ErrorInfo = typeof ErrorInfo.Type;
 
-export const CallKind = Schema.Literal("model", "tool", "child", "document");
+/** `wait`: a durable wait (`turn.sleep`): no effect, its outcome recorded when the run is woken (decision 0050). */
+export const CallKind = Schema.Literal("model", "tool", "child", "document", "wait");
 export type CallKind = typeof CallKind.Type;
 
 /** What recovery may do with an in-doubt call; fixed in the intent. */

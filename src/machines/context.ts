@@ -38,6 +38,7 @@ export type RunStatus =
   | "interrupted"
   | "held"
   | "paused"
+  | "waiting"
   | "completed"
   | "failed"
   | "stopped"
@@ -86,6 +87,15 @@ export interface RunContext {
   readonly cancelRequested?: ControlRequest;
   /** Set by `run.pause-requested`, cleared by `run.resumed`: the run is to park (decision 0044). */
   readonly pauseRequested?: ControlRequest | undefined;
+  /** Set by `run.waiting`, cleared by `run.woken`: what the run waits for (decision 0050). */
+  readonly waiting?: RunWait | undefined;
+}
+
+/** A run's wait: its kind, the wait call, and when it is due. */
+export interface RunWait {
+  readonly wait: "timer";
+  readonly callId: string;
+  readonly dueAt: string;
 }
 
 export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];

@@ -182,6 +182,38 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
       /** A run asked to cancel ends cancelled, even when the agent returned. */
       nothingOpenNotCancelled: ({ context }) =>
         openCalls(context).length === 0 && context.cancelRequested === undefined,
+      /**
+       * A run waits on a wait call whose intent it just took, nothing else open, no cancel or pause
+       * asked, and a due time that is a date (decision 0050).
+       */
+      waitAllowed: when(["run.waiting"], (context, event) => {
+        const call = callOf(context, event.callId);
+        const open = openCalls(context);
+        return (
+          v2 &&
+          event.runId === context.runId &&
+          call !== undefined &&
+          call.kind === "wait" &&
+          call.status === "in-doubt" &&
+          open.length === 1 &&
+          open[0]!.callId === call.callId &&
+          context.cancelRequested === undefined &&
+          context.pauseRequested === undefined &&
+          Number.isFinite(Date.parse(event.dueAt))
+        );
+      }),
+      /** The wait the run is on, woken at or after its due time (the event's own clock: pure). */
+      wakeAllowed: when(["run.woken"], (context, event) => {
+        const waiting = context.waiting;
+        return (
+          event.runId === context.runId &&
+          waiting !== undefined &&
+          waiting.callId === event.callId &&
+          waiting.dueAt === event.dueAt &&
+          waiting.wait === event.wait &&
+          Date.parse(event.firedAt) >= Date.parse(waiting.dueAt)
+        );
+      }),
       isStop: ({ event }) => event.type === "decision.recorded" && event.run === "stop",
     },
     actions: {
@@ -279,6 +311,20 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         return { pauseRequested: { by: e.by, note: e.note } };
       }),
       unpause: assign({ pauseRequested: undefined }),
+      wait: assign(({ context, event }) => {
+        const e = event as E<"run.waiting">;
+        const call = callOf(context, e.callId)!;
+        return {
+          calls: setCall(context, { ...call, status: "authorized", dueAt: e.dueAt }),
+          waiting: { wait: e.wait, callId: e.callId, dueAt: e.dueAt },
+        };
+      }),
+      // The wait call's outcome is committed with the wake-up: it is open again until it lands.
+      wake: assign(({ context, event }) => {
+        const e = event as E<"run.woken">;
+        const call = callOf(context, e.callId)!;
+        return { calls: setCall(context, { ...call, status: "in-doubt" }), waiting: undefined };
+      }),
       clearHold: assign({ heldReasons: [] }),
       checkpoint: assign(({ context, event }) => ({
         lastCheckpointSeq: (event as E<"checkpoint.saved">).afterSeq,
@@ -320,6 +366,18 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
           "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
           "run.paused": { guard: "mayPause", target: "paused", actions: "bump" },
+          "run.waiting": { guard: "waitAllowed", target: "waiting", actions: ["wait", "bump"] },
+        },
+      },
+      // Parked on a wait (decision 0050): no execution, nothing in doubt; woken when due, by any worker.
+      waiting: {
+        on: {
+          "run.claimed": { guard: "sameRun", actions: "bump" },
+          "run.woken": { guard: "wakeAllowed", target: "running", actions: ["wake", "bump"] },
+          "run.cancel-requested": { guard: "cancelAllowed", actions: ["requestCancel", "bump"] },
+          "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
+          // Paused while waiting: it keeps waiting, and parks paused once woken (decision 0051).
+          "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
         },
       },
       interrupted: {

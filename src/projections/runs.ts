@@ -18,6 +18,8 @@ export interface RunRow {
   readonly admittedAt: string;
   readonly updatedAt: string;
   readonly position: number;
+  /** While the run waits (`run.waiting`, decision 0050): its kind, the wait call and its due time. */
+  readonly waiting?: { readonly wait: string; readonly callId: string; readonly dueAt: string };
 }
 
 const STATUS_BY_TYPE: Partial<Record<string, RunRow["status"]>> = {
@@ -30,6 +32,8 @@ const STATUS_BY_TYPE: Partial<Record<string, RunRow["status"]>> = {
   "run.stopped": "stopped",
   "run.cancelled": "cancelled",
   "run.paused": "paused",
+  "run.waiting": "waiting",
+  "run.woken": "running",
 };
 
 const runIdOf = (recorded: RecordedEvent): string =>
@@ -49,6 +53,8 @@ export const runsProjection: Projection<RunRow> = {
     "run.stopped",
     "run.cancelled",
     "run.paused",
+    "run.waiting",
+    "run.woken",
     "call.intended",
     "decision.recorded",
     "conflict.recorded",
@@ -87,7 +93,15 @@ export const runsProjection: Projection<RunRow> = {
     };
     const status = STATUS_BY_TYPE[event.type];
     if (status) next = { ...next, status };
+    // A run leaves its wait by being woken or ending: the row keeps no stale due time.
+    if (next.status !== "waiting" && next.waiting) {
+      const { waiting: _, ...rest } = next;
+      next = rest;
+    }
     switch (event.type) {
+      case "run.waiting":
+        next = { ...next, waiting: { wait: event.wait, callId: event.callId, dueAt: event.dueAt } };
+        break;
       case "run.held":
         next = {
           ...next,

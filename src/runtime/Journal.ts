@@ -1,5 +1,13 @@
 import type { AnyEvent, Keyring, RecordedEvent, StoredRow } from "../events/index.js";
 
+/** A waiting run's row in the due index (decision 0050). */
+export interface DueWait {
+  readonly runId: string;
+  readonly dueAtMs: number;
+  readonly wait: string;
+  readonly callId: string;
+}
+
 /**
  * Expected stream version for an append (Emmett's sentinels): an exact version,
  * `"no-stream"` (must not exist), `"stream-exists"`, or `"any"`.
@@ -239,6 +247,11 @@ export interface JournalReader {
    * 0045): what a recovery pass admits when the process that ended a chat's run died before.
    */
   idleQueues(): Promise<ReadonlyArray<string>>;
+  /**
+   * Waiting runs due at `nowMs` or before, earliest first, at most `limit`, by the due index
+   * (decision 0050): what a waker claims and wakes.
+   */
+  dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>>;
   projection<S>(name: string, key: string): Promise<S | null>;
   projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
   /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */

@@ -141,8 +141,11 @@ export const cancelRun = async (
           message: `run ${runId} is already being cancelled (asked by ${contextOf(current).cancelRequested!.by})`,
         };
       const requested: AnyEvent = { type: "run.cancel-requested", runId, by, note };
-      // A paused run has no execution and nothing in doubt: it ends in the same commit.
-      return status === "paused" ? [requested, { type: "run.cancelled", runId, by, note }] : [requested];
+      // A paused or waiting run has no execution and nothing in doubt: it ends in the same commit
+      // (a waiting run's row leaves the due index with it, decision 0050).
+      return status === "paused" || status === "waiting"
+        ? [requested, { type: "run.cancelled", runId, by, note }]
+        : [requested];
     },
     fold,
   );
@@ -204,6 +207,15 @@ export const pauseRun = async (
     fold,
   );
   if (!("fold" in appended)) return appended;
+  // Paused while waiting: it keeps waiting, and parks paused once woken (decision 0051).
+  const waiting = contextOf(appended.fold).waiting;
+  if (statusOf(appended.fold) === "waiting" && waiting)
+    return {
+      accepted: true,
+      runId,
+      status: "pause-requested",
+      message: `pause of run ${runId} recorded; it keeps waiting until ${waiting.dueAt}, then parks paused instead of going on`,
+    };
   return carryOut(core, runId, appended.fold, "pause");
 };
 
@@ -249,7 +261,12 @@ const carryOut = async (
 ): Promise<ControlOutcome> => {
   const status = statusOf(fold);
   if (status === "cancelled")
-    return { accepted: true, runId, status, message: `run ${runId} was paused and is now cancelled` };
+    return {
+      accepted: true,
+      runId,
+      status,
+      message: `run ${runId} was parked (paused or waiting) and is now cancelled`,
+    };
   const requested = what === "cancel" ? "cancel-requested" : "pause-requested";
   const pending: ControlOutcome = {
     accepted: true,

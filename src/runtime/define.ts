@@ -261,6 +261,26 @@ export interface Turn {
    */
   child<Out = unknown>(agent: string, input: unknown): Promise<Out>;
   /**
+   * Wait `ms` milliseconds, durably (decision 0050): a journaled call with no effect. The due time
+   * is recorded with `run.waiting`, the execution ends and holds no process; when it is due any
+   * worker wakes the run and re-executes it from the journal, where this call is served at once.
+   * Calls started before it settle first; calls started after it in the same execution are refused.
+   *
+   * @example
+   * await turn.tool(sendReminder, { to });
+   * await turn.sleep(24 * 60 * 60 * 1000);
+   * await turn.tool(sendReminder, { to, again: true });
+   */
+  sleep(ms: number): Promise<void>;
+  /**
+   * Wait until `date`, durably: as {@link Turn.sleep}, with the time given (a date in the past does
+   * not wait, but is still recorded).
+   *
+   * @example
+   * await turn.sleepUntil("2027-01-01T09:00:00Z");
+   */
+  sleepUntil(date: Date | string | number): Promise<void>;
+  /**
    * Start calls concurrently. Each thunk must start its journaled call synchronously (before any
    * `await`), so `seq` follows array order on every execution.
    */

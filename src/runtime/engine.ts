@@ -31,6 +31,7 @@ import {
   withdrawQueued,
 } from "./queue.js";
 import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
+import { wakeDue } from "./wake.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
 export { CHILD_CHAT_PREFIX } from "./admit.js";
@@ -89,6 +90,14 @@ const CONTROL_POLL_MS = 300;
 /** Stream heads read at once by one control poll. */
 const CONTROL_POLL_READS = 8;
 
+/**
+ * How often the engine reads the due index for waits to wake (decision 0050); a wait parked by this
+ * process is also woken by a timer at its due time, so it is not late by up to this much.
+ */
+const WAKE_POLL_MS = 300;
+/** The longest delay `setTimeout` keeps (2^31-1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** Interruptions in a row, with nothing recorded in between, before a run is held `crash-loop`. */
 export const DEFAULT_MAX_INTERRUPTIONS = 3;
 
@@ -127,6 +136,11 @@ export class Engine implements EngineCore {
   private polling: Promise<void> | undefined;
   private watchClosed = false;
   private pollAgain = false;
+  /** The wake loop (decision 0050): the index poll, the timer of the nearest wait parked here, one pass at a time. */
+  private wakeTimer: ReturnType<typeof setInterval> | undefined;
+  private wakeSoon: { readonly at: number; readonly timer: ReturnType<typeof setTimeout> } | undefined;
+  private waking: Promise<void> | undefined;
+  private wakeAgain = false;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -217,6 +231,56 @@ export class Engine implements EngineCore {
       } while (this.pollAgain && this.watched.size > 0);
     })().finally(() => {
       this.polling = undefined;
+    });
+  }
+
+  /** Runs executing in this process now; a waiting run is not one (decision 0050). */
+  get executing(): number {
+    return this.live.size;
+  }
+
+  /** Wake due waits now, then every {@link WAKE_POLL_MS} and at the due time of each wait parked here. */
+  startWaking(): void {
+    if (this.wakeTimer || this.isClosing) return;
+    this.wakeTimer = setInterval(() => this.pollWaits(), WAKE_POLL_MS);
+    this.wakeTimer.unref?.();
+    this.pollWaits();
+  }
+
+  /** Arm the timer for a wait parked here, when it is the nearest one known. */
+  private wakeAt(at: number): void {
+    if (!this.wakeTimer || this.isClosing) return;
+    if (this.wakeSoon && this.wakeSoon.at <= at) return;
+    if (this.wakeSoon) clearTimeout(this.wakeSoon.timer);
+    const timer = setTimeout(
+      () => {
+        this.wakeSoon = undefined;
+        this.pollWaits();
+      },
+      Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS),
+    );
+    timer.unref?.();
+    this.wakeSoon = { at, timer };
+  }
+
+  /** One wake pass at a time; a pass asked for meanwhile runs after it. */
+  private pollWaits(): void {
+    if (this.isClosing) return;
+    if (this.waking) {
+      this.wakeAgain = true;
+      return;
+    }
+    this.waking = (async () => {
+      do {
+        this.wakeAgain = false;
+        try {
+          for (const started of await wakeDue(this)) started.catch(() => undefined);
+        } catch {
+          // A journal hiccup: the next poll tries again.
+        }
+      } while (this.wakeAgain && !this.isClosing);
+    })().finally(() => {
+      this.waking = undefined;
     });
   }
 
@@ -328,6 +392,13 @@ export class Engine implements EngineCore {
       }),
     );
     this.live.set(runId, promise);
+    // A run that parked on a wait here is woken on time by this process, if no other worker is first.
+    promise.then(
+      (result) => {
+        if (result.status === "waiting") this.wakeAt(Date.parse(result.wakesAt));
+      },
+      () => undefined,
+    );
     return promise;
   }
 
@@ -372,9 +443,13 @@ export class Engine implements EngineCore {
         case "held":
           // Indefinite: the parent is held too, until a person decides the child.
           throw new Error(`child run ${handle.runId} is held; decide it first`);
+        // A child that waits (turn.sleep) is polled like one executing elsewhere (decision 0050).
+        case "waiting":
         case "elsewhere":
           if (Date.now() > deadline)
-            throw new Error(`child run ${handle.runId} did not settle (${result.state})`);
+            throw new Error(
+              `child run ${handle.runId} did not settle (${result.status === "waiting" ? `waiting until ${result.wakesAt}` : result.state})`,
+            );
           await new Promise((r) => setTimeout(r, 100));
       }
     }
@@ -412,6 +487,14 @@ export class Engine implements EngineCore {
       while (this.live.size > 0) await Promise.allSettled([...this.live.values()]);
     // Nothing is watched after close: a run that calls watch() later gets no timer, and the poll
     // state is cleared, not left half torn down.
+    clearInterval(this.wakeTimer);
+    this.wakeTimer = undefined;
+    if (this.wakeSoon) clearTimeout(this.wakeSoon.timer);
+    this.wakeSoon = undefined;
+    await this.waking;
+    // A run woken by the last pass may have started meanwhile: it settles like the others.
+    if (options.waitForRuns !== false)
+      while (this.live.size > 0) await Promise.allSettled([...this.live.values()]);
     this.watchClosed = true;
     clearInterval(this.watchTimer);
     this.watchTimer = undefined;

@@ -459,6 +459,20 @@ export class RunCancelled extends Data.TaggedError("RunCancelled")<{
 }
 
 /**
+ * The run waits (`turn.sleep`, decision 0050): the execution ends here and the run is re-executed
+ * from the journal when it is woken; the call was not started. Internal: the agent should let it
+ * through.
+ */
+export class RunParked extends Data.TaggedError("RunParked")<{
+  readonly runId: string;
+  readonly dueAt: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} waits until ${this.dueAt}; the call was not started. Let the error end the agent: the run is re-executed from the journal when it is woken`;
+  }
+}
+
+/**
  * The run is being paused: the call was not started and the execution ends, to be re-executed from
  * the journal on `runtime.resume` (decision 0044). Internal: the agent should let it through.
  */

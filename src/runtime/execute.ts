@@ -36,6 +36,11 @@ export type RunResult =
   /** Parked by `runtime.pause` (decision 0044) until `runtime.resume`. */
   | { readonly status: "paused"; readonly runId: string }
   /**
+   * Waiting (`turn.sleep`, decision 0050): no execution holds it; it is woken at `wakesAt` by any
+   * worker and re-executed from the journal. `runtime.wait` then gives how it goes on.
+   */
+  | { readonly status: "waiting"; readonly runId: string; readonly wait: "timer"; readonly wakesAt: string }
+  /**
    * Finished long ago and removed by retention: its admission remains (law 6), so the same input
    * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
    * Also how an execution ends whose run was taken over, ended and pruned while one of its calls
@@ -342,6 +347,10 @@ export const resultFromFold = (runId: string, fold: RunFold): RunResult => {
     }
     case "paused":
       return { status: "paused", runId };
+    case "waiting": {
+      const waiting = contextOf(fold).waiting;
+      return { status: "waiting", runId, wait: "timer", wakesAt: waiting?.dueAt ?? "" };
+    }
     default:
       return elsewhere(runId, status);
   }

@@ -222,6 +222,8 @@ const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<
   }
   // A paused run waits for `resume` (decision 0044): recovery never resumes it.
   if (row?.status === "paused") return null;
+  // A waiting run is woken by the due index when its time comes, not by recovery (decision 0050).
+  if (row?.status === "waiting") return null;
   // A run without a row is of unknown length: it is classified alone.
   return row ? row.version : PASS_EVENTS;
 };
@@ -260,6 +262,7 @@ const recoverClaimed = async (
   if (
     status === "held" ||
     status === "paused" ||
+    status === "waiting" ||
     status === "completed" ||
     status === "failed" ||
     status === "stopped" ||

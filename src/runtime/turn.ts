@@ -5,6 +5,7 @@ import * as Schema from "effect/Schema";
 import {
   type AnyEvent,
   callIdOf,
+  type EventOf,
   fingerprintOf,
   type HoldReason,
   type KeyedHash,
@@ -12,7 +13,7 @@ import {
   type Masker,
   type RecordedEvent,
 } from "../events/index.js";
-import { contextOf, statusOf } from "../machines/index.js";
+import { contextOf, type RunFold, statusOf } from "../machines/index.js";
 import {
   type AttemptHost,
   attemptWhenDue,
@@ -30,11 +31,13 @@ import {
   CallAfterReturn,
   CallFailed,
   FencedOut,
+  InvalidInput,
   InvalidToolArgs,
   LeaseLost,
   OutcomeUnknown,
   RunCancelled,
   RunHeld,
+  RunParked,
   RunPausing,
   UnknownTool,
 } from "./errors.js";
@@ -98,6 +101,8 @@ export class TurnImpl implements Turn, AttemptHost {
   });
   /** A call was refused because the run is being paused: the execution ends `paused`. */
   pauseRefused = false;
+  /** Set when the agent called `turn.sleep`: later calls are refused, the run parks (decision 0050). */
+  private parking: { readonly dueAt: string } | undefined;
 
   constructor(private readonly deps: TurnDeps) {
     this.runId = deps.writer.runId;
@@ -233,6 +238,7 @@ export class TurnImpl implements Turn, AttemptHost {
   /** The run is no longer running (held, finished) or no longer this execution's: the agent must stop. */
   private refusal(name: string): unknown {
     if (this.returned) return new CallAfterReturn({ runId: this.runId, name });
+    if (this.parking) return new RunParked({ runId: this.runId, dueAt: this.parking.dueAt });
     if (this.lost) return new LeaseLost({ runId: this.runId, callId: callIdOf(this.runId, this.nextSeq) });
     const fold = this.writer.fold;
     const status = statusOf(fold);
@@ -364,6 +370,150 @@ export class TurnImpl implements Turn, AttemptHost {
     // does; the others still run to their recorded outcomes before the run ends.
     const started = calls.map((start) => start());
     return Promise.all(started) as Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }>;
+  }
+
+  sleep(ms: number): Promise<void> {
+    if (!Number.isSafeInteger(ms) || ms < 0)
+      return Promise.reject(
+        new InvalidInput({
+          what: "sleep",
+          detail: `ms must be a whole number of milliseconds, 0 or more (got ${ms})`,
+        }),
+      );
+    return this.waitCall("sleep", { ms }, (now) => now + ms);
+  }
+
+  sleepUntil(date: Date | string | number): Promise<void> {
+    const at = new Date(date).getTime();
+    if (!Number.isFinite(at))
+      return Promise.reject(
+        new InvalidInput({ what: "sleepUntil", detail: `${String(date)} is not a date` }),
+      );
+    return this.waitCall("sleepUntil", { until: new Date(at).toISOString() }, () => at);
+  }
+
+  /**
+   * A wait call (decision 0050): served from the journal once it was woken; otherwise its intent and
+   * `run.waiting` are committed together, after the calls started before it settled, and the
+   * execution ends (`RunParked`). The due time is read from the clock once, here, and recorded.
+   */
+  private waitCall(name: string, args: unknown, dueOf: (now: number) => number): Promise<void> {
+    const refused = this.refusal(name);
+    if (refused) return Promise.reject(refused);
+    const seq = this.nextSeq++;
+    const callId = callIdOf(this.runId, seq);
+    const fingerprint = fingerprintOf(this.deps.fingerprintKey, { kind: "wait", name, args });
+    const known = contextOf(this.writer.fold).calls.get(callId);
+    if (known) {
+      const next = this.cursor.known(known, { kind: "wait", name, fingerprint });
+      if (next.kind === "serve") return Promise.resolve();
+      const reason: HoldReason =
+        next.kind === "hold"
+          ? next.reason
+          : {
+              code: "decision-needed",
+              callId,
+              detail: `wait call ${callId} ("${name}") is ${known.status} without a wake-up; decide the call or stop the run`,
+            };
+      return this.track(this.hold([reason]));
+    }
+    const now = Date.now();
+    const due = dueOf(now);
+    const intent = this.waitIntent(name, args, seq, callId, fingerprint);
+    // Already due (`sleep(0)`, a date past): recorded, intent and outcome in one commit, no wait.
+    if (due <= now) return this.track(this.noWait(intent, this.writer.reserve()));
+    const dueAt = new Date(due).toISOString();
+    // From here every new call is refused: the run parks once the calls started before it settle.
+    const before = [...this.inflight];
+    this.parking = { dueAt };
+    return this.track(this.park(intent, dueAt, before));
+  }
+
+  private waitIntent(
+    name: string,
+    args: unknown,
+    seq: number,
+    callId: string,
+    fingerprint: string,
+  ): EventOf<"call.intended"> {
+    return {
+      type: "call.intended",
+      runId: this.runId,
+      callId,
+      seq,
+      attempt: 1,
+      kind: "wait",
+      name,
+      args: this.masker.mask(args),
+      fingerprint,
+      // A wait has no effect: nothing outside can have happened twice.
+      disposition: "replay",
+      pin: null,
+      reconciler: null,
+      idempotencyKey: `${callId}#1`,
+    };
+  }
+
+  private async noWait(intent: EventOf<"call.intended">, slot: WriteSlot): Promise<void> {
+    try {
+      await slot.appendWith(
+        [
+          intent,
+          {
+            type: "call.completed",
+            runId: this.runId,
+            callId: intent.callId,
+            attempt: 1,
+            result: null,
+            resultDigest: storedDigest(null),
+          },
+        ],
+        [],
+      );
+    } catch (error) {
+      if (error instanceof FencedOut) this.lost = true;
+      throw error;
+    } finally {
+      slot.release();
+    }
+    this.cursor.record(intent.callId, { kind: "result", value: null });
+  }
+
+  private async park(
+    intent: EventOf<"call.intended">,
+    dueAt: string,
+    before: ReadonlyArray<Promise<unknown>>,
+  ): Promise<never> {
+    const { callId, name } = intent;
+    await Promise.allSettled(before);
+    if (this.lost) throw new LeaseLost({ runId: this.runId, callId });
+    const control = this.controlRefusal();
+    if (control) throw control;
+    if (statusOf(this.writer.fold) !== "running") throw this.refusalOf(this.writer.fold);
+    const slot = this.writer.reserve();
+    try {
+      crashPointFor("before-intent", name);
+      await slot.appendWith(
+        [intent, { type: "run.waiting", runId: this.runId, wait: "timer", callId, dueAt }],
+        [],
+      );
+    } catch (error) {
+      if (error instanceof FencedOut) this.lost = true;
+      throw error;
+    } finally {
+      slot.release();
+    }
+    crashPointFor("after-intent", name);
+    throw new RunParked({ runId: this.runId, dueAt });
+  }
+
+  private refusalOf(fold: RunFold): RunHeld {
+    return new RunHeld({
+      runId: this.runId,
+      reasons: contextOf(fold).heldReasons.length
+        ? contextOf(fold).heldReasons
+        : [{ code: "decision-needed", detail: `the run is ${statusOf(fold)}` }],
+    });
   }
 
   /** Take the next seq and its place in the append order now, synchronously; then resolve the call. */

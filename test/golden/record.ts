@@ -246,6 +246,63 @@ const controlled: Scenario = async (dir) => {
   return db;
 };
 
+/** Durable sleep (decision 0050): a run woken when due, one cancelled while waiting, one paused while waiting. */
+const slept: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const step = defineTool({
+    name: "step",
+    args: Schema.Struct({ label: Schema.String }),
+    run: async ({ label }) => ({ label, done: true }),
+  });
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "napper",
+        version: "1",
+        run: async (turn, input: { ms: number }) => {
+          await turn.tool(step, { label: "before" });
+          await turn.sleep(input.ms);
+          return turn.tool(step, { label: "after" });
+        },
+      }),
+    ],
+    tools: [step],
+    workerId: "audit-test-worker",
+  });
+  const statusOfRun = async (runId: string) => (await runtime.run(runId))?.status;
+  const until = async (runId: string, status: string) => {
+    while ((await statusOfRun(runId)) !== status) await new Promise((r) => setTimeout(r, 20));
+  };
+  const woken = await runtime.submit({
+    chatId: "chat-woken",
+    inputId: "m1",
+    agent: "napper",
+    content: { ms: 100 },
+  });
+  await until(woken.runId, "completed");
+  const cancelled = await runtime.submit({
+    chatId: "chat-cancel",
+    inputId: "m1",
+    agent: "napper",
+    content: { ms: 3_600_000 },
+  });
+  await cancelled.result;
+  await runtime.cancel(cancelled.runId, { by: "ada", note: "not needed" });
+  const paused = await runtime.submit({
+    chatId: "chat-pause",
+    inputId: "m1",
+    agent: "napper",
+    content: { ms: 100 },
+  });
+  await paused.result;
+  await runtime.pause(paused.runId, { by: "ada", note: "" });
+  await until(paused.runId, "paused");
+  await (await runtime.resume(paused.runId, { by: "ada" })).result;
+  await runtime.close();
+  return db;
+};
+
 const worker = async (env: Record<string, string>, expect: "killed" | "exited") => {
   const result = await runWorker(env);
   const ok = expect === "killed" ? result.signal === "SIGKILL" : result.code === 0;
@@ -475,6 +532,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   orphaned,
   queued,
   controlled,
+  slept,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

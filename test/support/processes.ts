@@ -45,8 +45,11 @@ export const lineOf = (result: ProcessResult, kind: string): Record<string, unkn
   result.lines.find((l) => l.kind === kind);
 
 /** Start the worker and resolve when it has printed `count` lines of `kind`; the caller kills it. */
-export const startWorker = (env: Record<string, string>) => {
-  const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+export const startWorker = (env: Record<string, string>) => startScript(WORKER, env);
+
+/** The same for any TypeScript file: started, its JSON lines collected, killed by the caller. */
+export const startScript = (script: string, env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -71,6 +71,10 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return `by ${event.by}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
     case "run.paused":
       return "parked until resumed";
+    case "run.waiting":
+      return `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt}`;
+    case "run.woken":
+      return `${seqOf(event.callId)} due at ${event.dueAt}, fired at ${event.firedAt} by ${event.by}`;
     case "conflict.recorded":
       return `${event.kind}: ${event.detail}`;
     case "outcome.orphaned":

@@ -17,6 +17,7 @@ export const RUN_STATUSES = [
   "interrupted",
   "held",
   "paused",
+  "waiting",
   "completed",
   "failed",
   "stopped",

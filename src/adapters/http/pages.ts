@@ -23,6 +23,7 @@ export const RUN_STATUSES = [
   "held",
   "running",
   "paused",
+  "waiting",
   "interrupted",
   "completed",
   "failed",
@@ -517,7 +518,7 @@ export type ControlAction = keyof typeof CONTROL_ACTIONS;
 
 /** The actions a run's status allows: a running run can be cancelled or paused, a paused one cancelled or resumed. */
 export const controlActionsFor = (status: string): ReadonlyArray<ControlAction> =>
-  status === "running" || status === "interrupted"
+  status === "running" || status === "interrupted" || status === "waiting"
     ? ["cancel", "pause"]
     : status === "paused"
       ? ["cancel", "resume"]

@@ -12,6 +12,7 @@ const RunStatus = Schema.Literal(
   "interrupted",
   "held",
   "paused",
+  "waiting",
   "completed",
   "failed",
   "stopped",
@@ -57,6 +58,10 @@ export const RunSummary = Schema.Struct({
   admittedAt: Schema.String,
   updatedAt: Schema.String,
   position: Schema.Number,
+  /** While the run waits (`turn.sleep`, decision 0050): the wait's kind, its call and its due time. */
+  waiting: Schema.optional(
+    Schema.Struct({ wait: Schema.String, callId: Schema.String, dueAt: Schema.String }),
+  ),
 }).annotations({ identifier: "RunSummary" });
 
 export const RunsQuery = Schema.Struct({

@@ -14,6 +14,7 @@ import type {
   ClaimOptions,
   CommitOrigin,
   DroppedStream,
+  DueWait,
   HeadAnchor,
   Journal,
   JournalReader,
@@ -48,6 +49,8 @@ import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } 
 import {
   type AdmissionRow,
   type ClaimRow,
+  type DueWaitRow,
+  dueWaitOf,
   type EventRow,
   type HeadRow,
   type PrunedRunRow,
@@ -587,6 +590,10 @@ export class LibsqlJournal implements Journal {
     return (await this.read(() => this.rows<{ chat_id: string; pending: number }>(SQL.queuePending))).map(
       (r) => ({ chatId: r.chat_id, pending: Number(r.pending) }),
     );
+  }
+
+  async dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>> {
+    return (await this.read(() => this.rows<DueWaitRow>(SQL.dueWaits, nowMs, limit))).map(dueWaitOf);
   }
 
   async idleQueues(): Promise<ReadonlyArray<string>> {

@@ -176,6 +176,21 @@ CREATE TABLE queue_pending (
 );
 `,
     },
+    {
+      id: 6,
+      name: "waiting runs by due time",
+      // The due index wakers read (decision 0050): one row per waiting run, written in the
+      // transaction of its `run.waiting`, removed with its `run.woken` or `run.cancelled`.
+      sql: `
+CREATE TABLE waits_due (
+  run_id  TEXT PRIMARY KEY,
+  due_at  INTEGER NOT NULL,
+  wait    TEXT NOT NULL,
+  call_id TEXT NOT NULL
+);
+CREATE INDEX waits_due_by_time ON waits_due (due_at);
+`,
+    },
   ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -11,6 +11,7 @@ import type {
   ClaimOptions,
   CommitOrigin,
   DroppedStream,
+  DueWait,
   Journal,
   ProjectionRebuild,
   PrunedRunRecord,
@@ -44,6 +45,8 @@ import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation }
 import {
   type AdmissionRow,
   type ClaimRow,
+  type DueWaitRow,
+  dueWaitOf,
   type EventRow,
   type HeadRow,
   type PrunedRunRow,
@@ -549,6 +552,10 @@ export class PostgresJournal implements Journal {
       chatId: r.chat_id,
       pending: Number(r.pending),
     }));
+  }
+
+  async dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>> {
+    return (await this.rows<DueWaitRow>(SQL.dueWaits, [nowMs, limit])).map(dueWaitOf);
   }
 
   async idleQueues(): Promise<ReadonlyArray<string>> {

@@ -217,6 +217,20 @@ CREATE TABLE ${s}.queue_pending (
 );
 `,
   },
+  {
+    id: 7,
+    name: "waiting runs by due time",
+    // As libSQL's migration 6: the due index wakers read (decision 0050).
+    sql: (s) => `
+CREATE TABLE ${s}.waits_due (
+  run_id text PRIMARY KEY,
+  due_at bigint NOT NULL,
+  wait text NOT NULL,
+  call_id text NOT NULL
+);
+CREATE INDEX waits_due_by_time ON ${s}.waits_due (due_at);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;

@@ -305,6 +305,14 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
     yield* run(sql.queueOne, [write.chatId]);
     return;
   }
+  if (write.kind === "wait") {
+    yield* run(sql.waitDue, [write.runId, write.dueAtMs, write.wait, write.callId]);
+    return;
+  }
+  if (write.kind === "unwait") {
+    yield* run(sql.unwait, [write.runId]);
+    return;
+  }
   if (write.kind === "dequeue") {
     yield* run(sql.dequeueEmptied, [write.chatId]);
     yield* run(sql.dequeueOne, [write.chatId]);

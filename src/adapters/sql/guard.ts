@@ -17,7 +17,17 @@ export type GuardWrite =
   | { readonly kind: "finish"; readonly runId: string }
   /** A chat's queue grew or shrank by one pending input: the index recovery reads (decision 0045). */
   | { readonly kind: "queue"; readonly chatId: string }
-  | { readonly kind: "dequeue"; readonly chatId: string };
+  | { readonly kind: "dequeue"; readonly chatId: string }
+  /** The run waits until `dueAtMs`: its row in the due index wakers read (decision 0050). */
+  | {
+      readonly kind: "wait";
+      readonly runId: string;
+      readonly dueAtMs: number;
+      readonly wait: string;
+      readonly callId: string;
+    }
+  /** The run left its wait (woken, or cancelled while waiting): its row in the due index goes. */
+  | { readonly kind: "unwait"; readonly runId: string };
 
 export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   if (event.type === "run.admitted") {
@@ -33,6 +43,23 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   }
   if (event.type === "decision.recorded" && event.run === "stop")
     return [{ kind: "finish", runId: event.runId }];
+  if (event.type === "run.waiting")
+    return [
+      {
+        kind: "wait",
+        runId: event.runId,
+        dueAtMs: Date.parse(event.dueAt),
+        wait: event.wait,
+        callId: event.callId,
+      },
+    ];
+  if (event.type === "run.woken") return [{ kind: "unwait", runId: event.runId }];
+  // A waiting run ends only by a cancel (the machine takes nothing else there).
+  if (event.type === "run.cancelled")
+    return [
+      { kind: "finish", runId: event.runId },
+      { kind: "unwait", runId: event.runId },
+    ];
   if (event.type === "input.queued") return [{ kind: "queue", chatId: event.chatId }];
   if (event.type === "input.admitted" || event.type === "input.withdrawn")
     return [{ kind: "dequeue", chatId: event.chatId }];

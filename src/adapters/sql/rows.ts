@@ -1,5 +1,5 @@
 import type { StoredRow } from "../../events/index.js";
-import type { Admission, Claim, PrunedRunRecord } from "../../runtime/Journal.js";
+import type { Admission, Claim, DueWait, PrunedRunRecord } from "../../runtime/Journal.js";
 
 /**
  * Rows as the drivers return them. 64-bit columns arrive as strings from PostgreSQL and as numbers
@@ -87,4 +87,20 @@ export const toAdmission = (row: AdmissionRow): Admission => ({
   inputId: row.input_id,
   digest: row.digest,
   runId: row.run_id,
+});
+
+/** A row of the due index (decision 0050). */
+export interface DueWaitRow {
+  readonly run_id: string;
+  readonly due_at: number | string | bigint;
+  readonly wait: string;
+  readonly call_id: string;
+}
+
+/** A due index row as the Journal port gives it. */
+export const dueWaitOf = (row: DueWaitRow): DueWait => ({
+  runId: row.run_id,
+  dueAtMs: Number(row.due_at),
+  wait: row.wait,
+  callId: row.call_id,
 });

@@ -129,6 +129,13 @@ export const statements = (dialect: Dialect) =>
     /** Chats with queued inputs and no active run: what a recovery pass admits (decision 0045). */
     idleQueues:
       "SELECT q.chat_id FROM queue_pending q WHERE NOT EXISTS (SELECT 1 FROM run_guard g WHERE g.chat_id = q.chat_id AND g.active = 1) ORDER BY q.chat_id",
+    /** The due index (decision 0050): one row per waiting run, written with its `run.waiting`. */
+    waitDue:
+      "INSERT INTO waits_due (run_id, due_at, wait, call_id) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET due_at = excluded.due_at, wait = excluded.wait, call_id = excluded.call_id",
+    unwait: "DELETE FROM waits_due WHERE run_id = ?",
+    /** Waits due at a time, earliest first: what a waker reads (by the `due_at` index, not every run). */
+    dueWaits:
+      "SELECT run_id, due_at, wait, call_id FROM waits_due WHERE due_at <= ? ORDER BY due_at, run_id LIMIT ?",
     // The position is read with the value: a sealed row is bound to it (docs/decisions/0013).
     projection: "SELECT value, position FROM projections WHERE name = ? AND key = ?",
     projectionRows: "SELECT key, value, position FROM projections WHERE name = ? ORDER BY position",

@@ -57,6 +57,7 @@ const FINAL: Readonly<Record<string, string>> = {
   "run.held": "held",
   "run.cancelled": "cancelled",
   "run.paused": "paused",
+  "run.waiting": "waiting",
 };
 
 /** Held runs whose span ended here (they may come back), and claims waiting for a span: kept this many. */
@@ -376,6 +377,7 @@ export class RunSpans {
       case "run.stopped":
       case "run.cancelled":
       case "run.paused":
+      case "run.waiting":
         this.endRun(runId, run, FINAL[event.type] ?? event.type, time);
         return;
       default:
@@ -419,7 +421,8 @@ export class RunSpans {
 
   private endRun(runId: string, run: RunTrace, status: string, time: Date): void {
     for (const [callId, span] of run.calls) {
-      span.setAttribute("holdfast.call.outcome", "in-doubt");
+      // A wait call is open while its run waits (decision 0050): not in doubt, waiting.
+      span.setAttribute("holdfast.call.outcome", status === "waiting" ? "waiting" : "in-doubt");
       span.end(time);
       run.calls.delete(callId);
     }
@@ -427,8 +430,8 @@ export class RunSpans {
     if (status === "failed") run.span.setStatus({ code: this.api.errorCode, message: "run failed" });
     run.span.end(time);
     this.open.delete(runId);
-    // A held or paused run may come back: its next span links to this one.
-    if (status === "held" || status === "paused") {
+    // A held, paused or waiting run may come back: its next span links to this one.
+    if (status === "held" || status === "paused" || status === "waiting") {
       this.ended.delete(runId);
       this.ended.set(runId, {
         spanContext: run.span.spanContext(),

@@ -12,6 +12,8 @@ export const FINDING_KINDS = [
   "duplicate-outcome",
   "decision-not-held",
   "retry-before-due",
+  "wake-without-due",
+  "wake-before-due",
   "checkpoint-mismatch",
   "result-mismatch",
   "undecryptable",

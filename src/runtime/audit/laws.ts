@@ -34,6 +34,8 @@ type SavedCall = [
 interface Saved {
   readonly held: boolean;
   readonly calls: ReadonlyArray<SavedCall>;
+  /** The waits recorded (`run.waiting`): call id and due time, until woken. */
+  readonly waits?: ReadonlyArray<[string, number]>;
 }
 
 const CONCERNS: ReadonlySet<string> = new Set([
@@ -51,6 +53,8 @@ const CONCERNS: ReadonlySet<string> = new Set([
   "run.failed",
   "run.stopped",
   "run.cancelled",
+  "run.waiting",
+  "run.woken",
 ]);
 
 /**
@@ -61,6 +65,8 @@ const CONCERNS: ReadonlySet<string> = new Set([
 export class RunLaws {
   private held = false;
   private readonly calls = new Map<string, CallLaw>();
+  /** Waits recorded by `run.waiting` and not woken yet: call id → due time (ms since the epoch). */
+  private readonly waits = new Map<string, number>();
 
   /** Whether `check` looks at events of this type (others pass without reading the record). */
   static concerns(type: AnyEvent["type"]): boolean {
@@ -81,7 +87,7 @@ export class RunLaws {
         call.replayable ?? false,
         call.due ?? null,
       ]);
-    return JSON.stringify({ held: this.held, calls } satisfies Saved);
+    return JSON.stringify({ held: this.held, calls, waits: [...this.waits] } satisfies Saved);
   }
 
   /** A record from {@link RunLaws.save}. */
@@ -89,6 +95,7 @@ export class RunLaws {
     const saved = JSON.parse(text) as Saved;
     const laws = new RunLaws();
     laws.held = saved.held;
+    for (const [callId, due] of saved.waits ?? []) laws.waits.set(callId, due);
     for (const [callId, attempt, allowance, outcomes, policy, failed, replayable, due] of saved.calls)
       laws.calls.set(callId, {
         attempt,
@@ -227,6 +234,27 @@ export class RunLaws {
             if (duplicate) return duplicate;
           }
         }
+        return null;
+      }
+      case "run.waiting":
+        this.waits.set(event.callId, Date.parse(event.dueAt));
+        return null;
+      case "run.woken": {
+        // A timer fires once, for a wait recorded with its due time, and not before that time.
+        const due = this.waits.get(event.callId);
+        this.waits.delete(event.callId);
+        if (due === undefined || !Number.isFinite(due))
+          return {
+            kind: "wake-without-due",
+            detail: `run.woken for ${event.callId}, but no run.waiting recorded a due time for it (or it was woken already)`,
+          };
+        const fired = Date.parse(event.firedAt);
+        const at = recordedAt === undefined ? Number.NaN : Date.parse(recordedAt);
+        if (!(fired >= due) || (Number.isFinite(at) && at < due - DUE_SKEW_MS))
+          return {
+            kind: "wake-before-due",
+            detail: `the wait ${event.callId} was woken (fired ${event.firedAt}, recorded ${recordedAt ?? "?"}) before its due time ${new Date(due).toISOString()}`,
+          };
         return null;
       }
       case "run.held":

@@ -348,6 +348,8 @@ export const continuationText = (agent: string, result: RunResult, db: string | 
       return "the run is cancelled; its chat takes new input";
     case "paused":
       return `the run is paused; continue it with holdfast resume ${result.runId}`;
+    case "waiting":
+      return `the run waits until ${result.wakesAt}; a runtime with agent "${agent}" wakes it then`;
     case "completed":
       return "the run is completed";
     case "failed":

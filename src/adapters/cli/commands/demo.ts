@@ -62,6 +62,8 @@ const resultLine = (result: RunResult): string => {
       return `cancelled by ${result.by}`;
     case "paused":
       return "paused";
+    case "waiting":
+      return `waiting until ${result.wakesAt}`;
     case "elsewhere":
       return `${result.state} (another worker has it)`;
     case "pruned":

@@ -89,6 +89,12 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
           await out.line(`      interrupted ${interruption.at}  detected by ${interruption.by}`);
       }
     }
+    if (run.status === "waiting") {
+      await out.line();
+      await out.line(
+        `waiting: ${run.waiting ? `${run.waiting.wait} ${run.waiting.callId}, due ${run.waiting.dueAt}` : "a wait"}; no process holds it, any worker with its agent wakes it then (\`holdfast cancel ${runId}\` ends it now)`,
+      );
+    }
     if (run.status === "paused") {
       await out.line();
       await out.line(

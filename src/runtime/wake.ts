@@ -1,0 +1,133 @@
+import { type AnyEvent, runStreamId } from "../events/index.js";
+import { contextOf, foldRun, statusOf } from "../machines/index.js";
+import type { RunRow } from "../projections/index.js";
+import { CHILD_CHAT_PREFIX } from "./admit.js";
+import { errorInfo } from "./attempt.js";
+import type { EngineCore } from "./core.js";
+import { RunWriter } from "./dispatch.js";
+import { execute, type RunResult } from "./execute.js";
+import type { Claim } from "./Journal.js";
+import { storedDigest } from "./json.js";
+
+/** Due waits read (and claimed) by one wake pass, at most; the next pass takes the rest. */
+export const WAKE_BATCH = 64;
+
+/**
+ * Wake the waiting runs that are due (decision 0050): found by the due index, claimed like any run
+ * (a run another live worker holds is left to it), then woken with `run.woken` and the wait call's
+ * outcome in one commit on the version read — a second waker finds the run moved and writes
+ * nothing, so a timer fires once — and re-executed from the journal. Only runs whose agent this
+ * runtime has; the executions started are returned.
+ */
+export const wakeDue = async (
+  core: EngineCore,
+  nowMs: number = Date.now(),
+): Promise<Promise<RunResult>[]> => {
+  const due = await core.journal.dueWaits(nowMs, WAKE_BATCH);
+  const wanted: string[] = [];
+  for (const { runId } of due) {
+    if (core.isLive(runId) || core.closing) continue;
+    const row = await core.journal.projection<RunRow>("runs", runId);
+    if (row?.status !== "waiting") continue;
+    if (!core.agents.has(row.agent.slice(0, row.agent.lastIndexOf("@")))) continue;
+    wanted.push(runId);
+  }
+  if (wanted.length === 0) return [];
+  const claims = await core.ownership.claimMany(wanted);
+  const started: Promise<RunResult>[] = [];
+  for (const runId of wanted) {
+    const claim = claims.get(runId);
+    if (!claim) continue;
+    try {
+      const woken = await wakeClaimed(core, runId, claim);
+      if (woken) started.push(woken.execution);
+    } catch (error) {
+      // Moved meanwhile (a cancel won the version), or a journal hiccup: the claim goes back; a
+      // run still waiting is found again by the next pass.
+      if (!core.isLive(runId)) await core.ownership.release(runId).catch(() => undefined);
+      if (!isMoved(error))
+        process.emitWarning(
+          `run ${runId} could not be woken now (${errorInfo(core.masker, error).message}); the next wake pass tries again`,
+          { code: "HOLDFAST_WAKE" },
+        );
+    }
+  }
+  return started;
+};
+
+const isMoved = (error: unknown): boolean => {
+  const tag = (error as { _tag?: unknown } | null)?._tag;
+  return tag === "WrongExpectedVersion" || tag === "TransitionRejected" || tag === "FencedOut";
+};
+
+const wakeClaimed = async (
+  core: EngineCore,
+  runId: string,
+  claim: Claim & { readonly previous: Claim | null },
+): Promise<{ readonly execution: Promise<RunResult> } | null> => {
+  if (core.isLive(runId)) return null;
+  const fence = core.ownership.fence(runId)!;
+  const streamId = runStreamId(runId);
+  const events = await core.journal.readStream(streamId);
+  const fold = foldRun(events.map((e) => e.event));
+  const context = contextOf(fold);
+  const waiting = context.waiting;
+  const now = Date.now();
+  const agent = core.agents.get(context.agent.name);
+  // Woken or ended since the index was read, or not due by this worker's clock: not this pass's.
+  if (statusOf(fold) !== "waiting" || !waiting || Date.parse(waiting.dueAt) > now || !agent) {
+    await core.ownership.release(runId);
+    return null;
+  }
+  const call = context.calls.get(waiting.callId)!;
+  const writer = new RunWriter(core.journal, runId, fold, context.machine, fence);
+  const previous = claim.previous;
+  const opening: AnyEvent[] =
+    previous && previous.workerId !== core.workerId
+      ? [
+          {
+            type: "run.claimed",
+            runId,
+            workerId: core.workerId,
+            epoch: claim.epoch,
+            previousWorkerId: previous.workerId,
+          },
+        ]
+      : [];
+  await writer.append([
+    ...opening,
+    {
+      type: "run.woken",
+      runId,
+      wait: waiting.wait,
+      callId: waiting.callId,
+      dueAt: waiting.dueAt,
+      firedAt: new Date(now).toISOString(),
+      by: core.workerId,
+    },
+    // The wait's outcome: a re-execution serves the call from here and never waits again.
+    {
+      type: "call.completed",
+      runId,
+      callId: waiting.callId,
+      attempt: call.attempt,
+      result: null,
+      resultDigest: storedDigest(null),
+    },
+  ]);
+  const admitted = events[0]!.event;
+  const input = admitted.type === "run.admitted" ? admitted.input : null;
+  const afterVersion = events.at(-1)?.version ?? 0;
+  // Children run outside the limit: a parent holding a slot may be waiting for them.
+  const limited = !context.chatId.startsWith(CHILD_CHAT_PREFIX);
+  const run = async (): Promise<RunResult> =>
+    execute(core.executeDeps, {
+      agent,
+      writer,
+      chatId: context.chatId,
+      inputId: context.inputId,
+      input,
+      history: [...events, ...(await core.journal.readStream(streamId, { afterVersion }))],
+    });
+  return { execution: core.start(runId, run, { limited }) };
+};
