@@ -421,7 +421,7 @@ export class Engine implements EngineCore {
       agent,
       content: input,
     });
-    const deadline = Date.now() + this.leaseMs * 3;
+    let deadline = Date.now() + this.leaseMs * 3;
     for (;;) {
       const result = await this.wait(handle.runId);
       switch (result.status) {
@@ -443,13 +443,16 @@ export class Engine implements EngineCore {
         case "held":
           // Indefinite: the parent is held too, until a person decides the child.
           throw new Error(`child run ${handle.runId} is held; decide it first`);
-        // A child that waits (turn.sleep) is polled like one executing elsewhere (decision 0050).
+        // A child that waits (turn.sleep) is alive in the journal's sense: its wake is recorded and
+        // due. The parent waits for it however long (polling once a second), never holding the
+        // child call in doubt for a sleep (decision 0050).
         case "waiting":
+          deadline = Date.now() + this.leaseMs * 3;
+          await new Promise((r) => setTimeout(r, 1_000));
+          break;
         case "elsewhere":
           if (Date.now() > deadline)
-            throw new Error(
-              `child run ${handle.runId} did not settle (${result.status === "waiting" ? `waiting until ${result.wakesAt}` : result.state})`,
-            );
+            throw new Error(`child run ${handle.runId} did not settle (${result.state})`);
           await new Promise((r) => setTimeout(r, 100));
       }
     }

@@ -52,6 +52,21 @@ const together = defineAgent({
   },
 });
 
+/** A parent whose child sleeps longer than three leases: the parent waits for it, nothing in doubt. */
+const sleepyChild = defineAgent({
+  name: "sleepy-child",
+  version: "1",
+  run: async (turn, input: { ms: number }) => {
+    await turn.sleep(input.ms);
+    return "child rested";
+  },
+});
+const parentOfSleeper = defineAgent({
+  name: "parent-of-sleeper",
+  version: "1",
+  run: async (turn, input: { ms: number }) => turn.child("sleepy-child", input),
+});
+
 const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
   ["libSQL", async () => join(tempDir(), "journal.db")],
   [
@@ -77,6 +92,26 @@ const ended = async (runtime: Runtime, runId: string) => {
 };
 
 describe.each(engines)("durable sleep (%s)", (_name, storeOf) => {
+  it("a parent waits for a child that sleeps longer than three leases: the child call is never left in doubt", async () => {
+    const runtime = await open(await storeOf(), {
+      agents: [napper, together, sleepyChild, parentOfSleeper],
+      recovery: { leaseMs: 3_000 },
+    });
+    try {
+      const handle = await runtime.submit({
+        chatId: "parent",
+        inputId: "p1",
+        agent: "parent-of-sleeper",
+        content: { ms: 10_000 },
+      });
+      const result = await handle.result;
+      expect(result).toMatchObject({ status: "completed", output: "child rested" });
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  }, 60_000);
+
   it("a sleeping run parks, holds no execution, and is woken once after its due time", async () => {
     effects.length = 0;
     const runtime = await open(await storeOf());
