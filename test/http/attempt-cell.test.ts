@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runState } from "../../src/adapters/http/pages.js";
+import { runState, statusLabel } from "../../src/adapters/http/pages.js";
 import type { CallView, RunView } from "../../src/adapters/http/views.js";
 
 /** The calls table of a run page for one call at `attempt` under a policy of 3 attempts (a view, as views.ts builds it). */
@@ -53,5 +53,21 @@ describe("the run page's stale banner (walkthrough #5)", () => {
     expect(String(await runState(view, 9, false))).not.toContain("banner-stale");
     // The live refresh keeps asking with what the page holds.
     expect(String(await runState(view, 9, false))).toContain("&forms=0");
+  });
+});
+
+describe("a waiting run's status on the panel", () => {
+  it("says what it waits for and when it wakes (the time as the reader's zone shows it, ISO in the tooltip)", async () => {
+    const dueAt = "2026-12-05T09:00:00.000Z";
+    const label = String(
+      await statusLabel({
+        status: "waiting",
+        needsAttention: false,
+        waiting: { wait: "timer", callId: "r/1", dueAt },
+      }),
+    );
+    expect(label).toContain('<span class="status status-waiting">waiting</span>');
+    expect(label).toContain(`(a sleep, wakes at <time datetime="${dueAt}" title="${dueAt}">${dueAt}</time>)`);
+    expect(String(await statusLabel({ status: "running", needsAttention: false }))).not.toContain("wakes");
   });
 });

@@ -121,8 +121,12 @@ export const panelElsewhere = (): Html =>
 export const banner = (kind: "error" | "stale" | "ok", text: Html | string): Html =>
   html`<div class="banner banner-${kind}" role="${kind === "ok" ? "status" : "alert"}">${text}</div>`;
 
-export const statusLabel = (run: Pick<RunRow, "status" | "needsAttention">): Html =>
-  html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>`;
+export const statusLabel = (run: Pick<RunRow, "status" | "needsAttention" | "waiting">): Html =>
+  html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
+    run.status === "waiting" && run.waiting
+      ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
+      : ""
+  }`;
 
 /** The runs list: "Needs you" (held, oldest first) and every run, filtered by the GET form. */
 export const runsSection = async (reader: JournalReader, query: Record<string, string>): Promise<Html> => {
