@@ -41,13 +41,15 @@ export const fileIdentity = (
   notDatabaseHint: string,
 ): FileIdentity => {
   try {
-    return {
-      userVersion: Number(pragmaValue(db, "user_version") ?? 0),
-      applicationId: Number(pragmaValue(db, "application_id") ?? 0),
-      tables: Number(
-        (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n,
-      ),
-    };
+    // One statement, so one snapshot: read one by one, a second process creating the journal could
+    // commit its first migration between them (application id 0, then tables), and this file would
+    // look foreign. Seen in the cancel torture, where two processes open a new journal together.
+    const row = db
+      .prepare(
+        "SELECT (SELECT user_version FROM pragma_user_version) AS v, (SELECT application_id FROM pragma_application_id) AS a, (SELECT count(*) FROM sqlite_schema WHERE type = 'table') AS n",
+      )
+      .get() as { v: number; a: number; n: number };
+    return { userVersion: Number(row.v ?? 0), applicationId: Number(row.a ?? 0), tables: Number(row.n) };
   } catch (cause) {
     if (sqliteCode(cause) === "SQLITE_NOTADB")
       throw unavailable("the file is not a database", notDatabaseHint);
