@@ -18,6 +18,18 @@
  * And operators: between waves, held runs are decided per call with `holdfast decide`, run with a
  * live worker's `HOLDFAST_WORKER_ID` in its environment (as `kubectl exec` would), from the
  * witnesses' evidence; the worker must go on undisturbed.
+ *
+ * The ordinary day's fault kinds (`--faults`, decision 0047): `backoff` as on libSQL; `cancel` and
+ * `pause` take turns over the waves, each aimed at a run with a call in flight (an open intent in
+ * its stream) from an operator's runtime in this process (tools, no agent): a cancel kills the
+ * owner (from `claims`) just before the request, just after it committed, or not at all (then the
+ * wave kills at random); a pause kills the owner right after the request 40 % of the time, stays
+ * through one or two more waves of kills (checked still paused after each) and is resumed with
+ * `holdfast resume`. `queue`: each chat's three queued inputs (`whenBusy: "queue"`) follow its
+ * input on the same worker's stdin, which submits one chat's lines in order; a chat's lines not all
+ * reported are handed again together, in order, to one worker. Held runs with queued inputs behind
+ * them are stopped at the end (the stop decision) so the queues drain. The checks are
+ * torture/check-kinds.ts's, over the whole journal.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
