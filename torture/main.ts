@@ -18,7 +18,8 @@
  *     request); `queue` queues three inputs behind it; the record names them (`faultKinds`)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
- *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff] [--seed S] [--json] [--keep]
+ *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
+ *     (with `queue`, each of the --runs chats also gets three queued inputs: four runs of the agent per chat)
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";

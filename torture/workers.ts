@@ -18,6 +18,18 @@
  * And operators: between waves, held runs are decided per call with `holdfast decide`, run with a
  * live worker's `HOLDFAST_WORKER_ID` in its environment (as `kubectl exec` would), from the
  * witnesses' evidence; the worker must go on undisturbed.
+ *
+ * The ordinary day's fault kinds (`--faults`, decision 0047): `backoff` as on libSQL; `cancel` and
+ * `pause` take turns over the waves, each aimed at a run with a call in flight (an open intent in
+ * its stream) from an operator's runtime in this process (tools, no agent): a cancel kills the
+ * owner (from `claims`) just before the request, just after it committed, or not at all (then the
+ * wave kills at random); a pause kills the owner right after the request 40 % of the time, stays
+ * through one or two more waves of kills (checked still paused after each) and is resumed with
+ * `holdfast resume`. `queue`: each chat's three queued inputs (`whenBusy: "queue"`) follow its
+ * input on the same worker's stdin, which submits one chat's lines in order; a chat's lines not all
+ * reported are handed again together, in order, to one worker. Held runs with queued inputs behind
+ * them are stopped at the end (the stop decision) so the queues drain. The checks are
+ * torture/check-kinds.ts's, over the whole journal.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -25,6 +37,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { openRuntime, type Runtime } from "../src/adapters/openRuntime.js";
 import { maskUrl, openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
@@ -38,7 +51,15 @@ import {
   readJournal,
   sealedRows,
 } from "./check.js";
-import { ALLOWLISTED, type FaultKind, makeTortureDefinitions } from "./definitions.js";
+import { type CancelAsked, checkCancel, checkPause, checkQueue, type QueueCheck } from "./check-kinds.js";
+import {
+  ALLOWLISTED,
+  type FaultKind,
+  HARNESS_BY,
+  makeTortureDefinitions,
+  QUEUED_AGENT,
+  QUEUED_INPUTS,
+} from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -92,7 +113,7 @@ interface WorkerProcess {
   /** When it stopped itself at its pause point (null: not paused now). */
   pausedAt: number | null;
   stderr: string;
-  /** Inputs written to its stdin and not yet reported admitted. */
+  /** Chats whose lines were written to its stdin and not all reported admitted (or queued). */
   readonly pending: Set<number>;
   readonly exit: Promise<{ code: number | null; signal: string | null }>;
 }
@@ -158,12 +179,10 @@ const percentile = (values: ReadonlyArray<number>, p: number): number | null => 
 export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const log = options.log ?? (() => {});
   const faultKinds = options.faultKinds ?? [];
-  // The cancel, queue and pause kinds are played by the single-worker harness (torture/main.ts) so far.
-  const notHere = faultKinds.filter((k) => k !== "backoff");
-  if (notHere.length > 0)
-    throw new Error(
-      `the multi-worker torture plays the fault kind "backoff" only so far; ${notHere.map((k) => `"${k}"`).join(", ")} run on libSQL (drop --workers/--store)`,
-    );
+  const cancelKind = faultKinds.includes("cancel");
+  const queueKind = faultKinds.includes("queue");
+  const pauseKind = faultKinds.includes("pause");
+  const controlKinds = [...(cancelKind ? ["cancel"] : []), ...(pauseKind ? ["pause"] : [])];
   const rng = seeded(options.seed);
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
@@ -195,12 +214,25 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         )
       ).rows[0]?.n,
     );
-  const inputs = Array.from({ length: options.runs }, (_, i) => ({
-    chatId: `chat-${i}`,
-    inputId: `input-${i}`,
-    agent: "torture",
-    content: { label: `r${i}` },
-  }));
+  // Each chat's lines: its run's input, then (the queue kind) three inputs queued behind it. One
+  // chat's lines always go to one worker together, in order: the worker submits them in that order.
+  const lineInputId = (i: number, q: string | null) => (q === null ? `input-${i}` : `input-${i}-${q}`);
+  const chats = Array.from({ length: options.runs }, (_, i) => [
+    { chatId: `chat-${i}`, inputId: lineInputId(i, null), agent: "torture", content: { label: `r${i}` } },
+    ...(queueKind
+      ? QUEUED_INPUTS.map((q) => ({
+          chatId: `chat-${i}`,
+          inputId: lineInputId(i, q),
+          agent: QUEUED_AGENT,
+          content: { label: `r${i}-${q}` },
+          whenBusy: "queue" as const,
+        }))
+      : []),
+  ]);
+  const linesPerChat = chats[0]?.length ?? 1;
+  /** Input ids a worker reported admitted or queued. */
+  const accepted = new Set<string>();
+  const chatOf = (inputId: string): number => Number(/^input-(\d+)/.exec(inputId)?.[1]);
   const admitted = new Map<number, string>();
   const queue: number[] = [];
   const processes: WorkerProcess[] = [];
@@ -283,15 +315,19 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
             worker.workerId = String(report.workerId);
             worker.started = true;
             break;
-          case "admitted": {
-            const i = Number(String(report.inputId).slice("input-".length));
-            admitted.set(i, String(report.runId));
-            worker.pending.delete(i);
+          case "admitted":
+          case "queued": {
+            const inputId = String(report.inputId);
+            const i = chatOf(inputId);
+            accepted.add(inputId);
+            if (report.kind === "admitted" && inputId === lineInputId(i, null))
+              admitted.set(i, String(report.runId));
+            if (chats[i]?.every((l) => accepted.has(l.inputId))) worker.pending.delete(i);
             break;
           }
           case "refused": {
             refusals.push(`${worker.workerId}: ${String(report.reason)}`);
-            const i = Number(/"inputId":"input-(\d+)"/.exec(String(report.line))?.[1]);
+            const i = Number(/"inputId":"input-(\d+)/.exec(String(report.line))?.[1]);
             if (Number.isInteger(i) && worker.pending.delete(i)) queue.push(i);
             break;
           }
@@ -311,7 +347,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     void worker.exit.then(({ code, signal }) => {
       worker.exited = true;
       // Whatever it had not admitted goes to another worker (admission is idempotent anyway).
-      for (const i of worker.pending) if (!admitted.has(i)) queue.push(i);
+      for (const i of worker.pending) if (!chats[i]!.every((l) => accepted.has(l.inputId))) queue.push(i);
       worker.pending.clear();
       if (worker.killedAt === null && !stopping) {
         errors.push(
@@ -355,8 +391,12 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     const live = slots.filter((w): w is WorkerProcess => w !== null && !w.exited && w.killedAt === null);
     const ready = live.filter((w) => w.started);
     const to = pick(ready.length > 0 ? ready : live);
+    if (chats[i]!.every((l) => accepted.has(l.inputId))) return;
     to.pending.add(i);
-    to.child.stdin.write(`${JSON.stringify(inputs[i])}\n`);
+    // The chat's lines not yet reported, in order (admission and queueing are idempotent).
+    const lines = chats[i]!.filter((l) => !accepted.has(l.inputId));
+    if (lines.length === 0) return;
+    to.child.stdin.write(lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
   };
 
   let nextInput = 0;
@@ -426,8 +466,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       (w): w is WorkerProcess => w?.started === true && !w.exited && w.killedAt === null,
     );
     if (live.length === 0) return;
+    // Not the runs a cancel or a pause was aimed at: their checks expect them held as they are
+    // (cancelled-in-doubt), or resumed by the harness only.
     const held = (await journal.projectionRows<RunRow>("runs")).filter(
-      (r) => r.status === "held" && !r.needsAttention,
+      (r) => r.status === "held" && !r.needsAttention && !targeted.has(r.runId),
     );
     for (const run of held.slice(0, most)) {
       const events = await journal.readStream(`run-${run.runId}`);
@@ -473,11 +515,143 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     }
   };
 
+  // The cancel and pause kinds: an operator's runtime in this process (the torture's tools for
+  // their reconcilers, no agent), so a request lands while the call it aims at is still in flight;
+  // a resume goes through `holdfast resume` (its moment does not matter).
+  let operator: Runtime | null = null;
+  const operatorRuntime = async (): Promise<Runtime> => {
+    if (operator === null) {
+      const { tools } = makeTortureDefinitions({ dir, server: server.url, kinds: faultKinds });
+      operator = await openRuntime({
+        store,
+        agents: [],
+        tools,
+        allowlist: allowlistFile,
+        workerId: "torture-operator",
+        recovery: { onOpen: false, leaseMs: options.leaseMs },
+      });
+    }
+    return operator;
+  };
+  /** Runs a cancel or a pause was aimed at (each run at most once). */
+  const targeted = new Set<string>();
+  /** A top-level run of the torture agent with a call in flight now (an intent without its outcome). */
+  const runInFlight = async (waitMs: number): Promise<string | null> => {
+    const until = Date.now() + waitMs;
+    do {
+      const running = (await journal.projectionRows<RunRow>("runs")).filter(
+        (r) => r.status === "running" && !r.chatId.startsWith("child:") && !targeted.has(r.runId),
+      );
+      for (const run of running.sort(() => rng() - 0.5).slice(0, 8)) {
+        const open = new Set<string>();
+        const events = await journal.readStream(`run-${run.runId}`);
+        const first = events[0]?.event;
+        if (first?.type !== "run.admitted" || first.agent.name !== "torture") continue;
+        for (const { event } of events) {
+          if (event.type === "call.intended") open.add(`${event.callId}#${event.attempt}`);
+          if (
+            event.type === "call.completed" ||
+            event.type === "call.failed" ||
+            event.type === "call.reconciled"
+          )
+            open.delete(`${event.callId}#${event.attempt}`);
+        }
+        if (open.size > 0) return run.runId;
+      }
+      await sleep(20);
+    } while (Date.now() < until);
+    return null;
+  };
+  /** The live worker process that owns a run now, from the claims. */
+  const ownerOf = async (runId: string): Promise<WorkerProcess | null> => {
+    const row = (
+      await admin.query<{ worker_id: string | null }>("SELECT worker_id FROM claims WHERE run_id = $1", [
+        runId,
+      ])
+    ).rows[0];
+    if (!row?.worker_id) return null;
+    return (
+      slots.find((w) => w !== null && w.workerId === row.worker_id && !w.exited && w.killedAt === null) ??
+      null
+    );
+  };
+  const cancels: CancelAsked[] = [];
+  /** Cancels that found no call in flight within their wait (none asked then). */
+  let cancelsWithoutTarget = 0;
+  interface Paused {
+    readonly runId: string;
+    /** Kills (any worker) so far when it was asked. */
+    readonly killsAt: number;
+    /** Waves to wait once seen paused before the resume. */
+    readonly waves: number;
+    seenPaused: boolean;
+    checks: number;
+    resumed: boolean;
+  }
+  const paused: Paused[] = [];
+  const pauseSeen = { stillPaused: 0, notPaused: [] as string[], killsWhilePaused: 0 };
+  let pausesAsked = 0;
+  let pausesWithoutTarget = 0;
+  let pauseOwnerKills = 0;
+  let pausesEndedFirst = 0;
+  let resumeFailures = 0;
+  const resumeNow = async (p: Paused) => {
+    const resumed = await runCli(["resume", p.runId, "--by", HARNESS_BY, "--db", store, "--json"], {
+      HOLDFAST_STORE: "",
+      HOLDFAST_WORKER_ID: "",
+    });
+    if (resumed.status === 0) p.resumed = true;
+    else {
+      resumeFailures++;
+      errors.push(`holdfast resume ${p.runId} failed (${resumed.status}): ${resumed.stderr.trim()}`);
+      p.resumed = true;
+    }
+  };
+  /**
+   * The pause kind, each wave: a paused run must still be paused after the kills and restarts since;
+   * after one to three waves the harness resumes it. A run not paused yet (its owner has not
+   * carried the request out) is looked at again next wave; one that ended first is left.
+   */
+  const lookAtPaused = async (kills: number, final: boolean) => {
+    const rows = new Map((await journal.projectionRows<RunRow>("runs")).map((r) => [r.runId, r]));
+    for (const p of paused) {
+      if (p.resumed) continue;
+      const status = rows.get(p.runId)?.status ?? "unknown";
+      if (!p.seenPaused) {
+        if (status === "paused") p.seenPaused = true;
+        else if (status !== "running" && status !== "interrupted") {
+          pausesEndedFirst++;
+          p.resumed = true;
+          continue;
+        } else if (!final) continue;
+        else {
+          // The end: wait for the request to be carried out (a take-over may come first).
+          const until = Date.now() + options.leaseMs + 10_000;
+          while (Date.now() < until) {
+            const now = (await journal.projectionRows<RunRow>("runs")).find((r) => r.runId === p.runId);
+            if (now?.status === "paused") break;
+            await sleep(200);
+          }
+          p.seenPaused = true;
+        }
+      } else {
+        p.checks++;
+        if (status === "paused") pauseSeen.stillPaused++;
+        else pauseSeen.notPaused.push(`${status} (run ${p.runId})`);
+      }
+      if (final || p.checks >= p.waves) {
+        pauseSeen.killsWhilePaused += kills - p.killsAt;
+        await resumeNow(p);
+      }
+    }
+  };
+
   const snapshots: Outcomes[] = [];
   let kills = 0;
   for (let k = 0; k < options.kills; k++) {
     if (k % 5 === 4) await decideHeld(3);
     await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
+    if (pauseKind) await lookAtPaused(kills, false);
     await sleep(100 + Math.floor(rng() * 900));
     // Never the last worker standing: a live peer must be there to take the victim's runs over
     // (restarted workers take a few seconds to start).
@@ -488,20 +662,72 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       errors.push("no worker started within 120 s");
       break;
     }
-    // A worker that owns runs right now, if there is one: killing an idle worker tests little.
-    const candidates = ready();
-    const busy: WorkerProcess[] = [];
-    for (const w of candidates) if ((await claimsOf(w.workerId!)) > 0) busy.push(w);
-    const victim = pick(busy.length > 0 ? busy : candidates);
-    victim.killedAt = Date.now();
-    victim.child.kill("SIGKILL");
+    // The cancel and pause kinds take turns over the waves; a cancel's kill moment cycles through
+    // just before the request, just after it committed, and none. The owner killed is the wave's kill.
+    let victim: WorkerProcess | null = null;
+    const killNow = (w: WorkerProcess) => {
+      w.killedAt = Date.now();
+      w.child.kill("SIGKILL");
+    };
+    const control = controlKinds.length > 0 ? controlKinds[k % controlKinds.length] : undefined;
+    if (control === "cancel") {
+      const mode = (["after", "before", "none"] as const)[Math.floor(k / controlKinds.length) % 3]!;
+      const runId = await runInFlight(3_000);
+      if (runId === null) cancelsWithoutTarget++;
+      else {
+        targeted.add(runId);
+        const op = await operatorRuntime();
+        const owner = mode === "none" ? null : await ownerOf(runId);
+        const kill = owner === null ? "none" : mode;
+        if (owner !== null && kill === "before") {
+          killNow(owner);
+          await owner.exit;
+        }
+        const out = await op.cancel(runId, { by: HARNESS_BY, note: "torture" });
+        cancels.push({ runId, kill, accepted: out.accepted, status: out.status });
+        if (owner !== null && kill === "after") killNow(owner);
+        victim = owner;
+      }
+    } else if (control === "pause") {
+      const runId = await runInFlight(3_000);
+      if (runId === null) pausesWithoutTarget++;
+      else {
+        targeted.add(runId);
+        const op = await operatorRuntime();
+        const owner = rng() < 0.4 ? await ownerOf(runId) : null;
+        const out = await op.pause(runId, { by: HARNESS_BY, note: "torture" });
+        pausesAsked++;
+        if (owner !== null) {
+          killNow(owner);
+          pauseOwnerKills++;
+          victim = owner;
+        }
+        if (out.accepted)
+          paused.push({
+            runId,
+            killsAt: kills,
+            waves: 1 + Math.floor(rng() * 2),
+            seenPaused: false,
+            checks: 0,
+            resumed: false,
+          });
+      }
+    }
+    if (victim === null) {
+      // A worker that owns runs right now, if there is one: killing an idle worker tests little.
+      const candidates = ready();
+      const busy: WorkerProcess[] = [];
+      for (const w of candidates) if ((await claimsOf(w.workerId!)) > 0) busy.push(w);
+      victim = pick(busy.length > 0 ? busy : candidates);
+      killNow(victim);
+    }
     kills++;
-    victims.set(victim.workerId!, { diedAt: victim.killedAt, identity: victim.identity });
+    victims.set(victim.workerId!, { diedAt: victim.killedAt!, identity: victim.identity });
     await victim.exit;
     // The restart waits until the live workers have taken the victim's runs over (or the bound
     // has passed): on this one machine a starting worker would take their CPU, while in a real
     // deployment it starts on its own host.
-    const restartBy = victim.killedAt + options.leaseMs + 2_000;
+    const restartBy = victim.killedAt! + options.leaseMs + 2_000;
     while (Date.now() < restartBy && (await claimsOf(victim.workerId!)) > 0) await sleep(100);
     spawnWorker(victim.slot);
     log(
@@ -511,6 +737,24 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   }
   await feed(options.runs);
   await decideHeld(10);
+  if (pauseKind) await lookAtPaused(kills, true);
+
+  /** The queue kind: a held run keeps its chat's queued inputs waiting; the harness stops it (0043). */
+  let stoppedForQueue = 0;
+  const stopHeldBeforeQueued = async (rows: ReadonlyArray<RunRow>) => {
+    const perChat = new Map<string, number>();
+    for (const r of rows) perChat.set(r.chatId, (perChat.get(r.chatId) ?? 0) + 1);
+    const op = await operatorRuntime();
+    for (let i = 0; i < options.runs; i++) {
+      const chatId = `chat-${i}`;
+      if ((perChat.get(chatId) ?? 0) >= linesPerChat) continue;
+      if (!chats[i]!.every((l) => accepted.has(l.inputId))) continue;
+      const { items, waitingFor } = await op.queue(chatId);
+      if (items.length === 0 || waitingFor === null || waitingFor.status !== "held") continue;
+      await op.cancel(waitingFor.runId, { by: HARNESS_BY, note: "its chat's queued inputs wait" });
+      stoppedForQueue++;
+    }
+  };
 
   // Until every input is admitted and every run (children too) is completed or held.
   const deadline = Date.now() + (options.timeoutMs ?? Math.max(120_000, options.runs * 3_000));
@@ -519,12 +763,16 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     while (queue.length > 0) send(queue.shift()!);
     last = await statuses();
     const top = last.rows.filter((r) => !r.chatId.startsWith("child:")).length;
-    if (top >= options.runs && last.unsettledAll === 0) break;
+    if (top >= options.runs * linesPerChat && last.unsettledAll === 0) break;
+    if (queueKind && last.unsettledAll === 0) await stopHeldBeforeQueued(last.rows);
     await sleep(250);
   }
   const timedOut = Date.now() >= deadline;
+  if (operator !== null) await (operator as Runtime).close();
   if (timedOut)
-    errors.push(`the runs did not all settle within ${Math.round((options.timeoutMs ?? 0) / 1000)} s`);
+    errors.push(
+      `the runs did not all settle within ${Math.round((options.timeoutMs ?? Math.max(120_000, options.runs * 3_000)) / 1000)} s`,
+    );
   log(`settled: ${last.rows.length} runs; stopping the workers`);
 
   clearInterval(watchPauses);
@@ -558,6 +806,38 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   await server.close();
   const check = checkTrial(finalLog, dir, server.counts, snapshots, ALLOWLISTED);
   const backoff = faultKinds.includes("backoff") ? checkBackoff(events, server.requests) : undefined;
+  const effectKeys = Object.keys(check.effects);
+  const cancel = cancelKind
+    ? { ...checkCancel(events, effectKeys, cancels), cancelsWithoutTarget }
+    : undefined;
+  const queueChecks: QueueCheck[] = queueKind
+    ? chats.map((lines, i) =>
+        checkQueue(
+          events,
+          `chat-${i}`,
+          lines.map((l) => l.inputId),
+        ),
+      )
+    : [];
+  const queued = queueKind
+    ? {
+        queued: queueChecks.reduce((n, q) => n + q.queued, 0),
+        queuedAdmitted: queueChecks.reduce((n, q) => n + q.queuedAdmitted, 0),
+        admittedDirectly: queueChecks.reduce((n, q) => n + q.admittedDirectly, 0),
+        heldStoppedForQueue: stoppedForQueue,
+        problems: queueChecks.flatMap((q, i) => q.problems.map((p) => `chat-${i}: ${p}`)),
+      }
+    : undefined;
+  const pause = pauseKind
+    ? {
+        ...checkPause(events, effectKeys, HARNESS_BY, pauseSeen),
+        pausesAsked,
+        pausesWithoutTarget,
+        ownerKilledAfterRequest: pauseOwnerKills,
+        endedBeforePaused: pausesEndedFirst,
+        resumeFailures,
+      }
+    : undefined;
 
   // Take-overs: each `run.claimed` naming a killed worker, timed from its death.
   const bound = options.leaseMs + 2_000;
@@ -677,6 +957,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     refusals,
     errors,
     ...(backoff ? { backoff } : {}),
+    ...(cancel ? { cancel } : {}),
+    ...(queued ? { queue: queued } : {}),
+    ...(pause ? { pause } : {}),
     problems: { duplicates: check.duplicateDetail, lost: check.lostDetail },
     seconds: Math.round((Date.now() - started) / 100) / 10,
   };
@@ -691,6 +974,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.pauses < options.pauses ||
     summary.takeOvers.overBound.length > 0 ||
     (backoff?.problems.length ?? 0) > 0 ||
+    (cancel?.problems.length ?? 0) > 0 ||
+    (queued?.problems.length ?? 0) > 0 ||
+    (pause?.problems.length ?? 0) > 0 ||
     errors.length > 0;
   return { summary, failed };
 };

@@ -221,4 +221,71 @@ describe("holdfast worker", () => {
       expect(result.stderr).not.toContain("123456");
     }
   }, 60_000);
+  it('--stdin lines with `whenBusy: "queue"` wait in their chat\'s queue behind its run, in the order they were written, and run after it; a bad whenBusy is refused', async () => {
+    const dir = tempDir();
+    const go = join(dir, "go");
+    const witness = join(dir, "witness.txt");
+    const module = join(dir, "queue-agents.mts");
+    // The first run waits for the file `go`, so the later lines find the chat busy.
+    writeFileSync(
+      module,
+      [
+        `import { existsSync, appendFileSync } from "node:fs";`,
+        `import { Schema } from ${JSON.stringify(join(ROOT, "node_modules", "effect", "dist", "esm", "index.js"))};`,
+        `import { defineAgent, defineTool } from ${JSON.stringify(join(ROOT, "src", "index.ts"))};`,
+        "const note = defineTool({ name: 'note', args: Schema.Struct({ label: Schema.String }), disposition: 'replay',",
+        "  run: async ({ label }) => {",
+        `    while (label === 'first' && !existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 20));`,
+        `    appendFileSync(${JSON.stringify(witness)}, label + "\\n"); return { label }; } });`,
+        "export const tools = [note];",
+        "export const agents = [defineAgent({ name: 'noter', version: '1',",
+        "  run: async (turn, input) => turn.tool(note, { label: input.label }) })];",
+      ].join("\n"),
+    );
+    const db = join(dir, "journal.db");
+    const worker = startWorkerCli(
+      ["--store", db, "--module", module, "--lease-ms", "3000", "--stdin", "--json"],
+      {},
+    );
+    const line = (inputId: string, extra: Record<string, unknown> = {}) =>
+      `${JSON.stringify({ chatId: "c", inputId, agent: "noter", content: { label: inputId }, ...extra })}\n`;
+    try {
+      await worker.waitFor("started");
+      // Written at once, in one chunk: the worker submits one chat's lines one after the other.
+      worker.child.stdin?.write(
+        line("first") +
+          line("q1", { whenBusy: "queue" }) +
+          line("q2", { whenBusy: "queue" }) +
+          line("q3", { whenBusy: "queue" }) +
+          line("bad", { whenBusy: "later" }),
+      );
+      await worker.waitFor("queued", 3);
+      await worker.waitFor("refused");
+      writeFileSync(go, "");
+      // The queued runs are started by whoever ends the run before them (here, this worker).
+      const until = Date.now() + 30_000;
+      while (Date.now() < until && !readFileSync(witness, { encoding: "utf8", flag: "a+" }).includes("q3"))
+        await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      worker.child.kill("SIGTERM");
+    }
+    expect(await worker.exit, worker.stderr()).toEqual({ code: 0, signal: null });
+    const queued = worker.lines.filter((l) => l.kind === "queued");
+    expect(queued.map((l) => [l.inputId, l.position])).toEqual([
+      ["q1", 1],
+      ["q2", 2],
+      ["q3", 3],
+    ]);
+    expect(String(worker.lines.find((l) => l.kind === "refused")?.reason)).toContain("whenBusy");
+    expect(readFileSync(witness, "utf8")).toBe("first\nq1\nq2\nq3\n");
+    const journal = LibsqlJournal.open(db);
+    try {
+      const admitted = (await journal.readAll({ after: 0, limit: 1000 }))
+        .filter((e) => e.event.type === "run.admitted")
+        .map((e) => (e.event as { inputId: string }).inputId);
+      expect(admitted).toEqual(["first", "q1", "q2", "q3"]);
+    } finally {
+      await journal.close();
+    }
+  }, 60_000);
 });

@@ -64,4 +64,59 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     ).toEqual([]);
     expect(run.status, context).toBe(0);
   }, 280_000);
+  it("cancel, queue and pause with backoff across three workers: cancels with a call in flight (the owner killed just before or just after the request), three inputs queued behind each run, pauses and resumes from outside with kills between; no duplicate, nothing lost, every queued input admitted once and in order, every check clean", async () => {
+    await requirePg();
+    const run = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(ROOT, "torture", "main.ts"),
+        "--store",
+        TEST_PG_URL,
+        "--workers",
+        "3",
+        "--runs",
+        "12",
+        "--kills",
+        "6",
+        "--pauses",
+        "0",
+        "--lease-ms",
+        "3000",
+        "--faults",
+        "backoff,cancel,queue,pause",
+        "--seed",
+        "1",
+        "--json",
+      ],
+      // About 55 s on a quiet 2-core machine.
+      { cwd: ROOT, encoding: "utf8", timeout: 270_000 },
+    );
+    const line = run.stdout.trim().split("\n").at(-1) ?? "";
+    expect(line.startsWith("{"), `${run.stderr}\n${run.stdout}`).toBe(true);
+    const summary = JSON.parse(line);
+    const context = JSON.stringify({ ...summary, stderr: run.stderr.slice(-2000) });
+    expect(summary.faultKinds).toEqual(["backoff", "cancel", "queue", "pause"]);
+    expect(summary.errors, context).toEqual([]);
+    expect(summary.duplicates, context).toBe(0);
+    expect(summary.lost, context).toBe(0);
+    expect(summary.logCheck, context).toBe("clean");
+    expect(summary.audit, context).toBe("clean");
+    expect(summary.unsettled, context).toEqual([]);
+    expect(summary.kills).toBe(6);
+    expect(summary.backoff.problems, context).toEqual([]);
+    expect(summary.cancel.problems, context).toEqual([]);
+    expect(summary.queue.problems, context).toEqual([]);
+    expect(summary.pause.problems, context).toEqual([]);
+    // Each run's chat got its three queued inputs, each admitted once (queued, or directly when
+    // the chat was free by the time a resubmission came): 12 runs of the agent, 36 queued ones.
+    expect(summary.queue.queued + summary.queue.admittedDirectly, context).toBe(36);
+    expect(summary.runs, context).toBe(48);
+    // The kinds were played; how many met a call in flight depends on timing under load.
+    expect(summary.cancel.cancelsRequested + summary.cancel.cancelsWithoutTarget, context).toBe(3);
+    expect(summary.pause.pausesAsked + summary.pause.pausesWithoutTarget, context).toBe(3);
+    expect(summary.pause.resumed, context).toBe(summary.pause.paused);
+    expect(run.status, context).toBe(0);
+  }, 280_000);
 });

@@ -42,6 +42,7 @@ type Report =
   | { kind: "held"; runId: string; reasons: ReadonlyArray<HoldReason>; found: boolean }
   | { kind: "needs-attention"; runId: string; reason: string }
   | { kind: "admitted"; runId: string; chatId: string; inputId: string; reused: boolean }
+  | { kind: "queued"; chatId: string; inputId: string; position: number | null; reused: boolean }
   | { kind: "refused"; line: string; reason: string }
   | { kind: "settled"; runId: string; status: RunResult["status"]; detail?: string }
   | { kind: "pass-failed"; reason: string; hint: string }
@@ -76,6 +77,8 @@ const text = (r: Report): string => {
       return `run ${r.runId} needs attention: ${r.reason}`;
     case "admitted":
       return `${r.reused ? "already admitted" : "admitted"} run ${r.runId} (chat ${r.chatId}, input ${r.inputId})`;
+    case "queued":
+      return `${r.reused ? "already queued" : "queued"} input ${r.inputId} in chat ${r.chatId}${r.position === null ? "" : ` at position ${r.position}`}`;
     case "refused":
       return `refused input ${r.line}: ${r.reason}`;
     case "settled":
@@ -323,39 +326,76 @@ const runWorker = async (
     ? createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY })
     : null;
   const submissions = new Set<Promise<void>>();
-  lines?.on("line", (line) => {
-    if (stopping || line.trim() === "") return;
-    const submission = (async () => {
-      try {
-        const request = JSON.parse(line) as {
-          chatId: string;
-          inputId: string;
-          agent: string;
-          content: unknown;
-        };
-        const handle = await runtime.submit({
-          chatId: request.chatId,
-          inputId: request.inputId,
-          agent: request.agent,
-          content: request.content ?? null,
-        });
+  /**
+   * Each chat's last submission: a line waits for the previous line of its chat, so one chat's
+   * inputs reach `submit` in the order they were written (a queued input's place in its queue is
+   * that order); lines of different chats go on at once.
+   */
+  const chatTails = new Map<string, Promise<void>>();
+  const submitLine = async (line: string): Promise<void> => {
+    try {
+      const request = JSON.parse(line) as {
+        chatId: string;
+        inputId: string;
+        agent: string;
+        content: unknown;
+        whenBusy?: unknown;
+      };
+      const whenBusy = request.whenBusy;
+      if (whenBusy !== undefined && whenBusy !== "refuse" && whenBusy !== "queue" && whenBusy !== "interrupt")
+        throw new Error(`whenBusy is "refuse", "queue" or "interrupt", not ${JSON.stringify(whenBusy)}`);
+      const handle = await runtime.submit({
+        chatId: request.chatId,
+        inputId: request.inputId,
+        agent: request.agent,
+        content: request.content ?? null,
+        ...(whenBusy === undefined ? {} : { whenBusy }),
+      });
+      if ("queued" in handle && handle.queued) {
         await emit({
-          kind: "admitted",
-          runId: handle.runId,
+          kind: "queued",
           chatId: request.chatId,
           inputId: request.inputId,
+          position: handle.position,
           reused: handle.reused,
         });
-        watch(handle.runId);
-      } catch (error) {
-        // Masked before it is cut short: a cut could leave the start of a secret that no longer matches.
-        await emit({
-          kind: "refused",
-          line: masker.maskString(line).slice(0, 200),
-          reason: describeFailure(error).reason,
-        });
+        return;
       }
-    })();
+      await emit({
+        kind: "admitted",
+        runId: handle.runId,
+        chatId: request.chatId,
+        inputId: request.inputId,
+        reused: handle.reused,
+      });
+      watch(handle.runId);
+    } catch (error) {
+      // Masked before it is cut short: a cut could leave the start of a secret that no longer matches.
+      await emit({
+        kind: "refused",
+        line: masker.maskString(line).slice(0, 200),
+        reason: describeFailure(error).reason,
+      });
+    }
+  };
+  lines?.on("line", (line) => {
+    if (stopping || line.trim() === "") return;
+    let chatId: string | null = null;
+    try {
+      const parsed = JSON.parse(line) as { chatId?: unknown };
+      if (typeof parsed.chatId === "string") chatId = parsed.chatId;
+    } catch {
+      // Refused by submitLine, with the reason.
+    }
+    const before = chatId === null ? undefined : chatTails.get(chatId);
+    const submission = (before ?? Promise.resolve()).then(() => submitLine(line));
+    if (chatId !== null) {
+      const key = chatId;
+      chatTails.set(key, submission);
+      void submission.finally(() => {
+        if (chatTails.get(key) === submission) chatTails.delete(key);
+      });
+    }
     submissions.add(submission);
     void submission.catch(() => undefined).finally(() => submissions.delete(submission));
   });
