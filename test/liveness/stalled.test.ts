@@ -31,7 +31,11 @@ const engines = [
 interface RunJson {
   readonly runId: string;
   readonly status: string;
-  readonly owner: { readonly workerId: string; readonly host: string | null; readonly pid: number | null } | null;
+  readonly owner: {
+    readonly workerId: string;
+    readonly host: string | null;
+    readonly pid: number | null;
+  } | null;
   readonly leaseExpiresAt: string | null;
   readonly lastHeartbeatAt: string | null;
   readonly stalled: boolean;
@@ -45,7 +49,10 @@ const runsJson = async (store: string, ...extra: string[]): Promise<RunJson[]> =
   return JSON.parse(result.stdout) as RunJson[];
 };
 
-const showJson = async (store: string, runId: string): Promise<{ run: RunJson; next: { text: string; live: boolean } }> => {
+const showJson = async (
+  store: string,
+  runId: string,
+): Promise<{ run: RunJson; next: { text: string; live: boolean } }> => {
   const result = await runCli(["show", runId, "--db", store, "--json"]);
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout);
@@ -113,7 +120,11 @@ describe.each(engines)("$engine: who runs a run, as readers see it", ({ store: m
 
       const page = await server.get("/api/runs?status=stalled");
       expect(page).toMatchObject({ stalled: 1, total: 1 });
-      expect((page.runs as RunJson[])[0]).toMatchObject({ runId, stalled: true, stalledBecause: "owner-dead" });
+      expect((page.runs as RunJson[])[0]).toMatchObject({
+        runId,
+        stalled: true,
+        stalledBecause: "owner-dead",
+      });
       const view = await server.get(`/api/runs/${runId}`);
       expect(view.run).toMatchObject({ stalled: true, owner: { pid: worker.child.pid } });
       expect(view.next).toMatchObject({ live: false, agent: "gated@1" });
