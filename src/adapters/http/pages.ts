@@ -153,7 +153,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
   });
   const qs = (extra: Record<string, string>) =>
     new URLSearchParams({ ...(status ? { status } : {}), ...(text ? { q: text } : {}), ...extra }).toString();
-  return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms" hx-swap="outerHTML">
+  return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
     <h1>Needs you <span class="muted">(${held.length + stalled.length})</span></h1>
     <form class="filters" method="get" action="/">
       <label>Filter held runs <input type="text" name="q" value="${text}" placeholder="run, chat, agent or reason" /></label>
@@ -343,10 +343,13 @@ const attemptsText = (call: CallView): Html | string =>
         ${call.nextDueAt === null ? "" : html`<li class="due">attempt ${call.attempt + 1} due at <time datetime="${call.nextDueAt}">${call.nextDueAt}</time>${call.retryPolicy ? html` <span class="muted">(retry policy: ${call.retryPolicy.attempts} attempts in all)</span>` : ""}</li>`}
       </ol>`;
 
-/** The part of the run page that refreshes live: state, calls, timeline (never the forms being filled). */
+/**
+ * The part of the run page that refreshes live: state, calls, timeline (never the forms being filled).
+ * On every commit, and every 5 s: an owner that dies writes nothing, yet its run becomes stalled.
+ */
 export const runState = (view: RunView, loadedVersion: number): Html => {
   const { run } = view;
-  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}" hx-trigger="journal from:#live throttle:500ms" hx-swap="outerHTML">
+  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}" hx-trigger="journal from:#live throttle:500ms, every 5s" hx-swap="outerHTML">
     ${
       view.version !== loadedVersion
         ? banner(
