@@ -387,7 +387,7 @@ describe("the recorded notice", () => {
     await review(page, call, "stop");
     await Promise.all([page.waitForURL(`${server.panelUrl}/runs/${run.runId}`), page.click("#confirm")]);
     expect(await text(page.locator(".banner-ok"))).toBe(
-      `Recorded: Stop the run for ${call}. The run goes on where its agent runs.`,
+      `Recorded: Stop the run for ${call}. Next: the run is stopped; nothing more runs, and its chat takes new input.`,
     );
     await page.reload();
     expect(await page.locator(".banner-ok").count()).toBe(0);
