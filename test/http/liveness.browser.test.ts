@@ -79,7 +79,7 @@ describe("stalled runs and what happens next, in the panel", () => {
 
     // A runtime with the agent recovers it: the call is in doubt, so the run is held; it exits.
     const holding = await runWorker({ ...env, HF_ACTION: "recover" });
-    expect((lineOf(holding, "recovery")?.report as { held: unknown[] }).held).toHaveLength(1);
+    expect((lineOf(holding, "recovery")!.report as { held: unknown[] }).held).toHaveLength(1);
     await page.locator("#heading-status .status-held").waitFor({ timeout: 15_000 });
     await page.reload();
 

@@ -167,7 +167,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
     </form>
     ${
       held.length === 0
-        ? html`<p class="muted" id="needs-none">No run is waiting for a person.</p>`
+        ? html`<p class="muted" id="needs-none">${stalled.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
         : html`<table id="needs-you">
           <caption class="visually-hidden">Held runs, oldest first</caption>
           <thead><tr><th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
