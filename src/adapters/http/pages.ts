@@ -511,6 +511,11 @@ export const confirmControlPage = (
         <dt>what it does</dt><dd>${CONTROL_ACTIONS[action].meaning}</dd>
         <dt>note</dt><dd>${note === "" ? html`<span class="muted">none</span>` : html`<pre>${note}</pre>`}</dd>
         <dt>recorded as asked by</dt><dd>${session.name}</dd>
+        ${
+          action === "resume" && view.whenResumed
+            ? html`<dt>then</dt><dd id="confirm-next" data-live="${view.whenResumed.live ? "yes" : "no"}">${view.whenResumed.text}</dd>`
+            : ""
+        }
       </dl>
       <form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/control">
         <input type="hidden" name="_csrf" value="${session.csrf}" />
