@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import * as Schema from "effect/Schema";
 import { type RecordedEvent, runStreamId } from "../events/index.js";
 import { type CallRow, callsOfRun, type RunRow } from "../projections/index.js";
@@ -64,6 +65,12 @@ export interface RuntimeOptions {
      * cannot take down every process that opens the journal. See docs/recovery.md, "Crash loops".
      */
     readonly maxInterruptions?: number;
+    /**
+     * How often this process runs a recovery pass of its own (as `holdfast worker` does), told to
+     * readers through the runtime registry so the panel and the CLI can say when a run is picked
+     * up; it starts no passes by itself. Default: none (recovery on open only).
+     */
+    readonly passEveryMs?: number;
   };
   /**
    * Remove finished runs while opening, after recovery: keep the newest `keepRuns` (default 100)
@@ -249,6 +256,7 @@ const RuntimeOptionsSchema = Schema.Struct({
       onOpen: Schema.optional(Schema.Boolean),
       concurrency: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000))),
       maxInterruptions: Schema.optional(Schema.Int.pipe(Schema.between(1, 1_000))),
+      passEveryMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
       leaseMs: Schema.optional(
         Schema.Int.pipe(
           Schema.greaterThanOrEqualTo(MIN_LEASE_MS, {
@@ -319,6 +327,11 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
         : { maxInterruptions: checked.recovery.maxInterruptions }),
       allowlist,
       ...(checked.cancelGraceMs === undefined ? {} : { cancelGraceMs: checked.cancelGraceMs }),
+      presence: {
+        host: hostname(),
+        pid: process.pid,
+        recoversEveryMs: checked.recovery?.passEveryMs ?? null,
+      },
     });
   } catch (error) {
     await journal.close();
@@ -327,6 +340,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
   let recovery: RecoveryReport = emptyReport;
   let retention: PruneReport | null = null;
   try {
+    await engine.announce();
     if (options.recovery?.onOpen !== false) recovery = await engine.recover();
     if (retentionPolicy) retention = await applyRetention(journal, retentionPolicy);
     // Due waits are woken from now on, by any runtime that has agents (decision 0050).

@@ -181,6 +181,42 @@ export type AnchorReading =
   | { readonly kind: "anchored"; readonly anchor: HeadAnchor; readonly path: string }
   | { readonly kind: "damaged"; readonly path: string; readonly detail: string };
 
+/**
+ * A runtime that said it is open on this journal (the runtime registry, decision 0053): which
+ * agents it can continue runs of, and until when its word holds. Rows of runtimes that died stay
+ * until they are long expired: they say when the owner was last seen.
+ */
+export interface RuntimePresence {
+  readonly workerId: string;
+  readonly host: string;
+  readonly pid: number;
+  /** The agents it runs, as `name@version`. */
+  readonly agents: ReadonlyArray<string>;
+  /** When it opened (ms since the epoch, the journal's clock). */
+  readonly startedAt: number;
+  /** Its last heartbeat (ms since the epoch, the journal's clock). */
+  readonly seenAt: number;
+  /** When its presence runs out unless renewed (ms since the epoch, the journal's clock). */
+  readonly expiresAt: number;
+  /** How often it runs a recovery pass (a `holdfast worker`); null: only when it opens, or is asked to. */
+  readonly recoversEveryMs: number | null;
+}
+
+/** What a runtime announces of itself; the journal adds the times. */
+export type RuntimeAnnouncement = Omit<RuntimePresence, "startedAt" | "seenAt" | "expiresAt">;
+
+/**
+ * Who owns what, read at once (decision 0052): every live claim, every runtime's presence row, and
+ * the journal's clock the leases are measured by. Readers only report from it; they never claim.
+ */
+export interface LivenessSnapshot {
+  /** The journal's clock at the read (ms since the epoch): leases are measured by it. */
+  readonly now: number;
+  /** The claims that have an owner (released rows are left out). */
+  readonly claims: ReadonlyArray<Claim>;
+  readonly runtimes: ReadonlyArray<RuntimePresence>;
+}
+
 /** Where a commit announced by {@link JournalReader.onCommitted} may come from. */
 export type CommitOrigin = "here" | "elsewhere";
 
@@ -260,6 +296,8 @@ export interface JournalReader {
     options: { readonly after: string | null; readonly limit: number },
   ): Promise<ReadonlyArray<StoredProjectionRow>>;
   currentClaim(runId: string): Promise<Claim | null>;
+  /** Every owned claim and every runtime's presence, with the journal's clock, in one read. */
+  liveness(): Promise<LivenessSnapshot>;
   /**
    * The head anchor kept outside the database, read now (libSQL); absent or `none` where the
    * engine keeps none. The audit compares the log with it.
@@ -337,4 +375,12 @@ export interface Journal extends JournalReader {
    * for {@link Journal.currentClaim}.
    */
   releaseClaims(workerId: string, runIds?: ReadonlyArray<string>): Promise<void>;
+  /**
+   * Say this runtime is open, with its agents, until `ttlMs` from now on the journal's clock (the
+   * runtime registry, decision 0053); renewed by the runtime's heartbeat. Also removes presence
+   * rows that ran out long ago.
+   */
+  announceRuntime(runtime: RuntimeAnnouncement, ttlMs: number): Promise<void>;
+  /** Remove this runtime's presence row (it closes). */
+  withdrawRuntime(workerId: string): Promise<void>;
 }

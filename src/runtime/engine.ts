@@ -22,6 +22,7 @@ import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
+import { Presence } from "./presence.js";
 import {
   admitNextQueued,
   type ChatQueue,
@@ -72,6 +73,16 @@ export interface EngineOptions {
   readonly interrupter?: Interrupter;
   /** How long a cancelled run waits for its in-flight calls to settle (default 10 000 ms). */
   readonly cancelGraceMs?: number;
+  /**
+   * Where this runtime runs, for its row in the runtime registry (decision 0053); a runtime with
+   * agents announces itself there while it is open. `recoversEveryMs`: how often it runs a recovery
+   * pass (a `holdfast worker`), null when only on open.
+   */
+  readonly presence?: {
+    readonly host: string;
+    readonly pid: number;
+    readonly recoversEveryMs: number | null;
+  };
 }
 
 const WithdrawOptionsSchema = Schema.Struct({
@@ -127,6 +138,7 @@ export class Engine implements EngineCore {
   readonly preflight: ReadonlyArray<PreflightFinding>;
   readonly executeDeps: ExecuteDeps;
   readonly limiter: Limiter;
+  private readonly presence: Presence | null;
   private readonly live = new Map<string, Promise<RunResult>>();
   private isClosing = false;
   /** The writers of the runs executing here, watched for control requests (decisions 0043, 0044). */
@@ -160,6 +172,20 @@ export class Engine implements EngineCore {
       leaseMs: options.leaseMs,
       isWorkerDead: options.isWorkerDead,
     });
+    this.presence =
+      options.presence && this.agents.size > 0
+        ? new Presence(
+            options.journal,
+            {
+              workerId: options.workerId,
+              host: options.presence.host,
+              pid: options.presence.pid,
+              agents: [...this.agents.values()].map((agent) => `${agent.name}@${agent.version}`),
+              recoversEveryMs: options.presence.recoversEveryMs,
+            },
+            options.leaseMs,
+          )
+        : null;
     this.executeDeps = {
       journal: this.journal,
       masker: this.masker,
@@ -172,6 +198,11 @@ export class Engine implements EngineCore {
       cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
       watch: (writer) => this.watch(writer),
     };
+  }
+
+  /** Announce this runtime in the runtime registry (a runtime without agents is not announced). */
+  async announce(): Promise<void> {
+    await this.presence?.start();
   }
 
   /** Watch a live run's stream for control requests until the returned function is called. */
@@ -505,6 +536,7 @@ export class Engine implements EngineCore {
     this.unlisten = undefined;
     this.watched.clear();
     await this.polling;
+    await this.presence?.close();
     await this.ownership.close();
     await this.journal.close();
   }

@@ -174,7 +174,7 @@ describe("holdfast show and decide on a held run (in order, one held run)", () =
       `recorded ${runId}/0 confirmed-completed on run ${runId} by ada (version ${version} → ${version + 2})`,
     );
     expect(result.stdout).toContain(
-      `recorded; the run continues when a runtime with agent "steps@1" opens this journal`,
+      `no runtime with agent "steps@1" is live now: the run continues when one opens this journal`,
     );
     expect(result.stdout).toContain(`the result given for ${runId}/0 was not checked`);
   });

@@ -144,8 +144,9 @@ describe("holdfast retry (in order, one run held on a definite failure)", () => 
       // retry.granted and run.resumed on the version show printed: the refusals wrote nothing.
       version: heldVersion + 2,
       status: "running",
+      live: false,
       next: expect.stringContaining(
-        `the run continues when a runtime with agent "asker@1" opens this journal`,
+        `no runtime with agent "asker@1" is live now: the run continues when one opens this journal`,
       ),
     });
     expect(witnessLines(witness)).toHaveLength(1);

@@ -38,7 +38,9 @@ describe("holdfast runs", () => {
     const { db, runId } = demoJournal();
     const result = await runCli(["runs", "--db", db]);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/run\s+│\s+chat\s+│\s+agent\s+│\s+status\s+│\s+calls\s+│\s+updated/);
+    expect(result.stdout).toMatch(
+      /run\s+│\s+chat\s+│\s+agent\s+│\s+status\s+│\s+owner\s+│\s+calls\s+│\s+updated/,
+    );
     expect(result.stdout).toContain(runId);
   });
 

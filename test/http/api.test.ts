@@ -245,7 +245,14 @@ describe("the JSON API: decisions, retries and the plan", () => {
       },
     });
     expect(response.status).toBe(200);
-    expect(await body(response)).toEqual({ runId, version: version + 2, unchecked: [] });
+    // This server's operator has the agent and runs the run itself: the reply names it, live now.
+    expect(await body(response)).toMatchObject({
+      runId,
+      version: version + 2,
+      unchecked: [],
+      status: "running",
+      next: { agent: "pair@1", live: true, text: expect.stringContaining("owns the run and runs it now") },
+    });
     await expect
       .poll(async () => (await body(await g.request(`/api/runs/${runId}`))).run.status)
       .toBe("completed");

@@ -63,11 +63,14 @@ describe("a waiting run's status on the panel", () => {
       await statusLabel({
         status: "waiting",
         needsAttention: false,
+        agent: "a@1",
         waiting: { wait: "timer", callId: "r/1", dueAt },
       }),
     );
     expect(label).toContain('<span class="status status-waiting">waiting</span>');
     expect(label).toContain(`(a sleep, wakes at <time datetime="${dueAt}" title="${dueAt}">${dueAt}</time>)`);
-    expect(String(await statusLabel({ status: "running", needsAttention: false }))).not.toContain("wakes");
+    expect(
+      String(await statusLabel({ status: "running", needsAttention: false, agent: "a@1" })),
+    ).not.toContain("wakes");
   });
 });

@@ -119,9 +119,9 @@ describe("docs/panel.md", () => {
       expect(page).toContain(meaning);
     }
     const shown = [...page.matchAll(/\]\(panel\/([\w-]+)\.png\)/g)].map((m) => m[1]);
-    const taken = [
-      ...readFileSync(import.meta.filename, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g),
-    ].map((m) => m[1]);
+    const taken = [import.meta.filename, join(import.meta.dirname, "liveness.browser.test.ts")].flatMap(
+      (file) => [...readFileSync(file, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g)].map((m) => m[1]),
+    );
     expect(shown.toSorted()).toEqual(taken.toSorted());
     for (const name of shown) expect(existsSync(join(ROOT, "docs", "panel", `${name}.png`))).toBe(true);
   });
@@ -412,7 +412,7 @@ describe("the recorded notice", () => {
     await review(page, call, "stop");
     await Promise.all([page.waitForURL(`${server.panelUrl}/runs/${run.runId}`), page.click("#confirm")]);
     expect(await text(page.locator(".banner-ok"))).toBe(
-      `Recorded: Stop the run for ${call}. The run goes on where its agent runs.`,
+      `Recorded: Stop the run for ${call}. Next: the run is stopped; nothing more runs, and its chat takes new input.`,
     );
     await page.reload();
     expect(await page.locator(".banner-ok").count()).toBe(0);

@@ -73,7 +73,8 @@ describe("readers are not workers", () => {
     expect(JSON.parse(audit.stdout)).toMatchObject({ clean: true, anchor: { holds: true } });
     const show = await cli(["show", runId, "--db", evidence]);
     expect(show.code, show.stderr).toBe(0);
-    expect(show.stdout).toContain(`run ${runId}  running`);
+    // Its owner was killed: the reader says so, and only reports (the bytes stay unchanged).
+    expect(show.stdout).toContain(`run ${runId}  stalled — recovers when a runtime with agent`);
     const events = await cli(["events", "--db", evidence, "--json"]);
     expect(events.code, events.stderr).toBe(0);
     const listed = events.stdout.trim().split("\n").length;

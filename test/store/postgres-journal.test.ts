@@ -173,6 +173,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         "queue_pending",
         "run_guard",
         "waits_due",
+        "runtimes",
       ]);
       const migrations = await client.query(`SELECT id, name FROM ${schema}.holdfast_migrations ORDER BY id`);
       expect(migrations.rows).toEqual([
@@ -183,6 +184,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 5, name: "a run owner's append in one statement" },
         { id: 6, name: "chats with queued inputs" },
         { id: 7, name: "waiting runs by due time" },
+        { id: 8, name: "the runtime registry" },
       ]);
       const functions = await client.query<{ routine_name: string }>(
         "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",

@@ -43,7 +43,9 @@ const gated = defineAgent({
   run: async (turn, input: { prefix: string }) => {
     await turn.tool("record", { label: `${input.prefix}-gate` });
     out({ kind: "gated", prefix: input.prefix });
-    return new Promise(() => undefined);
+    // A timer keeps the process alive while it waits (the runtime's own timers are unref'd): it
+    // owns the run until it is killed.
+    return new Promise(() => setInterval(() => undefined, 60_000));
   },
 });
 

@@ -22,7 +22,9 @@ export const RUN_STATUSES = [
   "failed",
   "stopped",
   "cancelled",
+  "stalled",
 ] as const;
+/** A run status, or `stalled`: a running run whose owner is provably gone, or that nobody owns. */
 export type RunStatusFilter = (typeof RUN_STATUSES)[number];
 
 /** The decisions `holdfast decide` records. */

@@ -47,7 +47,7 @@ import {
   sameOrigin,
   tokenMatches,
 } from "./security.js";
-import { runsPage, runView } from "./views.js";
+import { nextAfter, runsPage, runView } from "./views.js";
 
 export interface AppOptions {
   /** Reads: a read-only journal (never recovery, claims or writes). */
@@ -309,11 +309,13 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     const operator = await options.operator();
     const outcome = await operator.decide(c.req.param("runId"), present(body) as DecisionRequest);
     outcome.result.catch(() => undefined);
+    const after = await nextAfter(options.reader, outcome.runId);
     return c.json(
       encodeWith(DecisionReply, {
         runId: outcome.runId,
         version: outcome.version,
         unchecked: [...outcome.unchecked],
+        ...after,
       }),
     );
   });
@@ -323,11 +325,13 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     const operator = await options.operator();
     const outcome = await operator.grantRetry(c.req.param("runId"), c.req.param("callId"), present(body));
     outcome.result.catch(() => undefined);
+    const after = await nextAfter(options.reader, outcome.runId);
     return c.json(
       encodeWith(DecisionReply, {
         runId: outcome.runId,
         version: outcome.version,
         unchecked: [...outcome.unchecked],
+        ...after,
       }),
     );
   });
@@ -339,7 +343,16 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       const outcome = await operator[action](c.req.param("runId"), present(body));
       if ("result" in outcome) (outcome.result as Promise<unknown>).catch(() => undefined);
       const { accepted, runId, status, message } = outcome;
-      return c.json(encodeWith(ControlReply, { accepted, runId, status, message }));
+      const next = accepted ? (await nextAfter(options.reader, runId, status)).next : undefined;
+      return c.json(
+        encodeWith(ControlReply, {
+          accepted,
+          runId,
+          status,
+          message,
+          ...(next === undefined ? {} : { next }),
+        }),
+      );
     });
   }
 

@@ -58,6 +58,13 @@ export const PANEL_JS = `"use strict";
   };
   localTimes();
   document.addEventListener("htmx:after:swap", () => localTimes());
+  // The heading's status follows the live part of the run page (#run-status), swapped in by htmx.
+  const syncHeading = () => {
+    const live = document.getElementById("run-status");
+    const heading = document.getElementById("heading-status");
+    if (live && heading && heading.innerHTML !== live.innerHTML) heading.innerHTML = live.innerHTML;
+  };
+  new MutationObserver(syncHeading).observe(document.documentElement, { childList: true, subtree: true });
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
     if (!button) return;
@@ -102,6 +109,7 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, m
 pre { background: var(--card); border: 1px solid var(--line); padding: .5rem; overflow-x: auto; white-space: pre-wrap; word-break: break-all; margin: 0; }
 .status { font-weight: 600; }
 .status-held { color: var(--held); }
+.status-stalled { color: var(--bad); font-weight: 600; }
 .status-completed { color: var(--ok); }
 .status-failed, .status-stopped { color: var(--bad); }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: 1rem; margin: 1rem 0; }

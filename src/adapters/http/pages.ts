@@ -3,7 +3,9 @@ import type { HtmlEscapedString } from "hono/utils/html";
 import type { DecisionKind } from "../../events/index.js";
 import type { RunRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
+import { ownerText, stalledDetail, stalledText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
+import type { LiveRunRow } from "../liveness.js";
 import type { Session } from "./security.js";
 import { type CallView, type RunView, runsPage } from "./views.js";
 
@@ -21,6 +23,7 @@ export const DECISION_LABELS: Readonly<Record<DecisionKind, string>> = {
 
 export const RUN_STATUSES = [
   "held",
+  "stalled",
   "running",
   "paused",
   "waiting",
@@ -121,12 +124,20 @@ export const panelElsewhere = (): Html =>
 export const banner = (kind: "error" | "stale" | "ok", text: Html | string): Html =>
   html`<div class="banner banner-${kind}" role="${kind === "ok" ? "status" : "alert"}">${text}</div>`;
 
-export const statusLabel = (run: Pick<RunRow, "status" | "needsAttention" | "waiting">): Html =>
-  html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
-    run.status === "waiting" && run.waiting
-      ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
-      : ""
-  }`;
+export const statusLabel = (
+  run: Pick<RunRow, "status" | "needsAttention" | "agent" | "waiting"> & { readonly stalled?: boolean },
+): Html =>
+  run.stalled
+    ? html`<span class="status status-stalled" title="${stalledText(run.agent)}">${stalledText(run.agent)}</span>`
+    : html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
+        run.status === "waiting" && run.waiting
+          ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
+          : ""
+      }`;
+
+/** A run's owner as people read it (host and pid), the full worker id in the tooltip. */
+export const ownerLabel = (run: LiveRunRow): Html | string =>
+  run.owner ? html`<span class="owner" title="${run.owner.workerId}">${ownerText(run.owner)}</span>` : "";
 
 /** The runs list: "Needs you" (held, oldest first) and every run, filtered by the GET form. */
 export const runsSection = async (reader: JournalReader, query: Record<string, string>): Promise<Html> => {
@@ -139,6 +150,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
         s.includes(text),
       ),
   );
+  const stalled = (await runsPage(reader, { status: "stalled", limit: 500 })).runs;
   const page = await runsPage(reader, {
     ...(status === undefined ? {} : { status }),
     limit: 100,
@@ -146,8 +158,8 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
   });
   const qs = (extra: Record<string, string>) =>
     new URLSearchParams({ ...(status ? { status } : {}), ...(text ? { q: text } : {}), ...extra }).toString();
-  return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms" hx-swap="outerHTML">
-    <h1>Needs you <span class="muted">(${held.length})</span></h1>
+  return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
+    <h1>Needs you <span class="muted">(${held.length + stalled.length})</span></h1>
     <form class="filters" method="get" action="/">
       <label>Filter held runs <input type="text" name="q" value="${text}" placeholder="run, chat, agent or reason" /></label>
       <label>All runs with status
@@ -160,7 +172,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
     </form>
     ${
       held.length === 0
-        ? html`<p class="muted" id="needs-none">No run is waiting for a person.</p>`
+        ? html`<p class="muted" id="needs-none">${stalled.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
         : html`<table id="needs-you">
           <caption class="visually-hidden">Held runs, oldest first</caption>
           <thead><tr><th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
@@ -177,15 +189,36 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
           </tbody>
         </table>`
     }
+    ${
+      stalled.length === 0
+        ? ""
+        : html`<h2 id="stalled-title">Stalled <span class="muted">(${stalled.length})</span></h2>
+        <p class="muted">Nothing runs these: their owner is gone, or nobody owns them. Each continues when a runtime with its agent opens this journal.</p>
+        <table id="stalled" aria-labelledby="stalled-title">
+          <thead><tr><th scope="col">Run</th><th scope="col">Why it is stalled</th><th scope="col">Owner last seen</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
+          <tbody>
+            ${stalled.map(
+              (run) => html`<tr data-run="${run.runId}">
+                <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
+                <td>${stalledText(run.agent)}: ${stalledDetail(run, Date.now())}</td>
+                <td>${run.stalledSince ? `${age(run.stalledSince)} ago` : ""}</td>
+                <td class="mono">${run.chatId}</td>
+                <td>${run.agent}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+    }
     <h2>All runs <span class="muted">(${page.total})</span></h2>
     <table id="all-runs">
       <caption class="visually-hidden">Runs, held first, then newest first</caption>
-      <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Chat</th><th scope="col">Agent</th><th scope="col">Calls</th><th scope="col">Updated</th></tr></thead>
+      <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Owner</th><th scope="col">Chat</th><th scope="col">Agent</th><th scope="col">Calls</th><th scope="col">Updated</th></tr></thead>
       <tbody>
         ${page.runs.map(
           (run) => html`<tr data-run="${run.runId}">
             <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
             <td>${statusLabel(run)}</td>
+            <td>${ownerLabel(run)}</td>
             <td class="mono">${run.chatId}</td>
             <td>${run.agent}</td>
             <td>${run.calls}</td>
@@ -406,11 +439,12 @@ const decidedText = (call: CallView): Html | string =>
  * The part of the run page that refreshes live: state, calls, timeline (never the forms being
  * filled). `versionedForms`: the page as loaded holds a form made on `loadedVersion` (a decision,
  * a retry grant, a run action); only then does a newer version earn the banner that such a form
- * will be refused — a page with nothing to decide just shows the run as it is now.
+ * will be refused — a page with nothing to decide just shows the run as it is now. It refreshes on
+ * every commit, and every 5 s: an owner that dies writes nothing, yet its run becomes stalled.
  */
 export const runState = (view: RunView, loadedVersion: number, versionedForms: boolean): Html => {
   const { run } = view;
-  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}&forms=${versionedForms ? 1 : 0}" hx-trigger="journal from:#live throttle:500ms" hx-swap="outerHTML">
+  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}&forms=${versionedForms ? 1 : 0}" hx-trigger="journal from:#live throttle:500ms, every 5s" hx-swap="outerHTML">
     ${
       versionedForms && view.version !== loadedVersion
         ? banner(
@@ -421,6 +455,15 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
     }
     <dl class="evidence">
       <dt>status</dt><dd id="run-status">${statusLabel(run)}</dd>
+      ${
+        run.owner
+          ? html`<dt>owner</dt><dd id="run-owner">${ownerLabel(run)}</dd>
+      <dt>lease until</dt><dd>${run.leaseExpiresAt}</dd>
+      <dt>last heartbeat</dt><dd>${run.lastHeartbeatAt === null ? "none recorded" : html`${run.lastHeartbeatAt} (${age(run.lastHeartbeatAt, view.now)} ago)`}</dd>`
+          : ""
+      }
+      ${run.stalled ? html`<dt>stalled</dt><dd id="run-stalled">${stalledDetail(run, view.now)}</dd>` : ""}
+      ${view.next ? html`<dt>next</dt><dd id="run-next" data-live="${view.next.live ? "yes" : "no"}">${view.next.text}</dd>` : ""}
       <dt>chat</dt><dd class="mono"><a href="/chats/${encodeURIComponent(run.chatId)}/plan">${run.chatId}</a> (its plan)</dd>
       <dt>input</dt><dd class="mono">${run.inputId}</dd>
       <dt>agent</dt><dd>${run.agent}</dd>
@@ -462,7 +505,7 @@ export const runPage = (
   const { run } = view;
   const inDoubt = view.calls.filter((call) => call.decisions.length > 0);
   const retryable = view.calls.filter((call) => call.retry !== null);
-  return html`<h1>Run <span class="mono">${run.runId}</span> ${statusLabel(run)}</h1>
+  return html`<h1>Run <span class="mono">${run.runId}</span> <span id="heading-status">${statusLabel(run)}</span></h1>
     ${notice ?? ""}
     ${
       run.status === "held" && run.heldReasons.length > 0
@@ -560,6 +603,11 @@ export const confirmControlPage = (
         <dt>what it does</dt><dd>${CONTROL_ACTIONS[action].meaning}</dd>
         <dt>note</dt><dd>${note === "" ? html`<span class="muted">none</span>` : html`<pre>${note}</pre>`}</dd>
         <dt>recorded as asked by</dt><dd>${session.name}</dd>
+        ${
+          action === "resume" && view.whenResumed
+            ? html`<dt>then</dt><dd id="confirm-next" data-live="${view.whenResumed.live ? "yes" : "no"}">${view.whenResumed.text}</dd>`
+            : ""
+        }
       </dl>
       <form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/control">
         <input type="hidden" name="_csrf" value="${session.csrf}" />
@@ -601,6 +649,11 @@ export const confirmPage = (
         ${fields.toolCalls ? html`<dt>its tool calls</dt><dd><pre>${fields.toolCalls}</pre></dd>` : ""}
         <dt>on version</dt><dd>${fields.basedOnVersion}</dd>
         <dt>recorded as decided by</dt><dd>${session.name}</dd>
+        ${
+          fields.decision === "stop" || view.whenResumed === null
+            ? ""
+            : html`<dt>then</dt><dd id="confirm-next" data-live="${view.whenResumed.live ? "yes" : "no"}">${view.whenResumed.text}</dd>`
+        }
       </dl>
       <form method="post" action="/runs/${encodeURIComponent(view.run.runId)}/decide">
         <input type="hidden" name="_csrf" value="${session.csrf}" />

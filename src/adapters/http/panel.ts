@@ -36,7 +36,7 @@ import {
   tokenMatches,
 } from "./security.js";
 import type { Env, OperatorPort } from "./types.js";
-import { type RunView, runView } from "./views.js";
+import { nextAfter, type RunView, runView } from "./views.js";
 
 interface PanelOptions {
   readonly reader: JournalReader;
@@ -107,6 +107,10 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     recorded.delete(session.id);
     return notice.text;
   };
+
+  /** What happens next after an action, in the words the CLI and the API use (decision 0053). */
+  const nextText = async (runId: string, status?: string): Promise<string> =>
+    (await nextAfter(reader, runId, status)).next.text;
 
   app.get("/static/:file", (c) => {
     const file = param(c, "file");
@@ -305,9 +309,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
           c,
           session,
           runId,
-          decided
-            ? banner("ok", html`Recorded: ${decided}. The run goes on where its agent runs.`)
-            : undefined,
+          decided ? banner("ok", html`<span id="recorded">Recorded: ${decided}.</span>`) : undefined,
         );
       } catch (error) {
         return notFound(c, session, error);
@@ -444,9 +446,11 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       remember(
         session,
         runId,
-        unchecked.length === 0
-          ? what
-          : `${what} (the result given for ${unchecked.join(", ")} was not checked: no result Schema for it here)`,
+        `${
+          unchecked.length === 0
+            ? what
+            : `${what} (the result given for ${unchecked.join(", ")} was not checked: no result Schema for it here)`
+        }. Next: ${await nextText(runId)}`,
       );
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
@@ -480,7 +484,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         if ("result" in outcome) (outcome.result as Promise<unknown>).catch(() => undefined);
         if (!outcome.accepted)
           return showRun(c, session, runId, banner("error", `${outcome.message}. Nothing was written.`), 409);
-        message = outcome.message;
+        message = `${outcome.message}. Next: ${await nextText(runId, outcome.status)}`;
       } catch (error) {
         return refusedOnRun(c, session, runId, error, () => 422);
       }
@@ -508,7 +512,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       } catch (error) {
         return refusedOnRun(c, session, runId, error, (status) => (status === 409 ? 409 : 422));
       }
-      remember(session, runId, `${attempts} more attempt(s) for ${callId}`);
+      remember(session, runId, `${attempts} more attempt(s) for ${callId}. Next: ${await nextText(runId)}`);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );

@@ -62,10 +62,41 @@ export const RunSummary = Schema.Struct({
   waiting: Schema.optional(
     Schema.Struct({ wait: Schema.String, callId: Schema.String, dueAt: Schema.String }),
   ),
+  /** The worker that holds the run's claim: its full id, and the host and pid it names. */
+  owner: Schema.NullOr(
+    Schema.Struct({
+      workerId: Schema.String,
+      host: Schema.NullOr(Schema.String),
+      pid: Schema.NullOr(Schema.Number),
+    }),
+  ),
+  leaseExpiresAt: Schema.NullOr(Schema.String),
+  /** The owner's last heartbeat, from its runtime's row in the registry. */
+  lastHeartbeatAt: Schema.NullOr(Schema.String),
+  /** An active run whose owner is provably gone, or that nobody owns: nothing runs it. */
+  stalled: Schema.Boolean,
+  stalledBecause: Schema.NullOr(Schema.Literal("lease-expired", "owner-dead", "no-owner")),
+  stalledSince: Schema.NullOr(Schema.String),
 }).annotations({ identifier: "RunSummary" });
 
+/** Which runtime continues a run and whether one is live now: the sentence the CLI and the panel say too. */
+export const NextStep = Schema.Struct({
+  agent: Schema.String,
+  live: Schema.Boolean,
+  runtimes: Schema.Array(
+    Schema.Struct({
+      workerId: Schema.String,
+      host: Schema.String,
+      pid: Schema.Number,
+      agent: Schema.String,
+      recoversEveryMs: Schema.NullOr(Schema.Number),
+    }),
+  ),
+  text: Schema.String,
+}).annotations({ identifier: "NextStep" });
+
 export const RunsQuery = Schema.Struct({
-  status: Schema.optional(RunStatus),
+  status: Schema.optional(Schema.Union(RunStatus, Schema.Literal("stalled"))),
   holdReason: Schema.optional(HoldReason.fields.code),
   chat: Schema.optional(Schema.NonEmptyString),
   agent: Schema.optional(Schema.NonEmptyString),
@@ -76,6 +107,7 @@ export const RunsQuery = Schema.Struct({
 export const RunsPage = Schema.Struct({
   runs: Schema.Array(RunSummary),
   held: Schema.Number,
+  stalled: Schema.Number,
   total: Schema.Number,
   next: Schema.NullOr(Schema.String),
 }).annotations({ identifier: "RunsPage" });
@@ -136,6 +168,8 @@ const EventLine = Schema.Struct({
 
 export const RunView = Schema.Struct({
   run: RunSummary,
+  next: Schema.NullOr(NextStep),
+  whenResumed: Schema.NullOr(NextStep),
   version: Schema.Number,
   calls: Schema.Array(CallView),
   runActions: Schema.Array(
@@ -175,6 +209,10 @@ export const DecisionReply = Schema.Struct({
   version: Schema.Number,
   /** Results that could not be checked: the server has no Schema for that tool. */
   unchecked: Schema.Array(Schema.String),
+  /** The run's status after the decision. */
+  status: Schema.String,
+  /** What happens next: which runtime continues the run, and whether one is live now. */
+  next: NextStep,
 }).annotations({ identifier: "DecisionReply" });
 
 export const RetryBody = Schema.Struct({
@@ -195,6 +233,8 @@ export const ControlReply = Schema.Struct({
   runId: Schema.String,
   status: Schema.String,
   message: Schema.String,
+  /** What happens next (when the request was recorded). */
+  next: Schema.optional(NextStep),
 }).annotations({ identifier: "ControlReply" });
 
 export const Plan = Schema.Struct({

@@ -4,12 +4,15 @@ import { type CallStatus, contextOf, foldRun, type RunContext } from "../../mach
 import type { RunRow } from "../../projections/index.js";
 import { RunNotFound } from "../../runtime/errors.js";
 import type { JournalReader } from "../../runtime/Journal.js";
+import type { NextStep } from "../../runtime/liveness.js";
 import { DECISION_MEANINGS, type HeldCommand, heldCommands } from "../cli/commands/decide.js";
 import { eventLine, summarizeEvent } from "../cli/eventFormat.js";
+import { type LiveRunRow, readLiveness } from "../liveness.js";
 
 /** What the runs list can be filtered by. */
 export interface RunsQuery {
-  readonly status?: RunRow["status"];
+  /** A status, or `stalled`: an active run whose owner is provably gone, or that nobody owns. */
+  readonly status?: RunRow["status"] | "stalled";
   /** Runs held for this reason (`in-doubt`, `indefinite-failure`, …). */
   readonly holdReason?: HoldReason["code"];
   readonly chat?: string;
@@ -22,9 +25,13 @@ export interface RunsQuery {
 }
 
 export interface RunsPage {
-  readonly runs: ReadonlyArray<RunRow>;
+  readonly runs: ReadonlyArray<LiveRunRow>;
   /** Held runs in the whole journal (the "Needs you" count), whatever the filter. */
   readonly held: number;
+  /** Stalled runs in the whole journal (they need someone too), whatever the filter. */
+  readonly stalled: number;
+  /** The journal's clock when the owners were read (ms since the epoch). */
+  readonly now: number;
   readonly total: number;
   /** Pass as `cursor` for the next page; null on the last one. */
   readonly next: string | null;
@@ -42,12 +49,15 @@ const order = (a: RunRow, b: RunRow): number => {
 
 /** One page of runs, held first, with the filters applied. The cursor is the offset, opaque to callers. */
 export const runsPage = async (journal: JournalReader, query: RunsQuery = {}): Promise<RunsPage> => {
-  const all = await journal.projectionRows<RunRow>("runs");
+  const liveness = await readLiveness(journal);
+  const all = (await journal.projectionRows<RunRow>("runs")).map(liveness.of);
   const held = all.filter((run) => run.status === "held").length;
+  const stalled = all.filter((run) => run.stalled).length;
   const matching = all
     .filter(
       (run) =>
-        (query.status === undefined || run.status === query.status) &&
+        (query.status === undefined ||
+          (query.status === "stalled" ? run.stalled : run.status === query.status)) &&
         (query.chat === undefined || run.chatId === query.chat) &&
         (query.agent === undefined || run.agent === query.agent || run.agent.startsWith(`${query.agent}@`)) &&
         (query.holdReason === undefined || run.heldReasons.some((r) => r.code === query.holdReason)),
@@ -58,7 +68,7 @@ export const runsPage = async (journal: JournalReader, query: RunsQuery = {}): P
   const start = Number.isSafeInteger(offset) && offset > 0 ? offset : 0;
   const runs = matching.slice(start, start + limit);
   const next = start + limit < matching.length ? String(start + limit) : null;
-  return { runs, held, total: matching.length, next };
+  return { runs, held, stalled, now: liveness.now, total: matching.length, next };
 };
 
 export interface DecisionChoice {
@@ -132,7 +142,16 @@ export interface CallView {
 }
 
 export interface RunView {
-  readonly run: RunRow;
+  readonly run: LiveRunRow;
+  /** Which runtime continues the run and whether one is live now; null for a held or finished run. */
+  readonly next: NextStep | null;
+  /**
+   * For a held or paused run, what happens once a decision or a resume lets it go on: which runtime
+   * continues it and whether one is live now (the confirm page says it before the click).
+   */
+  readonly whenResumed: NextStep | null;
+  /** The journal's clock when the owner was read (ms since the epoch). */
+  readonly now: number;
   /** The stream version decisions are based on. */
   readonly version: number;
   readonly calls: ReadonlyArray<CallView>;
@@ -151,8 +170,11 @@ const NOTE_REQUIRED: ReadonlySet<DecisionKind> = new Set(["confirmed-completed",
 
 /** Everything an operator needs to judge a run: each call, its evidence, and what can be decided. */
 export const runView = async (journal: JournalReader, runId: string, db?: string): Promise<RunView> => {
-  const run = await journal.projection<RunRow>("runs", runId);
-  if (!run) throw new RunNotFound({ runId });
+  const row = await journal.projection<RunRow>("runs", runId);
+  if (!row) throw new RunNotFound({ runId });
+  const liveness = await readLiveness(journal);
+  const run = liveness.of(row);
+  const active = run.status === "running" || run.status === "interrupted";
   const events = await journal.readStream(runStreamId(runId));
   let context: RunContext | null = null;
   try {
@@ -270,6 +292,10 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
     .map((c) => ({ decision: c.decision as DecisionKind, meaning: c.meaning, command: c.command }));
   return {
     run,
+    next: active ? liveness.next(row) : null,
+    whenResumed:
+      run.status === "held" || run.status === "paused" ? liveness.next(row, { status: "running" }) : null,
+    now: liveness.now,
     version,
     calls,
     runActions,
@@ -279,3 +305,19 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
 };
 
 export { DECISION_MEANINGS };
+
+/**
+ * After an action: the run's status as the journal has it now (or as the action says: a cancel or
+ * pause requested), and what happens next — the sentence the CLI says too (decision 0053).
+ */
+export const nextAfter = async (
+  journal: JournalReader,
+  runId: string,
+  status?: string,
+): Promise<{ readonly status: string; readonly next: NextStep }> => {
+  const row = await journal.projection<RunRow>("runs", runId);
+  if (!row) throw new RunNotFound({ runId });
+  const liveness = await readLiveness(journal);
+  const now = status === "cancel-requested" || status === "pause-requested" ? status : row.status;
+  return { status: now, next: liveness.next(row, { status: now }) };
+};

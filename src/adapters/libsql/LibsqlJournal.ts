@@ -18,11 +18,13 @@ import type {
   HeadAnchor,
   Journal,
   JournalReader,
+  LivenessSnapshot,
   ProjectionRebuild,
   PrunedRunRecord,
   PruneOptions,
   PruneReport,
   RetentionPolicy,
+  RuntimeAnnouncement,
   StoredProjectionRow,
   StreamHead,
 } from "../../runtime/Journal.js";
@@ -59,6 +61,7 @@ import {
   toPrunedRun,
   toStored,
 } from "../sql/rows.js";
+import { announceProgram, livenessProgram, withdrawProgram } from "../sql/runtimes.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
 import { AnchorKeeper, readAnchor } from "./anchor.js";
 import { refuseVanishedJournal, verifyAnchor } from "./anchorCheck.js";
@@ -650,6 +653,28 @@ export class LibsqlJournal implements Journal {
   async currentClaim(runId: string): Promise<Claim | null> {
     const row = await this.read(() => this.row<ClaimRow>(SQL.claim, runId));
     return row ? toClaim(row) : null;
+  }
+
+  /** One read transaction: the claims and the presence rows as of one moment. */
+  async liveness(): Promise<LivenessSnapshot> {
+    return this.read(() => {
+      this.db.exec("BEGIN");
+      try {
+        return this.runProgram(livenessProgram());
+      } finally {
+        this.db.exec("COMMIT");
+      }
+    });
+  }
+
+  async announceRuntime(runtime: RuntimeAnnouncement, ttlMs: number): Promise<void> {
+    if (this.closed) return;
+    await this.writeTransaction(() => this.runProgram(announceProgram(runtime, ttlMs)));
+  }
+
+  async withdrawRuntime(workerId: string): Promise<void> {
+    if (this.closed) return;
+    await this.writeTransaction(() => this.runProgram(withdrawProgram(workerId)));
   }
 
   /** The head anchor next to the file, as it reads now. */

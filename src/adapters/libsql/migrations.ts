@@ -191,9 +191,28 @@ CREATE TABLE waits_due (
 CREATE INDEX waits_due_by_time ON waits_due (due_at);
 `,
     },
+    {
+      id: 7,
+      name: "the runtime registry",
+      // One row per open runtime with its agents, renewed by its heartbeat and expiring like a lease
+      // (decision 0053): how a reader knows whether a runtime that can continue a run is live now.
+      sql: `
+CREATE TABLE runtimes (
+  worker_id         TEXT PRIMARY KEY,
+  host              TEXT NOT NULL,
+  pid               INTEGER NOT NULL,
+  agents            TEXT NOT NULL,
+  started_at        INTEGER NOT NULL,
+  seen_at           INTEGER NOT NULL,
+  expires_at        INTEGER NOT NULL,
+  recovers_every_ms INTEGER
+);
+`,
+    },
   ];
 
-export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
+/** The schema version a journal has after every migration: the last migration's id. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.at(-1)?.id ?? 0;
 
 /** `PRAGMA application_id` of a holdfast journal: "hfj1". */
 export const APPLICATION_ID = 0x68666a31;

@@ -13,11 +13,13 @@ import type {
   DroppedStream,
   DueWait,
   Journal,
+  LivenessSnapshot,
   ProjectionRebuild,
   PrunedRunRecord,
   PruneOptions,
   PruneReport,
   RetentionPolicy,
+  RuntimeAnnouncement,
   StoredProjectionRow,
   StreamHead,
 } from "../../runtime/Journal.js";
@@ -55,6 +57,7 @@ import {
   toPrunedRun,
   toStored,
 } from "../sql/rows.js";
+import { announceProgram, livenessProgram, withdrawProgram } from "../sql/runtimes.js";
 import { postgresDialect, statements } from "../sql/statements.js";
 import { connectWithRetry } from "./connect.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
@@ -620,6 +623,22 @@ export class PostgresJournal implements Journal {
   async currentClaim(runId: string): Promise<Claim | null> {
     const row = await this.row<ClaimRow>(SQL.claim, [runId]);
     return row ? toClaim(row) : null;
+  }
+
+  /** One transaction, on the database's clock: the claims and the presence rows as of one moment. */
+  async liveness(): Promise<LivenessSnapshot> {
+    this.assertOpen();
+    return this.transaction(livenessProgram());
+  }
+
+  async announceRuntime(runtime: RuntimeAnnouncement, ttlMs: number): Promise<void> {
+    if (this.closed) return;
+    await this.transaction(announceProgram(runtime, ttlMs));
+  }
+
+  async withdrawRuntime(workerId: string): Promise<void> {
+    if (this.closed) return;
+    await this.transaction(withdrawProgram(workerId));
   }
 
   async close(): Promise<void> {

@@ -231,6 +231,24 @@ CREATE TABLE ${s}.waits_due (
 CREATE INDEX waits_due_by_time ON ${s}.waits_due (due_at);
 `,
   },
+  {
+    id: 8,
+    name: "the runtime registry",
+    // As libSQL's migration 7: one row per open runtime with its agents (decision 0053).
+    sql: (s) => `
+CREATE TABLE ${s}.runtimes (
+  worker_id         text PRIMARY KEY,
+  host              text NOT NULL,
+  pid               integer NOT NULL,
+  agents            text NOT NULL,
+  started_at        bigint NOT NULL,
+  seen_at           bigint NOT NULL,
+  expires_at        bigint NOT NULL,
+  recovers_every_ms integer
+);
+`,
+  },
 ];
 
-export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
+/** The schema version a journal has after every migration: the last migration's id. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.at(-1)?.id ?? 0;

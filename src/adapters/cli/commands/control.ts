@@ -1,7 +1,8 @@
 import type { ControlOutcome } from "../../../runtime/control.js";
+import type { NextStep } from "../../../runtime/liveness.js";
 import { ExitCode } from "../CliError.js";
 import type { Io } from "../Output.js";
-import { continuationText, openOperatorRuntime, operatorName, refusal } from "./decide.js";
+import { nextStepAfter, openOperatorRuntime, operatorName, refusal } from "./decide.js";
 
 export interface ControlOptions {
   readonly by?: string;
@@ -29,25 +30,25 @@ export const controlCommand = async (
   try {
     const request = { by, ...(options.note === undefined ? {} : { note: options.note }) };
     let outcome: ControlOutcome;
-    let next: string | null = null;
+    let step: NextStep | null = null;
     try {
       if (action === "resume") {
         const resumed = await runtime.resume(runId, request);
         outcome = resumed;
-        if (resumed.accepted) {
-          const agent = (await runtime.run(runId))?.agent ?? "(unknown)";
-          next = continuationText(agent, await resumed.result, options.db);
-        }
-      } else
+        if (resumed.accepted) step = await nextStepAfter(runId, await resumed.result, options.db);
+      } else {
         outcome = await (action === "cancel"
           ? runtime.cancel(runId, request)
           : runtime.pause(runId, request));
+        if (outcome.accepted) step = await nextStepAfter(runId, { status: outcome.status }, options.db);
+      }
     } catch (error) {
       throw refusal(error);
     }
+    const next = step?.text ?? null;
     const code = outcome.accepted || action === "cancel" ? ExitCode.ok : ExitCode.failed;
     if (options.json) {
-      await io.out.json({ ...outcome, by, ...(next === null ? {} : { next }) });
+      await io.out.json({ ...outcome, by, ...(step === null ? {} : { next: step.text, live: step.live }) });
       return code;
     }
     await io.out.lines([outcome.message, ...(next === null ? [] : [next])]);

@@ -1,17 +1,20 @@
 import { userInfo } from "node:os";
 import type { DecisionKind, HoldReason } from "../../../events/index.js";
 import { blockingCalls, type RunContext } from "../../../machines/index.js";
+import type { RunRow } from "../../../projections/index.js";
 import { DECISIONS, type DecisionRequest } from "../../../runtime/decide.js";
 import { OUTCOME_AFTER_HOLD } from "../../../runtime/dispatch.js";
 import type { RunResult } from "../../../runtime/engine.js";
 import { NoteRequired } from "../../../runtime/errors.js";
+import type { NextStep } from "../../../runtime/liveness.js";
 import { MODEL_ANSWER_HINT } from "../../../runtime/modelAnswer.js";
+import { readLiveness } from "../../liveness.js";
 import { localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { maskUrl } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
 import { describeFailure } from "../failure.js";
-import { openExistingJournal } from "../journalAccess.js";
+import { openExistingJournal, withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 
 /** What each decision does, in one line (for `show` and `decide --help`). */
@@ -339,35 +342,41 @@ const requestOf = (
   return { ...base, calls };
 };
 
-/** What happens next, said plainly: the CLI records; a runtime with the agent continues. */
-export const continuationText = (agent: string, result: RunResult, db: string | undefined): string => {
-  switch (result.status) {
-    case "stopped":
-      return "the run is stopped; its chat takes new input";
-    case "cancelled":
-      return "the run is cancelled; its chat takes new input";
-    case "paused":
-      return `the run is paused; continue it with holdfast resume ${result.runId}`;
-    case "waiting":
-      return `the run waits until ${result.wakesAt}; a runtime with agent "${agent}" wakes it then`;
-    case "completed":
-      return "the run is completed";
-    case "failed":
-      return `the run failed: ${result.error.message}`;
-    case "held":
-      return "the run is still held: a call in doubt has no decision yet (holdfast show)";
-    case "elsewhere": {
-      const name = agent.split("@")[0] ?? agent;
-      const demo =
-        name === "demo"
-          ? ` — for demo runs that is \`holdfast demo${dbFlag(db)}\`, which registers the demo agent`
-          : "";
-      return `recorded; the run continues when a runtime with agent "${agent}" opens this journal (your application on start-up, or \`holdfast worker --module …\` with that agent)${demo}`;
+/** For demo runs, how to start a runtime with the demo agent (added where none is live). */
+export const demoHint = (agent: string, db: string | undefined): string =>
+  agent.startsWith("demo@")
+    ? ` — for demo runs that is \`${process.env.npm_command === "exec" ? "npx " : ""}holdfast demo${dbFlag(db)}\`, which registers the demo agent`
+    : "";
+
+/**
+ * What happens next, said plainly (decision 0053): the CLI records; which runtime continues the run
+ * and whether one is live now, from the journal's claims and runtime registry — the same sentence
+ * the API and the panel give. `status`: the run's status after the action when the action knows it
+ * better than the runs row (a cancel or pause requested).
+ */
+export const nextStepAfter = async (
+  runId: string,
+  result: RunResult | { readonly status: string },
+  db: string | undefined,
+): Promise<NextStep> =>
+  withExistingReader(db, async (reader) => {
+    const row = await reader.projection<RunRow>("runs", runId);
+    if (result.status === "pruned" || !row) {
+      const ended = "finalStatus" in result ? ` ${result.finalStatus}` : "";
+      return {
+        agent: row?.agent ?? "(unknown)",
+        live: false,
+        runtimes: [],
+        text: `the run ended${ended} and was removed by retention`,
+      };
     }
-    case "pruned":
-      return `the run ended ${result.finalStatus} and was removed by retention`;
-  }
-};
+    const liveness = await readLiveness(reader);
+    const status = result.status === "elsewhere" ? row.status : result.status;
+    const step = liveness.next(row, { status, hint: demoHint(row.agent, db) });
+    if (result.status === "failed" && "error" in result)
+      return { ...step, text: `the run failed: ${result.error.message}` };
+    return step;
+  });
 
 /** `holdfast decide <runId> [decision] [--call <callId> <decision>]…`: record a person's decisions on a held run. */
 export const decideCommand = async (
@@ -384,9 +393,9 @@ export const decideCommand = async (
       throw refusal(error);
     });
     const after = await outcome.result;
-    const row = await runtime.run(runId);
-    const agent = row?.agent ?? "(unknown)";
-    const next = continuationText(agent, after, options.db);
+    const step = await nextStepAfter(runId, after, options.db);
+    const { agent } = step;
+    const next = step.text;
     const decided = request.calls
       ? Object.entries(request.calls).map(([callId, d]) => ({ callId, decision: d.decision }))
       : [{ callId: null, decision: request.decision! }];
@@ -402,6 +411,7 @@ export const decideCommand = async (
         agent,
         unchecked: outcome.unchecked,
         next,
+        live: step.live,
       });
       return ExitCode.ok;
     }

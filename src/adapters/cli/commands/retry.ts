@@ -1,6 +1,6 @@
 import { ExitCode, usageError } from "../CliError.js";
 import type { Io } from "../Output.js";
-import { continuationText, openOperatorRuntime, operatorName, refusal } from "./decide.js";
+import { nextStepAfter, openOperatorRuntime, operatorName, refusal } from "./decide.js";
 
 export interface RetryOptions {
   readonly attempts: number;
@@ -37,8 +37,9 @@ export const retryCommand = async (
         throw refusal(error);
       });
     const after = await outcome.result;
-    const agent = (await runtime.run(runId))?.agent ?? "(unknown)";
-    const next = continuationText(agent, after, options.db);
+    const step = await nextStepAfter(runId, after, options.db);
+    const { agent } = step;
+    const next = step.text;
     if (options.json) {
       await io.out.json({
         runId,
@@ -49,6 +50,7 @@ export const retryCommand = async (
         status: after.status === "elsewhere" ? after.state : after.status,
         agent,
         next,
+        live: step.live,
       });
       return ExitCode.ok;
     }

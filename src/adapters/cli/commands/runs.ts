@@ -1,4 +1,6 @@
 import type { RunRow } from "../../../projections/index.js";
+import { stalledText } from "../../../runtime/liveness.js";
+import { type LiveRunRow, readLiveness } from "../../liveness.js";
 import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 import type { RunStatusFilter } from "../optionValues.js";
@@ -10,14 +12,23 @@ export interface RunsOptions {
   readonly json?: boolean;
 }
 
-const statusText = (run: RunRow): string =>
-  run.needsAttention ? `${run.status} (needs attention)` : run.status;
+const statusText = (run: LiveRunRow): string =>
+  run.stalled ? stalledText(run.agent) : run.needsAttention ? `${run.status} (needs attention)` : run.status;
 
-/** `holdfast runs`: every run and its status, oldest first. */
+/** Who runs it: host and pid (the full worker id is in `--json`). */
+const ownerColumn = (run: LiveRunRow): string =>
+  run.owner ? (run.owner.host !== null ? `${run.owner.host} pid ${run.owner.pid}` : run.owner.workerId) : "";
+
+const matches = (run: LiveRunRow, status: RunStatusFilter | undefined): boolean =>
+  status === undefined || (status === "stalled" ? run.stalled : run.status === status);
+
+/** `holdfast runs`: every run, its status and who runs it, oldest first. */
 export const runsCommand = async (options: RunsOptions, io: Io): Promise<number> =>
   withExistingReader(options.db, async (journal) => {
+    const liveness = await readLiveness(journal);
     const rows = (await journal.projectionRows<RunRow>("runs"))
-      .filter((run) => options.status === undefined || run.status === options.status)
+      .map(liveness.of)
+      .filter((run) => matches(run, options.status))
       .toSorted((a, b) => a.admittedAt.localeCompare(b.admittedAt) || a.runId.localeCompare(b.runId));
     if (options.json) {
       await io.out.json(rows);
@@ -33,14 +44,28 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
     }
     await io.out.line(
       table(
-        ["run", "chat", "agent", "status", "calls", "updated"],
-        rows.map((run) => [run.runId, run.chatId, run.agent, statusText(run), run.calls, run.updatedAt]),
+        ["run", "chat", "agent", "status", "owner", "calls", "updated"],
+        rows.map((run) => [
+          run.runId,
+          run.chatId,
+          run.agent,
+          statusText(run),
+          ownerColumn(run),
+          run.calls,
+          run.updatedAt,
+        ]),
       ),
     );
     const held = rows.filter((run) => run.status === "held").length;
     if (held > 0) {
       await io.out.line(
         `${held} held run${held === 1 ? " waits" : "s wait"} for a person: \`holdfast show <runId>\` lists the decisions that apply`,
+      );
+    }
+    const stalled = rows.filter((run) => run.stalled).length;
+    if (stalled > 0) {
+      await io.out.line(
+        `${stalled} run${stalled === 1 ? " is" : "s are"} stalled: nothing runs ${stalled === 1 ? "it" : "them"} until a runtime with ${stalled === 1 ? "its" : "their"} agent opens this journal (\`holdfast show <runId>\` says which)`,
       );
     }
     return 0;

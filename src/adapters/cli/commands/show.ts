@@ -2,11 +2,13 @@ import { type RecordedEvent, runStreamId } from "../../../events/index.js";
 import { contextOf, foldRun } from "../../../machines/index.js";
 import { type CallRow, callsOfRun, type RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
+import { stalledDetail, stalledText } from "../../../runtime/liveness.js";
+import { readLiveness } from "../../liveness.js";
 import { eventLine, shortHash, summarizeEvent } from "../eventFormat.js";
 import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
 import { table } from "../table.js";
-import { type HeldCommand, heldCommands } from "./decide.js";
+import { demoHint, type HeldCommand, heldCommands } from "./decide.js";
 
 export interface ShowOptions {
   readonly db?: string;
@@ -50,8 +52,11 @@ const callsOf = (events: ReadonlyArray<RecordedEvent>): { calls: CallRow[]; prob
  */
 export const showCommand = async (runId: string, options: ShowOptions, io: Io): Promise<number> =>
   withExistingReader(options.db, async (journal) => {
-    const run = await journal.projection<RunRow>("runs", runId);
-    if (!run) throw new RunNotFound({ runId });
+    const row = await journal.projection<RunRow>("runs", runId);
+    if (!row) throw new RunNotFound({ runId });
+    const liveness = await readLiveness(journal);
+    const run = liveness.of(row);
+    const next = liveness.next(row, { hint: demoHint(row.agent, options.db) });
     const events = await journal.readStream(runStreamId(runId));
     const { calls, problem } = callsOf(events);
     const version = events.at(-1)?.version ?? 0;
@@ -60,6 +65,7 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
     if (options.json) {
       await io.out.json({
         run,
+        next,
         version,
         calls,
         ...(problem ? { callsProblem: problem } : {}),
@@ -69,7 +75,9 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       return 0;
     }
     const { out } = io;
-    await out.line(`run ${run.runId}  ${run.status}${run.needsAttention ? " (needs attention)" : ""}`);
+    await out.line(
+      `run ${run.runId}  ${run.stalled ? stalledText(run.agent) : run.status}${run.needsAttention ? " (needs attention)" : ""}`,
+    );
     await out.lines([
       `  chat       ${run.chatId}`,
       `  input      ${run.inputId}`,
@@ -79,7 +87,19 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       `  calls      ${run.calls}`,
       `  conflicts  ${run.conflicts}`,
       `  version    ${version}`,
+      ...(run.owner
+        ? [
+            `  owner      ${run.owner.host !== null ? `${run.owner.host} pid ${run.owner.pid} (worker ${run.owner.workerId})` : run.owner.workerId}`,
+            `  lease      until ${run.leaseExpiresAt}`,
+            `  heartbeat  ${run.lastHeartbeatAt ?? "none recorded"}`,
+          ]
+        : []),
     ]);
+    if (run.stalled) {
+      await out.line();
+      await out.line(`stalled: ${stalledDetail(run, liveness.now)}`);
+      await out.line(`next: ${next.text}`);
+    }
     if (run.heldReasons.length > 0) {
       await out.line();
       await out.line("held because");

@@ -209,7 +209,12 @@ const runWorker = async (
     secrets,
     workerId,
     ...(options.allowlist === undefined ? {} : { allowlist: options.allowlist }),
-    recovery: { onOpen: false, leaseMs: options.leaseMs, concurrency: options.concurrency },
+    recovery: {
+      onOpen: false,
+      leaseMs: options.leaseMs,
+      concurrency: options.concurrency,
+      passEveryMs: Math.max(50, Math.floor(options.leaseMs / 2)),
+    },
   });
   // A second, small handle to read who owns the runs left alone, between passes.
   let watcher: Journal;
