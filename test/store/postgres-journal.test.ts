@@ -172,8 +172,8 @@ describe("PostgreSQL journal: schema and migrations", () => {
         "pruned_runs",
         "queue_pending",
         "run_guard",
-        "waits_due",
         "runtimes",
+        "waits_due",
       ]);
       const migrations = await client.query(`SELECT id, name FROM ${schema}.holdfast_migrations ORDER BY id`);
       expect(migrations.rows).toEqual([
