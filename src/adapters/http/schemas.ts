@@ -58,9 +58,17 @@ export const RunSummary = Schema.Struct({
   admittedAt: Schema.String,
   updatedAt: Schema.String,
   position: Schema.Number,
-  /** While the run waits (`turn.sleep`, decision 0050): the wait's kind, its call and its due time. */
+  /**
+   * While the run waits (`turn.sleep`, `turn.waitFor`; decisions 0050, 0054): the wait's kind, its
+   * call, its due time (none: a signal wait without a timeout) and the signal's name.
+   */
   waiting: Schema.optional(
-    Schema.Struct({ wait: Schema.String, callId: Schema.String, dueAt: Schema.String }),
+    Schema.Struct({
+      wait: Schema.String,
+      callId: Schema.String,
+      dueAt: Schema.optional(Schema.String),
+      name: Schema.optional(Schema.String),
+    }),
   ),
 }).annotations({ identifier: "RunSummary" });
 
