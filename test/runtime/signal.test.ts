@@ -56,6 +56,42 @@ const patient = defineAgent({
   },
 });
 
+/** Two waits together: they wait one after another, and take both signals whatever their order. */
+const both = defineAgent({
+  name: "both",
+  version: "1",
+  run: async (turn) => {
+    const [a, b] = await turn.all([() => turn.waitFor("a"), () => turn.waitFor("b")] as const);
+    return { a, b };
+  },
+});
+
+let releaseSlow: () => void = () => undefined;
+let slowStarted: () => void = () => undefined;
+const slow = defineTool({
+  name: "slow",
+  args: Schema.Struct({}),
+  run: () =>
+    new Promise<string>((resolve) => {
+      releaseSlow = () => resolve("slow done");
+      slowStarted();
+    }),
+});
+
+/** A call before the wait and one after it, started together: the wait parks only once the first settled. */
+const busy = defineAgent({
+  name: "busy",
+  version: "1",
+  run: async (turn) => {
+    const [, got] = await turn.all([
+      () => turn.tool(slow, {}),
+      () => turn.waitFor("go"),
+      () => turn.tool(note, { step: "after the wait" }),
+    ] as const);
+    return got;
+  },
+});
+
 const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
   ["libSQL", async () => join(tempDir(), "journal.db")],
   [
@@ -68,7 +104,7 @@ const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
 ];
 
 const open = (store: string): Promise<Runtime> =>
-  openRuntime({ store, agents: [twice, late, patient], tools: [note], tracing: false });
+  openRuntime({ store, agents: [twice, late, patient, both, busy], tools: [note, slow], tracing: false });
 
 /** Wait (polling the journal) until `runId` ends; a woken run is executed by the wake loop. */
 const ended = async (runtime: Runtime, runId: string) => {
@@ -169,6 +205,59 @@ describe.each(engines)("signals (%s)", (_name, storeOf) => {
       expect(Date.parse(woken[0]!.firedAt)).toBeGreaterThanOrEqual(Date.parse(woken[0]!.dueAt!));
       expect(count(events, "signal.consumed")).toBe(0);
       expect(effects).toEqual(["gave up"]);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("waits in turn.all wait one after another and take every signal, whatever order they are sent in", async () => {
+    const runtime = await open(await storeOf());
+    try {
+      const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "both", content: null });
+      expect(await handle.result).toMatchObject({ status: "waiting", name: "a" });
+      expect(await runtime.signal(handle.runId, "b", "second", { signalId: "s-b" })).toMatchObject({
+        accepted: true,
+        wakes: false,
+      });
+      expect(await runtime.signal(handle.runId, "a", "first", { signalId: "s-a" })).toMatchObject({
+        accepted: true,
+        wakes: true,
+      });
+      expect(await ended(runtime, handle.runId)).toMatchObject({
+        status: "completed",
+        output: { a: { payload: "first", signalId: "s-a" }, b: { payload: "second", signalId: "s-b" } },
+      });
+      expect(count(await runtime.events(handle.runId), "signal.consumed")).toBe(2);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("a signal recorded while a wait lets the calls before it settle: the run parks due at once and takes it", async () => {
+    effects.length = 0;
+    const runtime = await open(await storeOf());
+    try {
+      const started = new Promise<void>((resolve) => {
+        slowStarted = resolve;
+      });
+      const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "busy", content: null });
+      await started;
+      const sent = await runtime.signal(handle.runId, "go", "meanwhile", { signalId: "s-mid" });
+      expect(sent).toMatchObject({ accepted: true, recorded: true, wakes: false });
+      releaseSlow();
+      expect(await ended(runtime, handle.runId)).toMatchObject({
+        status: "completed",
+        output: { timedOut: false, signalId: "s-mid", payload: "meanwhile" },
+      });
+      // The call after the wait was refused while it parked, and made once by the woken execution.
+      expect(effects).toEqual(["after the wait"]);
+      const events = await runtime.events(handle.runId);
+      const waiting = events.flatMap((e) => (e.event.type === "run.waiting" ? [e.event] : []));
+      expect(waiting).toHaveLength(1);
+      expect(waiting[0]!.dueAt).toBeDefined();
+      expect(count(events, "signal.consumed")).toBe(1);
       expect((await runtime.audit()).findings).toEqual([]);
     } finally {
       await runtime.close();
