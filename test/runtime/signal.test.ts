@@ -1,7 +1,9 @@
-import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, describe, expect, it } from "vitest";
-import type { RecordedEvent } from "../../src/events/index.js";
+import { Keyring, openPayload, type RecordedEvent, sealPayload } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime, type Runtime } from "../../src/index.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { runScript, startScript } from "../support/processes.js";
@@ -359,5 +361,47 @@ describe("a SIGKILL between a signal's commit and the wake-up", () => {
   it("PostgreSQL with two workers: the sender dies right after the commit; exactly one worker wakes the run", async () => {
     await requirePg();
     await killedBetweenSignalAndWake(pgUrl(schemas.fresh()), 2);
+  });
+});
+
+describe("a signal's payload", () => {
+  it("is masked before it is written (the raw journal files hold no registered secret) and sealed with a key", async () => {
+    const SECRET = "sk-signal-7f3a9c1e5b";
+    const store = join(tempDir(), "journal.db");
+    const runtime = await openRuntime({
+      store,
+      agents: [patient],
+      tools: [note],
+      tracing: false,
+      secrets: { HOOK_TOKEN: SECRET },
+    });
+    let stored: RecordedEvent | undefined;
+    try {
+      const handle = await runtime.submit({
+        chatId: "c",
+        inputId: "i",
+        agent: "patient",
+        content: { timeoutMs: 60_000 },
+      });
+      await handle.result;
+      await runtime.signal(handle.runId, "go", { note: `use ${SECRET}` }, { signalId: "s-secret" });
+      const result = await ended(runtime, handle.runId);
+      // The agent sees the stored, masked value.
+      expect(JSON.stringify(result)).not.toContain(SECRET);
+      expect(JSON.stringify(result)).toContain("«secret:HOOK_TOKEN»");
+      stored = (await runtime.events(handle.runId)).find((e) => e.event.type === "signal.received");
+    } finally {
+      await runtime.close();
+    }
+    const dir = dirname(store);
+    for (const file of readdirSync(dir))
+      expect(readFileSync(join(dir, file)).includes(SECRET), file).toBe(false);
+    // `payload` is among the sealed fields: with a key it is stored encrypted, and opens again.
+    const ring = new Keyring(randomBytes(32));
+    const at = { streamId: stored!.streamId, version: stored!.version };
+    const sealed = sealPayload(ring, stored!.event, at) as Record<string, unknown>;
+    expect(sealed.$sealed).toContain("payload");
+    expect(JSON.stringify(sealed.payload)).not.toContain("secret");
+    expect(openPayload(ring, sealed, at)).toEqual(stored!.event);
   });
 });
