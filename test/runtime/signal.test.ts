@@ -68,6 +68,16 @@ const both = defineAgent({
   },
 });
 
+/** Two waits for one name in one execution, both signals buffered: each takes its own, oldest first. */
+const pair = defineAgent({
+  name: "pair",
+  version: "1",
+  run: async (turn) => {
+    await turn.sleep(300);
+    return turn.all([() => turn.waitFor("x"), () => turn.waitFor("x")] as const);
+  },
+});
+
 let releaseSlow: () => void = () => undefined;
 let slowStarted: () => void = () => undefined;
 const slow = defineTool({
@@ -106,7 +116,12 @@ const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
 ];
 
 const open = (store: string): Promise<Runtime> =>
-  openRuntime({ store, agents: [twice, late, patient, both, busy], tools: [note, slow], tracing: false });
+  openRuntime({
+    store,
+    agents: [twice, late, patient, both, busy, pair],
+    tools: [note, slow],
+    tracing: false,
+  });
 
 /** Wait (polling the journal) until `runId` ends; a woken run is executed by the wake loop. */
 const ended = async (runtime: Runtime, runId: string) => {
@@ -231,6 +246,26 @@ describe.each(engines)("signals (%s)", (_name, storeOf) => {
         output: { a: { payload: "first", signalId: "s-a" }, b: { payload: "second", signalId: "s-b" } },
       });
       expect(count(await runtime.events(handle.runId), "signal.consumed")).toBe(2);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("two waits for one name in one execution take two buffered signals, oldest first, each once", async () => {
+    const runtime = await open(await storeOf());
+    try {
+      const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "pair", content: null });
+      expect(await handle.result).toMatchObject({ status: "waiting", wait: "timer" });
+      await runtime.signal(handle.runId, "x", 1, { signalId: "x-1" });
+      await runtime.signal(handle.runId, "x", 2, { signalId: "x-2" });
+      expect(await ended(runtime, handle.runId)).toMatchObject({
+        status: "completed",
+        output: [
+          { signalId: "x-1", payload: 1 },
+          { signalId: "x-2", payload: 2 },
+        ],
+      });
       expect((await runtime.audit()).findings).toEqual([]);
     } finally {
       await runtime.close();
