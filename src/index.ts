@@ -37,9 +37,11 @@ export type {
   Reconciler,
   ReconcileVerdict,
   SettledContext,
+  SignalWaitResult,
   ToolDef,
   ToolSpec,
   Turn,
+  WaitForOptions,
 } from "./runtime/define.js";
 export { defineAgent, defineTool } from "./runtime/define.js";
 export {
@@ -59,6 +61,8 @@ export type {
   RecoveryReport,
   RunHandle,
   RunResult,
+  SignalOutcome,
+  SignalRequest,
   SubmitRequest,
   WhenBusy,
   WithdrawnResult,

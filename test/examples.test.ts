@@ -4,6 +4,8 @@ import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { auditEvidence } from "../examples/audit.js";
 import { quickstart } from "../examples/quickstart.js";
+import { signalExample } from "../examples/signal.js";
+import { sleepExample } from "../examples/sleep.js";
 import { useTempDir } from "./support/tmp.js";
 
 const tempDir = useTempDir();
@@ -35,6 +37,37 @@ describe("examples", () => {
     const first = runOnce();
     expect(first).toMatchObject({ status: "completed", output: { sent: { to: "ada@example.com" } } });
     expect(runOnce().runId).toBe(first.runId);
+  }, 120_000);
+
+  it("the README's waiting examples: a sleep parks and is woken; a signal wakes the run that waits for it, once", async () => {
+    expect(await sleepExample(join(tempDir(), "journal.db"))).toMatchObject({
+      parked: "waiting",
+      done: { status: "completed", output: { remindedAfterMs: 500 } },
+    });
+    expect(await signalExample(join(tempDir(), "journal.db"))).toMatchObject({
+      parked: "waiting",
+      sent: true,
+      recordedAgain: false,
+      done: { status: "completed", output: { order: "7", refunded: true, approval: "ticket-7" } },
+    });
+  });
+
+  it("`npx tsx examples/signal.ts` and `examples/sleep.ts` print their completed results", () => {
+    const root = join(import.meta.dirname, "..");
+    const loader = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
+    for (const [file, output] of [
+      ["signal.ts", { refunded: true }],
+      ["sleep.ts", { remindedAfterMs: 500 }],
+    ] as const) {
+      const ran = spawnSync(process.execPath, ["--import", loader, join(root, "examples", file)], {
+        cwd: tempDir(),
+        encoding: "utf8",
+        env: { ...process.env, HOLDFAST_STORE: "" },
+        timeout: 60_000,
+      });
+      expect(ran.status, ran.stderr).toBe(0);
+      expect(JSON.parse(ran.stdout)).toMatchObject({ done: { status: "completed", output } });
+    }
   }, 120_000);
 
   it("the audit example finds the quickstart's journal clean at its anchored head, and a wrong anchor", async () => {

@@ -19,6 +19,8 @@ import {
   type RecoveryReport,
   type RunHandle,
   type RunResult,
+  type SignalOutcome,
+  type SignalRequest,
   type SubmitRequest,
   type WithdrawOutcome,
 } from "../runtime/engine.js";
@@ -157,6 +159,17 @@ export interface Runtime {
    * const { accepted, status, message } = await runtime.cancel(runId, { by: "ada", note: "changed my mind" });
    */
   cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  /**
+   * Send the signal `name` to a run (decision 0054), from any process: recorded in the run's stream
+   * (`signal.received`, the payload masked and sealed), idempotent by `signalId` (the same id again
+   * is accepted and writes nothing; with another payload it is refused), buffered until a
+   * `turn.waitFor(name)` takes it, and refused for a run that ended. A run waiting for it is woken
+   * once, by any worker with its agent.
+   * @example
+   * const out = await runtime.signal(runId, "approval", { ok: true }, { signalId: "ticket-42", by: "ada" });
+   * if (!out.accepted) console.error(out.reason, out.message);
+   */
+  signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
   /**
    * Pause a running run before its next call (decision 0044): in-flight calls settle, then it is
    * `paused` — across restarts, and recovery never resumes it — until `resume`. Its chat stays busy.
@@ -370,6 +383,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     decide: (runId, request) => engine.decide(runId, request),
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     cancel: (runId, request) => engine.cancel(runId, request),
+    signal: (runId, name, payload, request) => engine.signal(runId, name, payload, request),
     pause: (runId, request) => engine.pause(runId, request),
     resume: (runId, request) => engine.resume(runId, request),
     events: (runId) => journal.readStream(runStreamId(runId)),

@@ -96,13 +96,17 @@ export const RunPaused = Schema.Struct({
   runId: Schema.String,
 });
 
-/** What a run waits for: a due time (`turn.sleep`); signals reuse the kind field later (decision 0050). */
-export const WaitKind = Schema.Literal("timer");
+/**
+ * What a run waits for: a due time (`turn.sleep`, decision 0050) or a named signal
+ * (`turn.waitFor`, decision 0054), which may also have a due time (its timeout).
+ */
+export const WaitKind = Schema.Literal("timer", "signal");
 export type WaitKind = typeof WaitKind.Type;
 
 /**
- * The run waits (decision 0050): its wait call (`kind: "wait"`) is committed with this event, the
- * execution ends and holds no process; any worker wakes it from the due index once `dueAt` passed.
+ * The run waits (decisions 0050, 0054): its wait call (`kind: "wait"`) is committed with this event,
+ * the execution ends and holds no process; any worker wakes it from the due index once `dueAt`
+ * passed, or once a signal named `name` is recorded.
  */
 export const RunWaiting = Schema.Struct({
   type: Schema.tag("run.waiting"),
@@ -110,23 +114,57 @@ export const RunWaiting = Schema.Struct({
   wait: WaitKind,
   /** The wait call the run is parked on. */
   callId: Schema.String,
-  /** ISO 8601: the run is not woken before this. */
-  dueAt: Schema.String,
+  /** ISO 8601: a timer is not woken before this; a signal wait times out then. Absent: no timeout. */
+  dueAt: Schema.optional(Schema.String),
+  /** A signal wait: the signal's name. */
+  name: Schema.optional(Schema.String),
 });
 
 /**
  * The wait is over (decision 0050): appended by the worker that claimed the run, on the version it
  * read, in one commit with the wait call's outcome; a second waker finds the run moved and writes
- * nothing, so a timer fires once. `firedAt` is the waker's clock: never before `dueAt`.
+ * nothing, so a timer fires once. `firedAt` is the waker's clock: never before `dueAt`, unless a
+ * signal consumed in the same commit (`signal.consumed` just before) woke it (decision 0054).
  */
 export const RunWoken = Schema.Struct({
   type: Schema.tag("run.woken"),
   runId: Schema.String,
   wait: WaitKind,
   callId: Schema.String,
-  dueAt: Schema.String,
+  dueAt: Schema.optional(Schema.String),
   firedAt: Schema.String,
   by: Schema.String,
+});
+
+/**
+ * A signal sent to the run (`runtime.signal`, decision 0054): recorded once per `signalId`, its
+ * payload masked (and sealed with a key), buffered until a wait named `name` consumes it.
+ * `payloadDigest` is keyed over the payload before masking: the same id with another payload is
+ * refused. `wakes` names the wait call it wakes when the run waits for this name right now: the
+ * due index then marks the run due in the same commit, so any worker wakes it.
+ */
+export const SignalReceived = Schema.Struct({
+  type: Schema.tag("signal.received"),
+  runId: Schema.String,
+  signalId: Schema.String,
+  name: Schema.String,
+  payload: Json,
+  payloadDigest: Digest,
+  by: Schema.String,
+  wakes: Schema.optional(Schema.String),
+});
+
+/**
+ * A wait call took a recorded signal (decision 0054): in the commit of the wait's intent when the
+ * signal was buffered before it, or in the commit of the wake-up (`run.woken`). The wait call's
+ * `call.completed` carries what the agent sees.
+ */
+export const SignalConsumed = Schema.Struct({
+  type: Schema.tag("signal.consumed"),
+  runId: Schema.String,
+  signalId: Schema.String,
+  name: Schema.String,
+  callId: Schema.String,
 });
 
 /**
@@ -159,5 +197,7 @@ export const RunEvent = Schema.Union(
   RunPaused,
   RunWaiting,
   RunWoken,
+  SignalReceived,
+  SignalConsumed,
 );
 export type RunEvent = typeof RunEvent.Type;

@@ -29,6 +29,8 @@ export const SEALED_FIELDS: ReadonlyArray<string> = [
   "input",
   "note",
   "output",
+  // signal.received: what the sender said (decision 0054).
+  "payload",
   "probe",
   // run.stopped's reason; call.replay-authorized's is a fixed word, sealed alike for one rule.
   "reason",

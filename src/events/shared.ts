@@ -15,7 +15,7 @@ export const ErrorInfo = Schema.Struct({
 });
 export type ErrorInfo = typeof ErrorInfo.Type;
 
-/** `wait`: a durable wait (`turn.sleep`): no effect, its outcome recorded when the run is woken (decision 0050). */
+/** `wait`: a durable wait (`turn.sleep`, `turn.waitFor`): no effect, its outcome recorded when the run is woken (decision 0050). */
 export const CallKind = Schema.Literal("model", "tool", "child", "document", "wait");
 export type CallKind = typeof CallKind.Type;
 

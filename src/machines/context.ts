@@ -89,14 +89,35 @@ export interface RunContext {
   readonly pauseRequested?: ControlRequest | undefined;
   /** Set by `run.waiting`, cleared by `run.woken`: what the run waits for (decision 0050). */
   readonly waiting?: RunWait | undefined;
+  /** Signals recorded in the run, in order (`signal.received`, decision 0054); absent: none yet. */
+  readonly signals?: ReadonlyArray<RunSignal>;
 }
 
-/** A run's wait: its kind, the wait call, and when it is due. */
+/** A run's wait: its kind, the wait call, when it is due, and for a signal wait the name. */
 export interface RunWait {
-  readonly wait: "timer";
+  readonly wait: "timer" | "signal";
   readonly callId: string;
-  readonly dueAt: string;
+  /** When a timer is due, or a signal wait times out; absent: a signal wait with no timeout. */
+  readonly dueAt?: string;
+  /** A signal wait: the name it waits for. */
+  readonly name?: string;
+  /** A signal wait: the signal consumed by the wake-up being committed (`signal.consumed`). */
+  readonly signalId?: string;
 }
+
+/** A signal recorded in a run (decision 0054): buffered until a wait consumes it. */
+export interface RunSignal {
+  readonly signalId: string;
+  readonly name: string;
+  /** Keyed digest of the payload before masking: the same id with another payload is refused. */
+  readonly payloadDigest: string;
+  /** The wait call that consumed it; null while buffered. */
+  readonly consumedBy: string | null;
+}
+
+/** The oldest signal named `name` that no wait consumed yet: what the next wait for it takes. */
+export const bufferedSignal = (context: RunContext, name: string): RunSignal | undefined =>
+  context.signals?.find((s) => s.name === name && s.consumedBy === null);
 
 export const OPEN_STATUSES: ReadonlyArray<CallStatus> = ["in-doubt", "authorized"];
 export const isOpen = (call: CallState): boolean => OPEN_STATUSES.includes(call.status);

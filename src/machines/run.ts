@@ -3,6 +3,7 @@ import type { AnyEvent, EventOf } from "../events/index.js";
 import { CallTable } from "./callTable.js";
 import {
   blockingCalls,
+  bufferedSignal,
   type CallState,
   type CallStatus,
   isOpen,
@@ -88,6 +89,23 @@ const applyDecision = (context: RunContext, event: E<"decision.recorded">) => {
     });
   }
   return calls;
+};
+
+/**
+ * A timer has a due time and no name; a signal wait has a name, maybe a due time (its timeout), and
+ * parks on a buffered signal of its name only with a due time (the runtime sets it to now), so the
+ * due index wakes it (decision 0054).
+ */
+const waitShapeValid = (context: RunContext, event: E<"run.waiting">): boolean => {
+  const dueValid = event.dueAt === undefined || Number.isFinite(Date.parse(event.dueAt));
+  if (event.wait === "timer") return event.dueAt !== undefined && dueValid && event.name === undefined;
+  // A signal buffered while the wait was being committed: it parks all the same, due at once.
+  return (
+    event.name !== undefined &&
+    event.name !== "" &&
+    dueValid &&
+    (bufferedSignal(context, event.name) === undefined || event.dueAt !== undefined)
+  );
 };
 
 const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) => {
@@ -199,20 +217,60 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           open[0]!.callId === call.callId &&
           context.cancelRequested === undefined &&
           context.pauseRequested === undefined &&
-          Number.isFinite(Date.parse(event.dueAt))
+          waitShapeValid(context, event)
         );
       }),
-      /** The wait the run is on, woken at or after its due time (the event's own clock: pure). */
+      /**
+       * The wait the run is on, woken at or after its due time (the event's own clock: pure); a
+       * signal wait also by the signal consumed just before, and it times out only with no signal
+       * of its name buffered (decision 0054).
+       */
       wakeAllowed: when(["run.woken"], (context, event) => {
         const waiting = context.waiting;
-        return (
-          event.runId === context.runId &&
-          waiting !== undefined &&
-          waiting.callId === event.callId &&
-          waiting.dueAt === event.dueAt &&
-          waiting.wait === event.wait &&
-          Date.parse(event.firedAt) >= Date.parse(waiting.dueAt)
-        );
+        if (
+          event.runId !== context.runId ||
+          waiting === undefined ||
+          waiting.callId !== event.callId ||
+          waiting.dueAt !== event.dueAt ||
+          waiting.wait !== event.wait
+        )
+          return false;
+        if (waiting.signalId !== undefined) return true;
+        const due = waiting.dueAt === undefined ? Number.NaN : Date.parse(waiting.dueAt);
+        if (!(Date.parse(event.firedAt) >= due)) return false;
+        return waiting.wait === "timer" || bufferedSignal(context, waiting.name ?? "") === undefined;
+      }),
+      /**
+       * A signal is recorded once per id, on a run that has not ended; it names the wait it wakes
+       * exactly when the run waits for its name now, so the due index cannot miss a wake-up.
+       */
+      signalAllowed: when(["signal.received"], (context, event) => {
+        if (!v2 || event.runId !== context.runId || event.name === "") return false;
+        if (context.signals?.some((s) => s.signalId === event.signalId)) return false;
+        const waiting = context.waiting;
+        const wakes =
+          waiting?.wait === "signal" && waiting.name === event.name && waiting.signalId === undefined
+            ? waiting.callId
+            : undefined;
+        return event.wakes === wakes;
+      }),
+      /**
+       * A wait call takes the oldest buffered signal of its name, once: a wait call just intended
+       * (the signal came first), or the signal wait the run is parked on, in its wake-up's commit.
+       */
+      consumeAllowed: when(["signal.consumed"], (context, event) => {
+        const signal = bufferedSignal(context, event.name);
+        if (event.runId !== context.runId || signal?.signalId !== event.signalId) return false;
+        const waiting = context.waiting;
+        if (waiting)
+          return (
+            waiting.wait === "signal" &&
+            waiting.callId === event.callId &&
+            waiting.name === event.name &&
+            waiting.signalId === undefined
+          );
+        const call = callOf(context, event.callId);
+        return call?.kind === "wait" && call.name === "waitFor" && call.status === "in-doubt";
       }),
       isStop: ({ event }) => event.type === "decision.recorded" && event.run === "stop",
     },
@@ -314,10 +372,35 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
       wait: assign(({ context, event }) => {
         const e = event as E<"run.waiting">;
         const call = callOf(context, e.callId)!;
+        const due = e.dueAt === undefined ? {} : { dueAt: e.dueAt };
         return {
-          calls: setCall(context, { ...call, status: "authorized", dueAt: e.dueAt }),
-          waiting: { wait: e.wait, callId: e.callId, dueAt: e.dueAt },
+          calls: setCall(context, { ...call, status: "authorized", ...due }),
+          waiting: {
+            wait: e.wait,
+            callId: e.callId,
+            ...due,
+            ...(e.name === undefined ? {} : { name: e.name }),
+          },
         };
+      }),
+      receiveSignal: assign(({ context, event }) => {
+        const e = event as E<"signal.received">;
+        const signal = {
+          signalId: e.signalId,
+          name: e.name,
+          payloadDigest: e.payloadDigest,
+          consumedBy: null,
+        };
+        return { signals: [...(context.signals ?? []), signal] };
+      }),
+      consumeSignal: assign(({ context, event }) => {
+        const e = event as E<"signal.consumed">;
+        const signals = (context.signals ?? []).map((s) =>
+          s.signalId === e.signalId ? { ...s, consumedBy: e.callId } : s,
+        );
+        return context.waiting
+          ? { signals, waiting: { ...context.waiting, signalId: e.signalId } }
+          : { signals };
       }),
       // The wait call's outcome is committed with the wake-up: it is open again until it lands.
       wake: assign(({ context, event }) => {
@@ -367,6 +450,8 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
           "run.paused": { guard: "mayPause", target: "paused", actions: "bump" },
           "run.waiting": { guard: "waitAllowed", target: "waiting", actions: ["wait", "bump"] },
+          "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
+          "signal.consumed": { guard: "consumeAllowed", actions: ["consumeSignal", "bump"] },
         },
       },
       // Parked on a wait (decision 0050): no execution, nothing in doubt; woken when due, by any worker.
@@ -378,6 +463,8 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
           // Paused while waiting: it keeps waiting, and parks paused once woken (decision 0051).
           "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
+          "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
+          "signal.consumed": { guard: "consumeAllowed", actions: ["consumeSignal", "bump"] },
         },
       },
       interrupted: {
@@ -393,6 +480,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
           "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
           "run.paused": { guard: "mayPause", target: "paused", actions: "bump" },
+          "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
         },
       },
       // Parked by a pause: no execution, nothing in doubt; it survives restarts until resumed.
@@ -402,6 +490,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.cancel-requested": { guard: "cancelAllowed", actions: ["requestCancel", "bump"] },
           "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
           "run.resumed": { guard: "sameRun", target: "running", actions: ["unpause", "bump"] },
+          "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
         },
       },
       held: {
@@ -421,6 +510,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           // After a retry grant or the decisions: nothing in doubt is left, the run continues.
           "run.resumed": { guard: "nothingBlocking", target: "running", actions: ["clearHold", "bump"] },
           "run.stopped": { guard: "sameRun", target: "stopped", actions: "bump" },
+          "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
         },
       },
       completed: {},

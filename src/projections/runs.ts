@@ -18,8 +18,16 @@ export interface RunRow {
   readonly admittedAt: string;
   readonly updatedAt: string;
   readonly position: number;
-  /** While the run waits (`run.waiting`, decision 0050): its kind, the wait call and its due time. */
-  readonly waiting?: { readonly wait: string; readonly callId: string; readonly dueAt: string };
+  /**
+   * While the run waits (`run.waiting`, decisions 0050, 0054): its kind, the wait call, its due time
+   * (none: a signal wait without a timeout) and the signal's name.
+   */
+  readonly waiting?: {
+    readonly wait: string;
+    readonly callId: string;
+    readonly dueAt?: string;
+    readonly name?: string;
+  };
 }
 
 const STATUS_BY_TYPE: Partial<Record<string, RunRow["status"]>> = {
@@ -100,7 +108,15 @@ export const runsProjection: Projection<RunRow> = {
     }
     switch (event.type) {
       case "run.waiting":
-        next = { ...next, waiting: { wait: event.wait, callId: event.callId, dueAt: event.dueAt } };
+        next = {
+          ...next,
+          waiting: {
+            wait: event.wait,
+            callId: event.callId,
+            ...(event.dueAt === undefined ? {} : { dueAt: event.dueAt }),
+            ...(event.name === undefined ? {} : { name: event.name }),
+          },
+        };
         break;
       case "run.held":
         next = {

@@ -16,7 +16,15 @@ export type CrashPointName =
   | "after-interrupted"
   | "after-replay-authorized"
   | QueueCrashPointName
-  | RetryCrashPointName;
+  | RetryCrashPointName
+  | SignalCrashPointName;
+
+/**
+ * A crash point of a signal (decision 0054): right after `signal.received` committed, before the
+ * sender returns or wakes anything. Apart from {@link CRASH_POINTS}: the torture agents wait for no
+ * signal.
+ */
+export type SignalCrashPointName = "after-signal";
 
 /**
  * A crash point of a policy's retries (decision 0046): right after a definite failure's `call.failed`

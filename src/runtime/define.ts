@@ -224,6 +224,23 @@ export interface ModelCallOptions {
   readonly timeoutMs?: number;
 }
 
+/** Options of {@link Turn.waitFor}. */
+export interface WaitForOptions {
+  /** Give up after this many milliseconds (counted from the wait's start): the wait returns `{ timedOut: true }`. */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * What {@link Turn.waitFor} returns: the signal taken (its id and stored payload), or the timeout.
+ *
+ * @example
+ * const r: SignalWaitResult<string> = await turn.waitFor("reply", { timeoutMs: 60_000 });
+ * const text = r.timedOut ? "(no reply)" : r.payload;
+ */
+export type SignalWaitResult<T = unknown> =
+  | { readonly timedOut: false; readonly signalId: string; readonly payload: T }
+  | { readonly timedOut: true };
+
 /** The call API an agent uses. Every call is journaled: intent before, outcome after. */
 export interface Turn {
   readonly runId: string;
@@ -280,6 +297,21 @@ export interface Turn {
    * await turn.sleepUntil("2027-01-01T09:00:00Z");
    */
   sleepUntil(date: Date | string | number): Promise<void>;
+  /**
+   * Wait for the signal `name` (`runtime.signal`, decision 0054), durably: a journaled call with no
+   * effect. A signal sent before the wait is buffered and taken at once; otherwise the run parks
+   * (`run.waiting`) and holds no process until the signal arrives or `timeoutMs` passes. Returns
+   * `{ timedOut: false, signalId, payload }` (the payload as stored: masked), or
+   * `{ timedOut: true }` when the timeout passed first — an outcome, never doubt. Each signal is
+   * taken by one wait, oldest first; waits in `turn.all` wait one after another (every signal is
+   * buffered, so none is missed; each timeout counts from when its own wait starts).
+   *
+   * @example
+   * const answer = await turn.waitFor<{ ok: boolean }>("approval", { timeoutMs: 86_400_000 });
+   * if (answer.timedOut) return "no answer in a day";
+   * if (answer.payload.ok) await turn.tool(ship, { order });
+   */
+  waitFor<T = unknown>(name: string, options?: WaitForOptions): Promise<SignalWaitResult<T>>;
   /**
    * Start calls concurrently. Each thunk must start its journaled call synchronously (before any
    * `await`), so `seq` follows array order on every execution.

@@ -180,8 +180,15 @@ export class RunWriter {
   }
 }
 
-/** Events another process may append to a run it does not own, without a claim (decisions 0043, 0044). */
-export const CONTROL_REQUESTS: ReadonlySet<string> = new Set(["run.cancel-requested", "run.pause-requested"]);
+/**
+ * Events another process may append to a run it does not own, without a claim (decisions 0043,
+ * 0044, and a signal: 0054); a live owner folds them in and goes on.
+ */
+export const CONTROL_REQUESTS: ReadonlySet<string> = new Set([
+  "run.cancel-requested",
+  "run.pause-requested",
+  "signal.received",
+]);
 
 export type Outcome = Extract<AnyEvent, { type: "call.completed" | "call.failed" }>;
 

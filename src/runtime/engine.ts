@@ -32,6 +32,7 @@ import {
   withdrawQueued,
 } from "./queue.js";
 import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
+import { type SignalOutcome, type SignalRequest, sendSignal } from "./signal.js";
 import { wakeDue } from "./wake.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
@@ -48,6 +49,7 @@ export type {
   WithdrawOutcome,
 } from "./queue.js";
 export type { RecoveryReport } from "./recoveryPass.js";
+export type { SignalOutcome, SignalRequest } from "./signal.js";
 
 export interface EngineOptions {
   readonly journal: Journal;
@@ -331,6 +333,25 @@ export class Engine implements EngineCore {
     return cancelRun(this, runId, request);
   }
 
+  /**
+   * Send a signal to a run (decision 0054): recorded once per `signalId`, buffered until a wait
+   * takes it; a run waiting for it is woken by the wake loop (here at once, when this runtime has
+   * its agent), and a live execution here folds it in now.
+   */
+  async signal(
+    runId: string,
+    name: string,
+    payload: unknown,
+    request: SignalRequest,
+  ): Promise<SignalOutcome> {
+    const outcome = await sendSignal(this, runId, name, payload, request);
+    if (outcome.accepted && outcome.recorded) {
+      if (outcome.wakes) this.pollWaits();
+      else if (this.isLive(runId)) await this.absorbControl(runId);
+    }
+    return outcome;
+  }
+
   /** Pause a running run before its next call (decision 0044). */
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome> {
     return pauseRun(this, runId, request);
@@ -426,7 +447,7 @@ export class Engine implements EngineCore {
     // A run that parked on a wait here is woken on time by this process, if no other worker is first.
     promise.then(
       (result) => {
-        if (result.status === "waiting") this.wakeAt(Date.parse(result.wakesAt));
+        if (result.status === "waiting" && result.wakesAt) this.wakeAt(Date.parse(result.wakesAt));
       },
       () => undefined,
     );

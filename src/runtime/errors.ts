@@ -459,16 +459,17 @@ export class RunCancelled extends Data.TaggedError("RunCancelled")<{
 }
 
 /**
- * The run waits (`turn.sleep`, decision 0050): the execution ends here and the run is re-executed
+ * The run waits (`turn.sleep`, `turn.waitFor`; decisions 0050, 0054): the execution ends here and the run is re-executed
  * from the journal when it is woken; the call was not started. Internal: the agent should let it
  * through.
  */
 export class RunParked extends Data.TaggedError("RunParked")<{
   readonly runId: string;
-  readonly dueAt: string;
+  /** What it waits for, in words: `until <time>`, or `signal "<name>"` (and its timeout). */
+  readonly waitsFor: string;
 }> {
   override get message(): string {
-    return `run ${this.runId} waits until ${this.dueAt}; the call was not started. Let the error end the agent: the run is re-executed from the journal when it is woken`;
+    return `run ${this.runId} waits (${this.waitsFor}); the call was not started. Let the error end the agent: the run is re-executed from the journal when it is woken`;
   }
 }
 

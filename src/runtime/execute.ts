@@ -41,6 +41,17 @@ export type RunResult =
    */
   | { readonly status: "waiting"; readonly runId: string; readonly wait: "timer"; readonly wakesAt: string }
   /**
+   * Waiting for the signal `name` (`turn.waitFor`, decision 0054): woken when it is recorded
+   * (`runtime.signal`), or at `wakesAt` when it times out (null: no timeout).
+   */
+  | {
+      readonly status: "waiting";
+      readonly runId: string;
+      readonly wait: "signal";
+      readonly name: string;
+      readonly wakesAt: string | null;
+    }
+  /**
    * Finished long ago and removed by retention: its admission remains (law 6), so the same input
    * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
    * Also how an execution ends whose run was taken over, ended and pruned while one of its calls
@@ -349,6 +360,14 @@ export const resultFromFold = (runId: string, fold: RunFold): RunResult => {
       return { status: "paused", runId };
     case "waiting": {
       const waiting = contextOf(fold).waiting;
+      if (waiting?.wait === "signal")
+        return {
+          status: "waiting",
+          runId,
+          wait: "signal",
+          name: waiting.name ?? "",
+          wakesAt: waiting.dueAt ?? null,
+        };
       return { status: "waiting", runId, wait: "timer", wakesAt: waiting?.dueAt ?? "" };
     }
     default:

@@ -13,7 +13,7 @@ import {
   type Masker,
   type RecordedEvent,
 } from "../events/index.js";
-import { contextOf, type RunFold, statusOf } from "../machines/index.js";
+import { bufferedSignal, contextOf, type RunFold, type RunSignal, statusOf } from "../machines/index.js";
 import {
   type AttemptHost,
   attemptWhenDue,
@@ -24,7 +24,15 @@ import {
 } from "./attempt.js";
 import { crashPointFor } from "./crash.js";
 import { type Recorded, ReplayCursor } from "./cursor.js";
-import type { AnyToolDef, CallContext, ModelCallOptions, ToolDef, Turn } from "./define.js";
+import type {
+  AnyToolDef,
+  CallContext,
+  ModelCallOptions,
+  SignalWaitResult,
+  ToolDef,
+  Turn,
+  WaitForOptions,
+} from "./define.js";
 import type { RunWriter, WriteSlot } from "./dispatch.js";
 import { documentCall, type PlanApi } from "./documentCall.js";
 import {
@@ -69,6 +77,30 @@ export interface TurnDeps {
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
 }
 
+/** What a wait call waits for: a due time, or a signal (with a due time: its timeout). */
+type WaitSpec =
+  | { readonly wait: "timer"; readonly dueOf: (now: number) => number }
+  | { readonly wait: "signal"; readonly name: string; readonly dueOf: (now: number) => number };
+
+/** What a signal wait that timed out returns (decision 0054): an outcome, never doubt. */
+const TIMED_OUT = { timedOut: true } as const;
+
+/** What a signal wait that took a signal returns: the stored (masked) payload and its id. */
+export const signalResult = (received: EventOf<"signal.received">) => ({
+  timedOut: false,
+  signalId: received.signalId,
+  payload: received.payload,
+});
+
+/** What a signal wait returns when it times out. */
+export const timedOutResult = (): typeof TIMED_OUT => TIMED_OUT;
+
+const bufferedSignalOf = (fold: RunFold, name: string): RunSignal | undefined =>
+  bufferedSignal(contextOf(fold), name);
+
+const isRejected = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
+
 /** Marks the calls made inside `turn.cleanup(fn)`: they run while the run is being cancelled. */
 const cleanupScope = new AsyncLocalStorage<true>();
 
@@ -102,7 +134,7 @@ export class TurnImpl implements Turn, AttemptHost {
   /** A call was refused because the run is being paused: the execution ends `paused`. */
   pauseRefused = false;
   /** Set when the agent called `turn.sleep`: later calls are refused, the run parks (decision 0050). */
-  private parking: { readonly dueAt: string } | undefined;
+  private parking: { readonly waitsFor: string } | undefined;
 
   constructor(private readonly deps: TurnDeps) {
     this.runId = deps.writer.runId;
@@ -238,7 +270,7 @@ export class TurnImpl implements Turn, AttemptHost {
   /** The run is no longer running (held, finished) or no longer this execution's: the agent must stop. */
   private refusal(name: string): unknown {
     if (this.returned) return new CallAfterReturn({ runId: this.runId, name });
-    if (this.parking) return new RunParked({ runId: this.runId, dueAt: this.parking.dueAt });
+    if (this.parking) return new RunParked({ runId: this.runId, waitsFor: this.parking.waitsFor });
     if (this.lost) return new LeaseLost({ runId: this.runId, callId: callIdOf(this.runId, this.nextSeq) });
     const fold = this.writer.fold;
     const status = statusOf(fold);
@@ -380,7 +412,7 @@ export class TurnImpl implements Turn, AttemptHost {
           detail: `ms must be a whole number of milliseconds, 0 or more (got ${ms})`,
         }),
       );
-    return this.waitCall("sleep", { ms }, (now) => now + ms);
+    return this.waitCall("sleep", { ms }, { wait: "timer", dueOf: (now) => now + ms }).then(() => undefined);
   }
 
   sleepUntil(date: Date | string | number): Promise<void> {
@@ -389,15 +421,38 @@ export class TurnImpl implements Turn, AttemptHost {
       return Promise.reject(
         new InvalidInput({ what: "sleepUntil", detail: `${String(date)} is not a date` }),
       );
-    return this.waitCall("sleepUntil", { until: new Date(at).toISOString() }, () => at);
+    return this.waitCall(
+      "sleepUntil",
+      { until: new Date(at).toISOString() },
+      { wait: "timer", dueOf: () => at },
+    ).then(() => undefined);
+  }
+
+  waitFor<T = unknown>(name: string, options: WaitForOptions = {}): Promise<SignalWaitResult<T>> {
+    if (typeof name !== "string" || name.trim() === "")
+      return Promise.reject(
+        new InvalidInput({ what: "waitFor", detail: "name must be a non-empty string (the signal's name)" }),
+      );
+    const { timeoutMs } = options;
+    if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0))
+      return Promise.reject(
+        new InvalidInput({
+          what: "waitFor",
+          detail: `timeoutMs must be a whole number of milliseconds, 0 or more (got ${timeoutMs})`,
+        }),
+      );
+    const args = timeoutMs === undefined ? { name } : { name, timeoutMs };
+    const dueOf = timeoutMs === undefined ? () => Number.POSITIVE_INFINITY : (now: number) => now + timeoutMs;
+    return this.waitCall("waitFor", args, { wait: "signal", name, dueOf }) as Promise<SignalWaitResult<T>>;
   }
 
   /**
-   * A wait call (decision 0050): served from the journal once it was woken; otherwise its intent and
-   * `run.waiting` are committed together, after the calls started before it settled, and the
-   * execution ends (`RunParked`). The due time is read from the clock once, here, and recorded.
+   * A wait call (decisions 0050, 0054): served from the journal once it was woken; a signal wait
+   * whose signal is buffered takes it at once; otherwise its intent and `run.waiting` are committed
+   * together, after the calls started before it settled, and the execution ends (`RunParked`). The
+   * due time is read from the clock once, here, and recorded.
    */
-  private waitCall(name: string, args: unknown, dueOf: (now: number) => number): Promise<void> {
+  private waitCall(name: string, args: unknown, what: WaitSpec): Promise<unknown> {
     const refused = this.refusal(name);
     if (refused) return Promise.reject(refused);
     const seq = this.nextSeq++;
@@ -406,7 +461,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const known = contextOf(this.writer.fold).calls.get(callId);
     if (known) {
       const next = this.cursor.known(known, { kind: "wait", name, fingerprint });
-      if (next.kind === "serve") return Promise.resolve();
+      if (next.kind === "serve") return Promise.resolve(next.value);
       const reason: HoldReason =
         next.kind === "hold"
           ? next.reason
@@ -418,15 +473,91 @@ export class TurnImpl implements Turn, AttemptHost {
       return this.track(this.hold([reason]));
     }
     const now = Date.now();
-    const due = dueOf(now);
+    const due = what.dueOf(now);
     const intent = this.waitIntent(name, args, seq, callId, fingerprint);
-    // Already due (`sleep(0)`, a date past): recorded, intent and outcome in one commit, no wait.
-    if (due <= now) return this.track(this.noWait(intent, this.writer.reserve()));
-    const dueAt = new Date(due).toISOString();
+    if (what.wait === "signal") {
+      // The signal came first: taken now, intent, consumption and outcome in one commit.
+      const buffered = this.unclaimedSignal(what.name);
+      if (buffered) return this.track(this.takeSignal(intent, buffered, this.writer.reserve()));
+      // A timeout of 0 with nothing buffered times out at once.
+      if (due <= now) return this.track(this.noWait(intent, this.writer.reserve(), TIMED_OUT));
+    } else if (due <= now) {
+      // Already due (`sleep(0)`, a date past): recorded, intent and outcome in one commit, no wait.
+      return this.track(this.noWait(intent, this.writer.reserve(), null));
+    }
+    const dueAt = Number.isFinite(due) ? new Date(due).toISOString() : undefined;
+    const waitsFor =
+      what.wait === "signal"
+        ? `signal "${what.name}"${dueAt ? ` or until ${dueAt}` : ""}`
+        : `until ${dueAt ?? "?"}`;
     // From here every new call is refused: the run parks once the calls started before it settle.
     const before = [...this.inflight];
-    this.parking = { dueAt };
-    return this.track(this.park(intent, dueAt, before));
+    this.parking = { waitsFor };
+    return this.track(this.park(intent, what, dueAt, before));
+  }
+
+  /** The oldest buffered signal of `name` that no wait of this execution is taking already. */
+  private unclaimedSignal(name: string): RunSignal | undefined {
+    return contextOf(this.writer.fold).signals?.find(
+      (s) => s.name === name && s.consumedBy === null && !this.claimedSignals.has(s.signalId),
+    );
+  }
+
+  /** Signals taken by waits of this execution whose commit is still on its way. */
+  private readonly claimedSignals = new Set<string>();
+
+  private async takeSignal(
+    intent: EventOf<"call.intended">,
+    signal: RunSignal,
+    slot: WriteSlot,
+  ): Promise<unknown> {
+    this.claimedSignals.add(signal.signalId);
+    try {
+      const received = await this.receivedSignal(signal.signalId);
+      const result = signalResult(received);
+      await slot.appendWith(
+        [
+          intent,
+          {
+            type: "signal.consumed",
+            runId: this.runId,
+            signalId: signal.signalId,
+            name: signal.name,
+            callId: intent.callId,
+          },
+          {
+            type: "call.completed",
+            runId: this.runId,
+            callId: intent.callId,
+            attempt: 1,
+            result,
+            resultDigest: storedDigest(result),
+          },
+        ],
+        [],
+      );
+      this.cursor.record(intent.callId, { kind: "result", value: result });
+      return result;
+    } catch (error) {
+      if (error instanceof FencedOut) this.lost = true;
+      throw error;
+    } finally {
+      slot.release();
+      this.claimedSignals.delete(signal.signalId);
+    }
+  }
+
+  /** The recorded `signal.received` of `signalId`: from the history read at start, else the journal. */
+  private async receivedSignal(signalId: string): Promise<EventOf<"signal.received">> {
+    const find = (events: ReadonlyArray<RecordedEvent>) =>
+      events.find(
+        (e): e is RecordedEvent & { event: EventOf<"signal.received"> } =>
+          e.event.type === "signal.received" && e.event.signalId === signalId,
+      )?.event;
+    const found = find(this.deps.history) ?? find(await this.writer.journal.readStream(this.writer.streamId));
+    if (!found)
+      throw new Error(`signal ${signalId} of run ${this.runId} is in the fold but not in its stream`);
+    return found;
   }
 
   private waitIntent(
@@ -454,7 +585,7 @@ export class TurnImpl implements Turn, AttemptHost {
     };
   }
 
-  private async noWait(intent: EventOf<"call.intended">, slot: WriteSlot): Promise<void> {
+  private async noWait(intent: EventOf<"call.intended">, slot: WriteSlot, result: unknown): Promise<unknown> {
     try {
       await slot.appendWith(
         [
@@ -464,8 +595,8 @@ export class TurnImpl implements Turn, AttemptHost {
             runId: this.runId,
             callId: intent.callId,
             attempt: 1,
-            result: null,
-            resultDigest: storedDigest(null),
+            result,
+            resultDigest: storedDigest(result),
           },
         ],
         [],
@@ -476,12 +607,14 @@ export class TurnImpl implements Turn, AttemptHost {
     } finally {
       slot.release();
     }
-    this.cursor.record(intent.callId, { kind: "result", value: null });
+    this.cursor.record(intent.callId, { kind: "result", value: result });
+    return result;
   }
 
   private async park(
     intent: EventOf<"call.intended">,
-    dueAt: string,
+    what: WaitSpec,
+    dueAt: string | undefined,
     before: ReadonlyArray<Promise<unknown>>,
   ): Promise<never> {
     const { callId, name } = intent;
@@ -491,12 +624,32 @@ export class TurnImpl implements Turn, AttemptHost {
     if (control) throw control;
     if (statusOf(this.writer.fold) !== "running") throw this.refusalOf(this.writer.fold);
     const slot = this.writer.reserve();
+    const waiting = (due: string | undefined): EventOf<"run.waiting"> => ({
+      type: "run.waiting",
+      runId: this.runId,
+      wait: what.wait,
+      callId,
+      ...(due === undefined ? {} : { dueAt: due }),
+      ...(what.wait === "signal" ? { name: what.name } : {}),
+    });
+    // A signal that arrived while the calls before settled (or while this commit was on its way):
+    // the run still parks — calls after the wait were refused — but due now, so it is woken at once
+    // and the wake-up hands the signal over (decision 0054).
+    const dueNow = () =>
+      what.wait === "signal" && bufferedSignalOf(this.writer.fold, what.name)
+        ? new Date().toISOString()
+        : dueAt;
+    let parkedDue = dueNow();
     try {
       crashPointFor("before-intent", name);
-      await slot.appendWith(
-        [intent, { type: "run.waiting", runId: this.runId, wait: "timer", callId, dueAt }],
-        [],
-      );
+      try {
+        await slot.appendWith([intent, waiting(parkedDue)], []);
+      } catch (error) {
+        const again = dueNow();
+        if (!isRejected(error) || again === parkedDue) throw error;
+        parkedDue = again;
+        await slot.appendWith([intent, waiting(parkedDue)], []);
+      }
     } catch (error) {
       if (error instanceof FencedOut) this.lost = true;
       throw error;
@@ -504,7 +657,7 @@ export class TurnImpl implements Turn, AttemptHost {
       slot.release();
     }
     crashPointFor("after-intent", name);
-    throw new RunParked({ runId: this.runId, dueAt });
+    throw new RunParked({ runId: this.runId, waitsFor: this.parking?.waitsFor ?? `until ${parkedDue}` });
   }
 
   private refusalOf(fold: RunFold): RunHeld {

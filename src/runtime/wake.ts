@@ -1,5 +1,5 @@
-import { type AnyEvent, runStreamId } from "../events/index.js";
-import { contextOf, foldRun, statusOf } from "../machines/index.js";
+import { type AnyEvent, type EventOf, type RecordedEvent, runStreamId } from "../events/index.js";
+import { bufferedSignal, contextOf, foldRun, statusOf } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
 import { errorInfo } from "./attempt.js";
@@ -8,12 +8,14 @@ import { RunWriter } from "./dispatch.js";
 import { execute, type RunResult } from "./execute.js";
 import type { Claim } from "./Journal.js";
 import { storedDigest } from "./json.js";
+import { signalResult, timedOutResult } from "./turn.js";
 
 /** Due waits read (and claimed) by one wake pass, at most; the next pass takes the rest. */
 export const WAKE_BATCH = 64;
 
 /**
- * Wake the waiting runs that are due (decision 0050): found by the due index, claimed like any run
+ * Wake the waiting runs that are due (decisions 0050, 0054: a timer, a signal wait's timeout, or a
+ * signal recorded for a signal wait, which makes it due at once): found by the due index, claimed like any run
  * (a run another live worker holds is left to it), then woken with `run.woken` and the wait call's
  * outcome in one commit on the version read — a second waker finds the run moved and writes
  * nothing, so a timer fires once — and re-executed from the journal. Only runs whose agent this
@@ -74,8 +76,11 @@ const wakeClaimed = async (
   const waiting = context.waiting;
   const now = Date.now();
   const agent = core.agents.get(context.agent.name);
+  // A signal wait takes the oldest buffered signal of its name, whether or not its timeout passed.
+  const signal = waiting?.wait === "signal" ? bufferedSignal(context, waiting.name ?? "") : undefined;
+  const due = waiting?.dueAt === undefined ? Number.POSITIVE_INFINITY : Date.parse(waiting.dueAt);
   // Woken or ended since the index was read, or not due by this worker's clock: not this pass's.
-  if (statusOf(fold) !== "waiting" || !waiting || Date.parse(waiting.dueAt) > now || !agent) {
+  if (statusOf(fold) !== "waiting" || !waiting || (!signal && due > now) || !agent) {
     await core.ownership.release(runId);
     return null;
   }
@@ -94,25 +99,44 @@ const wakeClaimed = async (
           },
         ]
       : [];
+  const received = signal
+    ? events.find(
+        (e): e is RecordedEvent & { event: EventOf<"signal.received"> } =>
+          e.event.type === "signal.received" && e.event.signalId === signal.signalId,
+      )?.event
+    : undefined;
+  // The wait's outcome: a timer's null, the signal taken, or the timeout (decision 0054).
+  const result = waiting.wait === "timer" ? null : received ? signalResult(received) : timedOutResult();
   await writer.append([
     ...opening,
+    ...(signal
+      ? [
+          {
+            type: "signal.consumed",
+            runId,
+            signalId: signal.signalId,
+            name: signal.name,
+            callId: waiting.callId,
+          } as const,
+        ]
+      : []),
     {
       type: "run.woken",
       runId,
       wait: waiting.wait,
       callId: waiting.callId,
-      dueAt: waiting.dueAt,
+      ...(waiting.dueAt === undefined ? {} : { dueAt: waiting.dueAt }),
       firedAt: new Date(now).toISOString(),
       by: core.workerId,
     },
-    // The wait's outcome: a re-execution serves the call from here and never waits again.
+    // A re-execution serves the call from here and never waits again.
     {
       type: "call.completed",
       runId,
       callId: waiting.callId,
       attempt: call.attempt,
-      result: null,
-      resultDigest: storedDigest(null),
+      result,
+      resultDigest: storedDigest(result),
     },
   ]);
   const admitted = events[0]!.event;

@@ -513,6 +513,59 @@ const langgraph: Scenario = async (dir) => {
 };
 
 /**
+ * Signals (decision 0054): a run woken by a signal (sent twice under one id), one whose signal came
+ * before its wait, and one whose wait timed out.
+ */
+const signalled: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "listener",
+        version: "1",
+        run: async (turn, input: { sleepMs: number; timeoutMs?: number }) => {
+          if (input.sleepMs > 0) await turn.sleep(input.sleepMs);
+          return turn.waitFor("go", input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs });
+        },
+      }),
+    ],
+    workerId: "audit-test-worker",
+  });
+  const until = async (runId: string, status: string) => {
+    while ((await runtime.run(runId))?.status !== status) await new Promise((r) => setTimeout(r, 20));
+  };
+  const woken = await runtime.submit({
+    chatId: "chat-woken",
+    inputId: "m1",
+    agent: "listener",
+    content: { sleepMs: 0 },
+  });
+  await woken.result;
+  await runtime.signal(woken.runId, "go", { ok: true }, { signalId: "sig-1", by: "ada" });
+  await runtime.signal(woken.runId, "go", { ok: true }, { signalId: "sig-1", by: "ada" });
+  await until(woken.runId, "completed");
+  const early = await runtime.submit({
+    chatId: "chat-early",
+    inputId: "m1",
+    agent: "listener",
+    content: { sleepMs: 100 },
+  });
+  await early.result;
+  await runtime.signal(early.runId, "go", "before the wait", { signalId: "sig-2", by: "ada" });
+  await until(early.runId, "completed");
+  const timedOut = await runtime.submit({
+    chatId: "chat-timeout",
+    inputId: "m1",
+    agent: "listener",
+    content: { sleepMs: 0, timeoutMs: 100 },
+  });
+  await until(timedOut.runId, "completed");
+  await runtime.close();
+  return db;
+};
+
+/**
  * The scenarios, by golden log name. The logs of machine run@1 (schema 1) were recorded before
  * run@2 existed: recording them again now would record run@2 instead, so they are never re-recorded.
  */
@@ -533,6 +586,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   queued,
   controlled,
   slept,
+  signalled,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

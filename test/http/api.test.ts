@@ -36,6 +36,7 @@ const routes = (runId: string, callId: string, chatId: string) =>
     ["POST", `/api/runs/${runId}/cancel`, { by: "x" }],
     ["POST", `/api/runs/${runId}/pause`, { by: "x" }],
     ["POST", `/api/runs/${runId}/resume`, { by: "x" }],
+    ["POST", `/api/runs/${runId}/signals`, { name: "go", signalId: "s", payload: null }],
     ["GET", `/api/chats/${chatId}/plan`, undefined],
     ["PUT", `/api/chats/${chatId}/plan`, { expectedRevision: 0, value: { title: "t", items: [] }, by: "x" }],
     ["GET", `/api/chats/${chatId}/queue`, undefined],
@@ -211,6 +212,7 @@ describe("the JSON API: reads", () => {
         "/api/runs/{runId}/cancel",
         "/api/runs/{runId}/pause",
         "/api/runs/{runId}/resume",
+        "/api/runs/{runId}/signals",
       ].sort(),
     );
     expect(doc.components.schemas.DecideBody.required).toEqual(["basedOnVersion", "decidedBy"]);

@@ -134,8 +134,8 @@ describe.each(engines)("durable sleep (%s)", (_name, storeOf) => {
       expect(woken).toHaveLength(1);
       const w = woken[0]!.event;
       if (w.type !== "run.woken") throw new Error("not woken");
-      expect(Date.parse(w.firedAt)).toBeGreaterThanOrEqual(Date.parse(w.dueAt));
-      expect(Date.parse(w.dueAt)).toBeGreaterThanOrEqual(startedAt + 400);
+      expect(Date.parse(w.firedAt)).toBeGreaterThanOrEqual(Date.parse(w.dueAt!));
+      expect(Date.parse(w.dueAt!)).toBeGreaterThanOrEqual(startedAt + 400);
       // The step before the sleep ran once: the re-execution served it, and the sleep, from the
       // journal — one wait recorded, one wait intent, so the woken execution did not wait again.
       expect(effects).toEqual(["before", "after"]);
@@ -193,7 +193,7 @@ describe.each(engines)("a waiting run (%s)", (_name, storeOf) => {
       expect(row?.waiting?.dueAt).toBe(parked.status === "waiting" ? parked.wakesAt : "");
       // The due index finds it at its due time, and not before.
       const journal = await openJournal(runtime);
-      const dueAt = Date.parse(row!.waiting!.dueAt);
+      const dueAt = Date.parse(row!.waiting!.dueAt!);
       expect((await journal.dueWaits(dueAt, 10)).map((w) => w.runId)).toEqual([handle.runId]);
       expect(await journal.dueWaits(dueAt - 1, 10)).toEqual([]);
       const cancelled = await runtime.cancel(handle.runId, { by: "ada", note: "not needed" });
@@ -266,7 +266,7 @@ const completedEvents = async (store: string, runId: string): Promise<ReadonlyAr
 const expectWokenOnce = (events: ReadonlyArray<RecordedEvent>) => {
   const woken = events.flatMap((e) => (e.event.type === "run.woken" ? [e.event] : []));
   expect(woken).toHaveLength(1);
-  expect(Date.parse(woken[0]!.firedAt)).toBeGreaterThanOrEqual(Date.parse(woken[0]!.dueAt));
+  expect(Date.parse(woken[0]!.firedAt)).toBeGreaterThanOrEqual(Date.parse(woken[0]!.dueAt!));
   expect(typesOf(events).at(-1)).toBe("run.completed");
   return woken[0]!;
 };

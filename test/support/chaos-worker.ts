@@ -238,6 +238,7 @@ const main = async () => {
       },
       withdraw: (chatId, inputId, options) => runtime.withdraw(chatId, inputId, options),
       cancel: (runId, request) => runtime.cancel(runId, request),
+      signal: (runId, name, payload, request) => runtime.signal(runId, name, payload, request),
       pause: (runId, request) => runtime.pause(runId, request),
       resume: (runId, request) => runtime.resume(runId, request),
       documents: runtime.documents,

@@ -72,9 +72,15 @@ export const summarizeEvent = (event: AnyEvent): string => {
     case "run.paused":
       return "parked until resumed";
     case "run.waiting":
-      return `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt}`;
+      return event.wait === "signal"
+        ? `${seqOf(event.callId)} signal "${event.name ?? ""}"${event.dueAt ? `, times out at ${event.dueAt}` : ", no timeout"}`
+        : `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt ?? "?"}`;
     case "run.woken":
-      return `${seqOf(event.callId)} due at ${event.dueAt}, fired at ${event.firedAt} by ${event.by}`;
+      return `${seqOf(event.callId)}${event.dueAt ? ` due at ${event.dueAt},` : ""} fired at ${event.firedAt} by ${event.by}`;
+    case "signal.received":
+      return `"${event.name}" id ${event.signalId} by ${event.by}${event.wakes ? `, wakes ${seqOf(event.wakes)}` : ", buffered"}: ${brief(event.payload)}`;
+    case "signal.consumed":
+      return `"${event.name}" id ${event.signalId} taken by ${seqOf(event.callId)}`;
     case "conflict.recorded":
       return `${event.kind}: ${event.detail}`;
     case "outcome.orphaned":

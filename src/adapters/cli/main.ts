@@ -25,6 +25,7 @@ const commands = {
   audit: () => import("./commands/audit.js"),
   backup: () => import("./commands/backup.js"),
   control: () => import("./commands/control.js"),
+  signal: () => import("./commands/signal.js"),
   decide: () => import("./commands/decide.js"),
   demo: () => import("./commands/demo.js"),
   events: () => import("./commands/events.js"),
@@ -317,6 +318,20 @@ ${MODEL_ANSWER_HINT}, e.g.
         setCode(await (await commands.control()).controlCommand(action, runId, options, io)),
       );
   }
+
+  command("signal <runId> <name>")
+    .description(
+      "send a signal to a run: recorded once per --signal-id, buffered until a turn.waitFor(name) takes it; a run waiting for it is woken by any worker with its agent; refused for a run that ended",
+    )
+    .option("--payload <json>", "the payload, JSON (default: null)")
+    .option("--payload-file <path>", "the payload from a file of JSON")
+    .option("--signal-id <id>", "the signal's id: the same id again is accepted and writes nothing")
+    .option("--by <name>", "who sends it (default: your OS user name)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (runId: string, name: string, options) =>
+      setCode(await (await commands.signal()).signalCommand(runId, name, options, io)),
+    );
 
   command("plan <chatId> [action]")
     .description("show a chat's plan and its revision; `replace` replaces it if it is still at that revision")

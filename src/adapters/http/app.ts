@@ -34,6 +34,8 @@ import {
   RunsPage,
   RunsQuery,
   RunView,
+  SignalBody,
+  SignalReply,
   WithdrawBody,
   WithdrawReply,
 } from "./schemas.js";
@@ -355,6 +357,17 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       );
     });
   }
+
+  app.post("/api/runs/:runId/signals", async (c) => {
+    const body = decodeWith(SignalBody, await jsonBody(c), "signal");
+    const operator = await options.operator();
+    const outcome = await operator.signal(c.req.param("runId"), body.name, body.payload ?? null, {
+      signalId: body.signalId,
+      ...(body.by === undefined ? {} : { by: body.by }),
+    });
+    // Refused (the run ended, the id was used with another payload): 409, nothing written.
+    return c.json(encodeWith(SignalReply, outcome), outcome.accepted ? 200 : 409);
+  });
 
   app.get("/api/chats/:chatId/plan", async (c) => {
     const chatId = c.req.param("chatId");

@@ -58,9 +58,17 @@ export const RunSummary = Schema.Struct({
   admittedAt: Schema.String,
   updatedAt: Schema.String,
   position: Schema.Number,
-  /** While the run waits (`turn.sleep`, decision 0050): the wait's kind, its call and its due time. */
+  /**
+   * While the run waits (`turn.sleep`, `turn.waitFor`; decisions 0050, 0054): the wait's kind, its
+   * call, its due time (none: a signal wait without a timeout) and the signal's name.
+   */
   waiting: Schema.optional(
-    Schema.Struct({ wait: Schema.String, callId: Schema.String, dueAt: Schema.String }),
+    Schema.Struct({
+      wait: Schema.String,
+      callId: Schema.String,
+      dueAt: Schema.optional(Schema.String),
+      name: Schema.optional(Schema.String),
+    }),
   ),
   /** The worker that holds the run's claim: its full id, and the host and pid it names. */
   owner: Schema.NullOr(
@@ -237,6 +245,29 @@ export const ControlReply = Schema.Struct({
   next: Schema.optional(NextStep),
 }).annotations({ identifier: "ControlReply" });
 
+/** A signal to a run (decision 0054): its name, payload, idempotency id and sender. */
+export const SignalBody = Schema.Struct({
+  name: Schema.NonEmptyString,
+  payload: Schema.optional(Schema.Unknown),
+  signalId: Schema.NonEmptyString,
+  by: Schema.optional(Schema.String),
+}).annotations({ identifier: "SignalBody" });
+
+/**
+ * What became of a signal: `accepted` with `recorded` (false: the same id was recorded before,
+ * nothing written) and `wakes`; or refused (`reason`: `run-ended`, `signal-id-conflict`), nothing written.
+ */
+export const SignalReply = Schema.Struct({
+  accepted: Schema.Boolean,
+  runId: Schema.String,
+  signalId: Schema.String,
+  name: Schema.String,
+  recorded: Schema.optional(Schema.Boolean),
+  wakes: Schema.optional(Schema.Boolean),
+  reason: Schema.optional(Schema.String),
+  message: Schema.String,
+}).annotations({ identifier: "SignalReply" });
+
 export const Plan = Schema.Struct({
   chatId: Schema.String,
   value: Schema.Unknown,
@@ -329,6 +360,8 @@ const components = {
   RetryBody,
   ControlBody,
   ControlReply,
+  SignalBody,
+  SignalReply,
   Plan,
   PlanBody,
   ChatQueue,
@@ -432,6 +465,15 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           },
         ]),
       ),
+      "/api/runs/{runId}/signals": {
+        post: {
+          summary:
+            "Send a signal to a run: recorded once per signalId, buffered until a wait takes it; 409 when refused (the run ended, or the id was used with another payload), nothing written",
+          parameters: [runId],
+          requestBody: { required: true, content: json(SignalBody) },
+          responses: { ...ok(SignalReply), ...errors(401, 403, 404, 409, 413, 422) },
+        },
+      },
       "/api/chats/{chatId}/plan": {
         get: {
           summary: "A chat's plan and its revision",

@@ -44,7 +44,7 @@ export interface ServeOptions {
    */
   readonly runtime?: Pick<
     Runtime,
-    "decide" | "grantRetry" | "cancel" | "pause" | "resume" | "documents" | "withdraw"
+    "decide" | "grantRetry" | "cancel" | "pause" | "resume" | "documents" | "withdraw" | "signal"
   >;
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;

@@ -2,6 +2,7 @@ import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
 import type { WithdrawOutcome } from "../../runtime/queue.js";
+import type { SignalOutcome, SignalRequest } from "../../runtime/signal.js";
 import type { Session } from "./security.js";
 
 /** What the server changes the journal through: the same runtime paths as the CLI and the library. */
@@ -15,6 +16,7 @@ export interface OperatorPort {
   ): Promise<WithdrawOutcome>;
   cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
+  signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
   resume(
     runId: string,
     request: ControlRequest,

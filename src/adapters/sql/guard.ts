@@ -43,16 +43,23 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   }
   if (event.type === "decision.recorded" && event.run === "stop")
     return [{ kind: "finish", runId: event.runId }];
+  // A signal wait without a timeout has no due time: it enters the index when its signal comes.
   if (event.type === "run.waiting")
-    return [
-      {
-        kind: "wait",
-        runId: event.runId,
-        dueAtMs: Date.parse(event.dueAt),
-        wait: event.wait,
-        callId: event.callId,
-      },
-    ];
+    return event.dueAt === undefined
+      ? []
+      : [
+          {
+            kind: "wait",
+            runId: event.runId,
+            dueAtMs: Date.parse(event.dueAt),
+            wait: event.wait,
+            callId: event.callId,
+          },
+        ];
+  // A signal the run waits for makes it due now (decision 0054): 0 sorts before every due time,
+  // and no clock is read here, so the index says the same whatever process committed it.
+  if (event.type === "signal.received" && event.wakes !== undefined)
+    return [{ kind: "wait", runId: event.runId, dueAtMs: 0, wait: "signal", callId: event.wakes }];
   if (event.type === "run.woken") return [{ kind: "unwait", runId: event.runId }];
   // A waiting run ends only by a cancel (the machine takes nothing else there).
   if (event.type === "run.cancelled")

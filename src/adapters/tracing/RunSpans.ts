@@ -357,6 +357,19 @@ export class RunSpans {
       case "run.resumed":
         run.span.addEvent("holdfast.run.resumed", { "holdfast.worker.id": event.by }, time);
         return;
+      case "signal.received":
+      case "signal.consumed":
+        // The name and id only: the payload and the sender stay out of traces (decision 0054).
+        run.span.addEvent(
+          `holdfast.${event.type}`,
+          {
+            "holdfast.signal.id": event.signalId,
+            "holdfast.signal.name": event.name,
+            ...(event.type === "signal.consumed" ? { "holdfast.call.id": event.callId } : {}),
+          },
+          time,
+        );
+        return;
       case "run.cancel-requested":
       case "run.pause-requested":
         // Who asked is a person's name: not an attribute (notes and names stay out of traces).

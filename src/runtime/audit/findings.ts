@@ -14,6 +14,7 @@ export const FINDING_KINDS = [
   "retry-before-due",
   "wake-without-due",
   "wake-before-due",
+  "signal-not-recorded",
   "checkpoint-mismatch",
   "result-mismatch",
   "undecryptable",

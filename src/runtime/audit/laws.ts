@@ -34,8 +34,12 @@ type SavedCall = [
 interface Saved {
   readonly held: boolean;
   readonly calls: ReadonlyArray<SavedCall>;
-  /** The waits recorded (`run.waiting`): call id and due time, until woken. */
-  readonly waits?: ReadonlyArray<[string, number]>;
+  /** The waits recorded (`run.waiting`): call id and due time (null: none), until woken. */
+  readonly waits?: ReadonlyArray<[string, number | null]>;
+  /** Signals recorded (`signal.received`): id, and whether a wait consumed it. */
+  readonly signals?: ReadonlyArray<[string, boolean]>;
+  /** Parked waits a consumed signal is waking. */
+  readonly signalled?: ReadonlyArray<string>;
 }
 
 const CONCERNS: ReadonlySet<string> = new Set([
@@ -55,6 +59,8 @@ const CONCERNS: ReadonlySet<string> = new Set([
   "run.cancelled",
   "run.waiting",
   "run.woken",
+  "signal.received",
+  "signal.consumed",
 ]);
 
 /**
@@ -67,6 +73,10 @@ export class RunLaws {
   private readonly calls = new Map<string, CallLaw>();
   /** Waits recorded by `run.waiting` and not woken yet: call id → due time (ms since the epoch). */
   private readonly waits = new Map<string, number>();
+  /** Signals recorded by `signal.received`: id → consumed by a wait yet (decision 0054). */
+  private readonly signals = new Map<string, boolean>();
+  /** Parked signal waits whose signal was consumed: their `run.woken` needs no due time. */
+  private readonly signalled = new Set<string>();
 
   /** Whether `check` looks at events of this type (others pass without reading the record). */
   static concerns(type: AnyEvent["type"]): boolean {
@@ -87,7 +97,13 @@ export class RunLaws {
         call.replayable ?? false,
         call.due ?? null,
       ]);
-    return JSON.stringify({ held: this.held, calls, waits: [...this.waits] } satisfies Saved);
+    return JSON.stringify({
+      held: this.held,
+      calls,
+      waits: [...this.waits].map(([callId, due]) => [callId, Number.isFinite(due) ? due : null]),
+      signals: [...this.signals],
+      signalled: [...this.signalled],
+    } satisfies Saved);
   }
 
   /** A record from {@link RunLaws.save}. */
@@ -95,7 +111,9 @@ export class RunLaws {
     const saved = JSON.parse(text) as Saved;
     const laws = new RunLaws();
     laws.held = saved.held;
-    for (const [callId, due] of saved.waits ?? []) laws.waits.set(callId, due);
+    for (const [callId, due] of saved.waits ?? []) laws.waits.set(callId, due ?? Number.NaN);
+    for (const [signalId, consumed] of saved.signals ?? []) laws.signals.set(signalId, consumed);
+    for (const callId of saved.signalled ?? []) laws.signalled.add(callId);
     for (const [callId, attempt, allowance, outcomes, policy, failed, replayable, due] of saved.calls)
       laws.calls.set(callId, {
         attempt,
@@ -237,12 +255,33 @@ export class RunLaws {
         return null;
       }
       case "run.waiting":
-        this.waits.set(event.callId, Date.parse(event.dueAt));
+        this.waits.set(event.callId, event.dueAt === undefined ? Number.NaN : Date.parse(event.dueAt));
         return null;
+      case "signal.received":
+        this.signals.set(event.signalId, false);
+        return null;
+      case "signal.consumed": {
+        // A wait takes only a signal the run recorded, and each signal once (decision 0054).
+        const consumed = this.signals.get(event.signalId);
+        if (consumed === undefined || consumed)
+          return {
+            kind: "signal-not-recorded",
+            detail:
+              consumed === undefined
+                ? `${event.callId} consumed signal ${event.signalId} ("${event.name}"), but no signal.received recorded it`
+                : `${event.callId} consumed signal ${event.signalId} ("${event.name}"), which a wait had consumed already`,
+          };
+        this.signals.set(event.signalId, true);
+        if (this.waits.has(event.callId)) this.signalled.add(event.callId);
+        return null;
+      }
       case "run.woken": {
-        // A timer fires once, for a wait recorded with its due time, and not before that time.
         const due = this.waits.get(event.callId);
         this.waits.delete(event.callId);
+        // Woken by the signal consumed just before it: no due time needed, and none passed.
+        if (due !== undefined && this.signalled.delete(event.callId)) return null;
+        // A timer (or a signal wait's timeout) fires once, for a wait recorded with its due time,
+        // and not before that time.
         if (due === undefined || !Number.isFinite(due))
           return {
             kind: "wake-without-due",

@@ -112,7 +112,7 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
     if (run.status === "waiting") {
       await out.line();
       await out.line(
-        `waiting: ${run.waiting ? `${run.waiting.wait} ${run.waiting.callId}, due ${run.waiting.dueAt}` : "a wait"}; no process holds it, any worker with its agent wakes it then (\`holdfast cancel ${runId}\` ends it now)`,
+        `waiting: ${run.waiting ? waitText(run.waiting) : "a wait"}; no process holds it, any worker with its agent wakes it then (\`holdfast cancel ${runId}\` ends it now)`,
       );
     }
     if (run.status === "paused") {
@@ -194,3 +194,9 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
     }
     return 0;
   });
+
+/** What a waiting run waits for, in words: a timer's due time, or a signal's name and timeout. */
+const waitText = (w: { wait: string; callId: string; dueAt?: string; name?: string }): string =>
+  w.wait === "signal"
+    ? `signal "${w.name ?? ""}" for ${w.callId}, ${w.dueAt ? `times out at ${w.dueAt}` : "no timeout"} (\`holdfast signal ${w.callId.slice(0, w.callId.lastIndexOf("/"))} ${w.name ?? "NAME"} --signal-id ID\` sends it)`
+    : `${w.wait} ${w.callId}, due ${w.dueAt ?? "?"}`;
