@@ -264,3 +264,12 @@ if (process.argv[2] === "child" && process.argv[1] === fileURLToPath(import.meta
   await run.result; // never reached: the process dies inside send_sms
   await runtime.close();
 }
+
+// `npx tsx examples/ai-sdk.ts` runs the whole story in a fresh temporary folder and prints it.
+if (process.argv[2] === undefined && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const dir = mkdtempSync(join(tmpdir(), "holdfast-ai-sdk-"));
+  console.log(JSON.stringify(await aiSdkExample(dir), null, 2));
+  console.log(`(journal and files in ${dir})`);
+}
