@@ -6,7 +6,7 @@ import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DECISION_MEANINGS } from "../../src/adapters/cli/commands/decide.js";
 import type { DecisionKind } from "../../src/events/index.js";
-import { openReader, openRuntime, type Runtime, type Server, serve } from "../../src/index.js";
+import { defineAgent, openReader, openRuntime, type Runtime, type Server, serve } from "../../src/index.js";
 import { lineOf, runScript, runWorker } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 import { countOf } from "../support/witness.js";
@@ -605,6 +605,37 @@ describe("refusals write nothing", () => {
     expect(atConfirm.status()).toBe(422);
     expect(await text(page.locator(".banner-error"))).toContain("A confirmation needs a note");
     expect(await eventCount(runtime, run.runId)).toBe(run.version);
+  });
+
+  it("a chat without a plan document shows its latest checkpoint read-only, said to be the agent's state", async () => {
+    const store = join(tempDir(), "journal.db");
+    const keeper = defineAgent({
+      name: "keeper",
+      version: "1",
+      run: async (turn) => {
+        await turn.checkpoint({ plan: { items: [{ id: "a", text: "write notes", done: true }] } });
+        return "kept";
+      },
+    });
+    const runtime = await openRuntime({ store, agents: [keeper], tools: [] });
+    opened.push(() => runtime.close());
+    const run = await runtime.submit({ chatId: "kept", inputId: "i", agent: "keeper", content: {} });
+    expect((await run.result).status).toBe("completed");
+    const server = await started(serve({ store, port: 0, runtime }));
+    const page = await signIn(
+      await newContext(),
+      server.panelUrl,
+      server.token.token,
+      "ada",
+      "/chats/kept/plan",
+    );
+    expect(await text(page.locator("#plan-revision"))).toBe("0");
+    expect(await page.locator("#plan-current").count()).toBe(0);
+    const section = page.locator("#latest-checkpoint");
+    expect(await text(section.locator("p"))).toContain(`saved by run ${run.runId}`);
+    expect(JSON.parse(await text(section.locator("pre")))).toEqual({
+      plan: { items: [{ id: "a", text: "write notes", done: true }] },
+    });
   });
 
   it("a plan edit racing the agent's shows the conflict and overwrites nothing", async () => {

@@ -4,6 +4,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
 import type { DecisionKind } from "../../events/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
+import { readCheckpoint } from "../../runtime/checkpoint.js";
 import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
@@ -578,14 +579,22 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     status: 200 | 409 | 422 = 200,
   ) => {
     const plan = await readDocument(reader, chatId, "plan");
+    // Without a plan document, the agent's own state is its latest checkpoint (walkthrough #16):
+    // shown read-only, and said to be something else than the plan a person can edit here.
+    const checkpoint = plan.revision === 0 ? await readCheckpoint(reader, chatId) : null;
     return c.html(
       layout(
         `Plan of ${chatId}`,
         session,
         html`<h1>Plan of chat <span class="mono">${chatId}</span></h1>
           ${notice ?? ""}
-          <p>Revision <strong id="plan-revision">${plan.revision}</strong>${plan.revision === 0 ? " (no plan yet)" : ""}.</p>
-          <pre id="plan-current">${pretty(plan.value)}</pre>
+          <p>Revision <strong id="plan-revision">${plan.revision}</strong>${plan.revision === 0 ? " (no plan document yet: the chat's agent keeps its state in checkpoints, below; a plan saved here is a document the agent reads with turn.documents)" : ""}.</p>
+          ${plan.revision === 0 ? "" : html`<pre id="plan-current">${pretty(plan.value)}</pre>`}
+          ${
+            checkpoint
+              ? html`<section class="card" id="latest-checkpoint"><h2>The latest checkpoint</h2><p class="muted">saved by run <a class="mono" href="/runs/${encodeURIComponent(checkpoint.runId)}">${checkpoint.runId}</a> after call #${checkpoint.afterSeq}; read-only (<code>holdfast show --chat ${chatId}</code> prints it too)</p><pre>${pretty(checkpoint.state)}</pre></section>`
+              : ""
+          }
           <form method="post" action="/chats/${encodeURIComponent(chatId)}/plan" class="card">
             <input type="hidden" name="_csrf" value="${session.csrf}" />
             <input type="hidden" name="expectedRevision" value="${plan.revision}" />
