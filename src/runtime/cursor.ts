@@ -65,7 +65,12 @@ export class ReplayCursor {
       case "call.intended": {
         if (event.retry) this.policies.set(event.callId, event.retry);
         else this.policies.delete(event.callId);
-        this.failedAt.delete(event.callId);
+        // Another call intended after a definite failure: the execution went on past it (its policy
+        // had declined it, the agent caught CallFailed), so re-execution must not take it up again —
+        // only a failure that is the run's last call is re-decided (decision 0046). (A sibling in
+        // turn.all intended between the failure and its retry.scheduled errs the safe way: the
+        // remaining attempts are not taken, as before.)
+        this.failedAt.clear();
         const child = (event.probe as { childInputId?: unknown } | undefined)?.childInputId;
         if (event.kind === "child" && typeof child === "string") this.childKeys.set(event.callId, child);
         this.sameChild.delete(event.callId);

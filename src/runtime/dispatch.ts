@@ -9,13 +9,17 @@ import { contextOf, emptyFold, foldRun, type RunFold, statusOf, step } from "../
 import { FencedOut, JournalUnavailable, WrongExpectedVersion } from "./errors.js";
 import type { AppendRequest, Fence, Journal } from "./Journal.js";
 
+/**
+ * The events of an append, or how to build them from the run's fold: rebuilt each time the writer
+ * tries again after folding in a control request another process appended (a signal that arrived
+ * changes how a wait parks).
+ */
+export type EventsFor = ReadonlyArray<AnyEvent> | ((fold: RunFold) => ReadonlyArray<AnyEvent>);
+
 /** A place in a run's append order, taken before the events are known (see {@link RunWriter.reserve}). */
 export interface WriteSlot {
   /** Append in the slot's place; may be called again (a retry) until the slot is released. */
-  appendWith(
-    events: ReadonlyArray<AnyEvent>,
-    others: ReadonlyArray<AppendRequest>,
-  ): Promise<ReadonlyArray<RecordedEvent>>;
+  appendWith(events: EventsFor, others: ReadonlyArray<AppendRequest>): Promise<ReadonlyArray<RecordedEvent>>;
   /** Let the appends queued behind the slot go. Idempotent. */
   release(): void;
 }
@@ -147,12 +151,13 @@ export class RunWriter {
   }
 
   private async write(
-    events: ReadonlyArray<AnyEvent>,
+    eventsFor: EventsFor,
     others: ReadonlyArray<AppendRequest>,
     releaseClaim = false,
   ): Promise<ReadonlyArray<RecordedEvent>> {
     for (;;) {
       const base = this.current;
+      const events = typeof eventsFor === "function" ? eventsFor(base) : eventsFor;
       let fold = base;
       for (const event of events) fold = step(fold, event);
       const own: AppendRequest = {

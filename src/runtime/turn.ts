@@ -635,23 +635,25 @@ export class TurnImpl implements Turn, AttemptHost {
     // A signal that arrived while the calls before settled (or while this commit was on its way):
     // the run still parks — calls after the wait were refused — but due now, so it is woken at once
     // and the wake-up hands the signal over (decision 0054).
-    const dueNow = () =>
-      what.wait === "signal" && bufferedSignalOf(this.writer.fold, what.name)
-        ? new Date().toISOString()
-        : dueAt;
-    let parkedDue = dueNow();
+    // Built from the fold the append is made on, each time the writer tries again: a signal another
+    // process recorded meanwhile (absorbed on a version conflict) makes the wait due now.
+    let parkedDue = dueAt;
+    const parking = (fold: RunFold) => {
+      parkedDue =
+        what.wait === "signal" && bufferedSignalOf(fold, what.name) ? new Date().toISOString() : dueAt;
+      return [intent, waiting(parkedDue)];
+    };
     try {
       crashPointFor("before-intent", name);
-      try {
-        await slot.appendWith([intent, waiting(parkedDue)], []);
-      } catch (error) {
-        const again = dueNow();
-        if (!isRejected(error) || again === parkedDue) throw error;
-        parkedDue = again;
-        await slot.appendWith([intent, waiting(parkedDue)], []);
-      }
+      await slot.appendWith(parking, []);
     } catch (error) {
       if (error instanceof FencedOut) this.lost = true;
+      // A cancel or pause that another process recorded while this wait was on its way: the machine
+      // refuses the wait; the run stops or parks as that request says, it does not fail.
+      if (isRejected(error)) {
+        const control = this.controlRefusal();
+        if (control) throw control;
+      }
       throw error;
     } finally {
       slot.release();

@@ -13,6 +13,9 @@ import { signalResult, timedOutResult } from "./turn.js";
 /** Due waits read (and claimed) by one wake pass, at most; the next pass takes the rest. */
 export const WAKE_BATCH = 64;
 
+/** How far into the due index one wake pass reads at most, past waits it cannot wake. */
+export const WAKE_SCAN_MAX = 4096;
+
 /**
  * Wake the waiting runs that are due (decisions 0050, 0054: a timer, a signal wait's timeout, or a
  * signal recorded for a signal wait, which makes it due at once): found by the due index, claimed like any run
@@ -25,14 +28,23 @@ export const wakeDue = async (
   core: EngineCore,
   nowMs: number = Date.now(),
 ): Promise<Promise<RunResult>[]> => {
-  const due = await core.journal.dueWaits(nowMs, WAKE_BATCH);
+  // Due waits this runtime cannot wake (another agent's, whose runtimes are down; runs live here)
+  // must not hide the ones it can: read further into the index, in growing pages, until a batch of
+  // wanted runs is found or the index ends (up to WAKE_SCAN_MAX rows a pass).
   const wanted: string[] = [];
-  for (const { runId } of due) {
-    if (core.isLive(runId) || core.closing) continue;
-    const row = await core.journal.projection<RunRow>("runs", runId);
-    if (row?.status !== "waiting") continue;
-    if (!core.agents.has(row.agent.slice(0, row.agent.lastIndexOf("@")))) continue;
-    wanted.push(runId);
+  const looked = new Set<string>();
+  for (let limit = WAKE_BATCH; ; limit *= 4) {
+    const due = await core.journal.dueWaits(nowMs, limit);
+    for (const { runId } of due) {
+      if (looked.has(runId)) continue;
+      looked.add(runId);
+      if (core.isLive(runId) || core.closing) continue;
+      const row = await core.journal.projection<RunRow>("runs", runId);
+      if (row?.status !== "waiting") continue;
+      if (!core.agents.has(row.agent.slice(0, row.agent.lastIndexOf("@")))) continue;
+      wanted.push(runId);
+    }
+    if (wanted.length >= WAKE_BATCH || due.length < limit || limit >= WAKE_SCAN_MAX) break;
   }
   if (wanted.length === 0) return [];
   const claims = await core.ownership.claimMany(wanted);

@@ -151,4 +151,34 @@ describe.each(engines)("a crash between call.failed and retry.scheduled on %s", 
     expect(ofType(events, "retry.scheduled")).toEqual([]);
     expect(audit.findings).toEqual([]);
   }, 120_000);
+
+  it("a failure the live policy declined, after which the agent went on: re-execution serves it and never retries it", async () => {
+    const dir = tempDir();
+    const witness = join(dir, "witness.jsonl");
+    const db = await freshStore(engine, dir);
+    const env = { HF_DB: db, HF_WITNESS: witness, HF_ATTEMPTS: "3", HF_STATUS: "503", HF_THEN: "1" };
+    // Live, `when` declines the 503 (it reads something the recorded failure does not carry); the
+    // agent catches CallFailed and calls `then`, and the process dies once that outcome is committed.
+    const first = await runScript(WORKER, {
+      ...env,
+      HF_DECLINE_LIVE: "1",
+      HF_ACTION: "submit",
+      HOLDFAST_CRASH_AT: "after-outcome",
+      HOLDFAST_CRASH_CALL: "then",
+    });
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    // Re-executed where `when` would accept the same failure: the execution had gone on past it.
+    const next = await runScript(WORKER, { ...env, HF_ACTION: "recover" });
+    expect(next.code, next.stderr).toBe(0);
+    expect(lineOf(next, "recovered")?.results).toEqual([
+      expect.objectContaining({
+        status: "completed",
+        output: { callFailed: "503 refused", wentOn: "went on" },
+      }),
+    ]);
+    expect(witnessed(witness)).toEqual([1, 1]);
+    const { events, audit } = await journalOf(db);
+    expect(ofType(events, "retry.scheduled")).toEqual([]);
+    expect(audit.findings).toEqual([]);
+  }, 120_000);
 });

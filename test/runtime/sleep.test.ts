@@ -368,3 +368,51 @@ describe("the audit of waits", () => {
     }
   });
 });
+
+describe("the wake pass reads past waits it cannot wake", () => {
+  const sleeperOf = (name: string) =>
+    defineAgent({
+      name,
+      version: "1",
+      run: async (turn, input: { until: string }) => {
+        await turn.sleepUntil(new Date(input.until));
+        return `${name} woke`;
+      },
+    });
+  const other = sleeperOf("other-sleeper");
+  const mine = sleeperOf("my-sleeper");
+
+  it("70 due waits of an agent no live runtime has do not keep a runtime from waking its own", async () => {
+    const store = join(tempDir(), "journal.db");
+    const until = new Date(Date.now() + 6_000).toISOString();
+    const first = await openRuntime({ store, agents: [other], tools: [], tracing: false });
+    try {
+      for (let i = 0; i < 70; i++)
+        await first.submit({ chatId: `o${i}`, inputId: "i", agent: "other-sleeper", content: { until } });
+      for (;;) {
+        const waiting = (await first.runs()).filter((r) => r.status === "waiting").length;
+        if (waiting === 70) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await first.close();
+    }
+    // Due after all 70 of the other agent's: the index lists them first.
+    const later = new Date(Date.parse(until) + 500).toISOString();
+    const second = await openRuntime({ store, agents: [mine], tools: [], tracing: false });
+    try {
+      const handle = await second.submit({
+        chatId: "m",
+        inputId: "i",
+        agent: "my-sleeper",
+        content: { until: later },
+      });
+      const row = await ended(second, handle.runId);
+      expect(row).toMatchObject({ status: "completed", output: "my-sleeper woke" });
+      // The other agent's runs were left waiting for a runtime that has it.
+      expect((await second.runs()).filter((r) => r.status === "waiting")).toHaveLength(70);
+    } finally {
+      await second.close();
+    }
+  }, 120_000);
+});

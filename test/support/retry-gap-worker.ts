@@ -7,6 +7,8 @@
  *   HF_STATUS           the status each failure carries (the policy's `when` retries 503 only)
  *   HF_SUCCEED_AT       the attempt that succeeds (0: none)
  *   HOLDFAST_CRASH_AT   "after-failed": SIGKILL once a definite failure is committed
+ *   HF_DECLINE_LIVE     "1": the policy's `when` declines every failure in this process
+ *   HF_THEN             "1": after a failure that stands, the agent calls the `then` tool
  * Each failure asks for a 1 s wait (`retryAfter: 1` in its details). The agent returns
  * `{ callFailed }` when the call's failure stands. Prints one JSON object per line.
  */
@@ -26,12 +28,26 @@ const flaky = defineTool({
     attempts: Number(env.HF_ATTEMPTS ?? 3),
     backoff: { initialMs: 60_000, maxMs: 60_000, factor: 1, jitter: 0 },
     // Reads the failure's details: re-execution must give it the recorded ones.
-    when: (failure) => (failure.details as { status?: unknown } | undefined)?.status === 503,
+    when: (failure) =>
+      env.HF_DECLINE_LIVE !== "1" && (failure.details as { status?: unknown } | undefined)?.status === 503,
   },
   run: async ({ label }, { attempt }) => {
     appendFileSync(env.HF_WITNESS!, `${JSON.stringify({ label, attempt, startedAt: Date.now() })}\n`);
     if (attempt !== succeedAt) throw new DefiniteFailure(`${status} refused`, { status, retryAfter: 1 });
     return { label, attempt };
+  },
+});
+
+/** What the agent does after a failure that stands (HF_THEN): a call of its own, witnessed. */
+const then = defineTool({
+  name: "then",
+  args: Schema.Struct({}),
+  run: async () => {
+    appendFileSync(
+      env.HF_WITNESS!,
+      `${JSON.stringify({ label: "then", attempt: 1, startedAt: Date.now() })}\n`,
+    );
+    return "went on";
   },
 });
 
@@ -43,7 +59,10 @@ const agent = defineAgent({
     try {
       return await turn.tool(flaky, { label: input.label });
     } catch (error) {
-      if (error instanceof CallFailed) return { callFailed: error.error.message };
+      if (error instanceof CallFailed)
+        return env.HF_THEN === "1"
+          ? { callFailed: error.error.message, wentOn: await turn.tool(then, {}) }
+          : { callFailed: error.error.message };
       throw error;
     }
   },
@@ -53,7 +72,7 @@ const main = async () => {
   const runtime = await openRuntime({
     store: env.HF_DB!,
     agents: [agent],
-    tools: [flaky],
+    tools: [flaky, then],
     recovery: { leaseMs: 3_000, onOpen: true },
   });
   const { done, ...report } = runtime.recovery as typeof runtime.recovery & { done?: Promise<unknown> };

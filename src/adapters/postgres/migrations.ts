@@ -244,7 +244,7 @@ CREATE TABLE ${s}.runtimes (
   started_at        bigint NOT NULL,
   seen_at           bigint NOT NULL,
   expires_at        bigint NOT NULL,
-  recovers_every_ms integer
+  recovers_every_ms bigint
 );
 `,
   },
