@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { signalUrlCommand } from "../../src/adapters/cli/commands/signalUrl.js";
 import {
   defineAgent,
@@ -9,9 +9,12 @@ import {
   type Server,
   serve,
 } from "../../src/index.js";
+import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
+const schemas = usePgSchemas();
+afterAll(() => schemas.dropAll());
 
 /** Waits for a payment webhook and returns what it got. */
 const checkout = defineAgent({
@@ -29,9 +32,9 @@ afterEach(async () => {
   runtime = null;
 });
 
-const setUp = async () => {
+const setUp = async (store?: string) => {
   const dir = tempDir();
-  const db = join(dir, "journal.db");
+  const db = store ?? join(dir, "journal.db");
   runtime = await openRuntime({ store: db, agents: [checkout], tracing: false });
   server = await serve({ store: db, port: 0, tokenFile: join(dir, "token"), runtime });
   const waiting = async (inputId: string) => {
@@ -62,9 +65,20 @@ const ended = async (rt: Runtime, runId: string) => {
   }
 };
 
-describe("a run's signal URL for webhooks (decision 0056)", () => {
+const engines: ReadonlyArray<readonly [string, () => Promise<string | undefined>]> = [
+  ["libSQL", async () => undefined],
+  [
+    "PostgreSQL",
+    async () => {
+      await requirePg();
+      return pgUrl(schemas.fresh());
+    },
+  ],
+];
+
+describe.each(engines)("a run's signal URL for webhooks, end to end (%s)", (_name, storeOf) => {
   it("records the signal once per delivery id, wakes the waiting run, and keeps its token out of the journal", async () => {
-    const g = await setUp();
+    const g = await setUp(await storeOf());
     const runId = await g.waiting("i-1");
     const url = g.server.signalUrl(runId, "paid");
     const token = new URL(url).searchParams.get("token")!;
@@ -87,7 +101,9 @@ describe("a run's signal URL for webhooks (decision 0056)", () => {
     expect(JSON.stringify(events)).not.toContain(token);
     expect((await g.runtime.audit()).findings).toEqual([]);
   });
+});
 
+describe("a run's signal URL for webhooks (decision 0056)", () => {
   it("without a delivery id, the same body twice is recorded once (its digest is the id)", async () => {
     const g = await setUp();
     const runId = await g.waiting("i-1");
