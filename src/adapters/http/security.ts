@@ -87,13 +87,9 @@ export const maskSignalUrl = (url: string): string => url.replace(/([?&]token=)[
 /**
  * The headers a webhook's delivery id is read from, in this order (decision 0056); the first present
  * is the signal's id, so a retried delivery is recorded once. Without any: a digest of the body.
+ * Not `X-Request-Id`: proxies and routers set a fresh one per request, so a retry would be another id.
  */
-export const DELIVERY_ID_HEADERS = [
-  "idempotency-key",
-  "x-request-id",
-  "x-github-delivery",
-  "x-delivery-id",
-] as const;
+export const DELIVERY_ID_HEADERS = ["idempotency-key", "x-github-delivery", "x-delivery-id"] as const;
 
 export interface Session {
   readonly id: string;
