@@ -21,6 +21,7 @@
  * await runtime.close();
  */
 
+export { maskSignalUrl } from "./adapters/http/security.js";
 export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js";
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";

@@ -26,6 +26,7 @@ const commands = {
   backup: () => import("./commands/backup.js"),
   control: () => import("./commands/control.js"),
   signal: () => import("./commands/signal.js"),
+  signalUrl: () => import("./commands/signalUrl.js"),
   decide: () => import("./commands/decide.js"),
   demo: () => import("./commands/demo.js"),
   events: () => import("./commands/events.js"),
@@ -331,6 +332,18 @@ ${MODEL_ANSWER_HINT}, e.g.
     .option("--json", "print one JSON document instead of text")
     .action(async (runId: string, name: string, options) =>
       setCode(await (await commands.signal()).signalCommand(runId, name, options, io)),
+    );
+
+  command("signal-url <runId> <name>")
+    .description(
+      "print the URL a webhook posts to, recording signal <name> to <runId> through `holdfast serve`: it carries its own secret (from the server's token) and allows nothing else",
+    )
+    .option("--base <url>", "where the sender reaches the server", "http://127.0.0.1:4640")
+    .option("--token-file <path>", "the server's token file (default: token next to the journal)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (runId: string, name: string, options) =>
+      setCode(await (await commands.signalUrl()).signalUrlCommand(runId, name, options, io)),
     );
 
   command("plan <chatId> [action]")

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import * as Either from "effect/Either";
 import * as ParseResult from "effect/ParseResult";
 import * as Schema from "effect/Schema";
@@ -43,10 +44,12 @@ import {
   BODY_LIMITS,
   CONTENT_SECURITY_POLICY,
   CSRF_HEADER,
+  DELIVERY_ID_HEADERS,
   SESSION_COOKIE,
   type Session,
   Sessions,
   sameOrigin,
+  signalUrlToken,
   tokenMatches,
 } from "./security.js";
 import { nextAfter, runsPage, runView } from "./views.js";
@@ -211,6 +214,7 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       panel === undefined ||
       !panel.aliases.has(host) ||
       path.startsWith("/api/") ||
+      path.startsWith("/hooks/") ||
       path.startsWith("/static/")
     )
       return next();
@@ -224,12 +228,22 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
   };
   app.use("*", (c, next) => {
     const path = c.req.path;
-    const limit = path.startsWith("/api/") ? limits.api : path === "/login" ? limits.login : limits.form;
+    const limit =
+      path.startsWith("/api/") || path.startsWith("/hooks/")
+        ? limits.api
+        : path === "/login"
+          ? limits.login
+          : limits.form;
     return limit(c, next);
   });
 
-  // Who is asking: a bearer token, or a browser session.
+  // Who is asking: a bearer token, or a browser session. A signal URL carries its own token instead
+  // (checked by its route); whatever Authorization header a webhook sender adds is not ours.
   app.use("*", async (c, next) => {
+    if (c.req.path.startsWith("/hooks/")) {
+      c.set("auth", null);
+      return next();
+    }
     const header = c.req.header("authorization");
     let auth: Auth | null = null;
     if (header !== undefined) {
@@ -366,6 +380,55 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       ...(body.by === undefined ? {} : { by: body.by }),
     });
     // Refused (the run ended, the id was used with another payload): 409, nothing written.
+    return c.json(encodeWith(SignalReply, outcome), outcome.accepted ? 200 : 409);
+  });
+
+  // A run's signal URL, for webhooks (decision 0056): its own token, for this run and name only.
+  app.post("/hooks/runs/:runId/signals/:name", async (c) => {
+    const runId = c.req.param("runId");
+    const name = c.req.param("name");
+    if (!tokenMatches(c.req.query("token") ?? "", signalUrlToken(options.token, runId, name))) {
+      return c.json(
+        {
+          error: {
+            code: "unauthorized",
+            message: "this signal URL's token is not the one for this run and signal name",
+            hint: "use the URL `holdfast signal-url <runId> <name>` prints, token included",
+          },
+        },
+        401,
+      );
+    }
+    const type = c.req.header("content-type") ?? "";
+    if (!type.toLowerCase().startsWith("application/json"))
+      throw new ApiError(
+        415,
+        "unsupported-media-type",
+        "send the payload as JSON (Content-Type: application/json)",
+      );
+    const raw = await c.req.text();
+    let payload: unknown;
+    try {
+      payload = raw.trim() === "" ? null : JSON.parse(raw);
+    } catch {
+      throw new ApiError(422, "invalid-json", "the body is not JSON");
+    }
+    let signalId: string | undefined;
+    for (const header of DELIVERY_ID_HEADERS) {
+      const value = c.req.header(header)?.trim();
+      if (value === undefined || value === "") continue;
+      if (value.length > 200)
+        throw new ApiError(422, "invalid-input", `the ${header} header is longer than 200 characters`, {
+          field: header,
+        });
+      signalId = value;
+      break;
+    }
+    signalId ??= `body-sha256:${createHash("sha256")
+      .update(JSON.stringify([name, raw]))
+      .digest("hex")}`;
+    const operator = await options.operator();
+    const outcome = await operator.signal(runId, name, payload, { signalId, by: "webhook" });
     return c.json(encodeWith(SignalReply, outcome), outcome.accepted ? 200 : 409);
   });
 

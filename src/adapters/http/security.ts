@@ -65,6 +65,32 @@ const digest = (text: string): Buffer => createHash("sha256").update(text).diges
 export const tokenMatches = (presented: string, token: string): boolean =>
   timingSafeEqual(digest(presented), digest(token));
 
+/**
+ * The secret of a run's signal URL (decision 0056): an HMAC, under a key derived from the server's
+ * token, of the run and the signal name. No table: the server recomputes it for each request, and
+ * rotating the token revokes every URL. It authorizes one thing only: signals of `name` to `runId`.
+ */
+export const signalUrlToken = (serverToken: string, runId: string, name: string): string => {
+  const key = createHmac("sha256", serverToken).update("holdfast signal url key").digest();
+  return createHmac("sha256", key)
+    .update(JSON.stringify([runId, name]))
+    .digest("base64url");
+};
+
+/** The path (with its `?token=`) of a run's signal URL: `/hooks/runs/<runId>/signals/<name>?token=…`. */
+export const signalUrlPath = (serverToken: string, runId: string, name: string): string =>
+  `/hooks/runs/${encodeURIComponent(runId)}/signals/${encodeURIComponent(name)}?token=${signalUrlToken(serverToken, runId, name)}`;
+
+/** A URL to print: its `token` query parameter replaced by `***` (logs, errors, screens). */
+export const maskSignalUrl = (url: string): string => url.replace(/([?&]token=)[^&#]*/gi, "$1***");
+
+/**
+ * The headers a webhook's delivery id is read from, in this order (decision 0056); the first present
+ * is the signal's id, so a retried delivery is recorded once. Without any: a digest of the body.
+ * Not `X-Request-Id`: proxies and routers set a fresh one per request, so a retry would be another id.
+ */
+export const DELIVERY_ID_HEADERS = ["idempotency-key", "x-github-delivery", "x-delivery-id"] as const;
+
 export interface Session {
   readonly id: string;
   readonly csrf: string;

@@ -18,6 +18,7 @@ import {
   loadToken,
   loopbackAliases,
   panelHostName,
+  signalUrlPath,
   TOKEN_VARIABLE,
   type TokenSource,
 } from "./security.js";
@@ -70,6 +71,12 @@ export interface Server {
   readonly app: Hono<Env>;
   /** Where the journal is (printable). */
   readonly location: string;
+  /**
+   * A run's signal URL for a webhook (decision 0056): `POST` there records a signal `name` to
+   * `runId`, nothing else. It carries a secret: print it masked (`maskSignalUrl`). `base` defaults
+   * to `url`; pass the public address a sender reaches this server at.
+   */
+  signalUrl(runId: string, name: string, base?: string): string;
   close(): Promise<void>;
 }
 
@@ -187,6 +194,8 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
     token,
     app,
     location: reader.location,
+    signalUrl: (runId, name, base = url) =>
+      `${base.replace(/\/+$/, "")}${signalUrlPath(token.token, runId, name)}`,
     close: async () => {
       if (closed) return;
       closed = true;
