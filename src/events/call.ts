@@ -13,7 +13,7 @@ export const RetryPolicy = Schema.Struct({
   backoff: Schema.Struct({
     initialMs: Schema.Int.pipe(Schema.nonNegative()),
     maxMs: Schema.Int.pipe(Schema.nonNegative()),
-    factor: Schema.Number.pipe(Schema.greaterThanOrEqualTo(1)),
+    factor: Schema.Finite.pipe(Schema.greaterThanOrEqualTo(1)),
     jitter: Schema.Number.pipe(Schema.between(0, 1)),
   }),
   when: Schema.Literal("default", "custom"),

@@ -41,6 +41,28 @@ describe("events", () => {
     }
   });
 
+  it("a retry policy's backoff factor that canonical JSON cannot carry (Infinity, NaN) is refused by the schema (found by the round-trip property, seed 544219887)", () => {
+    const intent = (factor: number) => ({
+      type: "call.intended",
+      runId: "",
+      callId: "",
+      seq: 0,
+      attempt: 1,
+      kind: "document",
+      name: "",
+      args: "",
+      fingerprint: "a".repeat(64),
+      disposition: "hold",
+      pin: null,
+      reconciler: null,
+      idempotencyKey: "",
+      retry: { attempts: 1, backoff: { initialMs: 0, maxMs: 0, factor, jitter: 0 }, when: "custom" },
+    });
+    for (const factor of [Number.POSITIVE_INFINITY, Number.NaN])
+      expect(Schema.is(AnyEvent)(intent(factor)), String(factor)).toBe(false);
+    expect(Schema.is(AnyEvent)(intent(2))).toBe(true);
+  });
+
   it("every event round-trips through encode, canonical JSON, storage and decode", () => {
     fc.assert(
       fc.property(arbitraryEvent, (event) => {
