@@ -33,9 +33,40 @@ export type TortureFault = (typeof FAULTS)[number];
  *    the later two a moment later (a kill may come between), each run by `torture-queued`.
  *  - `pause`: the harness pauses the run from outside at a random moment with a call in flight,
  *    restarts the process while it is paused (sometimes killing it), then resumes it.
+ *  - `sleep`: the run sleeps (durably, 200–1500 ms by label) after its HTTP post, and its child
+ *    sleeps too: the run parks and is woken from the due index, where the wake-up's crash points
+ *    (`before-wake`, `after-woken`) and kills while parked land (decision 0064).
+ *  - `signal`: the run waits for the signal {@link SIGNAL_NAME} (timeout {@link SIGNAL_TIMEOUT_MS})
+ *    that the harness sends from another process: before the wait, while it is parked, twice with
+ *    one `signalId`, or never (the wait times out); the owner is killed while parked and right after
+ *    a signal's commit (decision 0064).
  */
-export const FAULT_KINDS = ["backoff", "cancel", "queue", "pause"] as const;
+export const FAULT_KINDS = ["backoff", "cancel", "queue", "pause", "sleep", "signal"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/**
+ * The fault kinds whose runs wait (decision 0064): each has its agent branch here, its harness
+ * actor in both harnesses and its check in `torture/check-waits.ts` (`WAIT_CHECKS`). `approval`
+ * and `schedule` join this list the same way.
+ */
+export const WAIT_KINDS = ["sleep", "signal"] as const satisfies ReadonlyArray<FaultKind>;
+export type WaitFaultKind = (typeof WAIT_KINDS)[number];
+/** The wait kinds among `kinds`. */
+export const waitKindsIn = (kinds: ReadonlyArray<FaultKind>): WaitFaultKind[] =>
+  WAIT_KINDS.filter((k) => kinds.includes(k));
+
+/** How long the `sleep` kind's run sleeps: 200–1500 ms, by its label (the same on every re-execution). */
+export const sleepMsFor = (label: string): number => {
+  let h = 0;
+  for (const c of label) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return 200 + (h % 1301);
+};
+/** The `sleep` kind's child sleeps this long. */
+export const CHILD_SLEEP_MS = 200;
+/** The signal the `signal` kind's run waits for. */
+export const SIGNAL_NAME = "go";
+/** The `signal` kind's wait times out after this long without its signal: `{ timedOut: true }`. */
+export const SIGNAL_TIMEOUT_MS = 2_500;
 
 /** Fault kinds from a comma-separated list (`--faults`, `TORTURE_FAULTS`); throws on an unknown one. */
 export const faultKindsFrom = (list: string | undefined): FaultKind[] => {
@@ -170,6 +201,7 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
     name: "torture-child",
     version: "1",
     run: async (turn, input: { label: string }) => {
+      if (kinds.includes("sleep")) await turn.sleep(CHILD_SLEEP_MS);
       const r = await turn.tool(readSafe, { label: `${input.label}-child-read` });
       const s = await turn.tool(send, { label: `${input.label}-child-send` });
       return { r, s };
@@ -198,6 +230,12 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
       await turn.checkpoint({ plan, step: 2 });
       const file = await turn.tool(writeFile, { path: `${label}.txt`, content: `content of ${label}\n` });
       const posted = await turn.tool(http, { url: `${server}/effects`, body: { label: `${label}-http` } });
+      // The wait kinds (decision 0064): the run parks here, holding no process, and is woken from
+      // the due index by a timer or by the harness's signal (or its timeout, an outcome it goes on with).
+      if (kinds.includes("sleep")) await turn.sleep(sleepMsFor(label));
+      const go = kinds.includes("signal")
+        ? await turn.waitFor<{ trial: string }>(SIGNAL_NAME, { timeoutMs: SIGNAL_TIMEOUT_MS })
+        : undefined;
       if (fault === "sibling-fails") {
         await turn.all([
           () => turn.tool(send, { label: `${label}-inflight`, holdMs: 300 }),
@@ -246,6 +284,7 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
         again,
         kid,
         ...(limitedPost === undefined ? {} : { limited: limitedPost[0] }),
+        ...(go === undefined ? {} : { go: go.timedOut ? "timed-out" : go.signalId }),
       };
     },
   });

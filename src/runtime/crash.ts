@@ -17,7 +17,18 @@ export type CrashPointName =
   | "after-replay-authorized"
   | QueueCrashPointName
   | RetryCrashPointName
-  | SignalCrashPointName;
+  | SignalCrashPointName
+  | WakeCrashPointName;
+
+/**
+ * Crash points of a wake-up (decision 0064): `before-wake` right after a waker claimed a due wait
+ * and read its run, before `run.woken` is appended (the timer is due and not fired); `after-woken`
+ * right after `run.woken` committed, before the run is executed again. Apart from
+ * {@link CRASH_POINTS}: only the torture's `sleep` and `signal` kinds park a run.
+ */
+export type WakeCrashPointName = "before-wake" | "after-woken";
+/** The wake-up's crash points, in order. */
+export const WAKE_CRASH_POINTS: ReadonlyArray<WakeCrashPointName> = ["before-wake", "after-woken"];
 
 /**
  * A crash point of a signal (decision 0054): right after `signal.received` committed, before the

@@ -4,6 +4,7 @@ import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
 import { errorInfo } from "./attempt.js";
 import type { EngineCore } from "./core.js";
+import { crashPoint } from "./crash.js";
 import { RunWriter } from "./dispatch.js";
 import { execute, type RunResult } from "./execute.js";
 import type { Claim } from "./Journal.js";
@@ -119,6 +120,7 @@ const wakeClaimed = async (
     : undefined;
   // The wait's outcome: a timer's null, the signal taken, or the timeout (decision 0054).
   const result = waiting.wait === "timer" ? null : received ? signalResult(received) : timedOutResult();
+  crashPoint("before-wake");
   await writer.append([
     ...opening,
     ...(signal
@@ -151,6 +153,7 @@ const wakeClaimed = async (
       resultDigest: storedDigest(result),
     },
   ]);
+  crashPoint("after-woken");
   const admitted = events[0]!.event;
   const input = admitted.type === "run.admitted" ? admitted.input : null;
   const afterVersion = events.at(-1)?.version ?? 0;

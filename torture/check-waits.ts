@@ -1,0 +1,352 @@
+/**
+ * The checks of the fault kinds whose runs wait (decision 0064): `sleep` and `signal`, each over a
+ * journal (one trial's, or the whole multi-worker one) and what the harness did from outside.
+ * Their problems fail the run as a duplicate does. A kind's check is one entry of
+ * {@link WAIT_CHECKS}: `approval` and `schedule` add theirs there, and the harnesses, which only
+ * iterate over the table and add up its counts, need no other change to report them.
+ */
+import type { RecordedEvent } from "../src/events/index.js";
+import { foldRun, statusOf } from "../src/machines/index.js";
+import type { WaitFaultKind } from "./definitions.js";
+
+/** What one kind's check found: counters (added up over trials) and the laws it saw broken. */
+export interface KindCheck {
+  readonly counts: Readonly<Record<string, number>>;
+  readonly problems: ReadonlyArray<string>;
+}
+
+/** A signal the harness sent, and what the runtime answered. */
+export interface SignalSent {
+  readonly runId: string;
+  readonly signalId: string;
+  readonly name: string;
+  /**
+   * When it was sent: `before` the run reached its wait, while it was `parked`, `again` (the same
+   * id and payload a second time), `late` (after the run ended: it must be refused).
+   */
+  readonly moment: "before" | "parked" | "again" | "late";
+  /** The answer; `null` when the sender was killed before it answered (crash point `after-signal`). */
+  readonly accepted: boolean | null;
+  /** Whether this send wrote `signal.received` (false: the id was recorded already). */
+  readonly recorded?: boolean;
+  readonly reason?: string;
+}
+
+/** What the harness did around the waits, for the checks. */
+export interface WaitsSeen {
+  readonly signals: ReadonlyArray<SignalSent>;
+}
+
+type Entry = { readonly index: number; readonly event: RecordedEvent["event"]; readonly recordedAt: string };
+type Streams = Map<string, Entry[]>;
+
+const runStreams = (events: ReadonlyArray<RecordedEvent>): Streams => {
+  const streams: Streams = new Map();
+  events.forEach((e, index) => {
+    if (!e.streamId.startsWith("run-")) return;
+    const list = streams.get(e.streamId) ?? [];
+    list.push({ index, event: e.event, recordedAt: e.recordedAt });
+    streams.set(e.streamId, list);
+  });
+  return streams;
+};
+
+const statusIn = (stream: ReadonlyArray<Entry>): string => {
+  try {
+    return statusOf(foldRun(stream.map((e) => e.event)));
+  } catch (error) {
+    return `unfoldable (${(error as Error).message})`;
+  }
+};
+
+/** How much earlier than its due time a commit may be stamped (the same clock; a timer may fire a millisecond early). */
+const CLOCK_SLACK_MS = 5;
+const ENDED = ["completed", "failed", "held", "cancelled", "stopped"];
+const STOPPED = ["cancelled", "stopped"];
+
+/** The wait calls' names of each kind: a timer's, a signal wait's. */
+const TIMER_CALLS = ["sleep", "sleepUntil"];
+const SIGNAL_CALLS = ["waitFor"];
+
+/**
+ * The laws every wait obeys, for the wait calls named `callNames`: one `run.waiting` per wait call
+ * and one `run.woken` per `run.waiting` (a timer never fired twice), never a wake-up without a
+ * recorded due time or before it (by the waker's clock, `firedAt`, and by the commit's stamp), the
+ * due time never changed, no second park after the wake-up; the wait call completed exactly once,
+ * never failed nor reconciled (a wait is not in doubt); and a run that waited finished — it is not
+ * left waiting, running or interrupted (lost) — unless it was cancelled or stopped. A signal wait
+ * woken without taking a signal is a timeout: it had a due time, and no signal of its name was
+ * buffered then (a recorded signal wins over a timeout).
+ */
+const waitLaws = (events: ReadonlyArray<RecordedEvent>, callNames: ReadonlyArray<string>) => {
+  const problems: string[] = [];
+  let waitCalls = 0;
+  let parked = 0;
+  let woken = 0;
+  let latestMs = 0;
+  let finished = 0;
+  for (const [streamId, stream] of runStreams(events)) {
+    const waitIds = new Set<string>();
+    for (const { event } of stream)
+      if (event.type === "call.intended" && event.kind === "wait" && callNames.includes(event.name))
+        waitIds.add(event.callId);
+    if (waitIds.size === 0) continue;
+    waitCalls += waitIds.size;
+    const status = statusIn(stream);
+    const parkedAt = new Map<string, { dueAt?: string; name?: string; n: number }>();
+    const wokenAt = new Map<string, number>();
+    const received: Array<{ signalId: string; name: string; index: number }> = [];
+    const consumed = new Set<string>();
+    const completed = new Map<string, number>();
+    stream.forEach(({ event, recordedAt }, at) => {
+      if (event.type === "signal.received")
+        received.push({ signalId: event.signalId, name: event.name, index: at });
+      if (event.type === "signal.consumed") consumed.add(event.signalId);
+      const id = (event as { callId?: unknown }).callId;
+      if (typeof id !== "string" || !waitIds.has(id)) return;
+      if (event.type === "run.waiting") {
+        parked++;
+        const before = parkedAt.get(id);
+        if (before) problems.push(`${streamId}: ${id} parked ${before.n + 1} times`);
+        if (wokenAt.has(id)) problems.push(`${streamId}: ${id} parked again after its wake-up`);
+        parkedAt.set(id, {
+          ...(event.dueAt === undefined ? {} : { dueAt: event.dueAt }),
+          ...(event.name === undefined ? {} : { name: event.name }),
+          n: (before?.n ?? 0) + 1,
+        });
+      }
+      if (event.type === "run.woken") {
+        woken++;
+        const n = (wokenAt.get(id) ?? 0) + 1;
+        wokenAt.set(id, n);
+        if (n > 1) problems.push(`${streamId}: ${id} woken ${n} times (a timer fired twice)`);
+        const wait = parkedAt.get(id);
+        if (!wait) {
+          problems.push(`${streamId}: ${id} woken with no run.waiting before it`);
+          return;
+        }
+        if (event.dueAt !== wait.dueAt)
+          problems.push(
+            `${streamId}: ${id} woken with due time ${event.dueAt}, it parked with ${wait.dueAt}`,
+          );
+        // Woken by a signal taken in the same commit (just before): due at once, whatever the timeout.
+        const previous = stream[at - 1]?.event;
+        const bySignal = previous?.type === "signal.consumed" && previous.callId === id;
+        if (bySignal) return;
+        if (wait.dueAt === undefined) {
+          problems.push(`${streamId}: ${id} woken without a signal and without a due time`);
+          return;
+        }
+        const due = Date.parse(wait.dueAt);
+        const fired = Date.parse(event.firedAt);
+        if (fired < due)
+          problems.push(`${streamId}: ${id} fired at ${event.firedAt}, before its due time ${wait.dueAt}`);
+        if (Date.parse(recordedAt) < due - CLOCK_SLACK_MS)
+          problems.push(
+            `${streamId}: ${id} woken in a commit of ${recordedAt}, before its due time ${wait.dueAt}`,
+          );
+        latestMs = Math.max(latestMs, fired - due);
+        if (event.wait === "signal") {
+          const buffered = received.filter(
+            (r) => r.index < at && !consumed.has(r.signalId) && r.name === wait.name,
+          );
+          if (buffered.length > 0)
+            problems.push(
+              `${streamId}: ${id} timed out with signal ${buffered[0]!.signalId} recorded and not taken`,
+            );
+        }
+      }
+      if (event.type === "call.completed") completed.set(id, (completed.get(id) ?? 0) + 1);
+      if (event.type === "call.failed" || event.type === "call.reconciled")
+        problems.push(
+          `${streamId}: the wait ${id} has a ${event.type} (a wait is never in doubt nor failed)`,
+        );
+    });
+    for (const id of waitIds) {
+      const n = completed.get(id) ?? 0;
+      if (n > 1) problems.push(`${streamId}: the wait ${id} completed ${n} times`);
+      if (n === 0 && !STOPPED.includes(status))
+        problems.push(`${streamId}: the wait ${id} never completed (lost), the run is ${status}`);
+      if (parkedAt.has(id) && !wokenAt.has(id) && !STOPPED.includes(status))
+        problems.push(`${streamId}: ${id} parked and never woken, the run is ${status}`);
+    }
+    if (ENDED.includes(status)) finished++;
+    else problems.push(`${streamId}: it waited and did not finish: it is ${status}`);
+  }
+  return { waitCalls, parked, woken, latestMs, finished, problems };
+};
+
+/**
+ * The `sleep` kind's laws ({@link waitLaws} for `turn.sleep` and `turn.sleepUntil`): no timer
+ * fired twice (one `run.woken` per wait), none lost (every run that slept finished, unless
+ * cancelled), none fired before its due time.
+ */
+export const checkSleep = (events: ReadonlyArray<RecordedEvent>): KindCheck => {
+  const laws = waitLaws(events, TIMER_CALLS);
+  return {
+    counts: {
+      sleeps: laws.waitCalls,
+      parked: laws.parked,
+      woken: laws.woken,
+      runsFinished: laws.finished,
+      latestWakeMs: laws.latestMs,
+    },
+    problems: laws.problems,
+  };
+};
+
+/** What a signal wait's call completed with (decision 0054). */
+type WaitResult = { readonly timedOut: boolean; readonly signalId?: string };
+
+/**
+ * The `signal` kind's laws: {@link waitLaws} for `turn.waitFor` (a timeout is an outcome: the call
+ * completed `{ timedOut: true }` after its due time, with no signal of its name left unused); a
+ * `signalId` recorded at most once and consumed at most once per run, only after it was recorded,
+ * by a wait for its name; a wait that took a signal returns that signal and one that timed out took
+ * none; every signal the harness sent to a run that had not ended is recorded in its stream
+ * (consumed or still buffered: never lost), a second send of one id wrote nothing, and a send to a
+ * run that had ended was refused (`run-ended`) and wrote nothing.
+ */
+export const checkSignal = (events: ReadonlyArray<RecordedEvent>, seen: WaitsSeen): KindCheck => {
+  const laws = waitLaws(events, SIGNAL_CALLS);
+  const problems = [...laws.problems];
+  let consumed = 0;
+  let takenWithoutParking = 0;
+  let timedOut = 0;
+  let leftBuffered = 0;
+  let recorded = 0;
+  const recordedIn = new Map<string, Set<string>>();
+  const statuses = new Map<string, string>();
+  for (const [streamId, stream] of runStreams(events)) {
+    const runId = streamId.slice("run-".length);
+    statuses.set(runId, statusIn(stream));
+    const received = new Map<string, string>();
+    const taken = new Map<string, string>();
+    const waits = new Map<string, { parked: boolean }>();
+    for (const { event } of stream) {
+      if (event.type === "call.intended" && event.kind === "wait" && SIGNAL_CALLS.includes(event.name))
+        waits.set(event.callId, { parked: false });
+      if (event.type === "run.waiting" && waits.has(event.callId)) waits.set(event.callId, { parked: true });
+      if (event.type === "signal.received") {
+        recorded++;
+        if (received.has(event.signalId))
+          problems.push(`${streamId}: signal ${event.signalId} recorded twice`);
+        received.set(event.signalId, event.name);
+      }
+      if (event.type === "signal.consumed") {
+        consumed++;
+        const name = received.get(event.signalId);
+        if (name === undefined)
+          problems.push(`${streamId}: signal ${event.signalId} consumed, never recorded before`);
+        else if (name !== event.name)
+          problems.push(`${streamId}: signal ${event.signalId} (${name}) consumed as "${event.name}"`);
+        if (taken.has(event.signalId))
+          problems.push(
+            `${streamId}: signal ${event.signalId} consumed twice (${taken.get(event.signalId)}, ${event.callId})`,
+          );
+        taken.set(event.signalId, event.callId);
+        if (!waits.has(event.callId))
+          problems.push(
+            `${streamId}: signal ${event.signalId} consumed by ${event.callId}, not a signal wait`,
+          );
+        else if (!waits.get(event.callId)!.parked) takenWithoutParking++;
+      }
+      if (event.type === "call.completed" && waits.has(event.callId)) {
+        const result = event.result as WaitResult | null;
+        const by = [...taken].find(([, callId]) => callId === event.callId)?.[0];
+        if (result?.timedOut === true) {
+          timedOut++;
+          if (by !== undefined)
+            problems.push(`${streamId}: ${event.callId} timed out, yet took signal ${by}`);
+        } else if (result?.timedOut === false) {
+          if (by === undefined || result.signalId !== by)
+            problems.push(
+              `${streamId}: ${event.callId} returned signal ${result.signalId}, it took ${by ?? "none"}`,
+            );
+        } else problems.push(`${streamId}: ${event.callId} completed with ${JSON.stringify(result)}`);
+      }
+    }
+    for (const id of received.keys()) if (!taken.has(id)) leftBuffered++;
+    recordedIn.set(runId, new Set(received.keys()));
+  }
+  for (const s of seen.signals) {
+    const there = recordedIn.get(s.runId)?.has(s.signalId) ?? false;
+    const what = `signal ${s.signalId} sent ${s.moment} to ${s.runId}`;
+    if (s.accepted === null) continue;
+    if (s.moment === "late") {
+      if (s.accepted) problems.push(`${what}: accepted, the run had ended`);
+      else if (s.reason !== "run-ended") problems.push(`${what}: refused (${s.reason}), not as run-ended`);
+      if (there) problems.push(`${what}: refused, and recorded all the same`);
+      continue;
+    }
+    if (!s.accepted) {
+      // Refused as ended: the run must indeed have ended (a run that ended meanwhile may refuse it).
+      if (
+        s.reason !== "run-ended" ||
+        !ENDED.filter((e) => e !== "held").includes(statuses.get(s.runId) ?? "")
+      )
+        problems.push(`${what}: refused (${s.reason}), the run is ${statuses.get(s.runId) ?? "unknown"}`);
+      continue;
+    }
+    if (!there) problems.push(`${what}: accepted, not in the run's stream (lost)`);
+    if (s.moment === "again" && s.recorded === true)
+      problems.push(`${what}: the second send of its id wrote it again`);
+  }
+  return {
+    counts: {
+      waits: laws.waitCalls,
+      parked: laws.parked,
+      woken: laws.woken,
+      sent: seen.signals.length,
+      sentBefore: seen.signals.filter((s) => s.moment === "before").length,
+      sentParked: seen.signals.filter((s) => s.moment === "parked").length,
+      sentAgain: seen.signals.filter((s) => s.moment === "again").length,
+      sentLate: seen.signals.filter((s) => s.moment === "late").length,
+      sendersKilled: seen.signals.filter((s) => s.accepted === null).length,
+      recorded,
+      consumed,
+      takenWithoutParking,
+      timedOut,
+      leftBuffered,
+      runsFinished: laws.finished,
+    },
+    problems,
+  };
+};
+
+/**
+ * Each wait kind's check: the harnesses run the ones of the kinds they play. `approval` and
+ * `schedule` add an entry (and a member of `WAIT_KINDS` in torture/definitions.ts).
+ */
+export const WAIT_CHECKS: Record<
+  WaitFaultKind,
+  (events: ReadonlyArray<RecordedEvent>, seen: WaitsSeen) => KindCheck
+> = {
+  sleep: (events) => checkSleep(events),
+  signal: checkSignal,
+};
+
+/** The checks of `kinds` over one journal. */
+export const checkWaitKinds = (
+  kinds: ReadonlyArray<WaitFaultKind>,
+  events: ReadonlyArray<RecordedEvent>,
+  seen: WaitsSeen,
+): Partial<Record<WaitFaultKind, KindCheck>> =>
+  Object.fromEntries(kinds.map((kind) => [kind, WAIT_CHECKS[kind](events, seen)]));
+
+/**
+ * Several trials' checks of one kind added up (a `latest…` count is the largest), each problem
+ * prefixed with its trial.
+ */
+export const sumKindChecks = (
+  checks: ReadonlyArray<{ readonly trial: number; readonly check: KindCheck }>,
+): { counts: Record<string, number>; problems: string[] } => {
+  const counts: Record<string, number> = {};
+  for (const { check } of checks)
+    for (const [k, n] of Object.entries(check.counts))
+      counts[k] = k.startsWith("latest") ? Math.max(counts[k] ?? 0, n) : (counts[k] ?? 0) + n;
+  return {
+    counts,
+    problems: checks.flatMap(({ trial, check }) => check.problems.map((p) => `trial ${trial}: ${p}`)),
+  };
+};
