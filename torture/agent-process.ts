@@ -10,7 +10,8 @@
  *   TORTURE_FAULTS: the ordinary day's fault kinds the classic agent plays, comma-separated
  *   ("backoff,cancel,queue,pause"); with `queue`, it queues QUEUED_INPUTS behind the trial's run
  *   (again after a restart: idempotent, in the same order) and waits for them too, unless the
- *   trial's run is paused (they wait behind it) or held
+ *   trial's run is paused (they wait behind it) or held; with `sleep` or `signal`, a run that parks
+ *   is woken here (the wake loop) and the process stays until no run of it waits or runs
  */
 import { openRuntime, type Runtime, type RuntimeOptions } from "../src/index.js";
 import {
@@ -71,7 +72,9 @@ const main = async () => {
     });
     // The queue kind: the first input at once, the others a moment later (a kill may come between).
     const queued = queueKind ? submitQueued(runtime, label) : Promise.resolve([]);
-    const main = (await handle.result) as { status: string };
+    let main = (await handle.result) as { status: string };
+    // Parked (the wait kinds): this process's wake loop wakes it when due; its end is awaited here.
+    if (main.status === "waiting") main = await afterWaits(runtime, handle.runId);
     result = main;
     const waits = await queued;
     // A paused or held run keeps its chat busy: its queued inputs wait for a resume or a decision.
@@ -103,11 +106,21 @@ const submitQueued = async (runtime: Runtime, label: string): Promise<Array<Prom
   return results;
 };
 
-/** Until no run executes here any more (a child may outlive a cancelled or paused parent). */
+/** A parked run's result once it no longer waits (woken and run here, or ended otherwise). */
+const afterWaits = async (runtime: Runtime, runId: string): Promise<{ status: string }> => {
+  for (;;) {
+    const row = await runtime.run(runId);
+    if (row && row.status !== "waiting" && row.status !== "running")
+      return (await runtime.wait(runId)) as { status: string };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+/** Until no run executes or waits here any more (a child may outlive a cancelled or paused parent). */
 const settled = async (runtime: Runtime): Promise<void> => {
   for (let i = 0; i < 600; i++) {
     const rows = await runtime.runs();
-    if (!rows.some((r) => r.status === "running")) return;
+    if (!rows.some((r) => r.status === "running" || r.status === "waiting")) return;
     await new Promise((r) => setTimeout(r, 50));
   }
 };

@@ -16,6 +16,11 @@
  *     rate-limited endpoint and kills during its durable backoffs; `cancel` and `pause` act on the run
  *     from a second runtime on the journal with a call in flight (killing the owner around the
  *     request); `queue` queues three inputs behind it; the record names them (`faultKinds`)
+ *   npm run torture -- --faults sleep,signal --trials 40   the kinds whose runs wait (decision 0064):
+ *     `sleep` parks the run on durable sleeps (killed at the wake-up's crash points and while
+ *     parked); `signal` has it wait for a signal the harness sends from a second runtime (before
+ *     the wait, while parked, twice with one id, from a `holdfast signal` killed after its commit,
+ *     or never: it times out), killing the owner while parked and right after a signal's commit
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
@@ -27,8 +32,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openRuntime, type Runtime } from "../src/index.js";
-import { foldRun, statusOf } from "../src/machines/index.js";
-import { CRASH_POINTS, type CrashPointName } from "../src/runtime/crash.js";
+import { contextOf, foldRun, statusOf } from "../src/machines/index.js";
+import { CRASH_POINTS, type CrashPointName, WAKE_CRASH_POINTS } from "../src/runtime/crash.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
 import {
   auditLog,
@@ -51,6 +56,7 @@ import {
   type PauseCheck,
   type QueueCheck,
 } from "./check-kinds.js";
+import { checkWaitKinds, type KindCheck, type SignalSent, sumKindChecks } from "./check-waits.js";
 import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
 import {
   BACKOFF_CALL,
@@ -61,10 +67,13 @@ import {
   HARNESS_BY,
   makeTortureDefinitions,
   QUEUED_INPUTS,
+  SIGNAL_NAME,
   TORTURE_CHAT,
   TORTURE_ERROR_TEXTS,
   TORTURE_SECRET,
   type TortureFault,
+  type WaitFaultKind,
+  waitKindsIn,
 } from "./definitions.js";
 import { MCP_NAMES } from "./mcp-definitions.js";
 import { type LimitedRequest, startWitnessServer } from "./witness-server.js";
@@ -141,6 +150,9 @@ const backoffKind = faultKinds.includes("backoff");
 const cancelKind = faultKinds.includes("cancel");
 const queueKind = faultKinds.includes("queue");
 const pauseKind = faultKinds.includes("pause");
+/** The kinds whose runs wait (`sleep`, `signal`; decision 0064), each with its check in check-waits.ts. */
+const waitKinds = waitKindsIn(faultKinds);
+const signalKind = faultKinds.includes("signal");
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
   process.stderr.write("torture: --max-seconds takes a positive number\n");
@@ -196,6 +208,9 @@ type Kill = {
 };
 
 const AGENT = join(import.meta.dirname, "agent-process.ts");
+const CLI = join(import.meta.dirname, "..", "src", "adapters", "cli", "main.ts");
+/** Wake-ups a trial's runs go through with the wait kinds: the parent's sleep, the child's, the signal wait. */
+const WAKES = (faultKinds.includes("sleep") ? 2 : 0) + (signalKind ? 1 : 0);
 
 /** The tools on the trial's safe list: the only ones an "allowlisted" replay may name. */
 const ALLOWLISTED_TOOLS: ReadonlySet<string> =
@@ -278,15 +293,27 @@ interface TrialResult {
   readonly cancel?: CancelCheck;
   readonly queue?: QueueCheck & { readonly stoppedForQueue: number };
   readonly pause?: PauseCheck;
+  /** The wait kinds' checks (check-waits.ts), by kind. */
+  readonly waits?: Partial<Record<WaitFaultKind, KindCheck>>;
+  /** Where the harness killed the owner around the waits. */
+  readonly waitActs?: { readonly killedWhileParked: number; readonly killedAfterSignalCommit: number };
   readonly error?: string;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The trial's run (chat `torture`, input `trial`): its id, status, and whether a call of it is in flight. */
+/**
+ * The trial's run (chat `torture`, input `trial`): its id, status, whether a call of it is in
+ * flight, and what it waits for when parked.
+ */
 const trialRun = async (
   db: string,
-): Promise<{ runId: string | null; status: string | null; inFlight: boolean }> => {
+): Promise<{
+  runId: string | null;
+  status: string | null;
+  inFlight: boolean;
+  waiting?: "timer" | "signal" | null;
+}> => {
   const none = { runId: null, status: null, inFlight: false };
   if (!existsSync(db)) return none;
   let events: Awaited<ReturnType<typeof readLog>>["events"];
@@ -306,7 +333,13 @@ const trialRun = async (
     if (event.type === "call.completed" || event.type === "call.failed" || event.type === "call.reconciled")
       open.delete(`${event.callId}#${event.attempt}`);
   }
-  return { runId: admitted.event.runId, status: statusOf(foldRun(stream)), inFlight: open.size > 0 };
+  const fold = foldRun(stream);
+  return {
+    runId: admitted.event.runId,
+    status: statusOf(fold),
+    inFlight: open.size > 0,
+    waiting: contextOf(fold).waiting?.wait ?? null,
+  };
 };
 
 /**
@@ -340,6 +373,30 @@ type Control =
       readonly restarts: number;
     };
 
+/**
+ * What the harness does around a trial's waits (decision 0064): the signal it sends (`before` the
+ * run reaches its wait, once it is `parked`, or `none`: the wait times out), whether it sends it
+ * `again` with the same id, whether the sender is `holdfast signal` killed right after its commit
+ * (crash point `after-signal`), and where the owner is killed: while the run is `parked` (before
+ * the signal), right `after-commit` of the signal (before the wake-up), or not.
+ */
+interface WaitPlan {
+  readonly send: "before" | "parked" | "none";
+  readonly again: boolean;
+  readonly senderKilled: boolean;
+  readonly kill: "parked" | "after-commit" | "none";
+}
+/** The plans a seed cycles through, by trial number, so every short slice plays each of them. */
+const SIGNAL_PLANS: ReadonlyArray<WaitPlan> = [
+  { send: "parked", again: false, senderKilled: false, kill: "after-commit" },
+  { send: "before", again: true, senderKilled: false, kill: "none" },
+  { send: "parked", again: false, senderKilled: false, kill: "parked" },
+  { send: "none", again: false, senderKilled: false, kill: "parked" },
+  { send: "parked", again: true, senderKilled: true, kill: "none" },
+  { send: "parked", again: false, senderKilled: false, kill: "none" },
+  { send: "none", again: false, senderKilled: false, kill: "none" },
+];
+
 /** What a trial puts the agent through: a kill at a named crash point, a random kill, or a fault. */
 type Category = CrashPointName | "random" | TortureFault;
 const isFault = (category: Category): category is TortureFault =>
@@ -350,6 +407,7 @@ const kindProblems = (r: TrialResult): string[] => [
   ...(r.cancel?.problems ?? []),
   ...(r.queue?.problems ?? []),
   ...(r.pause?.problems ?? []),
+  ...Object.values(r.waits ?? {}).flatMap((c) => c.problems),
 ];
 
 const runTrial = async (
@@ -408,13 +466,15 @@ const runTrial = async (
       ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
       : point === "during-backoff"
         ? { at: point, call: BACKOFF_CALL }
-        : point === "mid-checkpoint"
-          ? { at: point, skip: Math.floor(rng() * 2) }
-          : point === "mid-group-commit"
-            ? { at: point, skip: Math.floor(rng() * 16) }
-            : RECOVERY_POINTS.includes(point as CrashPointName)
-              ? { at: point as CrashPointName }
-              : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
+        : (WAKE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
+          ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES)) }
+          : point === "mid-checkpoint"
+            ? { at: point, skip: Math.floor(rng() * 2) }
+            : point === "mid-group-commit"
+              ? { at: point, skip: Math.floor(rng() * 16) }
+              : RECOVERY_POINTS.includes(point as CrashPointName)
+                ? { at: point as CrashPointName }
+                : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
   let kills = 0;
   const firedAt = new Set<string>();
@@ -522,6 +582,131 @@ const runTrial = async (
       await operator.close();
     }
   };
+  // The wait kinds (decision 0064): this trial's plan (by its number, so a short slice plays each;
+  // with `sleep` alone, a third of the trials kill the owner while the run is parked on its sleep),
+  // the signals sent, and what is done already (a restart picks up where the last process stopped).
+  const plan: WaitPlan | null = signalKind
+    ? SIGNAL_PLANS[trial % SIGNAL_PLANS.length]!
+    : waitKinds.length > 0 && trial % 3 === 1
+      ? { send: "none", again: false, senderKilled: false, kill: "parked" }
+      : null;
+  const signals: SignalSent[] = [];
+  const signalId = `t${trial}-go`;
+  const payload = { trial: `t${trial}` };
+  const waitsDone = { sent: false, again: false, killed: false };
+  const waitActs = { killedWhileParked: 0, killedAfterSignalCommit: 0 };
+  const sendSignal = async (runId: string, moment: SignalSent["moment"], id = signalId): Promise<void> => {
+    const operator = await openOperator(db, dir, serverUrl);
+    try {
+      const out = await operator.signal(runId, SIGNAL_NAME, payload, { signalId: id, by: HARNESS_BY });
+      signals.push({
+        runId,
+        signalId: id,
+        name: SIGNAL_NAME,
+        moment,
+        accepted: out.accepted,
+        ...(out.accepted ? { recorded: out.recorded } : { reason: out.reason }),
+      });
+    } finally {
+      await operator.close();
+    }
+  };
+  /** `holdfast signal` in a process of its own, killed right after its commit (`after-signal`). */
+  const sendFromCli = (runId: string): Promise<void> =>
+    new Promise((resolve) => {
+      const cli = spawn(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          CLI,
+          "signal",
+          runId,
+          SIGNAL_NAME,
+          "--signal-id",
+          signalId,
+          "--payload",
+          JSON.stringify(payload),
+          "--by",
+          HARNESS_BY,
+          "--db",
+          db,
+          "--json",
+        ],
+        {
+          env: {
+            ...process.env,
+            HOLDFAST_CRASH_AT: "after-signal",
+            HOLDFAST_CRASH_CALL: "",
+            HOLDFAST_CRASH_SKIP: "",
+          },
+          stdio: "ignore",
+        },
+      );
+      cli.on("close", (code, signal) => {
+        // Killed at its crash point: it committed and never answered. Exited: it answered (refused?).
+        signals.push({
+          runId,
+          signalId,
+          name: SIGNAL_NAME,
+          moment: "parked",
+          accepted: signal === "SIGKILL" ? null : code === 0,
+          ...(signal === "SIGKILL" || code === 0 ? {} : { reason: `holdfast signal exited ${code}` }),
+        });
+        resolve();
+      });
+    });
+  /** Sends the plan's signals and kills the owner where the plan says, once the run got there. */
+  const waitsActor = async (child: ChildProcess, exited: () => boolean): Promise<void> => {
+    if (!plan) return;
+    let runId: string | null = null;
+    while (!exited() && runId === null) {
+      runId = (await trialRun(db)).runId;
+      if (runId === null) await sleep(20);
+    }
+    if (runId === null) return;
+    if (plan.send === "before" && !waitsDone.sent) {
+      waitsDone.sent = true;
+      await sendSignal(runId, "before");
+      if (plan.again && !waitsDone.again) {
+        waitsDone.again = true;
+        await sendSignal(runId, "again");
+      }
+    }
+    const parkedLeft =
+      (plan.send === "parked" && !waitsDone.sent) ||
+      (plan.kill !== "none" && !waitsDone.killed) ||
+      (plan.again && !waitsDone.again);
+    if (!parkedLeft) return;
+    const aim = signalKind ? "signal" : "timer";
+    for (;;) {
+      if (exited()) return;
+      const now = await trialRun(db);
+      if (now.status === "waiting" && now.waiting === aim) break;
+      if (now.status !== null && !["running", "waiting", "interrupted"].includes(now.status)) return;
+      await sleep(10);
+    }
+    if (plan.kill === "parked" && !waitsDone.killed) {
+      waitsDone.killed = true;
+      waitActs.killedWhileParked++;
+      child.kill("SIGKILL");
+      while (!exited()) await sleep(5);
+    }
+    if (plan.send === "parked" && !waitsDone.sent) {
+      waitsDone.sent = true;
+      if (plan.senderKilled) await sendFromCli(runId);
+      else await sendSignal(runId, "parked");
+      if (plan.kill === "after-commit" && !waitsDone.killed) {
+        waitsDone.killed = true;
+        waitActs.killedAfterSignalCommit++;
+        child.kill("SIGKILL");
+      }
+    }
+    if (plan.again && !waitsDone.again) {
+      waitsDone.again = true;
+      await sendSignal(runId, "again");
+    }
+  };
   /** The queue kind: held runs of the chat keep its queued inputs waiting; the harness stops them. */
   const stopHeldBeforeQueued = async (): Promise<boolean> => {
     const { events } = await readLog(db);
@@ -555,7 +740,16 @@ const runTrial = async (
     return true;
   };
   for (let round = 0; round < (decides || faultKinds.length > 0 ? 16 : 8); round++) {
-    const result = await runProcess(env, next, control && !controlDone ? during : undefined);
+    const acting = control && !controlDone ? during : undefined;
+    const result = await runProcess(
+      env,
+      next,
+      acting || plan
+        ? async (child, exited) => {
+            await Promise.all([acting?.(child, exited), waitsActor(child, exited)]);
+          }
+        : undefined,
+    );
     if (result.signal === "SIGKILL") {
       kills++;
       if (next?.at === point) firedAt.add(point);
@@ -639,6 +833,12 @@ const runTrial = async (
           : null);
     pendingRecoveryKill = null;
   }
+  // The signal kind: a signal to the run once it ended must be refused, and write nothing.
+  if (signalKind && !error) {
+    const { runId, status } = await trialRun(db);
+    if (runId !== null && status !== null && ["completed", "failed", "cancelled", "stopped"].includes(status))
+      await sendSignal(runId, "late", `t${trial}-late`);
+  }
   const log = await readLog(db);
   if (fault && kills === 0) firedAt.add(point);
   // Nothing killed this trial: every effect that happened must have its outcome in the journal.
@@ -654,6 +854,7 @@ const runTrial = async (
   const pause = pauseKind
     ? checkPause(log.events, Object.keys(check.effects), HARNESS_BY, pauseSeen)
     : undefined;
+  const waits = waitKinds.length > 0 ? checkWaitKinds(waitKinds, log.events, { signals }) : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -682,6 +883,7 @@ const runTrial = async (
     ...(cancel ? { cancel } : {}),
     ...(queue ? { queue } : {}),
     ...(pause ? { pause } : {}),
+    ...(waits ? { waits, waitActs } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -733,10 +935,13 @@ const main = async () => {
   // The faults belong to the classic agent's code; the AI SDK agent gets the kills.
   // With the ordinary day's kinds, the cycle is theirs: every named point, and twice as often a
   // kill in a backoff or at random (which lands in one often); the classic faults have their record.
+  // The wait kinds put the wake-up's crash points first, so a short slice kills there.
+  const wakePoints: Category[] =
+    waitKinds.length > 0 ? [...WAKE_CRASH_POINTS, "random", ...WAKE_CRASH_POINTS] : [];
   const points: Category[] = backoffKind
-    ? [...TORTURE_POINTS, "random", "during-backoff", "random"]
+    ? [...wakePoints, ...TORTURE_POINTS, "random", "during-backoff", "random"]
     : faultKinds.length > 0
-      ? [...TORTURE_POINTS, "random", "random"]
+      ? [...wakePoints, ...TORTURE_POINTS, "random", "random"]
       : variant === "classic"
         ? [...TORTURE_POINTS, "random", ...FAULTS]
         : [...TORTURE_POINTS, "random"];
@@ -876,6 +1081,27 @@ const main = async () => {
             killsWhilePaused: sumOf(results, (r) => r.pause?.killsWhilePaused ?? 0),
             intentsRefused: sumOf(results, (r) => r.pause?.intentsRefused ?? 0),
             problems: results.flatMap((r) => (r.pause?.problems ?? []).map((p) => `trial ${r.trial}: ${p}`)),
+          },
+        }
+      : {}),
+    // The wait kinds: each kind's counts added up over the trials, and the laws it saw broken.
+    ...Object.fromEntries(
+      waitKinds.map((kind) => [
+        kind,
+        sumKindChecks(
+          results.flatMap((r) => {
+            const check = r.waits?.[kind];
+            return check ? [{ trial: r.trial, check }] : [];
+          }),
+        ),
+      ]),
+    ),
+    ...(waitKinds.length > 0
+      ? {
+          /** Where the harness killed the owner around the waits (besides the crash points). */
+          waitKills: {
+            whileParked: sumOf(results, (r) => r.waitActs?.killedWhileParked ?? 0),
+            afterSignalCommit: sumOf(results, (r) => r.waitActs?.killedAfterSignalCommit ?? 0),
           },
         }
       : {}),
