@@ -209,7 +209,10 @@ type Kill = {
 
 const AGENT = join(import.meta.dirname, "agent-process.ts");
 const CLI = join(import.meta.dirname, "..", "src", "adapters", "cli", "main.ts");
-/** Wake-ups a trial's runs go through with the wait kinds: the parent's sleep, the child's, the signal wait. */
+/**
+ * Wake-ups a trial's runs go through with the wait kinds: the parent's sleep, the child's, the
+ * signal wait (a wake-up crash point skips fewer than the last, so it fires in the first process).
+ */
 const WAKES = (faultKinds.includes("sleep") ? 2 : 0) + (signalKind ? 1 : 0);
 
 /** The tools on the trial's safe list: the only ones an "allowlisted" replay may name. */
@@ -388,13 +391,13 @@ interface WaitPlan {
 }
 /** The plans a seed cycles through, by trial number, so every short slice plays each of them. */
 const SIGNAL_PLANS: ReadonlyArray<WaitPlan> = [
-  { send: "parked", again: false, senderKilled: false, kill: "after-commit" },
+  { send: "parked", again: true, senderKilled: true, kill: "parked" },
   { send: "before", again: true, senderKilled: false, kill: "none" },
-  { send: "parked", again: false, senderKilled: false, kill: "parked" },
-  { send: "none", again: false, senderKilled: false, kill: "parked" },
-  { send: "parked", again: true, senderKilled: true, kill: "none" },
-  { send: "parked", again: false, senderKilled: false, kill: "none" },
   { send: "none", again: false, senderKilled: false, kill: "none" },
+  { send: "parked", again: false, senderKilled: false, kill: "after-commit" },
+  { send: "parked", again: false, senderKilled: false, kill: "none" },
+  { send: "none", again: false, senderKilled: false, kill: "parked" },
+  { send: "parked", again: true, senderKilled: true, kill: "after-commit" },
 ];
 
 /** What a trial puts the agent through: a kill at a named crash point, a random kill, or a fault. */
@@ -467,7 +470,7 @@ const runTrial = async (
       : point === "during-backoff"
         ? { at: point, call: BACKOFF_CALL }
         : (WAKE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
-          ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES)) }
+          ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES - 1)) }
           : point === "mid-checkpoint"
             ? { at: point, skip: Math.floor(rng() * 2) }
             : point === "mid-group-commit"

@@ -30,6 +30,15 @@
  * reported are handed again together, in order, to one worker. Held runs with queued inputs behind
  * them are stopped at the end (the stop decision) so the queues drain. The checks are
  * torture/check-kinds.ts's, over the whole journal.
+ *
+ * The wait kinds (decision 0064): with `sleep` the runs park on durable sleeps, woken by any worker
+ * from the due index; a third of the restarted workers (one at a time) carry a wake-up crash point
+ * (`before-wake`, `after-woken`) and kill themselves there, counted apart from the waves' kills.
+ * With `signal` each run waits for a signal the harness sends from its operator runtime — before
+ * the wait, once parked, twice with one id, or never (it times out) by the run's chat number — and
+ * half the waves send a parked run's signal and kill a worker right after its commit, before any
+ * worker wakes it. A signal sent to some runs that ended must be refused. The checks are
+ * torture/check-waits.ts's, over the whole journal.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -41,6 +50,7 @@ import { openRuntime, type Runtime } from "../src/adapters/openRuntime.js";
 import { maskUrl, openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
+import { WAKE_CRASH_POINTS } from "../src/runtime/crash.js";
 import type { Journal } from "../src/runtime/Journal.js";
 import {
   auditFindings,
@@ -52,6 +62,7 @@ import {
   sealedRows,
 } from "./check.js";
 import { type CancelAsked, checkCancel, checkPause, checkQueue, type QueueCheck } from "./check-kinds.js";
+import { checkWaitKinds, type SignalSent } from "./check-waits.js";
 import {
   ALLOWLISTED,
   type FaultKind,
@@ -59,6 +70,8 @@ import {
   makeTortureDefinitions,
   QUEUED_AGENT,
   QUEUED_INPUTS,
+  SIGNAL_NAME,
+  waitKindsIn,
 } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
 
@@ -115,6 +128,8 @@ interface WorkerProcess {
   stderr: string;
   /** Chats whose lines were written to its stdin and not all reported admitted (or queued). */
   readonly pending: Set<number>;
+  /** The wake-up crash point it was started with (it kills itself there), if any. */
+  readonly crashAt: string | null;
   readonly exit: Promise<{ code: number | null; signal: string | null }>;
 }
 
@@ -183,6 +198,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const queueKind = faultKinds.includes("queue");
   const pauseKind = faultKinds.includes("pause");
   const controlKinds = [...(cancelKind ? ["cancel"] : []), ...(pauseKind ? ["pause"] : [])];
+  const waitKinds = waitKindsIn(faultKinds);
+  const signalKind = faultKinds.includes("signal");
   const rng = seeded(options.seed);
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
@@ -242,7 +259,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const victims = new Map<string, { diedAt: number; identity: Identity }>();
   let stopping = false;
 
-  const spawnWorker = (slot: number): WorkerProcess => {
+  /** Workers killed at a wake-up crash point (their own SIGKILL), apart from the waves' kills. */
+  let crashPointKills = 0;
+  const crashPointsFired: Record<string, number> = {};
+  const spawnWorker = (slot: number, crashAt: string | null = null): WorkerProcess => {
     const generation = (generations.get(slot) ?? 0) + 1;
     generations.set(slot, generation);
     // The first generation is local; restarts pick at random.
@@ -276,7 +296,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           TORTURE_FAULTS: faultKinds.join(","),
           HOLDFAST_STORE: "",
           HOLDFAST_WORKER_ID: "",
-          HOLDFAST_CRASH_AT: "",
+          HOLDFAST_CRASH_AT: crashAt ?? "",
+          HOLDFAST_CRASH_SKIP: crashAt === null ? "" : String(Math.floor(rng() * 4)),
           // After a few effects, then every 40th: stopped right after a lease check, before the effect.
           HOLDFAST_PAUSE_AT: "after-lease-check",
           HOLDFAST_PAUSE_SKIP: String(Math.floor(rng() * 4)),
@@ -297,6 +318,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       pausedAt: null,
       stderr: "",
       pending: new Set(),
+      crashAt,
       exit: new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal }))),
     };
     let buffer = "";
@@ -349,6 +371,16 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       // Whatever it had not admitted goes to another worker (admission is idempotent anyway).
       for (const i of worker.pending) if (!chats[i]!.every((l) => accepted.has(l.inputId))) queue.push(i);
       worker.pending.clear();
+      // Killed at its wake-up crash point: a kill like the waves', then a restart without one.
+      if (worker.killedAt === null && !stopping && worker.crashAt !== null && signal === "SIGKILL") {
+        worker.killedAt = Date.now();
+        crashPointKills++;
+        crashPointsFired[worker.crashAt] = (crashPointsFired[worker.crashAt] ?? 0) + 1;
+        if (worker.workerId !== null)
+          victims.set(worker.workerId, { diedAt: worker.killedAt, identity: worker.identity });
+        if (slots[slot] === worker) slots[slot] = spawnWorker(slot);
+        return;
+      }
       if (worker.killedAt === null && !stopping) {
         errors.push(
           `worker ${worker.workerId ?? `slot ${slot}`} exited by itself (code ${code}, signal ${signal}): ${worker.stderr.trim().split("\n").slice(-3).join(" | ")}`,
@@ -379,7 +411,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const statuses = async () => {
     const rows = await journal.projectionRows<RunRow>("runs");
     const top = rows.filter((r) => !r.chatId.startsWith("child:"));
-    const settled = (r: RunRow) => r.status !== "running" && r.status !== "interrupted";
+    const settled = (r: RunRow) =>
+      r.status !== "running" && r.status !== "interrupted" && r.status !== "waiting";
     return {
       rows,
       open: top.filter((r) => !settled(r)).length,
@@ -646,6 +679,59 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     }
   };
 
+  // The signal kind: what the harness does for each run, by its chat number — send its signal
+  // before the wait (and again with the same id), once parked (again: twice), never (it times
+  // out), or leave it to a wave, which sends it once parked and kills a worker right after.
+  const signals: SignalSent[] = [];
+  const SIGNAL_MODES = ["parked", "before", "parked-again", "none", "wave"] as const;
+  const signalled = new Set<string>();
+  const signalIdOf = (runId: string) => `${runId}-go`;
+  const sendSignal = async (runId: string, moment: SignalSent["moment"], id = signalIdOf(runId)) => {
+    const op = await operatorRuntime();
+    const out = await op.signal(runId, SIGNAL_NAME, { run: runId }, { signalId: id, by: HARNESS_BY });
+    signals.push({
+      runId,
+      signalId: id,
+      name: SIGNAL_NAME,
+      moment,
+      accepted: out.accepted,
+      ...(out.accepted ? { recorded: out.recorded } : { reason: out.reason }),
+    });
+  };
+  /** One look over the runs: signals each as its mode says, once. */
+  const signalPass = async (): Promise<void> => {
+    const rows = await journal.projectionRows<RunRow>("runs");
+    for (const row of rows) {
+      if (row.chatId.startsWith("child:") || signalled.has(row.runId) || !row.agent.startsWith("torture@"))
+        continue;
+      const mode = SIGNAL_MODES[Number(/^chat-(\d+)$/.exec(row.chatId)?.[1] ?? 0) % SIGNAL_MODES.length]!;
+      if (mode === "none" || mode === "wave") continue;
+      const parkedNow = row.status === "waiting" && row.waiting?.wait === "signal";
+      if (mode === "before" && row.status === "running") {
+        signalled.add(row.runId);
+        await sendSignal(row.runId, "before");
+        await sendSignal(row.runId, "again");
+      } else if (mode !== "before" && parkedNow) {
+        signalled.add(row.runId);
+        await sendSignal(row.runId, "parked");
+        if (mode === "parked-again") await sendSignal(row.runId, "again");
+      }
+    }
+  };
+  let signalling = false;
+  let killedAfterSignalCommit = 0;
+  const signaller = signalKind
+    ? setInterval(() => {
+        if (signalling) return;
+        signalling = true;
+        void signalPass()
+          .catch((error: unknown) => errors.push(`signalling: ${(error as Error).message}`))
+          .finally(() => {
+            signalling = false;
+          });
+      }, 200)
+    : undefined;
+
   const snapshots: Outcomes[] = [];
   let kills = 0;
   for (let k = 0; k < options.kills; k++) {
@@ -713,6 +799,40 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           });
       }
     }
+    // The signal kind, every other wave: a parked run's signal, and a worker killed right after its
+    // commit, before the next wake pass of any worker (the wave's kill).
+    if (victim === null && signalKind && k % 2 === 0) {
+      const until = Date.now() + 3_000;
+      let target: string | null = null;
+      while (target === null && Date.now() < until) {
+        while (signalling) await sleep(5);
+        signalling = true;
+        try {
+          const rows = await journal.projectionRows<RunRow>("runs");
+          target =
+            rows.find(
+              (r) =>
+                !signalled.has(r.runId) &&
+                SIGNAL_MODES[Number(/^chat-(\d+)$/.exec(r.chatId)?.[1] ?? 0) % SIGNAL_MODES.length] ===
+                  "wave" &&
+                r.status === "waiting" &&
+                r.waiting?.wait === "signal" &&
+                !r.chatId.startsWith("child:"),
+            )?.runId ?? null;
+          if (target !== null) {
+            signalled.add(target);
+            await sendSignal(target, "parked");
+            const candidates = ready();
+            victim = pick(candidates);
+            killNow(victim);
+            killedAfterSignalCommit++;
+          }
+        } finally {
+          signalling = false;
+        }
+        if (target === null) await sleep(50);
+      }
+    }
     if (victim === null) {
       // A worker that owns runs right now, if there is one: killing an idle worker tests little.
       const candidates = ready();
@@ -729,7 +849,12 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     // deployment it starts on its own host.
     const restartBy = victim.killedAt! + options.leaseMs + 2_000;
     while (Date.now() < restartBy && (await claimsOf(victim.workerId!)) > 0) await sleep(100);
-    spawnWorker(victim.slot);
+    // The wait kinds: a third of the restarts carry a wake-up crash point (one such worker at a time).
+    const crashAt =
+      waitKinds.length > 0 && rng() < 0.34 && !slots.some((w) => w && !w.exited && w.crashAt !== null)
+        ? pick(WAKE_CRASH_POINTS)
+        : null;
+    spawnWorker(victim.slot, crashAt);
     log(
       `kill ${kills}/${options.kills}: ${victim.workerId} (${victim.identity}); inputs handed out ${nextInput}/${options.runs}, admitted ${admitted.size}`,
     );
@@ -768,6 +893,14 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     await sleep(250);
   }
   const timedOut = Date.now() >= deadline;
+  if (signaller) clearInterval(signaller);
+  while (signalling) await sleep(10);
+  // A signal to a run that ended must be refused and write nothing: a few of them.
+  if (signalKind)
+    for (const row of last.rows
+      .filter((r) => !r.chatId.startsWith("child:") && ["completed", "failed"].includes(r.status))
+      .slice(0, 5))
+      await sendSignal(row.runId, "late", `${row.runId}-late`);
   if (operator !== null) await (operator as Runtime).close();
   if (timedOut)
     errors.push(
@@ -828,6 +961,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         problems: queueChecks.flatMap((q, i) => q.problems.map((p) => `chat-${i}: ${p}`)),
       }
     : undefined;
+  const waits = checkWaitKinds(waitKinds, events, { signals });
   const pause = pauseKind
     ? {
         ...checkPause(events, effectKeys, HARNESS_BY, pauseSeen),
@@ -960,6 +1094,17 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     ...(cancel ? { cancel } : {}),
     ...(queued ? { queue: queued } : {}),
     ...(pause ? { pause } : {}),
+    ...waits,
+    ...(waitKinds.length > 0
+      ? {
+          /** Where the wait kinds killed workers besides the waves: at a wake-up crash point, after a signal's commit. */
+          waitKills: {
+            crashPoints: crashPointKills,
+            byCrashPoint: crashPointsFired,
+            afterSignalCommit: killedAfterSignalCommit,
+          },
+        }
+      : {}),
     problems: { duplicates: check.duplicateDetail, lost: check.lostDetail },
     seconds: Math.round((Date.now() - started) / 100) / 10,
   };
@@ -977,6 +1122,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     (cancel?.problems.length ?? 0) > 0 ||
     (queued?.problems.length ?? 0) > 0 ||
     (pause?.problems.length ?? 0) > 0 ||
+    Object.values(waits).some((c) => c.problems.length > 0) ||
     errors.length > 0;
   return { summary, failed };
 };

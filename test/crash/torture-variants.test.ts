@@ -125,3 +125,31 @@ describe("crash torture, cancel, queue and pause (fixed seed, short)", () => {
     expect(result.summary.pause.resumed, result.said).toBe(result.summary.pause.paused);
   }, 300_000);
 });
+
+describe("crash torture, the wait kinds (fixed seed, short)", () => {
+  it("sleep and signal on libSQL: killed at the wake-up's crash points, while parked, and right after a signal's commit (its sender killed too); signals before the wait, twice with one id, none (a timeout), one after the end refused: no timer fired twice or early, none lost, each signal consumed once, every check clean", () => {
+    const result = torture(["--faults", "sleep,signal", "--trials", "4", "--seed", "64"]);
+    expect(result.summary.faultKinds).toEqual(["sleep", "signal"]);
+    expectClean(result);
+    expect(result.summary.secretLeaks, result.said).toEqual([]);
+    expect(result.summary.sleep.problems, result.said).toEqual([]);
+    expect(result.summary.signal.problems, result.said).toEqual([]);
+    // Every run (and child) slept once, was woken once after its due time, and completed.
+    expect(result.summary.completed, result.said).toBe(8);
+    expect(result.summary.sleep.counts.sleeps, result.said).toBe(8);
+    expect(result.summary.sleep.counts.woken, result.said).toBe(result.summary.sleep.counts.parked);
+    expect(result.summary.sleep.counts.runsFinished, result.said).toBe(8);
+    // The plans were played: the owner killed while parked, a sender killed after its commit, a
+    // signal sent before the wait and taken without parking, one sent twice recorded once, a wait
+    // that timed out, and a signal to each ended run refused.
+    expect(result.summary.waitKills.whileParked, result.said).toBe(1);
+    expect(result.summary.signal.counts.sendersKilled, result.said).toBe(1);
+    expect(result.summary.signal.counts.takenWithoutParking, result.said).toBe(1);
+    expect(result.summary.signal.counts.sentAgain, result.said).toBe(2);
+    expect(result.summary.signal.counts.timedOut, result.said).toBe(1);
+    expect(result.summary.signal.counts.consumed, result.said).toBe(3);
+    expect(result.summary.signal.counts.sentLate, result.said).toBe(4);
+    expect(result.summary.killedAtCrashPoint["before-wake"], result.said).toBeGreaterThanOrEqual(1);
+    expect(result.summary.killedAtCrashPoint["after-woken"], result.said).toBe(1);
+  }, 300_000);
+});

@@ -119,4 +119,58 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.pause.resumed, context).toBe(summary.pause.paused);
     expect(run.status, context).toBe(0);
   }, 280_000);
+  it("sleep and signal across three workers: runs parked on sleeps and signal waits woken by any worker, workers killed at the wake-up's crash points and right after a signal's commit, signals before the wait, twice with one id, none (timeouts), after the end refused: no timer fired twice or early, none lost, each signal consumed once", async () => {
+    await requirePg();
+    const run = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(ROOT, "torture", "main.ts"),
+        "--store",
+        TEST_PG_URL,
+        "--workers",
+        "3",
+        "--runs",
+        "8",
+        "--kills",
+        "3",
+        "--pauses",
+        "0",
+        "--lease-ms",
+        "3000",
+        "--faults",
+        "sleep,signal",
+        "--seed",
+        "64",
+        "--json",
+      ],
+      // About 30 s on a quiet 2-core machine.
+      { cwd: ROOT, encoding: "utf8", timeout: 270_000 },
+    );
+    const line = run.stdout.trim().split("\n").at(-1) ?? "";
+    expect(line.startsWith("{"), `${run.stderr}\n${run.stdout}`).toBe(true);
+    const summary = JSON.parse(line);
+    const context = JSON.stringify({ ...summary, stderr: run.stderr.slice(-2000) });
+    expect(summary.faultKinds).toEqual(["sleep", "signal"]);
+    expect(summary.errors, context).toEqual([]);
+    expect(summary.duplicates, context).toBe(0);
+    expect(summary.lost, context).toBe(0);
+    expect(summary.logCheck, context).toBe("clean");
+    expect(summary.audit, context).toBe("clean");
+    expect(summary.unsettled, context).toEqual([]);
+    expect(summary.kills).toBe(3);
+    expect(summary.sleep.problems, context).toEqual([]);
+    expect(summary.signal.problems, context).toEqual([]);
+    // Every run and child that slept was woken once and finished; every run's signal wait ended
+    // (its signal taken, or timed out); the signals to ended runs were refused.
+    expect(summary.sleep.counts.woken, context).toBe(summary.sleep.counts.parked);
+    expect(summary.sleep.counts.runsFinished, context).toBe(summary.runs + summary.childRuns);
+    expect(summary.signal.counts.waits, context).toBe(8);
+    expect(summary.signal.counts.consumed + summary.signal.counts.timedOut, context).toBe(8);
+    expect(summary.signal.counts.timedOut, context).toBeGreaterThanOrEqual(1);
+    expect(summary.signal.counts.sentAgain, context).toBeGreaterThanOrEqual(2);
+    expect(summary.signal.counts.sentLate, context).toBeGreaterThanOrEqual(1);
+    expect(run.status, context).toBe(0);
+  }, 280_000);
 });
