@@ -354,6 +354,10 @@ type Handled = Pick<EventOf<"schedule.ticked">, "outcome"> & {
 };
 
 const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Promise<boolean> => {
+  // A point read first: a schedule of an agent this runtime lacks is not read further (its stream
+  // grows with every tick).
+  const cached = await core.journal.projection<ScheduleRow>("schedules", scheduleId);
+  if (cached && !core.agents.has(cached.agent)) return false;
   const { events, row } = await readSchedule(core.journal, scheduleId);
   if (row?.status !== "active" || row.nextDueAt === null) return false;
   if (!core.agents.has(row.agent)) return false;
