@@ -346,10 +346,12 @@ export const ScheduleView = Schema.Struct({
   version: Schema.Number,
 }).annotations({ identifier: "Schedule" });
 
+/** `GET /api/schedules`. */
 export const SchedulesReply = Schema.Struct({ schedules: Schema.Array(ScheduleView) }).annotations({
   identifier: "Schedules",
 });
 
+/** `PUT /api/schedules/{scheduleId}`: a schedule's definition and who changes it. */
 export const ScheduleBody = Schema.Struct({
   cron: Schema.optional(Schema.String),
   everyMs: Schema.optional(Schema.Number),
@@ -362,10 +364,12 @@ export const ScheduleBody = Schema.Struct({
   by: Person,
 }).annotations({ identifier: "ScheduleBody" });
 
+/** `POST /api/schedules/{scheduleId}/pause|resume|delete`: who does it. */
 export const ScheduleChangeBody = Schema.Struct({ by: Person }).annotations({
   identifier: "ScheduleChangeBody",
 });
 
+/** What a schedule change did. */
 export const ScheduleReply = Schema.Struct({
   schedule: ScheduleView,
   /** False when nothing changed (nothing written). */

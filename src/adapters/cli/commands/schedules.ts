@@ -7,12 +7,14 @@ import type { Io } from "../Output.js";
 import { table } from "../table.js";
 import { openOperatorRuntime, operatorName } from "./decide.js";
 
+/** The options of `holdfast schedules` (and of its actions). */
 export interface SchedulesOptions {
   readonly db?: string;
   readonly json?: boolean;
   readonly all?: boolean;
 }
 
+/** The options of `holdfast schedules add <id>`, as the command line gives them. */
 export interface UpsertOptions extends SchedulesOptions {
   readonly cron?: string;
   readonly every?: string;
