@@ -305,3 +305,32 @@ describe.each(engines)("schedules on %s", (_name, storeOf) => {
     expect((await a.schedules.list({ includeDeleted: true })).map((s) => s.status)).toEqual(["deleted"]);
   });
 });
+
+describe("the audit of schedule streams", () => {
+  it("a clean schedule audits clean; a tick recorded twice, or while paused, is a schedule-mismatch", async () => {
+    const store = join(tempDir(), "journal.db");
+    const a = await engineOn(store);
+    await upsertSchedule(a, every10, () => T0);
+    await tickSchedules(a, T0 + 10_050);
+    await settled(a);
+    const { auditJournal } = await import("../../src/runtime/audit.js");
+    expect((await auditJournal(a.journal)).findings).toEqual([]);
+    const [ticked] = await tickEvents(a);
+    const version = (await a.journal.streamHead(scheduleStreamId("s")))!.version;
+    // The same tick recorded again (what a second worker without the expected version would write).
+    await a.journal.append({ streamId: scheduleStreamId("s"), expectedVersion: version, events: [ticked!] });
+    await a.schedules.pause("s");
+    await a.journal.append({
+      streamId: scheduleStreamId("s"),
+      expectedVersion: version + 2,
+      events: [
+        { ...ticked!, tickAt: at(T0 + 20_000), inputId: `s@${at(T0 + 20_000)}`, nextDueAt: at(T0 + 30_000) },
+      ],
+    });
+    const findings = (await auditJournal(a.journal)).findings.filter((f) => f.kind === "schedule-mismatch");
+    expect(findings.map((f) => f.detail)).toEqual([
+      `tick ${at(T0 + 10_000)} recorded again, or after a later tick`,
+      `tick ${at(T0 + 20_000)} recorded while the schedule was paused`,
+    ]);
+  });
+});
