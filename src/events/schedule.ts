@@ -26,7 +26,7 @@ export const ScheduleUpserted = Schema.Struct({
   type: Schema.tag("schedule.upserted"),
   scheduleId: Schema.String,
   cron: Schema.optional(Schema.String),
-  everyMs: Schema.optional(Schema.Number),
+  everyMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
   timezone: Schema.String,
   agent: Schema.String,
   input: Json,
@@ -75,7 +75,7 @@ export const ScheduleTicked = Schema.Struct({
   outcome: Schema.Literal("admitted", "queued", "skipped", "missed"),
   admittedRunId: Schema.optional(Schema.String),
   activeRunId: Schema.optional(Schema.String),
-  missed: Schema.Number,
+  missed: Schema.Int.pipe(Schema.nonNegative()),
   nextDueAt: Schema.String,
   by: Schema.String,
 });
