@@ -26,7 +26,7 @@ export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js"
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
 export type { AnyEvent, EventType, KeyedHash, RecordedEvent } from "./events/index.js";
-export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
+export type { CallRow, ChatRow, RunRow, ScheduleRow, ScheduleTick } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";
 export type { ChatCheckpoint } from "./runtime/checkpoint.js";
 export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
@@ -62,6 +62,9 @@ export type {
   RecoveryReport,
   RunHandle,
   RunResult,
+  ScheduleOutcome,
+  ScheduleSpec,
+  Schedules,
   SignalOutcome,
   SignalRequest,
   SubmitRequest,
@@ -103,6 +106,7 @@ export {
   RunMovedOn,
   RunNotFound,
   RunNotHeld,
+  ScheduleNotFound,
   StaleDecision,
   TransitionRejected,
   UnknownAgent,

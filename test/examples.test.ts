@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { auditEvidence } from "../examples/audit.js";
 import { quickstart } from "../examples/quickstart.js";
+import { scheduleExample } from "../examples/schedule.js";
 import { signalExample } from "../examples/signal.js";
 import { sleepExample } from "../examples/sleep.js";
 import { useTempDir } from "./support/tmp.js";
@@ -49,6 +50,22 @@ describe("examples", () => {
       sent: true,
       recordedAgain: false,
       done: { status: "completed", output: { order: "7", refunded: true, approval: "ticket-7" } },
+    });
+  });
+
+  it("the README's schedule example: a cron schedule in a time zone waits for its tick; a 1-second one makes a run per tick", async () => {
+    const result = await scheduleExample(join(tempDir(), "journal.db"));
+    expect(result.schedules).toEqual([
+      { id: "heartbeat", status: "paused", nextDueAt: null },
+      { id: "morning-digest", status: "active", nextDueAt: expect.stringMatching(/T0[67]:00:00\.000Z$/) },
+    ]);
+    expect(result.lastTick).toMatchObject({
+      outcome: "admitted",
+      inputId: expect.stringMatching(/^heartbeat@/),
+    });
+    expect(result.done).toMatchObject({
+      status: "completed",
+      output: { topic: "pulse", items: ["a", "b"], tick: result.lastTick!.inputId },
     });
   });
 

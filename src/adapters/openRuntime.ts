@@ -19,6 +19,7 @@ import {
   type RecoveryReport,
   type RunHandle,
   type RunResult,
+  type Schedules,
   type SignalOutcome,
   type SignalRequest,
   type SubmitRequest,
@@ -103,6 +104,13 @@ export interface Runtime {
   readonly location: string;
   /** What recovery did while opening (empty when `recovery.onOpen` is false). */
   readonly recovery: RecoveryReport;
+  /**
+   * Durable recurring submissions (decision 0060): one run per tick, admitted with input id
+   * `<id>@<tick>` in chat `schedule-<id>`, by any runtime that has the schedule's agent.
+   * @example
+   * await runtime.schedules.upsert({ id: "nightly", cron: "0 2 * * *", timezone: "Europe/Paris", agent: "report", input: {} });
+   */
+  readonly schedules: Schedules;
   /** Registered tools that ask for replay but are not on the safe list with their current pin. */
   readonly preflight: ReadonlyArray<PreflightFinding>;
   /** What retention removed while opening; null when `retention` was not configured. */
@@ -369,6 +377,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     recovery,
     preflight: engine.preflight,
     retention,
+    schedules: engine.schedules,
     submit: ((request: SubmitRequest) => engine.submit(request)) as Runtime["submit"],
     queue: (chatId) => engine.queue(chatId),
     withdraw: (chatId, inputId, withdrawOptions) => engine.withdraw(chatId, inputId, withdrawOptions),

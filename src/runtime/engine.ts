@@ -32,6 +32,18 @@ import {
   withdrawQueued,
 } from "./queue.js";
 import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
+import {
+  deleteSchedule,
+  getSchedule,
+  listSchedules,
+  pauseSchedule,
+  resumeSchedule,
+  type ScheduleOutcome,
+  type ScheduleSpec,
+  type Schedules,
+  tickSchedules,
+  upsertSchedule,
+} from "./schedules.js";
 import { type SignalOutcome, type SignalRequest, sendSignal } from "./signal.js";
 import { wakeDue } from "./wake.js";
 
@@ -49,6 +61,7 @@ export type {
   WithdrawOutcome,
 } from "./queue.js";
 export type { RecoveryReport } from "./recoveryPass.js";
+export type { ScheduleOutcome, ScheduleSpec, Schedules } from "./schedules.js";
 export type { SignalOutcome, SignalRequest } from "./signal.js";
 
 export interface EngineOptions {
@@ -311,6 +324,12 @@ export class Engine implements EngineCore {
         } catch {
           // A journal hiccup: the next poll tries again.
         }
+        // Schedules tick on the same loop (decision 0060): an indexed read per poll.
+        try {
+          if (!this.isClosing) await tickSchedules(this);
+        } catch {
+          // A journal hiccup: the next poll tries again.
+        }
       } while (this.wakeAgain && !this.isClosing);
     })().finally(() => {
       this.waking = undefined;
@@ -351,6 +370,19 @@ export class Engine implements EngineCore {
     }
     return outcome;
   }
+
+  /** Schedules (decision 0060): made, changed and read from any runtime; ticked by runtimes with their agent. */
+  readonly schedules: Schedules = {
+    upsert: (spec: ScheduleSpec): Promise<ScheduleOutcome> => upsertSchedule(this, spec),
+    list: (options: { readonly includeDeleted?: boolean } = {}) => listSchedules(this.journal, options),
+    get: (scheduleId: string) => getSchedule(this.journal, scheduleId),
+    pause: (scheduleId: string, options: { readonly by?: string } = {}) =>
+      pauseSchedule(this.journal, scheduleId, options),
+    resume: (scheduleId: string, options: { readonly by?: string } = {}) =>
+      resumeSchedule(this.journal, scheduleId, options),
+    delete: (scheduleId: string, options: { readonly by?: string } = {}) =>
+      deleteSchedule(this.journal, scheduleId, options),
+  };
 
   /** Pause a running run before its next call (decision 0044). */
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome> {

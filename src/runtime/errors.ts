@@ -485,3 +485,10 @@ export class RunPausing extends Data.TaggedError("RunPausing")<{
     return `run ${this.runId} is being paused (by ${this.by}); the call was not started. Let the error end the agent: \`holdfast resume ${this.runId}\` re-executes it from the journal`;
   }
 }
+
+/** The journal holds no schedule with this id (or it was deleted). */
+export class ScheduleNotFound extends Data.TaggedError("ScheduleNotFound")<{ readonly scheduleId: string }> {
+  override get message(): string {
+    return `no schedule ${this.scheduleId}; list them with \`holdfast schedules\`, or make it with \`holdfast schedules add ${this.scheduleId} …\``;
+  }
+}

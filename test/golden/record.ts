@@ -565,6 +565,47 @@ const signalled: Scenario = async (dir) => {
   return db;
 };
 
+/** A schedule (decision 0060): made, two ticks admitted, paused, resumed, changed, deleted. */
+const scheduled: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "ticker",
+        version: "1",
+        run: async (turn, input: { label: string }) => ({ ticked: input.label, inputId: turn.inputId }),
+      }),
+    ],
+    tools: [],
+    workerId: "audit-test-worker",
+  });
+  await runtime.schedules.upsert({
+    id: "every-second",
+    everyMs: 1_000,
+    agent: "ticker",
+    input: { label: "tick" },
+  });
+  for (let i = 0; i < 100; i++) {
+    if (((await runtime.schedules.get("every-second"))?.ticks.admitted ?? 0) >= 2) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await runtime.schedules.pause("every-second", { by: "ada" });
+  await runtime.schedules.resume("every-second", { by: "ada" });
+  await runtime.schedules.upsert({
+    id: "every-second",
+    everyMs: 1_000,
+    agent: "ticker",
+    input: { label: "changed" },
+    overlap: "queue",
+    catchUp: "none",
+    by: "ada",
+  });
+  await runtime.schedules.delete("every-second", { by: "ada" });
+  await runtime.close();
+  return db;
+};
+
 /**
  * The scenarios, by golden log name. The logs of machine run@1 (schema 1) were recorded before
  * run@2 existed: recording them again now would record run@2 instead, so they are never re-recorded.
@@ -587,6 +628,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   controlled,
   slept,
   signalled,
+  scheduled,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

@@ -213,6 +213,11 @@ describe("the JSON API: reads", () => {
         "/api/runs/{runId}/pause",
         "/api/runs/{runId}/resume",
         "/api/runs/{runId}/signals",
+        "/api/schedules",
+        "/api/schedules/{scheduleId}",
+        "/api/schedules/{scheduleId}/pause",
+        "/api/schedules/{scheduleId}/resume",
+        "/api/schedules/{scheduleId}/delete",
       ].sort(),
     );
     expect(doc.components.schemas.DecideBody.required).toEqual(["basedOnVersion", "decidedBy"]);

@@ -242,6 +242,7 @@ const main = async () => {
       pause: (runId, request) => runtime.pause(runId, request),
       resume: (runId, request) => runtime.resume(runId, request),
       documents: runtime.documents,
+      schedules: runtime.schedules,
     },
   });
   const post = (path: string, body: unknown) =>

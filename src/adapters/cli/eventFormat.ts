@@ -103,6 +103,15 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return `input ${event.inputId} admitted as run ${event.runId}`;
     case "input.withdrawn":
       return `input ${event.inputId} withdrawn by ${event.by}${event.reason ? ` (${event.reason})` : ""}`;
+    case "schedule.upserted":
+      return `schedule ${event.scheduleId}: ${event.cron !== undefined ? `cron ${event.cron} (${event.timezone})` : `every ${event.everyMs} ms`} for ${event.agent}, overlap ${event.overlap}, catch-up ${event.catchUp}, ${event.paused ? "paused" : `next tick ${event.nextDueAt}`}${event.by ? ` by ${event.by}` : ""}`;
+    case "schedule.ticked":
+      return `tick ${event.tickAt} ${event.outcome}${event.admittedRunId ? ` as run ${event.admittedRunId}` : ""}${event.activeRunId ? ` (run ${event.activeRunId} still active)` : ""}${event.missed > 0 ? `, ${event.missed} missed before it` : ""}; next ${event.nextDueAt}`;
+    case "schedule.resumed":
+      return `resumed${event.by ? ` by ${event.by}` : ""}; next tick ${event.nextDueAt}`;
+    case "schedule.paused":
+    case "schedule.deleted":
+      return `${event.type === "schedule.paused" ? "paused" : "deleted"}${event.by ? ` by ${event.by}` : ""}`;
     default: {
       const { type: _type, ...rest } = event;
       return brief(rest);

@@ -1,7 +1,7 @@
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { DecisionKind } from "../../events/index.js";
-import type { RunRow } from "../../projections/index.js";
+import type { RunRow, ScheduleRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { ownerText, stalledDetail, stalledText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
@@ -80,6 +80,7 @@ export const layout = (
         session
           ? html`<nav aria-label="main">
               <a href="/">Runs</a>
+              <a href="/schedules">Schedules</a>
               <a href="/audit">Audit</a>
             </nav>
             <div class="who">
@@ -713,3 +714,67 @@ export const confirmWithdrawPage = (chatId: string, inputId: string, session: Se
         <p><button type="submit" id="confirm">Withdraw it</button> <a class="button secondary" href="${queuePath(chatId)}">Back</a></p>
       </form>
     </div>`;
+
+/** One schedule's row on the schedules page, with its recent ticks (decision 0060). */
+export interface ScheduleEntry {
+  readonly row: ScheduleRow;
+  /** Its last ticks, newest first: when, what happened, and the run. */
+  readonly recent: ReadonlyArray<{
+    readonly tickAt: string;
+    readonly outcome: string;
+    readonly runId: string | null;
+    readonly activeRunId: string | null;
+    readonly missed: number;
+  }>;
+}
+
+const scheduleWhen = (row: ScheduleRow): string =>
+  row.cron !== null ? `cron ${row.cron} (${row.timezone})` : `every ${duration(row.everyMs ?? 0)}`;
+
+const runLink = (runId: string): Html =>
+  html`<a class="mono" href="/runs/${encodeURIComponent(runId)}">${runId}</a>`;
+
+const tickText = (tick: ScheduleEntry["recent"][number]): Html =>
+  html`<time datetime="${tick.tickAt}">${tick.tickAt}</time> <strong>${tick.outcome}</strong>${
+    tick.runId ? html` as ${runLink(tick.runId)}` : ""
+  }${tick.activeRunId ? html` (run ${runLink(tick.activeRunId)} was still active)` : ""}${
+    tick.missed > 0 ? html` <span class="muted">after ${tick.missed} missed</span>` : ""
+  }`;
+
+/**
+ * The schedules page: every schedule with its next and last tick, its recent runs, paused or not,
+ * and a pause or resume button (a form with the CSRF token).
+ */
+export const schedulesSection = (entries: ReadonlyArray<ScheduleEntry>, session: Session): Html =>
+  html`<h1>Schedules <span class="muted">(${entries.length})</span></h1>
+    ${
+      entries.length === 0
+        ? html`<p class="muted" id="schedules-none">No schedule. Make one with <code>runtime.schedules.upsert(…)</code> or <code>holdfast schedules add</code>.</p>`
+        : html`<table id="schedules">
+          <caption class="visually-hidden">Schedules by id</caption>
+          <thead><tr><th scope="col">Schedule</th><th scope="col">When</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Next tick</th><th scope="col">Recent ticks</th><th scope="col"></th></tr></thead>
+          <tbody>
+            ${entries.map(({ row, recent }) => {
+              const action = row.status === "paused" ? "resume" : "pause";
+              return html`<tr data-schedule="${row.scheduleId}">
+                <td class="mono">${row.scheduleId}</td>
+                <td>${scheduleWhen(row)}<div class="muted">overlap ${row.overlap}, catch-up ${row.catchUp}</div></td>
+                <td>${row.agent}</td>
+                <td class="schedule-status">${row.status}</td>
+                <td>${row.nextDueAt ? html`<time datetime="${row.nextDueAt}">${row.nextDueAt}</time>` : html`<span class="muted">none (paused)</span>`}</td>
+                <td>${
+                  recent.length === 0
+                    ? html`<span class="muted">no tick yet</span>`
+                    : html`<ol class="ticks">${recent.map((tick) => html`<li>${tickText(tick)}</li>`)}</ol>`
+                }<div class="muted">${row.ticks.admitted} admitted, ${row.ticks.queued} queued, ${row.ticks.skipped} skipped, ${row.ticks.missed} missed</div></td>
+                <td>
+                  <form method="post" action="/schedules/${encodeURIComponent(row.scheduleId)}/${action}" class="inline">
+                    <input type="hidden" name="_csrf" value="${session.csrf}" />
+                    <button type="submit" class="secondary" id="${action}-${row.scheduleId}">${action === "pause" ? "Pause" : "Resume"}</button>
+                  </form>
+                </td>
+              </tr>`;
+            })}
+          </tbody>
+        </table>`
+    }`;

@@ -2,12 +2,14 @@ import { readFileSync } from "node:fs";
 import type { Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
-import type { DecisionKind } from "../../events/index.js";
+import { type DecisionKind, scheduleStreamId } from "../../events/index.js";
+import type { ScheduleRow } from "../../projections/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import { readCheckpoint } from "../../runtime/checkpoint.js";
 import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
+import { listSchedules } from "../../runtime/schedules.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
 import { ApiError, errorReply } from "./errors.js";
 import { type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
@@ -27,6 +29,8 @@ import {
   runPage,
   runState,
   runsSection,
+  type ScheduleEntry,
+  schedulesSection,
 } from "./pages.js";
 import {
   SESSION_COOKIE,
@@ -52,6 +56,9 @@ interface PanelOptions {
   readonly streams: LiveStreams;
   readonly csrfRefusal: (c: Context, session: Session, presented: string | undefined) => string | null;
 }
+
+/** Schedule events read for the schedules page's recent ticks, per schedule. */
+const RECENT_TICKS = 10;
 
 const param = (c: Context, name: string): string => {
   const value = c.req.param(name);
@@ -666,6 +673,75 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       return planPage(c, session, chatId, banner("ok", "Saved."));
     }),
   );
+
+  /** The last ticks of a schedule, newest first: read from the end of its stream, not all of it. */
+  const recentTicks = async (row: ScheduleRow): Promise<ScheduleEntry["recent"]> => {
+    const events = await reader.readStream(scheduleStreamId(row.scheduleId), {
+      afterVersion: Math.max(0, row.version - RECENT_TICKS),
+    });
+    return events
+      .map((e) => e.event)
+      .flatMap((e) =>
+        e.type === "schedule.ticked"
+          ? [
+              {
+                tickAt: e.tickAt,
+                outcome: e.outcome,
+                runId: e.admittedRunId ?? null,
+                activeRunId: e.activeRunId ?? null,
+                missed: e.missed,
+              },
+            ]
+          : [],
+      )
+      .reverse();
+  };
+
+  const schedulesPage = async (c: Context<Env>, session: Session, notice?: Html, status: 200 | 404 = 200) => {
+    const rows = await listSchedules(reader);
+    const entries = await Promise.all(rows.map(async (row) => ({ row, recent: await recentTicks(row) })));
+    return c.html(
+      layout("Schedules", session, html`${notice ?? ""}${schedulesSection(entries, session)}`),
+      status,
+    );
+  };
+
+  app.get(
+    "/schedules",
+    page((c, session) => schedulesPage(c, session)),
+  );
+
+  for (const action of ["pause", "resume"] as const) {
+    app.post(
+      `/schedules/:scheduleId/${action}`,
+      page(async (c, session) => {
+        const scheduleId = param(c, "scheduleId");
+        try {
+          const operator = await options.operator();
+          const outcome = await operator.schedules[action](scheduleId, { by: session.name });
+          return schedulesPage(
+            c,
+            session,
+            banner(
+              "ok",
+              outcome.changed
+                ? `Recorded: schedule ${scheduleId} ${action === "pause" ? "paused" : "resumed"} by ${session.name}.`
+                : `Schedule ${scheduleId} was already ${outcome.schedule.status}; nothing was written.`,
+            ),
+          );
+        } catch (error) {
+          const reply = errorReply(error);
+          if (reply.status === 500) throw error;
+          return schedulesPage(
+            c,
+            session,
+            banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
+            404,
+          );
+        }
+      }),
+    );
+  }
 
   const auditPage = (session: Session, report?: AuditReport): Html =>
     layout(

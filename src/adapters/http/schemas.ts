@@ -311,6 +311,71 @@ export const WithdrawReply = Schema.Struct({
   detail: Schema.String,
 }).annotations({ identifier: "WithdrawReply" });
 
+/** A schedule as its stream says now (decision 0060). */
+export const ScheduleView = Schema.Struct({
+  scheduleId: Schema.String,
+  cron: Schema.NullOr(Schema.String),
+  everyMs: Schema.NullOr(Schema.Number),
+  timezone: Schema.String,
+  agent: Schema.String,
+  overlap: Schema.Literal("skip", "queue"),
+  catchUp: Schema.Literal("latest", "none"),
+  status: Schema.Literal("active", "paused", "deleted"),
+  /** The next tick; null while paused or deleted. */
+  nextDueAt: Schema.NullOr(Schema.String),
+  lastTick: Schema.NullOr(
+    Schema.Struct({
+      tickAt: Schema.String,
+      inputId: Schema.String,
+      outcome: Schema.Literal("admitted", "queued", "skipped", "missed"),
+      runId: Schema.NullOr(Schema.String),
+      activeRunId: Schema.NullOr(Schema.String),
+      missed: Schema.Number,
+      by: Schema.String,
+      recordedAt: Schema.String,
+    }),
+  ),
+  ticks: Schema.Struct({
+    admitted: Schema.Number,
+    queued: Schema.Number,
+    skipped: Schema.Number,
+    missed: Schema.Number,
+  }),
+  createdAt: Schema.String,
+  updatedAt: Schema.String,
+  version: Schema.Number,
+}).annotations({ identifier: "Schedule" });
+
+/** `GET /api/schedules`. */
+export const SchedulesReply = Schema.Struct({ schedules: Schema.Array(ScheduleView) }).annotations({
+  identifier: "Schedules",
+});
+
+/** `PUT /api/schedules/{scheduleId}`: a schedule's definition and who changes it. */
+export const ScheduleBody = Schema.Struct({
+  cron: Schema.optional(Schema.String),
+  everyMs: Schema.optional(Schema.Number),
+  timezone: Schema.optional(Schema.String),
+  agent: Schema.String,
+  input: Schema.optional(Schema.Unknown),
+  overlap: Schema.optional(Schema.Literal("skip", "queue")),
+  catchUp: Schema.optional(Schema.Literal("latest", "none")),
+  paused: Schema.optional(Schema.Boolean),
+  by: Person,
+}).annotations({ identifier: "ScheduleBody" });
+
+/** `POST /api/schedules/{scheduleId}/pause|resume|delete`: who does it. */
+export const ScheduleChangeBody = Schema.Struct({ by: Person }).annotations({
+  identifier: "ScheduleChangeBody",
+});
+
+/** What a schedule change did. */
+export const ScheduleReply = Schema.Struct({
+  schedule: ScheduleView,
+  /** False when nothing changed (nothing written). */
+  changed: Schema.Boolean,
+}).annotations({ identifier: "ScheduleReply" });
+
 export const AuditReply = Schema.Struct({
   clean: Schema.Boolean,
   findings: Schema.Array(Schema.Unknown),
@@ -401,6 +466,7 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
   const runId = { name: "runId", in: "path", required: true, schema: { type: "string" } };
   const callId = { name: "callId", in: "path", required: true, schema: { type: "string" } };
   const chatId = { name: "chatId", in: "path", required: true, schema: { type: "string" } };
+  const scheduleId = { name: "scheduleId", in: "path", required: true, schema: { type: "string" } };
   return {
     openapi: "3.1.0",
     info: { title: "holdfast", version, description: "The journal's runs, held calls and decisions." },
@@ -503,6 +569,45 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           responses: { ...ok(WithdrawReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
+      "/api/schedules": {
+        get: {
+          summary: "Every schedule: its next and last tick, paused or not (`?all=true`: deleted ones too)",
+          responses: { ...ok(SchedulesReply), ...errors(401) },
+        },
+      },
+      "/api/schedules/{scheduleId}": {
+        get: {
+          summary: "One schedule",
+          parameters: [scheduleId],
+          responses: { ...ok(ScheduleView), ...errors(401, 404) },
+        },
+        put: {
+          summary:
+            "Make or change a schedule (cron + timezone, or everyMs); the same schedule again: changed false, nothing written; a bad cron or time zone is 422 saying what was wrong",
+          parameters: [scheduleId],
+          requestBody: { required: true, content: json(ScheduleBody) },
+          responses: { ...ok(ScheduleReply), ...errors(401, 403, 413, 422) },
+        },
+      },
+      ...Object.fromEntries(
+        (
+          [
+            ["pause", "Pause a schedule: no tick fires until resumed"],
+            ["resume", "Resume a paused schedule from its next tick after now"],
+            ["delete", "Delete a schedule: no tick fires again; its history stays"],
+          ] as const
+        ).map(([action, summary]) => [
+          `/api/schedules/{scheduleId}/${action}`,
+          {
+            post: {
+              summary,
+              parameters: [scheduleId],
+              requestBody: { required: true, content: json(ScheduleChangeBody) },
+              responses: { ...ok(ScheduleReply), ...errors(401, 403, 404, 413, 422) },
+            },
+          },
+        ]),
+      ),
       "/api/audit": {
         post: {
           summary:

@@ -2,11 +2,14 @@ import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
 import type { WithdrawOutcome } from "../../runtime/queue.js";
+import type { Schedules } from "../../runtime/schedules.js";
 import type { SignalOutcome, SignalRequest } from "../../runtime/signal.js";
 import type { Session } from "./security.js";
 
 /** What the server changes the journal through: the same runtime paths as the CLI and the library. */
 export interface OperatorPort {
+  /** Schedules (decision 0060): made and changed by the operator runtime; ticked by workers. */
+  readonly schedules: Schedules;
   decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
   withdraw(

@@ -209,6 +209,19 @@ CREATE TABLE runtimes (
 );
 `,
     },
+    {
+      id: 8,
+      name: "schedules by next tick",
+      // The schedule index tick passes read (decision 0060): one row per active schedule with its
+      // next tick, written in the transaction of the schedule's events; paused and deleted have none.
+      sql: `
+CREATE TABLE schedules_due (
+  schedule_id TEXT PRIMARY KEY,
+  due_at      INTEGER NOT NULL
+);
+CREATE INDEX schedules_due_by_time ON schedules_due (due_at);
+`,
+    },
   ];
 
 /** The schema version a journal has after every migration: the last migration's id. */

@@ -11,6 +11,7 @@ import type {
   ClaimOptions,
   CommitOrigin,
   DroppedStream,
+  DueSchedule,
   DueWait,
   Journal,
   LivenessSnapshot,
@@ -47,7 +48,9 @@ import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation }
 import {
   type AdmissionRow,
   type ClaimRow,
+  type DueScheduleRow,
   type DueWaitRow,
+  dueScheduleOf,
   dueWaitOf,
   type EventRow,
   type HeadRow,
@@ -559,6 +562,10 @@ export class PostgresJournal implements Journal {
 
   async dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>> {
     return (await this.rows<DueWaitRow>(SQL.dueWaits, [nowMs, limit])).map(dueWaitOf);
+  }
+
+  async dueSchedules(nowMs: number, limit: number): Promise<ReadonlyArray<DueSchedule>> {
+    return (await this.rows<DueScheduleRow>(SQL.dueSchedules, [nowMs, limit])).map(dueScheduleOf);
   }
 
   async idleQueues(): Promise<ReadonlyArray<string>> {

@@ -248,6 +248,18 @@ CREATE TABLE ${s}.runtimes (
 );
 `,
   },
+  {
+    id: 9,
+    name: "schedules by next tick",
+    // As libSQL's migration 8: the schedule index tick passes read (decision 0060).
+    sql: (s) => `
+CREATE TABLE ${s}.schedules_due (
+  schedule_id text PRIMARY KEY,
+  due_at bigint NOT NULL
+);
+CREATE INDEX schedules_due_by_time ON ${s}.schedules_due (due_at);
+`,
+  },
 ];
 
 /** The schema version a journal has after every migration: the last migration's id. */

@@ -27,7 +27,11 @@ export type GuardWrite =
       readonly callId: string;
     }
   /** The run left its wait (woken, or cancelled while waiting): its row in the due index goes. */
-  | { readonly kind: "unwait"; readonly runId: string };
+  | { readonly kind: "unwait"; readonly runId: string }
+  /** A schedule's next tick (decision 0060): its row in the schedule index tick passes read. */
+  | { readonly kind: "schedule-due"; readonly scheduleId: string; readonly dueAtMs: number }
+  /** A schedule paused or deleted: no row, no tick. */
+  | { readonly kind: "schedule-off"; readonly scheduleId: string };
 
 export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   if (event.type === "run.admitted") {
@@ -67,6 +71,14 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
       { kind: "finish", runId: event.runId },
       { kind: "unwait", runId: event.runId },
     ];
+  if (event.type === "schedule.upserted")
+    return event.nextDueAt === null
+      ? [{ kind: "schedule-off", scheduleId: event.scheduleId }]
+      : [{ kind: "schedule-due", scheduleId: event.scheduleId, dueAtMs: Date.parse(event.nextDueAt) }];
+  if (event.type === "schedule.resumed" || event.type === "schedule.ticked")
+    return [{ kind: "schedule-due", scheduleId: event.scheduleId, dueAtMs: Date.parse(event.nextDueAt) }];
+  if (event.type === "schedule.paused" || event.type === "schedule.deleted")
+    return [{ kind: "schedule-off", scheduleId: event.scheduleId }];
   if (event.type === "input.queued") return [{ kind: "queue", chatId: event.chatId }];
   if (event.type === "input.admitted" || event.type === "input.withdrawn")
     return [{ kind: "dequeue", chatId: event.chatId }];

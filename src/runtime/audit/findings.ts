@@ -21,6 +21,7 @@ export const FINDING_KINDS = [
   "admission-mismatch",
   "guard-mismatch",
   "queue-mismatch",
+  "schedule-mismatch",
   "projection-rejected",
   "projection-missing",
   "projection-extra",
