@@ -106,6 +106,7 @@ export {
   StaleDecision,
   TransitionRejected,
   UnknownAgent,
+  UnknownAgentVersion,
   UnknownTool,
   WrongExpectedVersion,
 } from "./runtime/errors.js";

@@ -51,6 +51,7 @@ export const readLiveness = async (reader: JournalReader): Promise<Liveness> => 
         agent: run.agent,
         owner,
         runtimes: runtimesFor(run.agent),
+        versionsLive: live.versionsLive,
         ...(options.hint === undefined ? {} : { hint: options.hint }),
       });
     },

@@ -234,6 +234,7 @@ const emptyReport: RecoveryReport = {
   held: [],
   ownedElsewhere: [],
   notHere: [],
+  versionMissing: [],
   needsAttention: [],
   replayed: [],
   reconciled: [],
