@@ -3,8 +3,8 @@ import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events
 import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
-import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import { AgentRegistry } from "./agents.js";
+import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import type { EngineCore, Interrupter } from "./core.js";
 import {
   continueHere,
