@@ -432,7 +432,7 @@ const recoverClaimed = async (
     );
     return null;
   }
-  if (!agent) throw new Error(`agent "${contextOf(fold).agent.name}" is not registered here`);
+  if (!agent) throw new Error(`agent "${agentRef(contextOf(fold).agent)}" is not registered here`);
   if (interruptions.length >= core.maxInterruptions) {
     holds.unshift(crashLoopReason(interruptions));
     for (const { call } of replays) holds.push(replayWithheldReason(call));
