@@ -353,6 +353,7 @@ const runWorker = async (
         chatId: string;
         inputId: string;
         agent: string;
+        agentVersion?: unknown;
         content: unknown;
         whenBusy?: unknown;
       };
@@ -363,6 +364,8 @@ const runWorker = async (
         chatId: request.chatId,
         inputId: request.inputId,
         agent: request.agent,
+        // Checked by submit: a string naming a registered version (decision 0062).
+        ...(request.agentVersion === undefined ? {} : { agentVersion: request.agentVersion as string }),
         content: request.content ?? null,
         ...(whenBusy === undefined ? {} : { whenBusy }),
       });
