@@ -79,7 +79,7 @@ export class UnknownAgentVersion extends Data.TaggedError("UnknownAgentVersion")
   readonly known: ReadonlyArray<string>;
 }> {
   override get message(): string {
-    return `agent "${this.agent}" has no version "${this.version}" in this runtime; registered versions: ${this.known.join(", ")}. Register it in openRuntime({ agents }), or leave agentVersion out to take the newest (${this.known.at(-1)})`;
+    return `agent "${this.agent}" has no version "${this.version}" in this runtime (registered versions: ${this.known.join(", ")}); register it in openRuntime({ agents }), or leave agentVersion out to take the newest (${this.known.at(-1)})`;
   }
 }
 

@@ -175,7 +175,7 @@ describe.each(engines)("agent versions side by side (%s)", (_engine, storeOf) =>
       });
       await expect(unknown).rejects.toBeInstanceOf(UnknownAgentVersion);
       await expect(unknown).rejects.toThrow(
-        'agent "greeter" has no version "3" in this runtime; registered versions: 1, 2',
+        'agent "greeter" has no version "3" in this runtime (registered versions: 1, 2)',
       );
 
       expect(witnessLines(witness)).toEqual([
