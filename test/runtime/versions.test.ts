@@ -278,6 +278,49 @@ describe.each(engines)("agent versions side by side (%s)", (_engine, storeOf) =>
     }
   }, 90_000);
 
+  it("a held v1 run decided through a v2-only runtime is not executed there; readers and what happens next say agent-version-missing; v1 finishes it", async () => {
+    const store = await storeOf();
+    const witness = join(tempDir(), "witness.txt");
+    process.env.HF_WITNESS = witness;
+    const runs = await admitAndKill(store, witness, "held:1:hold", "1");
+    const runId = runs.held!;
+    // A runtime with v1 recovers it: the model call is in doubt and holds the run.
+    const first = await open(store, [v1]);
+    await first.close();
+    const onlyV2 = await open(store, [v2]);
+    try {
+      const row = await onlyV2.run(runId);
+      expect(row).toMatchObject({ status: "held", agent: "greeter@1" });
+      const outcome = await onlyV2.decide(runId, {
+        basedOnVersion: row!.version,
+        decidedBy: "ada",
+        decision: "confirmed-not-completed",
+        note: "the model call did not answer",
+      });
+      // Decided here, but not continued here: v2 is not the run's code.
+      expect(onlyV2.executing).toBe(0);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await onlyV2.run(runId))?.status).toBe("running");
+      expect(outcome).toMatchObject({ runId });
+      const shown = await runCli(["show", runId, "--db", store, "--json"]);
+      const view = JSON.parse(shown.stdout) as { run: Record<string, unknown>; next: { text: string } };
+      expect(view.run).toMatchObject({ waitReason: "agent-version-missing", versionsLive: ["greeter@2"] });
+      expect(view.next.text).toContain(
+        'no runtime with agent "greeter@1" is live now (agent-version-missing: live runtimes have greeter@2 and leave it alone)',
+      );
+    } finally {
+      await onlyV2.close();
+    }
+    expect(witnessLines(witness)).toEqual(["v1:held:a"]);
+    const withV1 = await open(store, [v1]);
+    try {
+      expect(await withV1.wait(runId)).toMatchObject({ status: "completed", output: { version: "1" } });
+      expect(witnessLines(witness)).toEqual(["v1:held:a", "v1:held:b"]);
+    } finally {
+      await withV1.close();
+    }
+  }, 60_000);
+
   it("a queued input takes the newest version of the runtime that admits it, unless its submit named one", async () => {
     const store = await storeOf();
     process.env.HF_WITNESS = join(tempDir(), "witness.txt");

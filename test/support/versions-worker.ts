@@ -3,9 +3,10 @@
  *   HF_DB        journal (libSQL file or PostgreSQL URL)
  *   HF_WITNESS   witness file: one line per effect that ran, labelled with the agent version that ran it
  *   HF_VERSIONS  the versions of agent `greeter` this process registers, in order (e.g. "1", "2", "1,2")
- *   HF_MODE      "submit": admit one run per entry of HF_RUNS (`<chat>:<version>:<hang|sleep>`) with that
- *                agentVersion named, and print `{kind: "ready", runs}` once each hangs in its model call
- *                (`hang`) or parked in its sleep (`sleep`, HF_SLEEP_MS); "serve": open the runtime
+ *   HF_MODE      "submit": admit one run per entry of HF_RUNS (`<chat>:<version>:<hang|hold|sleep>`) with
+ *                that agentVersion named, and print `{kind: "ready", runs}` once each hangs in its model
+ *                call (`hang`: replayed by recovery; `hold`: held by it) or parked in its sleep (`sleep`,
+ *                HF_SLEEP_MS); "serve": open the runtime
  *                (recovery on open, its wake loop, a recovery pass every HF_PASS_MS if set) and print
  *                `{kind: "open", workerId}`.
  * Either way the process stays up until the test kills it with SIGKILL.
@@ -34,10 +35,11 @@ export const greeterVersion = (version: string) =>
   defineAgent({
     name: "greeter",
     version,
-    run: async (turn, input: { readonly how: "hang" | "sleep" | "plain"; readonly ms?: number }) => {
+    run: async (turn, input: { readonly how: "hang" | "hold" | "sleep" | "plain"; readonly ms?: number }) => {
       await turn.tool(step, { label: `v${version}:${turn.chatId}:a` });
-      if (input.how === "hang")
-        // In doubt when the process dies; `replay` lets recovery run it again with no decision.
+      if (input.how === "hang" || input.how === "hold")
+        // In doubt when the process dies; `replay` lets recovery run it again with no decision,
+        // `hold` (the default) holds the run for a person.
         await turn.model(
           "think",
           {},
@@ -45,7 +47,7 @@ export const greeterVersion = (version: string) =>
             env.HF_MODE === "submit"
               ? new Promise<string>(() => hanging.push(() => undefined))
               : Promise.resolve("thought"),
-          { inDoubt: "replay" },
+          { inDoubt: input.how === "hang" ? "replay" : "hold" },
         );
       if (input.how === "sleep") await turn.sleep(input.ms ?? 1_000);
       await turn.tool(step, { label: `v${version}:${turn.chatId}:b` });
@@ -68,7 +70,7 @@ const main = async () => {
   if (env.HF_MODE === "submit") {
     const runs: Record<string, string> = {};
     for (const entry of (env.HF_RUNS ?? "").split(" ").filter(Boolean)) {
-      const [chatId, version, how] = entry.split(":") as [string, string, "hang" | "sleep"];
+      const [chatId, version, how] = entry.split(":") as [string, string, "hang" | "hold" | "sleep"];
       const handle = await runtime.submit({
         chatId,
         inputId: "i",
@@ -80,7 +82,9 @@ const main = async () => {
       if (how === "sleep") await handle.result;
     }
     // Every `hang` run is in its model call now (its intent committed before the call started).
-    const hangs = (env.HF_RUNS ?? "").split(" ").filter((e) => e.endsWith(":hang")).length;
+    const hangs = (env.HF_RUNS ?? "")
+      .split(" ")
+      .filter((e) => e.endsWith(":hang") || e.endsWith(":hold")).length;
     while (hanging.length < hangs) await new Promise((r) => setTimeout(r, 20));
     out({ kind: "ready", runs });
   } else out({ kind: "open", workerId: runtime.workerId });
