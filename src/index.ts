@@ -110,6 +110,7 @@ export {
   StaleDecision,
   TransitionRejected,
   UnknownAgent,
+  UnknownAgentVersion,
   UnknownTool,
   WrongExpectedVersion,
 } from "./runtime/errors.js";

@@ -7,6 +7,7 @@ import { quickstart } from "../examples/quickstart.js";
 import { scheduleExample } from "../examples/schedule.js";
 import { signalExample } from "../examples/signal.js";
 import { sleepExample } from "../examples/sleep.js";
+import { versionsExample } from "../examples/versions.js";
 import { useTempDir } from "./support/tmp.js";
 
 const tempDir = useTempDir();
@@ -69,12 +70,37 @@ describe("examples", () => {
     });
   });
 
-  it("`npx tsx examples/signal.ts` and `examples/sleep.ts` print their completed results", () => {
+  it("the README's agent versions example: a run admitted by v1 re-executes on v1 beside v2; new inputs take v2 unless they name v1", async () => {
+    expect(await versionsExample(join(tempDir(), "journal.db"))).toEqual({
+      parked: "waiting",
+      old: {
+        agent: "greeter@1",
+        done: expect.objectContaining({
+          status: "completed",
+          output: { hello: "Hello, Ada", bye: "Bye", by: "v1" },
+        }),
+      },
+      fresh: {
+        agent: "greeter@2",
+        done: expect.objectContaining({ status: "completed", output: { hello: "Hi Bob!", by: "v2" } }),
+      },
+      pinned: {
+        agent: "greeter@1",
+        done: expect.objectContaining({
+          status: "completed",
+          output: { hello: "Hello, Cy", bye: "Bye", by: "v1" },
+        }),
+      },
+    });
+  });
+
+  it("`npx tsx examples/signal.ts`, `examples/sleep.ts` and `examples/versions.ts` print their completed results", () => {
     const root = join(import.meta.dirname, "..");
     const loader = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
     for (const [file, output] of [
-      ["signal.ts", { refunded: true }],
-      ["sleep.ts", { remindedAfterMs: 500 }],
+      ["signal.ts", { done: { status: "completed", output: { refunded: true } } }],
+      ["sleep.ts", { done: { status: "completed", output: { remindedAfterMs: 500 } } }],
+      ["versions.ts", { old: { done: { output: { by: "v1" } } }, fresh: { done: { output: { by: "v2" } } } }],
     ] as const) {
       const ran = spawnSync(process.execPath, ["--import", loader, join(root, "examples", file)], {
         cwd: tempDir(),
@@ -83,7 +109,7 @@ describe("examples", () => {
         timeout: 60_000,
       });
       expect(ran.status, ran.stderr).toBe(0);
-      expect(JSON.parse(ran.stdout)).toMatchObject({ done: { status: "completed", output } });
+      expect(JSON.parse(ran.stdout)).toMatchObject(output);
     }
   }, 120_000);
 

@@ -41,6 +41,12 @@ import { traceJournal } from "./tracing/traceJournal.js";
 export interface RuntimeOptions {
   /** A journal file path (default `.holdfast/journal.db`, or `HOLDFAST_STORE`). */
   readonly store?: string;
+  /**
+   * The agents this runtime executes. Several versions of one agent may be registered side by side
+   * (decision 0062): a run executes only on the version that admitted it, and new inputs take the
+   * newest — the version of that name registered last here — unless `submit` names `agentVersion`.
+   * The same `name@version` twice is refused.
+   */
   readonly agents?: ReadonlyArray<AnyAgentDef>;
   readonly tools?: ReadonlyArray<AnyToolDef>;
   /**
@@ -242,6 +248,7 @@ const emptyReport: RecoveryReport = {
   held: [],
   ownedElsewhere: [],
   notHere: [],
+  versionMissing: [],
   needsAttention: [],
   replayed: [],
   reconciled: [],

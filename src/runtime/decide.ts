@@ -462,7 +462,7 @@ const continueAfter = async (
 
 /**
  * A run the journal now says is running, with no execution (after a decision, a retry grant, a
- * resume): executed here when this runtime has its agent and gets the claim; otherwise whoever owns
+ * resume): executed here when this runtime has its agent's version and gets the claim; otherwise whoever owns
  * it, or the next recovery with the agent registered, continues it. Its result, either way.
  */
 export const continueHere = async (
@@ -473,8 +473,9 @@ export const continueHere = async (
   const waiting = () => ({ result: handled(core.wait(runId)) });
   if (statusOf(writer.fold) !== "running") return waiting();
   const context = contextOf(writer.fold);
-  const agent = core.agents.get(context.agent.name);
-  // Only a runtime that can execute the run claims it (an operator's runtime never does).
+  // Only a runtime that can execute the run claims it (an operator's runtime never does), with the
+  // version that admitted it (decision 0062).
+  const agent = core.agents.get(context.agent.name, context.agent.version);
   const claim = agent ? await core.ownership.claim(runId) : null;
   if (!agent || !claim) return waiting();
   writer.setFence(core.ownership.fence(runId));

@@ -3,6 +3,7 @@ import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events
 import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
+import { AgentRegistry } from "./agents.js";
 import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import type { EngineCore, Interrupter } from "./core.js";
 import {
@@ -144,7 +145,7 @@ export class Engine implements EngineCore {
   readonly masker: Masker;
   readonly workerId: string;
   readonly leaseMs: number;
-  readonly agents: ReadonlyMap<string, AnyAgentDef>;
+  readonly agents: AgentRegistry;
   readonly tools: ReadonlyMap<string, AnyToolDef>;
   readonly allowlist: Readonly<Record<string, string>>;
   readonly ownership: Ownership;
@@ -174,7 +175,7 @@ export class Engine implements EngineCore {
     this.workerId = options.workerId;
     this.leaseMs = options.leaseMs;
     this.masker = makeMasker(options.secrets);
-    this.agents = uniqueByName("agent", options.agents);
+    this.agents = new AgentRegistry(options.agents);
     this.tools = uniqueByName("tool", options.tools);
     this.limiter = new Limiter(Math.max(1, options.recoveryConcurrency));
     this.allowlist = options.allowlist ?? {};
@@ -195,7 +196,7 @@ export class Engine implements EngineCore {
               workerId: options.workerId,
               host: options.presence.host,
               pid: options.presence.pid,
-              agents: [...this.agents.values()].map((agent) => `${agent.name}@${agent.version}`),
+              agents: this.agents.refs(),
               recoversEveryMs: options.presence.recoversEveryMs,
             },
             options.leaseMs,
@@ -398,7 +399,7 @@ export class Engine implements EngineCore {
   }
 
   get agentNames(): string[] {
-    return [...this.agents.keys()];
+    return this.agents.names();
   }
 
   get toolNames(): string[] {

@@ -72,6 +72,17 @@ export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
   }
 }
 
+/** A submit names a version of an agent this runtime does not have (decision 0062). */
+export class UnknownAgentVersion extends Data.TaggedError("UnknownAgentVersion")<{
+  readonly agent: string;
+  readonly version: string;
+  readonly known: ReadonlyArray<string>;
+}> {
+  override get message(): string {
+    return `agent "${this.agent}" has no version "${this.version}" in this runtime (registered versions: ${this.known.join(", ")}); register it in openRuntime({ agents }), or leave agentVersion out to take the newest (${this.known.at(-1)})`;
+  }
+}
+
 /** A call names a tool this runtime was not given. */
 export class UnknownTool extends Data.TaggedError("UnknownTool")<{
   readonly tool: string;

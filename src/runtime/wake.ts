@@ -22,8 +22,8 @@ export const WAKE_SCAN_MAX = 4096;
  * signal recorded for a signal wait, which makes it due at once): found by the due index, claimed like any run
  * (a run another live worker holds is left to it), then woken with `run.woken` and the wait call's
  * outcome in one commit on the version read — a second waker finds the run moved and writes
- * nothing, so a timer fires once — and re-executed from the journal. Only runs whose agent this
- * runtime has; the executions started are returned.
+ * nothing, so a timer fires once — and re-executed from the journal. Only runs whose agent version
+ * this runtime has; the executions started are returned.
  */
 export const wakeDue = async (
   core: EngineCore,
@@ -42,7 +42,9 @@ export const wakeDue = async (
       if (core.isLive(runId) || core.closing) continue;
       const row = await core.journal.projection<RunRow>("runs", runId);
       if (row?.status !== "waiting") continue;
-      if (!core.agents.has(row.agent.slice(0, row.agent.lastIndexOf("@")))) continue;
+      // Only the version that admitted the run executes it (decision 0062): a worker without it
+      // does not claim it, and leaves it waiting (agent-version-missing) for one that has it.
+      if (!core.agents.ofRef(row.agent)) continue;
       wanted.push(runId);
     }
     if (wanted.length >= WAKE_BATCH || due.length < limit || limit >= WAKE_SCAN_MAX) break;
@@ -88,7 +90,7 @@ const wakeClaimed = async (
   const context = contextOf(fold);
   const waiting = context.waiting;
   const now = Date.now();
-  const agent = core.agents.get(context.agent.name);
+  const agent = core.agents.get(context.agent.name, context.agent.version);
   // A signal wait takes the oldest buffered signal of its name, whether or not its timeout passed.
   const signal = waiting?.wait === "signal" ? bufferedSignal(context, waiting.name ?? "") : undefined;
   const due = waiting?.dueAt === undefined ? Number.POSITIVE_INFINITY : Date.parse(waiting.dueAt);

@@ -3,7 +3,7 @@ import type { HtmlEscapedString } from "hono/utils/html";
 import type { DecisionKind } from "../../events/index.js";
 import type { RunRow, ScheduleRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
-import { ownerText, stalledDetail, stalledText } from "../../runtime/liveness.js";
+import { ownerText, stalledDetail, stalledText, versionMissingText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
 import type { LiveRunRow } from "../liveness.js";
 import type { Session } from "./security.js";
@@ -126,15 +126,21 @@ export const banner = (kind: "error" | "stale" | "ok", text: Html | string): Htm
   html`<div class="banner banner-${kind}" role="${kind === "ok" ? "status" : "alert"}">${text}</div>`;
 
 export const statusLabel = (
-  run: Pick<RunRow, "status" | "needsAttention" | "agent" | "waiting"> & { readonly stalled?: boolean },
+  run: Pick<RunRow, "status" | "needsAttention" | "agent" | "waiting"> & {
+    readonly stalled?: boolean;
+    readonly waitReason?: string | null;
+    readonly versionsLive?: ReadonlyArray<string>;
+  },
 ): Html =>
-  run.stalled
-    ? html`<span class="status status-stalled" title="${stalledText(run.agent)}">${stalledText(run.agent)}</span>`
-    : html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
-        run.status === "waiting" && run.waiting
-          ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
-          : ""
-      }`;
+  run.waitReason === "agent-version-missing"
+    ? html`<span class="status status-stalled status-version-missing" title="${versionMissingText({ agent: run.agent, versionsLive: run.versionsLive ?? [] })}">waiting — agent-version-missing</span>`
+    : run.stalled
+      ? html`<span class="status status-stalled" title="${stalledText(run.agent)}">${stalledText(run.agent)}</span>`
+      : html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
+          run.status === "waiting" && run.waiting
+            ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
+            : ""
+        }`;
 
 /** A run's owner as people read it (host and pid), the full worker id in the tooltip. */
 export const ownerLabel = (run: LiveRunRow): Html | string =>
@@ -464,6 +470,7 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
           : ""
       }
       ${run.stalled ? html`<dt>stalled</dt><dd id="run-stalled">${stalledDetail(run, view.now)}</dd>` : ""}
+      ${run.waitReason === "agent-version-missing" ? html`<dt>waits for</dt><dd id="run-version-missing">${versionMissingText(run)}</dd>` : ""}
       ${view.next ? html`<dt>next</dt><dd id="run-next" data-live="${view.next.live ? "yes" : "no"}">${view.next.text}</dd>` : ""}
       <dt>chat</dt><dd class="mono"><a href="/chats/${encodeURIComponent(run.chatId)}/plan">${run.chatId}</a> (its plan)</dd>
       <dt>input</dt><dd class="mono">${run.inputId}</dd>

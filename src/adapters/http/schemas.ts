@@ -85,6 +85,8 @@ export const RunSummary = Schema.Struct({
   stalled: Schema.Boolean,
   stalledBecause: Schema.NullOr(Schema.Literal("lease-expired", "owner-dead", "no-owner")),
   stalledSince: Schema.NullOr(Schema.String),
+  waitReason: Schema.NullOr(Schema.Literal("agent-version-missing")),
+  versionsLive: Schema.Array(Schema.String),
 }).annotations({ identifier: "RunSummary" });
 
 /** Which runtime continues a run and whether one is live now: the sentence the CLI and the panel say too. */

@@ -174,7 +174,9 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   if (!row) throw new RunNotFound({ runId });
   const liveness = await readLiveness(journal);
   const run = liveness.of(row);
-  const active = run.status === "running" || run.status === "interrupted";
+  // A waiting run whose agent version is missing says what happens next too (decision 0063).
+  const active =
+    run.status === "running" || run.status === "interrupted" || run.waitReason === "agent-version-missing";
   const events = await journal.readStream(runStreamId(runId));
   let context: RunContext | null = null;
   try {
