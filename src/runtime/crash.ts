@@ -17,7 +17,15 @@ export type CrashPointName =
   | "after-replay-authorized"
   | QueueCrashPointName
   | RetryCrashPointName
-  | SignalCrashPointName;
+  | SignalCrashPointName
+  | ApprovalCrashPointName;
+
+/**
+ * Crash points of an approval (decision 0057): right after `approval.recorded` committed, before
+ * the approver returns or wakes anything; and right after the wake-up committed, before the
+ * approved call's next attempt (its intent) is written. Apart from {@link CRASH_POINTS}.
+ */
+export type ApprovalCrashPointName = "after-approval" | "after-approval-wake";
 
 /**
  * A crash point of a signal (decision 0054): right after `signal.received` committed, before the
