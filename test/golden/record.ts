@@ -596,11 +596,25 @@ const approved: Scenario = async (dir) => {
     while ((await runtime.run(runId))?.status !== status) await new Promise((r) => setTimeout(r, 20));
   };
   const version = async (runId: string) => (await runtime.events(runId)).at(-1)!.version;
-  const yes = await runtime.submit({ chatId: "chat-approved", inputId: "m1", agent: "payer", content: { amount: 500 } });
+  const yes = await runtime.submit({
+    chatId: "chat-approved",
+    inputId: "m1",
+    agent: "payer",
+    content: { amount: 500 },
+  });
   await yes.result;
-  await runtime.approve(yes.runId, 0, { by: "ada", note: "budgeted", basedOnVersion: await version(yes.runId) });
+  await runtime.approve(yes.runId, 0, {
+    by: "ada",
+    note: "budgeted",
+    basedOnVersion: await version(yes.runId),
+  });
   await until(yes.runId, "completed");
-  const edited = await runtime.submit({ chatId: "chat-edited", inputId: "m1", agent: "payer", content: { amount: 900 } });
+  const edited = await runtime.submit({
+    chatId: "chat-edited",
+    inputId: "m1",
+    agent: "payer",
+    content: { amount: 900 },
+  });
   await edited.result;
   await runtime.approve(edited.runId, 0, {
     by: "ada",
@@ -609,9 +623,18 @@ const approved: Scenario = async (dir) => {
     args: { invoice: "INV-1", amount: 450 },
   });
   await until(edited.runId, "completed");
-  const no = await runtime.submit({ chatId: "chat-denied", inputId: "m1", agent: "payer", content: { amount: 700 } });
+  const no = await runtime.submit({
+    chatId: "chat-denied",
+    inputId: "m1",
+    agent: "payer",
+    content: { amount: 700 },
+  });
   await no.result;
-  await runtime.deny(no.runId, 0, { by: "bob", note: "not this month", basedOnVersion: await version(no.runId) });
+  await runtime.deny(no.runId, 0, {
+    by: "bob",
+    note: "not this month",
+    basedOnVersion: await version(no.runId),
+  });
   await until(no.runId, "completed");
   await runtime.close();
   return db;

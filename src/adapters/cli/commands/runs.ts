@@ -13,7 +13,13 @@ export interface RunsOptions {
 }
 
 const statusText = (run: LiveRunRow): string =>
-  run.stalled ? stalledText(run.agent) : run.needsAttention ? `${run.status} (needs attention)` : run.status;
+  run.stalled
+    ? stalledText(run.agent)
+    : run.needsAttention
+      ? `${run.status} (needs attention)`
+      : run.status === "waiting" && run.waiting?.wait === "approval"
+        ? "awaiting approval"
+        : run.status;
 
 /** Who runs it: host and pid (the full worker id is in `--json`). */
 const ownerColumn = (run: LiveRunRow): string =>
