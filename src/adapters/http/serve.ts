@@ -45,7 +45,16 @@ export interface ServeOptions {
    */
   readonly runtime?: Pick<
     Runtime,
-    "decide" | "grantRetry" | "cancel" | "pause" | "resume" | "documents" | "withdraw" | "signal"
+    | "decide"
+    | "grantRetry"
+    | "cancel"
+    | "pause"
+    | "resume"
+    | "documents"
+    | "withdraw"
+    | "signal"
+    | "approve"
+    | "deny"
   >;
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;
