@@ -49,16 +49,19 @@ describe("the JSON API: approvals", () => {
     const token = server.token.token;
     const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "shipper", content: null });
     expect(await handle.result).toMatchObject({ status: "waiting", wait: "approval" });
-    const view = await (
+    const view = (await (
       await fetch(`${server.url}/api/runs/${handle.runId}`, { headers: { authorization: `Bearer ${token}` } })
-    ).json();
+    ).json()) as { run: { waiting: unknown } };
     expect(view.run.waiting).toMatchObject({ wait: "approval", callId: `${handle.runId}/0` });
     const version = (await runtime.events(handle.runId)).at(-1)!.version;
     const path = `/api/runs/${handle.runId}/calls/0/approve`;
     expect((await post(path, { basedOnVersion: version, by: "ada" }, null)).status).toBe(401);
     const stale = await post(path, { basedOnVersion: version - 1, by: "ada" }, token);
     expect(stale.status).toBe(409);
-    expect((await stale.json()).error).toMatchObject({ code: "stale-decision", currentVersion: version });
+    expect(((await stale.json()) as { error: unknown }).error).toMatchObject({
+      code: "stale-decision",
+      currentVersion: version,
+    });
     const deny = await post(
       `/api/runs/${handle.runId}/calls/0/deny`,
       { basedOnVersion: version, by: "ada" },
@@ -80,6 +83,6 @@ describe("the JSON API: approvals", () => {
     expect(effects).toEqual(["o-1"]);
     const again = await post(path, { basedOnVersion: version + 1, by: "ada" }, token);
     expect(again.status).toBe(409);
-    expect((await again.json()).error.code).toBe("not-awaiting-approval");
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe("not-awaiting-approval");
   });
 });
