@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
+import { approvalExample } from "../examples/approval.js";
 import { auditEvidence } from "../examples/audit.js";
 import { quickstart } from "../examples/quickstart.js";
 import { signalExample } from "../examples/signal.js";
@@ -52,12 +53,22 @@ describe("examples", () => {
     });
   });
 
+  it("the README's approvals example: an approved payment runs once with the edited amount; a denied one never runs", async () => {
+    expect(await approvalExample(join(tempDir(), "journal.db"))).toMatchObject({
+      parked: "waiting",
+      approved: { status: "completed", output: { invoice: "INV-1", amount: 450, paid: true } },
+      denied: { status: "completed", output: { paid: false, why: "not a supplier we know", by: "bob" } },
+      paid: ["INV-1: 450"],
+    });
+  });
+
   it("`npx tsx examples/signal.ts` and `examples/sleep.ts` print their completed results", () => {
     const root = join(import.meta.dirname, "..");
     const loader = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
     for (const [file, output] of [
       ["signal.ts", { refunded: true }],
       ["sleep.ts", { remindedAfterMs: 500 }],
+      ["approval.ts", { amount: 450, paid: true }],
     ] as const) {
       const ran = spawnSync(process.execPath, ["--import", loader, join(root, "examples", file)], {
         cwd: tempDir(),
@@ -66,7 +77,8 @@ describe("examples", () => {
         timeout: 60_000,
       });
       expect(ran.status, ran.stderr).toBe(0);
-      expect(JSON.parse(ran.stdout)).toMatchObject({ done: { status: "completed", output } });
+      const printed = JSON.parse(ran.stdout);
+      expect(printed.done ?? printed.approved).toMatchObject({ status: "completed", output });
     }
   }, 120_000);
 
