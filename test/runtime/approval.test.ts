@@ -304,7 +304,8 @@ describe.each(engines)("approvals (%s)", (_name, storeOf) => {
       expect(await ended(runtime, a.runId)).toMatchObject({ status: "cancelled" });
       const b = await runtime.submit({ chatId: "b", inputId: "i", agent: "wirer", content: null });
       await b.result;
-      await runtime.pause(b.runId, { by: "ada", note: "wait" });
+      const paused = await runtime.pause(b.runId, { by: "ada", note: "wait" });
+      expect(paused.message).toContain(`for approval of ${b.runId}/0`);
       expect((await runtime.run(b.runId))?.status).toBe("waiting");
       await runtime.approve(b.runId, 0, { by: "ada", basedOnVersion: await versionOf(runtime, b.runId) });
       expect(await ended(runtime, b.runId)).toMatchObject({ status: "paused" });
