@@ -39,6 +39,7 @@ import {
   ApprovalDenied,
   CallAfterReturn,
   CallFailed,
+  DefiniteFailure,
   FencedOut,
   InvalidInput,
   InvalidToolArgs,
@@ -102,6 +103,32 @@ const bufferedSignalOf = (fold: RunFold, name: string): RunSignal | undefined =>
 
 const isRejected = (error: unknown): boolean =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
+
+/**
+ * The approved attempt of a call whose arguments an approver edited (decision 0057): it runs with
+ * them. Edited arguments the tool's Schema rejects (the approver's process did not know the tool)
+ * make the attempt a definite failure, recorded after its intent, with no effect started.
+ */
+const editedSpec = <R>(
+  spec: CallSpec<R>,
+  approval: NonNullable<CallSpec<R>["approval"]>,
+  args: unknown,
+): CallSpec<R> => {
+  try {
+    return { ...spec, args, runArgs: approval.decode(args) };
+  } catch (error) {
+    const { probe: _probe, retry: _retry, settled: _settled, ...rest } = spec;
+    const why = error instanceof Error ? error.message : String(error);
+    return {
+      ...rest,
+      args,
+      runArgs: args,
+      run: async () => {
+        throw new DefiniteFailure(`the approver's edited arguments do not fit tool "${spec.name}": ${why}`);
+      },
+    };
+  }
+};
 
 /** Marks the calls made inside `turn.cleanup(fn)`: they run while the run is being cancelled. */
 const cleanupScope = new AsyncLocalStorage<true>();
@@ -808,7 +835,7 @@ export class TurnImpl implements Turn, AttemptHost {
             // An approver edited the arguments: the approved attempt runs with them (decision 0057).
             if (known.approval?.decision === "approved" && spec.approval) {
               const edited = this.cursor.editedArgs(callId);
-              if (edited) spec = { ...spec, args: edited.args, runArgs: spec.approval.decode(edited.args) };
+              if (edited) spec = editedSpec(spec, spec.approval, edited.args);
             }
             // A policy retry scheduled before a crash: only the rest of its recorded wait is left.
             if (known.status === "authorized" && known.dueAt !== undefined) {

@@ -292,6 +292,42 @@ describe.each(engines)("approvals (%s)", (_name, storeOf) => {
     }
   });
 
+  it("edited arguments the tool's Schema rejects, approved where the tool is unknown, fail the call definitely after its intent; no effect runs", async () => {
+    effects.length = 0;
+    const store = await storeOf();
+    const runtime = await open(store);
+    const operator = await openRuntime({ store, tracing: false, recovery: { onOpen: false } });
+    try {
+      const handle = await runtime.submit({
+        chatId: "c",
+        inputId: "i",
+        agent: "payer",
+        content: { amount: 500 },
+      });
+      await handle.result;
+      await operator.approve(handle.runId, 0, {
+        by: "ada",
+        note: "typo",
+        basedOnVersion: await versionOf(runtime, handle.runId),
+        args: { invoice: "INV-1" },
+      });
+      // Not handled by the agent: a definite failure holds the run for a person, as any other.
+      expect(await ended(runtime, handle.runId)).toMatchObject({
+        status: "held",
+        reasons: [
+          { code: "decision-needed", detail: expect.stringContaining("edited arguments do not fit") },
+        ],
+      });
+      expect(effects).toEqual([]);
+      const events = await runtime.events(handle.runId);
+      expect(typesOf(events).filter((t) => t === "call.intended")).toHaveLength(2);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await operator.close();
+      await runtime.close();
+    }
+  });
+
   it("a run awaiting approval is cancelled at once; a paused one stays waiting and parks paused once approved", async () => {
     effects.length = 0;
     const runtime = await open(await storeOf());
