@@ -32,6 +32,7 @@ export type { ChatCheckpoint } from "./runtime/checkpoint.js";
 export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 export type {
   AgentDef,
+  ApprovalSpec,
   CallContext,
   ModelCallOptions,
   ReconcileContext,
@@ -52,6 +53,8 @@ export {
   type PlanValue,
 } from "./runtime/documents.js";
 export type {
+  ApprovalOutcome,
+  ApprovalRequest,
   ChatQueue,
   ControlOutcome,
   ControlRequest,
@@ -74,6 +77,7 @@ export type {
 } from "./runtime/engine.js";
 export {
   ActiveRunExists,
+  ApprovalDenied,
   CallAfterReturn,
   CallFailed,
   CallNotFound,
@@ -94,6 +98,7 @@ export {
   JournalTooNew,
   JournalUnavailable,
   LostCommits,
+  NotAwaitingApproval,
   NoteRequired,
   OutcomeUnknown,
   QueuedInputAdmitted,

@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
+import { approvalExample } from "../examples/approval.js";
 import { auditEvidence } from "../examples/audit.js";
 import { quickstart } from "../examples/quickstart.js";
 import { scheduleExample } from "../examples/schedule.js";
@@ -94,13 +95,23 @@ describe("examples", () => {
     });
   });
 
-  it("`npx tsx examples/signal.ts`, `examples/sleep.ts` and `examples/versions.ts` print their completed results", () => {
+  it("the README's approvals example: an approved payment runs once with the edited amount; a denied one never runs", async () => {
+    expect(await approvalExample(join(tempDir(), "journal.db"))).toMatchObject({
+      parked: "waiting",
+      approved: { status: "completed", output: { invoice: "INV-1", amount: 450, paid: true } },
+      denied: { status: "completed", output: { paid: false, why: "not a supplier we know", by: "bob" } },
+      paid: ["INV-1: 450"],
+    });
+  });
+
+  it("`npx tsx examples/signal.ts`, `sleep.ts`, `versions.ts` and `approval.ts` print their completed results", () => {
     const root = join(import.meta.dirname, "..");
     const loader = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
     for (const [file, output] of [
       ["signal.ts", { done: { status: "completed", output: { refunded: true } } }],
       ["sleep.ts", { done: { status: "completed", output: { remindedAfterMs: 500 } } }],
       ["versions.ts", { old: { done: { output: { by: "v1" } } }, fresh: { done: { output: { by: "v2" } } } }],
+      ["approval.ts", { approved: { status: "completed", output: { amount: 450, paid: true } } }],
     ] as const) {
       const ran = spawnSync(process.execPath, ["--import", loader, join(root, "examples", file)], {
         cwd: tempDir(),

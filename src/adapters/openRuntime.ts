@@ -9,6 +9,8 @@ import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
 import {
+  type ApprovalOutcome,
+  type ApprovalRequest,
   type ChatQueue,
   type ControlOutcome,
   type ControlRequest,
@@ -184,6 +186,22 @@ export interface Runtime {
    * if (!out.accepted) console.error(out.reason, out.message);
    */
   signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
+  /**
+   * Approve a tool call that awaits approval (decision 0057), from any process: `call` is its call id
+   * or seq; made on `basedOnVersion` (stale: `StaleDecision`, nothing written). The run is woken by
+   * any worker with its agent and the effect starts then, once. `args` replaces the arguments when
+   * the tool is `editable` (recorded next to the original, masked; a note is required).
+   * @example
+   * await runtime.approve(runId, 3, { by: "ada", note: "ok, under budget", basedOnVersion: 7 });
+   */
+  approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
+  /**
+   * Deny a tool call that awaits approval (decision 0057): its effect never starts; the agent sees
+   * `ApprovalDenied` with who denied it and the note (required).
+   * @example
+   * await runtime.deny(runId, `${runId}/3`, { by: "ada", note: "too expensive", basedOnVersion: 7 });
+   */
+  deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
   /**
    * Pause a running run before its next call (decision 0044): in-flight calls settle, then it is
    * `paused` — across restarts, and recovery never resumes it — until `resume`. Its chat stays busy.
@@ -400,6 +418,8 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     cancel: (runId, request) => engine.cancel(runId, request),
     signal: (runId, name, payload, request) => engine.signal(runId, name, payload, request),
+    approve: (runId, call, request) => engine.approve(runId, call, request),
+    deny: (runId, call, request) => engine.deny(runId, call, request),
     pause: (runId, request) => engine.pause(runId, request),
     resume: (runId, request) => engine.resume(runId, request),
     events: (runId) => journal.readStream(runStreamId(runId)),

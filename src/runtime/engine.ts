@@ -4,6 +4,7 @@ import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
 import { AgentRegistry } from "./agents.js";
+import { type ApprovalOutcome, type ApprovalRequest, recordApproval } from "./approve.js";
 import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import type { EngineCore, Interrupter } from "./core.js";
 import {
@@ -50,6 +51,7 @@ import { wakeDue } from "./wake.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
 export { CHILD_CHAT_PREFIX } from "./admit.js";
+export type { ApprovalOutcome, ApprovalRequest } from "./approve.js";
 export type { ControlOutcome, ControlRequest } from "./control.js";
 export type { DecisionOutcome } from "./decide.js";
 export { type RunResult, resultFromJournal } from "./execute.js";
@@ -384,6 +386,23 @@ export class Engine implements EngineCore {
     delete: (scheduleId: string, options: { readonly by?: string } = {}) =>
       deleteSchedule(this.journal, scheduleId, options),
   };
+  /**
+   * Approve a tool call that awaits approval (decision 0057): recorded on `basedOnVersion`, the run
+   * is woken by the wake loop (here at once, when this runtime has its agent) and the call's effect
+   * starts in the re-execution, with the edited arguments when given.
+   */
+  async approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome> {
+    const outcome = await recordApproval(this, runId, call, "approved", request);
+    this.pollWaits();
+    return outcome;
+  }
+
+  /** Deny a tool call that awaits approval (decision 0057): the agent sees `ApprovalDenied` with the note. */
+  async deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome> {
+    const outcome = await recordApproval(this, runId, call, "denied", request);
+    this.pollWaits();
+    return outcome;
+  }
 
   /** Pause a running run before its next call (decision 0044). */
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome> {

@@ -252,6 +252,37 @@ export class CallFailed extends Data.TaggedError("CallFailed")<{
 }
 
 /**
+ * A person denied a tool call that awaited approval (decision 0057): its effect never started. A
+ * definite failure the agent sees, with who denied it and why; the agent may tell the user or try
+ * something else.
+ */
+export class ApprovalDenied extends Data.TaggedError("ApprovalDenied")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly name: string;
+  readonly by: string;
+  readonly note: string;
+}> {
+  override get message(): string {
+    return `call ${this.callId} (${this.name}) was denied by ${this.by || "a person"}: ${this.note}`;
+  }
+}
+
+/**
+ * An approve or deny named a call the run does not await approval of (decision 0057): nothing was
+ * written. `detail` says what the run does now.
+ */
+export class NotAwaitingApproval extends Data.TaggedError("NotAwaitingApproval")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly detail: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} does not await approval of call ${this.callId}: ${this.detail}; nothing was written (\`holdfast show ${this.runId}\`)`;
+  }
+}
+
+/**
  * A person chose `resume` on an in-doubt call: nobody knows whether it happened. The agent must
  * handle this (for example, tell the user) and must not blindly repeat the action.
  */

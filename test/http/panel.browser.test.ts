@@ -123,6 +123,7 @@ describe("docs/panel.md", () => {
       import.meta.filename,
       join(import.meta.dirname, "liveness.browser.test.ts"),
       join(import.meta.dirname, "versions.browser.test.ts"),
+      join(import.meta.dirname, "approval.browser.test.ts"),
     ].flatMap((file) =>
       [...readFileSync(file, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g)].map((m) => m[1]),
     );

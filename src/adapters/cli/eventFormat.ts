@@ -74,11 +74,15 @@ export const summarizeEvent = (event: AnyEvent): string => {
     case "run.waiting":
       return event.wait === "signal"
         ? `${seqOf(event.callId)} signal "${event.name ?? ""}"${event.dueAt ? `, times out at ${event.dueAt}` : ", no timeout"}`
-        : `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt ?? "?"}`;
+        : event.wait === "approval"
+          ? `${seqOf(event.callId)} awaits approval`
+          : `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt ?? "?"}`;
     case "run.woken":
       return `${seqOf(event.callId)}${event.dueAt ? ` due at ${event.dueAt},` : ""} fired at ${event.firedAt} by ${event.by}`;
     case "signal.received":
       return `"${event.name}" id ${event.signalId} by ${event.by}${event.wakes ? `, wakes ${seqOf(event.wakes)}` : ", buffered"}: ${brief(event.payload)}`;
+    case "approval.recorded":
+      return `${seqOf(event.callId)} ${event.decision} by ${event.decidedBy} on version ${event.basedOnVersion}${event.args === undefined ? "" : `, edited: ${brief(event.args)}`}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
     case "signal.consumed":
       return `"${event.name}" id ${event.signalId} taken by ${seqOf(event.callId)}`;
     case "conflict.recorded":

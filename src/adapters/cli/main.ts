@@ -26,6 +26,7 @@ const commands = {
   backup: () => import("./commands/backup.js"),
   control: () => import("./commands/control.js"),
   signal: () => import("./commands/signal.js"),
+  approve: () => import("./commands/approve.js"),
   signalUrl: () => import("./commands/signalUrl.js"),
   decide: () => import("./commands/decide.js"),
   demo: () => import("./commands/demo.js"),
@@ -371,6 +372,37 @@ ${MODEL_ANSWER_HINT}, e.g.
     .action(async (runId: string, name: string, options) =>
       setCode(await (await commands.signal()).signalCommand(runId, name, options, io)),
     );
+
+  for (const [action, description] of [
+    [
+      "approve",
+      "approve a tool call that awaits approval (its call id or seq): the run is woken by any worker with its agent and the effect starts then, once",
+    ],
+    [
+      "deny",
+      "deny a tool call that awaits approval: its effect never starts; the agent sees ApprovalDenied with your note",
+    ],
+  ] as const) {
+    const cmd = command(`${action} <runId> <call>`)
+      .description(description)
+      .requiredOption(
+        "--based-on <version>",
+        "the run's stream version you decided on (`holdfast show` prints it)",
+        nonNegativeInt("--based-on"),
+      )
+      .option("--note <text>", action === "deny" ? "why (required: the agent sees it)" : "why");
+    if (action === "approve")
+      cmd
+        .option("--args <json>", "run with these arguments instead (an editable tool only; needs --note)")
+        .option("--args-file <path>", "the edited arguments from a file of JSON");
+    cmd
+      .option("--by <name>", "who decides (default: your OS user name)")
+      .option("--db <path>", DB_HELP)
+      .option("--json", "print one JSON document instead of text")
+      .action(async (runId: string, call: string, options) =>
+        setCode(await (await commands.approve()).approveCommand(action, runId, call, options, io)),
+      );
+  }
 
   command("signal-url <runId> <name>")
     .description(

@@ -22,6 +22,8 @@ import { type LiveOptions, LiveStreams, liveEvents } from "./events.js";
 import { panelElsewhere } from "./pages.js";
 import { panelRoutes } from "./panel.js";
 import {
+  ApprovalBody,
+  ApprovalReply,
   AuditReply,
   ChatQueue,
   ControlBody,
@@ -389,6 +391,16 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     // Refused (the run ended, the id was used with another payload): 409, nothing written.
     return c.json(encodeWith(SignalReply, outcome), outcome.accepted ? 200 : 409);
   });
+
+  // Approve or deny a tool call that awaits approval (decision 0057): the call id or its seq.
+  for (const action of ["approve", "deny"] as const) {
+    app.post(`/api/runs/:runId/calls/:callId/${action}`, async (c) => {
+      const body = decodeWith(ApprovalBody, await jsonBody(c), action === "approve" ? "approval" : "denial");
+      const operator = await options.operator();
+      const outcome = await operator[action](c.req.param("runId"), c.req.param("callId"), present(body));
+      return c.json(encodeWith(ApprovalReply, outcome));
+    });
+  }
 
   // A run's signal URL, for webhooks (decision 0056): its own token, for this run and name only.
   app.post("/hooks/runs/:runId/signals/:name", async (c) => {

@@ -18,6 +18,8 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   RunNotFound: 404,
   CallNotFound: 404,
   StaleDecision: 409,
+  NotAwaitingApproval: 409,
+  InvalidToolArgs: 422,
   DocumentConflict: 409,
   InputConflict: 409,
   RunNotHeld: 409,

@@ -1,13 +1,14 @@
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { DecisionKind } from "../../events/index.js";
+import { runStreamId } from "../../events/index.js";
 import type { RunRow, ScheduleRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { ownerText, stalledDetail, stalledText, versionMissingText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
 import type { LiveRunRow } from "../liveness.js";
 import type { Session } from "./security.js";
-import { type CallView, type RunView, runsPage } from "./views.js";
+import { type ApprovalView, approvalOf, type CallView, type RunView, runsPage } from "./views.js";
 
 /** The Recovery panel's pages, rendered on the server (escaped by `hono/html`); the routes are in panel.ts. */
 
@@ -132,13 +133,16 @@ export const statusLabel = (
     readonly versionsLive?: ReadonlyArray<string>;
   },
 ): Html =>
-  run.waitReason === "agent-version-missing"
+  run.waitReason === "agent-version-missing" &&
+  !(run.status === "waiting" && run.waiting?.wait === "approval")
     ? html`<span class="status status-stalled status-version-missing" title="${versionMissingText({ agent: run.agent, versionsLive: run.versionsLive ?? [] })}">waiting — agent-version-missing</span>`
     : run.stalled
       ? html`<span class="status status-stalled" title="${stalledText(run.agent)}">${stalledText(run.agent)}</span>`
       : html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
           run.status === "waiting" && run.waiting
-            ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
+            ? run.waiting.wait === "approval"
+              ? html` <span class="muted waiting">(awaiting approval of <span class="mono">${run.waiting.callId}</span>)</span>`
+              : html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
             : ""
         }`;
 
@@ -158,6 +162,19 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
       ),
   );
   const stalled = (await runsPage(reader, { status: "stalled", limit: 500 })).runs;
+  // Tool calls that wait for a person's approval (decision 0057), oldest first, beside held runs.
+  const approvals: ApprovalView[] = [];
+  for (const run of (await runsPage(reader, { status: "waiting", limit: 500 })).runs) {
+    if (run.waiting?.wait !== "approval") continue;
+    const approval = approvalOf(run, await reader.readStream(runStreamId(run.runId)));
+    if (
+      approval &&
+      (text === "" ||
+        [run.runId, run.chatId, run.agent, approval.name, approval.description].some((s) => s.includes(text)))
+    )
+      approvals.push(approval);
+  }
+  approvals.sort((a, b) => a.since.localeCompare(b.since));
   const page = await runsPage(reader, {
     ...(status === undefined ? {} : { status }),
     limit: 100,
@@ -166,7 +183,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
   const qs = (extra: Record<string, string>) =>
     new URLSearchParams({ ...(status ? { status } : {}), ...(text ? { q: text } : {}), ...extra }).toString();
   return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
-    <h1>Needs you <span class="muted">(${held.length + stalled.length})</span></h1>
+    <h1>Needs you <span class="muted">(${held.length + stalled.length + approvals.length})</span></h1>
     <form class="filters" method="get" action="/">
       <label>Filter held runs <input type="text" name="q" value="${text}" placeholder="run, chat, agent or reason" /></label>
       <label>All runs with status
@@ -178,8 +195,28 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
       <button type="submit" class="secondary">Apply</button>
     </form>
     ${
+      approvals.length === 0
+        ? ""
+        : html`<h2 id="approvals-title">Awaiting approval <span class="muted">(${approvals.length})</span></h2>
+        <table id="approvals" aria-labelledby="approvals-title">
+          <thead><tr><th scope="col">Call</th><th scope="col">What it does</th><th scope="col">Arguments</th><th scope="col">Asked by</th><th scope="col">Waiting</th><th scope="col"></th></tr></thead>
+          <tbody>
+            ${approvals.map(
+              (a) => html`<tr data-run="${a.runId}" data-call="${a.callId}">
+                <td><strong>${a.name}</strong> <a href="/runs/${encodeURIComponent(a.runId)}#approval" class="mono">${a.callId}</a></td>
+                <td>${a.description || html`<span class="muted">(no description)</span>`}</td>
+                <td><pre class="args">${JSON.stringify(a.args, null, 1)}</pre></td>
+                <td>agent ${a.agent}, chat <span class="mono">${a.chatId}</span>, input <span class="mono">${a.inputId}</span></td>
+                <td>${a.since ? age(a.since) : ""}</td>
+                <td><a class="button" href="/runs/${encodeURIComponent(a.runId)}#approval">Approve or deny…</a></td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+    }
+    ${
       held.length === 0
-        ? html`<p class="muted" id="needs-none">${stalled.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
+        ? html`<p class="muted" id="needs-none">${stalled.length === 0 && approvals.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
         : html`<table id="needs-you">
           <caption class="visually-hidden">Held runs, oldest first</caption>
           <thead><tr><th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
@@ -489,7 +526,7 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
             ${view.calls.map(
               (call) => html`<tr data-call="${call.callId}">
                 <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">${call.attempt > call.retryPolicy.attempts ? `(policy ${call.retryPolicy.attempts} + granted)` : `of ${call.retryPolicy.attempts}`}</span>` : ""}</td>
-                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
+                <td>${view.approval?.callId === call.callId ? "awaiting approval" : call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
                 <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
               </tr>`,
             )}
@@ -520,6 +557,7 @@ export const runPage = (
         ? html`<div class="card call-held"><h2>Why it is held</h2><ul>${run.heldReasons.map((r) => html`<li><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}${r.interruptions ? html`<ol class="interruptions">${r.interruptions.map((i) => html`<li>interrupted <time datetime="${i.at}">${i.at}</time> <span class="muted">detected by <span class="mono">${i.by}</span></span></li>`)}</ol>` : ""}</li>`)}</ul></div>`
         : ""
     }
+    ${view.approval ? approvalSection(view.approval, session) : ""}
     ${inDoubt.map(
       (call) => html`<section class="card call-held" aria-labelledby="c-${call.seq}">
         <h2 id="c-${call.seq}">In doubt: call #${call.seq} ${call.kind} "${call.name}"</h2>
@@ -551,6 +589,87 @@ export const runPage = (
     ${queue ? queueSection(queue, session, view.run.runId) : ""}
     ${runState(view, view.version, inDoubt.length > 0 || retryable.length > 0 || (run.status === "held" && view.runActions.length > 0))}`;
 };
+
+/** What approve and deny do, as the panel says it before the click (decision 0057). */
+export const APPROVAL_ACTIONS = {
+  approve: {
+    label: "Approve",
+    meaning:
+      "The call's effect starts once a runtime with the run's agent wakes it, exactly once; with edited arguments it runs with those.",
+  },
+  deny: {
+    label: "Deny",
+    meaning:
+      "The effect never starts; the call fails and the agent sees ApprovalDenied with your name and note.",
+  },
+} as const;
+export type ApprovalAction = keyof typeof APPROVAL_ACTIONS;
+
+/** What an approval form carries into the confirm step. */
+export interface ApprovalDraft {
+  readonly action: ApprovalAction;
+  readonly basedOnVersion: string;
+  readonly note: string;
+  /** Edited arguments as typed (JSON text); empty: the original ones. */
+  readonly args: string;
+}
+
+const approvalEvidence = (a: ApprovalView): Html => html`<dl class="evidence">
+    <dt>tool</dt><dd><strong>${a.name}</strong> <span class="mono">${a.callId}</span></dd>
+    <dt>what it does</dt><dd id="approval-description">${a.description || html`<span class="muted">(no description)</span>`}</dd>
+    <dt>arguments</dt><dd><pre id="approval-args">${JSON.stringify(a.args, null, 2)}</pre></dd>
+    <dt>asked by</dt><dd>agent ${a.agent}, chat <span class="mono">${a.chatId}</span>, input <span class="mono">${a.inputId}</span></dd>
+    <dt>waiting since</dt><dd><time datetime="${a.since}">${a.since}</time></dd>
+  </dl>`;
+
+/** The run page's approval card: the call, its arguments (masked), and the approve / deny form. */
+export const approvalSection = (a: ApprovalView, session: Session): Html =>
+  html`<section class="card call-held" id="approval" aria-labelledby="approval-heading">
+    <h2 id="approval-heading">Awaiting your approval: call #${a.seq} tool "${a.name}"</h2>
+    <p class="muted">Nothing has started: the effect runs only after an approval is recorded.</p>
+    ${approvalEvidence(a)}
+    <form method="post" action="/runs/${encodeURIComponent(a.runId)}/calls/${encodeURIComponent(a.callId)}/approval" class="approval">
+      <input type="hidden" name="_csrf" value="${session.csrf}" />
+      <input type="hidden" name="basedOnVersion" value="${a.version}" />
+      <label class="field" for="approval-note">Note (why; required to deny, and with edited arguments)</label>
+      <textarea id="approval-note" name="note"></textarea>
+      ${
+        a.editable
+          ? html`<label class="field" for="approval-edit">Edited arguments (JSON; leave empty to run the call as asked)</label>
+            <textarea id="approval-edit" name="args" class="mono"></textarea>`
+          : ""
+      }
+      <p>
+        <button type="submit" name="action" value="approve" id="approve">Approve…</button>
+        <button type="submit" name="action" value="deny" id="deny" class="secondary">Deny…</button>
+        <span class="muted">made on version ${a.version}</span>
+      </p>
+    </form>
+  </section>`;
+
+/** The confirm step of an approval or denial: what is recorded, on which version, by whom. */
+export const confirmApprovalPage = (a: ApprovalView, session: Session, draft: ApprovalDraft): Html =>
+  html`<h1>Confirm: ${APPROVAL_ACTIONS[draft.action].label.toLowerCase()} call <span class="mono">${a.callId}</span></h1>
+    <div class="card">
+      ${approvalEvidence(a)}
+      <dl class="evidence">
+        <dt>decision</dt><dd><strong id="confirm-decision">${APPROVAL_ACTIONS[draft.action].label}</strong></dd>
+        <dt>what it does</dt><dd>${APPROVAL_ACTIONS[draft.action].meaning}</dd>
+        ${draft.args ? html`<dt>edited arguments</dt><dd><pre id="confirm-args">${draft.args}</pre></dd>` : ""}
+        <dt>note</dt><dd>${draft.note === "" ? html`<span class="muted">none</span>` : html`<pre>${draft.note}</pre>`}</dd>
+        <dt>made on version</dt><dd>${draft.basedOnVersion}</dd>
+        <dt>recorded as decided by</dt><dd>${session.name}</dd>
+      </dl>
+      <form method="post" action="/runs/${encodeURIComponent(a.runId)}/calls/${encodeURIComponent(a.callId)}/approval">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <input type="hidden" name="action" value="${draft.action}" />
+        <input type="hidden" name="basedOnVersion" value="${draft.basedOnVersion}" />
+        <input type="hidden" name="note" value="${draft.note}" />
+        <input type="hidden" name="args" value="${draft.args}" />
+        <p><button type="submit" id="confirm">Confirm and record</button> <a class="button secondary" href="/runs/${encodeURIComponent(a.runId)}">Back</a></p>
+      </form>
+    </div>`;
 
 /** What the panel's Cancel, Pause and Resume buttons do (decisions 0043, 0044). */
 export const CONTROL_ACTIONS = {

@@ -17,6 +17,7 @@ import {
   banner,
   CONTROL_ACTIONS,
   type ControlAction,
+  confirmApprovalPage,
   confirmControlPage,
   confirmPage,
   confirmWithdrawPage,
@@ -460,6 +461,77 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             : `${what} (the result given for ${unchecked.join(", ")} was not checked: no result Schema for it here)`
         }. Next: ${await nextText(runId)}`,
       );
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
+    }),
+  );
+
+  // Approve or deny a tool call that awaits approval (decision 0057): a confirm step, then recorded
+  // on the version the form was made on; stale or refused writes nothing.
+  app.post(
+    "/runs/:runId/calls/:callId/approval",
+    page(async (c, session) => {
+      const runId = param(c, "runId");
+      const callId = param(c, "callId");
+      const form = await formBody(c);
+      const action = formText(form, "action");
+      const note = formText(form, "note").trim();
+      const argsText = formText(form, "args").trim();
+      const basedOnVersion = formText(form, "basedOnVersion");
+      const refuse = (text: string, status: 409 | 422 = 422) =>
+        showRun(c, session, runId, banner("error", `${text} Nothing was written.`), status);
+      if (action !== "approve" && action !== "deny") return refuse("Choose approve or deny.");
+      if (!/^\d+$/.test(basedOnVersion)) return refuse("The form has no version: reload the page.");
+      if (action === "deny" && note === "") return refuse("A denial needs a note: the agent sees it.");
+      if (action === "deny" && argsText !== "") return refuse("Edited arguments go only with an approval.");
+      let args: unknown;
+      if (argsText !== "") {
+        if (note === "") return refuse("Edited arguments need a note: say why you changed them.");
+        try {
+          args = JSON.parse(argsText);
+        } catch (error) {
+          return refuse(
+            `The edited arguments are not JSON (${error instanceof Error ? error.message : String(error)}).`,
+          );
+        }
+      }
+      if (formText(form, "confirm") !== "yes") {
+        const view = await runView(reader, runId, options.db);
+        if (!view.approval || view.approval.callId !== callId)
+          return refuse(`Run ${runId} does not await approval of ${callId} any more.`, 409);
+        return c.html(
+          layout(
+            "Confirm",
+            session,
+            confirmApprovalPage(view.approval, session, { action, basedOnVersion, note, args: argsText }),
+          ),
+        );
+      }
+      let message: string;
+      try {
+        const operator = await options.operator();
+        const outcome = await operator[action](runId, callId, {
+          by: session.name,
+          basedOnVersion: Number(basedOnVersion),
+          ...(note ? { note } : {}),
+          ...(args === undefined ? {} : { args }),
+        });
+        message = `${outcome.message}. Next: ${await nextText(runId)}`;
+      } catch (error) {
+        const reply = errorReply(error);
+        if (reply.body.error.code === "stale-decision")
+          return showRun(
+            c,
+            session,
+            runId,
+            banner(
+              "stale",
+              html`The run moved on before your decision was recorded (you decided on version ${basedOnVersion}; it is at version ${String(reply.body.error.currentVersion ?? "?")} now). Nothing was written. Here it is as it is now: decide again if it still needs you.`,
+            ),
+            409,
+          );
+        return refusedOnRun(c, session, runId, error, (status) => (status === 409 ? 409 : 422));
+      }
+      remember(session, runId, message);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
     }),
   );

@@ -270,6 +270,28 @@ export const SignalReply = Schema.Struct({
   message: Schema.String,
 }).annotations({ identifier: "SignalReply" });
 
+/**
+ * A person's approval or denial of a tool call that awaits approval (decision 0057): on the version
+ * they looked at; `note` is required to deny; `args` (approve only) replaces the arguments of an
+ * editable tool.
+ */
+export const ApprovalBody = Schema.Struct({
+  basedOnVersion: Schema.Int.pipe(Schema.nonNegative()),
+  by: Schema.NonEmptyString,
+  note: Schema.optional(Schema.String),
+  args: Schema.optional(Schema.Unknown),
+}).annotations({ identifier: "ApprovalBody" });
+
+/** What an approval or denial recorded; the run is woken by any worker with its agent. */
+export const ApprovalReply = Schema.Struct({
+  runId: Schema.String,
+  callId: Schema.String,
+  decision: Schema.Literal("approved", "denied"),
+  version: Schema.Number,
+  edited: Schema.Boolean,
+  message: Schema.String,
+}).annotations({ identifier: "ApprovalReply" });
+
 export const Plan = Schema.Struct({
   chatId: Schema.String,
   value: Schema.Unknown,
@@ -429,6 +451,8 @@ const components = {
   ControlReply,
   SignalBody,
   SignalReply,
+  ApprovalBody,
+  ApprovalReply,
   Plan,
   PlanBody,
   ChatQueue,
@@ -542,6 +566,22 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           responses: { ...ok(SignalReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
+      ...Object.fromEntries(
+        (["approve", "deny"] as const).map((action) => [
+          `/api/runs/{runId}/calls/{callId}/${action}`,
+          {
+            post: {
+              summary:
+                action === "approve"
+                  ? "Approve a tool call that awaits approval (callId: the call id or its seq), on basedOnVersion: its effect starts once a worker with the agent wakes the run; args replaces the arguments of an editable tool (note required). 409 when stale or the call awaits no approval, nothing written"
+                  : "Deny a tool call that awaits approval (note required): its effect never starts, the agent sees ApprovalDenied with the note. 409 when stale or the call awaits no approval, nothing written",
+              parameters: [runId, callId],
+              requestBody: { required: true, content: json(ApprovalBody) },
+              responses: { ...ok(ApprovalReply), ...errors(401, 403, 404, 409, 413, 422) },
+            },
+          },
+        ]),
+      ),
       "/api/chats/{chatId}/plan": {
         get: {
           summary: "A chat's plan and its revision",

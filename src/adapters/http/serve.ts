@@ -54,6 +54,8 @@ export interface ServeOptions {
     | "withdraw"
     | "signal"
     | "schedules"
+    | "approve"
+    | "deny"
   >;
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;

@@ -1,3 +1,4 @@
+import type { ApprovalOutcome, ApprovalRequest } from "../../runtime/approve.js";
 import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
@@ -20,6 +21,8 @@ export interface OperatorPort {
   cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
+  approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
+  deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
   resume(
     runId: string,
     request: ControlRequest,

@@ -64,6 +64,9 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   // and no clock is read here, so the index says the same whatever process committed it.
   if (event.type === "signal.received" && event.wakes !== undefined)
     return [{ kind: "wait", runId: event.runId, dueAtMs: 0, wait: "signal", callId: event.wakes }];
+  // A person's approve / deny makes the run due now, the same way (decision 0057).
+  if (event.type === "approval.recorded")
+    return [{ kind: "wait", runId: event.runId, dueAtMs: 0, wait: "approval", callId: event.callId }];
   if (event.type === "run.woken") return [{ kind: "unwait", runId: event.runId }];
   // A waiting run ends only by a cancel (the machine takes nothing else there).
   if (event.type === "run.cancelled")

@@ -15,6 +15,7 @@ export const FINDING_KINDS = [
   "wake-without-due",
   "wake-before-due",
   "signal-not-recorded",
+  "effect-before-approval",
   "checkpoint-mismatch",
   "result-mismatch",
   "undecryptable",

@@ -13,13 +13,15 @@ export interface RunsOptions {
 }
 
 const statusText = (run: LiveRunRow): string =>
-  run.waitReason === "agent-version-missing"
-    ? versionMissingText(run)
-    : run.stalled
-      ? stalledText(run.agent)
-      : run.needsAttention
-        ? `${run.status} (needs attention)`
-        : run.status;
+  run.status === "waiting" && run.waiting?.wait === "approval"
+    ? "awaiting approval"
+    : run.waitReason === "agent-version-missing"
+      ? versionMissingText(run)
+      : run.stalled
+        ? stalledText(run.agent)
+        : run.needsAttention
+          ? `${run.status} (needs attention)`
+          : run.status;
 
 /** Who runs it: host and pid (the full worker id is in `--json`). */
 const ownerColumn = (run: LiveRunRow): string =>

@@ -116,7 +116,25 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
           await out.line(`      interrupted ${interruption.at}  detected by ${interruption.by}`);
       }
     }
-    if (run.status === "waiting") {
+    if (run.status === "waiting" && run.waiting?.wait === "approval") {
+      const intent = events.find(
+        (e) => e.event.type === "call.intended" && e.event.callId === run.waiting?.callId,
+      )?.event;
+      const seq = run.waiting.callId.slice(run.waiting.callId.lastIndexOf("/") + 1);
+      await out.line();
+      await out.lines([
+        `awaiting approval: ${run.waiting.callId}${intent?.type === "call.intended" ? ` ${intent.kind} "${intent.name}"` : ""}; no process holds it, nothing has started`,
+        ...(intent?.type === "call.intended"
+          ? [
+              ...(intent.approval?.description ? [`  what it does  ${intent.approval.description}`] : []),
+              `  arguments     ${JSON.stringify(intent.args)}`,
+              `  editable      ${intent.approval?.editable ? "yes (approve --args JSON --note …)" : "no"}`,
+            ]
+          : []),
+        `  approve: ${asInvoked("holdfast")} approve ${runId} ${seq} --based-on ${version} [--note "…"]`,
+        `  deny:    ${asInvoked("holdfast")} deny ${runId} ${seq} --based-on ${version} --note "…"`,
+      ]);
+    } else if (run.status === "waiting") {
       await out.line();
       await out.line(
         `waiting: ${run.waiting ? waitText(run.waiting) : "a wait"}; no process holds it, any worker with its agent wakes it then (\`holdfast cancel ${runId}\` ends it now)`,
