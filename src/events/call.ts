@@ -52,6 +52,8 @@ export const CallIntended = Schema.Struct({
   idempotencyKey: Schema.String,
   /** The retry policy declared in code; absent: no automatic retry (and in logs written before policies). */
   retry: Schema.optional(RetryPolicy),
+  /** Where a person looks to learn whether this attempt happened, as the tool declared it (masked). */
+  checkHint: Schema.optional(Schema.String),
   /**
    * This attempt awaits a person's approval (decision 0057): committed with `run.waiting { wait:
    * "approval" }`, its effect never starts. An `approved` decision lets the next attempt run (with

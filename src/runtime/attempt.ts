@@ -55,6 +55,8 @@ export interface CallSpec<R> {
   retry?: ResolvedRetry;
   /** Abort each attempt through its signal after this long. */
   timeoutMs?: number;
+  /** Where a person looks to learn whether the call happened: recorded in each intent, masked. */
+  checkHint?: (context: CallContext) => string;
   /**
    * A tool whose calls may need approval (decision 0057): whether this call does (asked of a new
    * call only), whether edits are allowed, what the tool does, and how to decode edited arguments
@@ -288,7 +290,28 @@ const intentOf = <R>(
     ...(probe === undefined ? {} : { probe: host.masker.mask(probe) }),
     idempotencyKey: context.idempotencyKey,
     ...(spec.retry ? { retry: spec.retry.recorded } : {}),
+    ...checkHintField(host, spec, context),
   };
+};
+
+/** The most a recorded hint keeps (a hint is a sentence, not a log). */
+const CHECK_HINT_MAX = 1_000;
+
+/** The tool's hint for this attempt, masked; left out when it throws or says nothing. */
+const checkHintField = <R>(
+  host: AttemptHost,
+  spec: CallSpec<R>,
+  context: CallContext,
+): { readonly checkHint?: string } => {
+  if (!spec.checkHint) return {};
+  let hint: unknown;
+  try {
+    hint = spec.checkHint(context);
+  } catch {
+    return {};
+  }
+  if (typeof hint !== "string" || hint.trim() === "") return {};
+  return { checkHint: host.masker.maskString(hint.trim().slice(0, CHECK_HINT_MAX)) };
 };
 
 /** The effect of a committed intent, and its outcome. */

@@ -52,6 +52,13 @@ export interface ReconcileContext {
   readonly keyedHash: () => KeyedHash;
 }
 
+/** What a tool's {@link ToolSpec.checkHint} is told about the call. */
+export interface CheckHintContext {
+  readonly callId: string;
+  readonly attempt: number;
+  readonly idempotencyKey: string;
+}
+
 /** Which attempt is over, for {@link Reconciler.settled}. */
 export interface SettledContext {
   readonly runId: string;
@@ -84,6 +91,8 @@ export interface Reconciler<A = unknown> {
 export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly name: string;
   readonly description: string;
+  /** Where a person looks to learn whether a call happened ({@link ToolSpec.checkHint}). */
+  readonly checkHint?: (args: A, context: CheckHintContext) => string;
   readonly args: Schema.Schema<A, I>;
   /** What recovery may do if this call is found in doubt. Default `hold`. */
   readonly disposition: Disposition;
@@ -146,6 +155,14 @@ export type AnyToolDef = ToolDef<any, any, any>;
 export interface ToolSpec<A, I, R, RI = unknown> {
   readonly name: string;
   readonly description?: string;
+  /**
+   * How a person checks whether a call happened when it is in doubt: a sentence naming where to
+   * look, e.g. `(args, { idempotencyKey }) => \`the line with key ${idempotencyKey} in outbox.txt\``.
+   * Worked out when the intent is written, masked, and recorded in it, so `holdfast show`, the API
+   * and the panel show it beside the evidence wherever the tool is not registered. A hint that
+   * throws is left out (it never fails the call).
+   */
+  readonly checkHint?: string | ((args: A, context: CheckHintContext) => string);
   readonly args: Schema.Schema<A, I>;
   /** The Schema of the result: a result a person supplies with `confirmed-completed` is checked against it. */
   readonly result?: Schema.Schema<R, RI>;
@@ -183,6 +200,18 @@ export interface ToolSpec<A, I, R, RI = unknown> {
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
+const checkHintOf = <A>(
+  tool: string,
+  hint: string | ((args: A, context: CheckHintContext) => string),
+): ((args: A, context: CheckHintContext) => string) => {
+  if (typeof hint === "function") return hint;
+  if (typeof hint !== "string" || hint.trim() === "")
+    throw new TypeError(
+      `tool "${tool}": checkHint must be a non-empty string or a function of the arguments`,
+    );
+  return () => hint;
+};
+
 /**
  * Define a tool.
  *
@@ -211,6 +240,7 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
   return {
     name: spec.name,
     description: spec.description ?? "",
+    ...(spec.checkHint === undefined ? {} : { checkHint: checkHintOf(spec.name, spec.checkHint) }),
     args: spec.args,
     disposition,
     reconciler: spec.reconciler ?? null,

@@ -386,6 +386,16 @@ export class TurnImpl implements Turn, AttemptHost {
     return this.call<R>({
       ...(def.retry ? { retry: def.retry } : {}),
       ...(def.timeoutMs === undefined ? {} : { timeoutMs: def.timeoutMs }),
+      ...(def.checkHint
+        ? {
+            checkHint: (ctx: CallContext) =>
+              def.checkHint!(decoded.right, {
+                callId: ctx.callId,
+                attempt: ctx.attempt,
+                idempotencyKey: ctx.idempotencyKey,
+              }),
+          }
+        : {}),
       ...(approval
         ? {
             approval: {

@@ -75,6 +75,8 @@ describe("holdfast show and decide on a held run (in order, one held run)", () =
     expect(result.stdout).toContain(`${runId}/0 in-doubt`);
     expect(result.stdout).toContain(`what you can do (made on version ${version};`);
     expect(result.stdout).toContain(`  call ${runId}/0 (tool "record", attempt 1, outcome not committed):`);
+    // The tool's hint, recorded in the intent by the process that died: where to look.
+    expect(result.stdout).toContain(`      how to check: the witness file has a line "p-a"`);
     expect(result.stdout).toContain(
       `  holdfast decide ${runId} --based-on ${version} --call ${runId}/0 confirmed-completed --note "…" --db ${db}`,
     );

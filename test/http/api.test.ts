@@ -159,6 +159,9 @@ describe("the JSON API: reads", () => {
     expect(b).toMatchObject({ name: "notify", status: "in-doubt" });
     // What the intent recorded for checking later is part of the evidence; a call without one shows null.
     expect(a.probe).toBeNull();
+    // Where a person looks, as the tool declared it: recorded in the intent; null when it declares none.
+    expect(a.checkHint).toBeNull();
+    expect(b.checkHint).toBe(`the mail server's log for message id ${held.runId}/1#1`);
     expect(b.probe).toEqual({ server: "mail", version: "2.1.0", annotations: { readOnlyHint: false } });
     expect(b.holdReasons.map((r: { code: string }) => r.code)).toEqual(["indefinite-failure"]);
     // Both calls failed in doubt at once: the run's reasons name both.

@@ -29,7 +29,11 @@ export const givenServer = async (dir: string, options: { readonly embedded?: bo
       args: Schema.Struct({ amount: Schema.optional(Schema.Number) }),
       result: Schema.Struct({ done: Schema.String }),
       ...(label === "B"
-        ? { probe: () => ({ server: "mail", version: "2.1.0", annotations: { readOnlyHint: false } }) }
+        ? {
+            probe: () => ({ server: "mail", version: "2.1.0", annotations: { readOnlyHint: false } }),
+            checkHint: (_args: unknown, { idempotencyKey }: { idempotencyKey: string }) =>
+              `the mail server's log for message id ${idempotencyKey}`,
+          }
         : {}),
       run: async () => {
         effects.push(label);

@@ -378,6 +378,8 @@ describe("the run page", () => {
       "idempotency key": `${call}#1`,
       disposition: "hold",
       arguments: '{ "label": "evidence" }',
+      // Where to look (walkthrough #10), as the tool declared it and the intent recorded it.
+      "how to check": 'the witness file has a line "evidence"',
     });
     // When and by which process the call started (walkthrough #10): local time, how long ago, the owner.
     expect(evidence.started).toMatch(

@@ -63,6 +63,7 @@ export const makeTableTools = (
   const record = defineTool({
     name: "record",
     args: Schema.Struct({ label: Schema.String }),
+    checkHint: ({ label }) => `the witness file has a line "${label}"`,
     run: async ({ label }) => {
       appendFileSync(witness, `${label}\n`);
       return { label, recorded: true };

@@ -21,6 +21,7 @@ export const makeRecordTool = (witnessPath: string) =>
   defineTool({
     name: "record",
     args: Schema.Struct({ label: Schema.String }),
+    checkHint: ({ label }) => `the witness file has a line "${label}"`,
     run: async ({ label }) => {
       appendFileSync(witnessPath, `${label}\n`);
       return { label, recorded: true };

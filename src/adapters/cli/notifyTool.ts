@@ -14,6 +14,8 @@ export const makeNotifyTool = (workDir: string) =>
     name: "notify",
     description: "Send a short message (demo: appended to outbox.txt).",
     args: Schema.Struct({ to: Schema.String, message: Schema.String }),
+    checkHint: (_args, { idempotencyKey }) =>
+      `look in ${join(resolve(workDir), "outbox.txt")} for a line ending in ${idempotencyKey}: there, it happened (confirmed-completed); absent, it did not (confirmed-not-completed)`,
     ...builtInSource(import.meta.url),
     run: async ({ to, message }, { idempotencyKey }) => {
       const folder = resolve(workDir);

@@ -294,6 +294,7 @@ export const evidenceList = (call: CallView): Html => html`<dl class="evidence">
   ${call.intendedAt === null ? "" : html`<dt>started</dt><dd class="intended"><time datetime="${call.intendedAt}" title="${call.intendedAt}">${call.intendedAt}</time> by ${call.intendedBy === null ? "the process that admitted the run" : readableWorkerIds(call.intendedBy)} <span class="muted">(the intent's commit: look in the other system's logs from this time on)</span></dd>`}
   <dt>outcome</dt><dd>${call.outcomeCommitted ? "committed in the journal" : html`<strong>not committed</strong>: the journal does not know whether it happened`}</dd>
   <dt>idempotency key</dt><dd class="mono">${call.idempotencyKey}</dd>
+  ${call.checkHint === null ? "" : html`<dt>how to check</dt><dd class="check-hint">${call.checkHint}</dd>`}
   <dt>disposition</dt><dd>${call.disposition}</dd>
   <dt>safe list</dt><dd>${pinText(call)}</dd>
   <dt>reconciler</dt><dd>${call.reconciler ?? "none"}${call.evidence ? html` — proved <strong>${call.evidence.outcome}</strong>` : ""}</dd>

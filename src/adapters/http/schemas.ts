@@ -142,6 +142,7 @@ export const CallView = Schema.Struct({
   args: Schema.Unknown,
   probe: Schema.Unknown,
   idempotencyKey: Schema.String,
+  checkHint: Schema.NullOr(Schema.String),
   fingerprint: Schema.String,
   pin: Schema.NullOr(Schema.String),
   reconciler: Schema.NullOr(Schema.String),

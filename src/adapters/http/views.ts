@@ -101,6 +101,8 @@ export interface CallView {
    */
   readonly probe: unknown;
   readonly idempotencyKey: string;
+  /** Where a person looks to learn whether the call happened, as the tool declared it (masked); null: none. */
+  readonly checkHint: string | null;
   readonly fingerprint: string;
   /** The digest of the tool's source the intent recorded (the safe list pins it); null for document calls. */
   readonly pin: string | null;
@@ -322,6 +324,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
         args: intent.args,
         probe: intent.probe ?? null,
         idempotencyKey: intent.idempotencyKey,
+        checkHint: intent.checkHint ?? null,
         fingerprint: intent.fingerprint,
         pin: intent.pin,
         reconciler: intent.reconciler,

@@ -17,6 +17,7 @@ export const openPanelRuntime = async (dir: string) => {
   const record = defineTool({
     name: "record",
     args: Schema.Struct({ label: Schema.String }),
+    checkHint: ({ label }) => `the witness file has a line "${label}"`,
     run: async ({ label }, { attempt }) => {
       appendFileSync(witness, `${label}\n`);
       if (attempt === 1 && !label.endsWith("-after")) throw new Error("connection reset after send");

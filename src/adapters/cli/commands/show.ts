@@ -30,6 +30,14 @@ const commandsFor = (
   }
 };
 
+/** The hint the call's latest intent recorded: where a person looks to learn whether it happened. */
+const checkHintOf = (events: ReadonlyArray<RecordedEvent>, callId: string): string | undefined => {
+  let hint: string | undefined;
+  for (const { event } of events)
+    if (event.type === "call.intended" && event.callId === callId) hint = event.checkHint;
+  return hint;
+};
+
 /**
  * A printed command as the reader can paste it: `npx holdfast …` when this CLI was started by
  * `npx` (npm sets `npm_command=exec`; from a checkout `holdfast` is not on the PATH), else as is.
@@ -172,6 +180,8 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
             await out.line(
               `  call ${command.callId}${call ? ` (${call.kind} "${call.name}", attempt ${call.attempt}, outcome not committed)` : ""}:`,
             );
+            const hint = checkHintOf(events, command.callId);
+            if (hint) await out.line(`      how to check: ${hint}`);
           }
           const indent = current === undefined ? "  " : "    ";
           await out.line(`${indent}${asInvoked(command.command)}`);
