@@ -12,6 +12,7 @@ import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
 import { ApiError, sendError } from "./errors.js";
+import { METRICS_CONTENT_TYPE, metricsText } from "./metrics.js";
 import type { Auth, Env, OperatorPort } from "./types.js";
 
 export type { Auth, Env, OperatorPort };
@@ -487,6 +488,14 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       options.live,
     );
   });
+
+  // Prometheus text format, behind the token like the API (decision 0065).
+  app.get("/metrics", requireApiAuth, async (c) =>
+    c.body(await metricsText(options.reader), 200, {
+      "content-type": METRICS_CONTENT_TYPE,
+      "cache-control": "no-store",
+    }),
+  );
 
   app.all("/api/*", (c) =>
     c.json({ error: { code: "not-found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),

@@ -3,6 +3,7 @@ import { type HoldReason, MIN_SECRET_LENGTH, makeMasker } from "../../../events/
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
+import { checkAlertOptions } from "../../alerts.js";
 import { isWorkerDead, localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { maskUrl, openStore, resolveStore } from "../../store.js";
@@ -26,6 +27,10 @@ export interface WorkerOptions {
   readonly concurrency: number;
   /** Also admit inputs given as JSON lines on standard input. */
   readonly stdin?: boolean;
+  /** POST alerts here (decision 0065). */
+  readonly notifyUrl?: string;
+  /** The panel's address alerts link to. */
+  readonly panelUrl?: string;
   readonly json?: boolean;
 }
 
@@ -138,6 +143,27 @@ export const loadWorkerModule = async (
   return { agents: agents as AnyAgentDef[], tools: tools as AnyToolDef[], secrets };
 };
 
+/**
+ * Alert timings from the environment, for tests and drills (`HOLDFAST_ALERT_EVERY_MS`,
+ * `HOLDFAST_ALERT_RETRY_MS`, `HOLDFAST_ALERT_STALLED_MS`); the defaults otherwise.
+ */
+export const alertTuning = (
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { everyMs?: number; firstRetryMs?: number; stalledForMs?: number } => {
+  const number = (name: string) => {
+    const value = env[name];
+    return value === undefined || value === "" ? undefined : Number(value);
+  };
+  const everyMs = number("HOLDFAST_ALERT_EVERY_MS");
+  const firstRetryMs = number("HOLDFAST_ALERT_RETRY_MS");
+  const stalledForMs = number("HOLDFAST_ALERT_STALLED_MS");
+  return {
+    ...(everyMs === undefined ? {} : { everyMs }),
+    ...(firstRetryMs === undefined ? {} : { firstRetryMs }),
+    ...(stalledForMs === undefined ? {} : { stalledForMs }),
+  };
+};
+
 const validWorkerId = (id: string): boolean => id.length > 0 && id.length <= 200 && !/\s/.test(id);
 
 /**
@@ -159,6 +185,16 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
       `the worker id "${workerId}" is not usable`,
       "a worker id is 1 to 200 characters without spaces (--worker-id or HOLDFAST_WORKER_ID)",
     );
+  }
+  if (options.notifyUrl !== undefined) {
+    try {
+      checkAlertOptions({ url: options.notifyUrl, ...alertTuning() });
+    } catch (error) {
+      throw usageError(
+        `--notify-url: ${(error as Error).message}`,
+        "pass an http(s) URL of a webhook that takes a JSON POST",
+      );
+    }
   }
   if (!options.module) {
     throw usageError(
@@ -215,6 +251,15 @@ const runWorker = async (
       concurrency: options.concurrency,
       passEveryMs: Math.max(50, Math.floor(options.leaseMs / 2)),
     },
+    ...(options.notifyUrl === undefined
+      ? {}
+      : {
+          alerts: {
+            url: options.notifyUrl,
+            ...(options.panelUrl === undefined ? {} : { panelUrl: options.panelUrl }),
+            ...alertTuning(),
+          },
+        }),
   });
   // A second, small handle to read who owns the runs left alone, between passes.
   let watcher: Journal;
