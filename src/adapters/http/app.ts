@@ -216,7 +216,8 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       !panel.aliases.has(host) ||
       path.startsWith("/api/") ||
       path.startsWith("/hooks/") ||
-      path.startsWith("/static/")
+      path.startsWith("/static/") ||
+      path === "/metrics"
     )
       return next();
     return c.html(panelElsewhere(), 404);
