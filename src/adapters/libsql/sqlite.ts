@@ -53,6 +53,13 @@ export const fileIdentity = (
   } catch (cause) {
     if (sqliteCode(cause) === "SQLITE_NOTADB")
       throw unavailable("the file is not a database", notDatabaseHint);
+    // A file cut short can fail already here, on its schema pages: that is damage, not access.
+    const damage = damageOf(cause);
+    if (damage)
+      throw unavailable(
+        damage,
+        "Restore the journal from a backup (`holdfast backup`), or run `holdfast audit` for what it records.",
+      );
     throw unavailable(
       `cannot be read (${sqliteCode(cause) || String(cause)})`,
       "Check the file and its permissions.",
