@@ -53,6 +53,21 @@ export interface AlertOptions {
   readonly stalledForMs?: number;
   /** How long one delivery may take (default 10 000 ms). */
   readonly timeoutMs?: number;
+  /** Told of each attempt once it is recorded (the worker prints a line for it). */
+  readonly onAttempt?: (attempt: AlertAttempt) => void;
+}
+
+/** One recorded delivery attempt, as `onAttempt` is told of it. */
+export interface AlertAttempt {
+  readonly id: string;
+  readonly runId: string;
+  readonly kind: Alert["kind"];
+  /** Which attempt this was (1 for the first). */
+  readonly attempt: number;
+  readonly delivered: boolean;
+  /** Attempts ran out: the alert is kept, not delivered. */
+  readonly gaveUp: boolean;
+  readonly error?: string;
 }
 
 /** The defaults of {@link AlertOptions}. */
@@ -228,7 +243,21 @@ export const startAlerts = (journal: Journal, workerId: string, options: AlertOp
       due.map(async (alert) => {
         const outcome = await deliver(alert);
         const retryInMs = outcome.ok ? 0 : retryDelay(alert.attempts + 1, o);
-        await journal.alertAttempted(alert.key, workerId, { ...outcome, retryInMs });
+        const recorded = await journal.alertAttempted(alert.key, workerId, { ...outcome, retryInMs });
+        if (!recorded) return;
+        try {
+          o.onAttempt?.({
+            id: alert.key,
+            runId: alert.runId,
+            kind: alert.kind,
+            attempt: alert.attempts + 1,
+            delivered: outcome.ok,
+            gaveUp: retryInMs === null,
+            ...(outcome.error === undefined ? {} : { error: outcome.error }),
+          });
+        } catch {
+          // A listener's failure is not the delivery's.
+        }
       }),
     );
   };

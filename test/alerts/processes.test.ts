@@ -132,6 +132,21 @@ describe("holdfast worker --notify-url", () => {
         reason: "indefinite-failure",
       });
       expect(hook.bodies[0]).not.toContain(ALERT_SECRET);
+      // The worker that sent it says so, in one line; the other says nothing of it.
+      const alertLines = [a, b]
+        .flatMap((w) => w.output().split("\n"))
+        .filter((line) => line.includes('"kind":"alert"'))
+        .map((line) => JSON.parse(line));
+      expect(alertLines).toEqual([
+        expect.objectContaining({
+          kind: "alert",
+          runId: alert.runId,
+          alert: "held",
+          attempt: 1,
+          delivered: true,
+        }),
+      ]);
+      expect(a.output() + b.output()).not.toContain(ALERT_SECRET);
       const journal = await openStore(store);
       try {
         const [recorded] = await journal.alerts();

@@ -163,6 +163,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
       );
       expect(tables.rows.map((r) => r.table_name)).toEqual([
         "admissions",
+        "alerts",
         "blobs",
         "claims",
         "events",
@@ -185,6 +186,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 6, name: "chats with queued inputs" },
         { id: 7, name: "waiting runs by due time" },
         { id: 8, name: "the runtime registry" },
+        { id: 12, name: "alerts and their delivery attempts" },
       ]);
       const functions = await client.query<{ routine_name: string }>(
         "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",

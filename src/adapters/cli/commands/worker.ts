@@ -51,6 +51,15 @@ type Report =
   | { kind: "refused"; line: string; reason: string }
   | { kind: "settled"; runId: string; status: RunResult["status"]; detail?: string }
   | { kind: "pass-failed"; reason: string; hint: string }
+  | {
+      kind: "alert";
+      runId: string;
+      alert: string;
+      attempt: number;
+      delivered: boolean;
+      gaveUp: boolean;
+      error?: string;
+    }
   | { kind: "stopping"; signal: string; live: number }
   | { kind: "stopped"; workerId: string };
 
@@ -90,6 +99,12 @@ const text = (r: Report): string => {
       return `run ${r.runId} ${r.status}${r.detail ? `: ${r.detail}` : ""}`;
     case "pass-failed":
       return `recovery pass failed: ${r.reason} (${r.hint}); trying again`;
+    case "alert":
+      return r.delivered
+        ? `alert ${r.alert} for run ${r.runId} delivered (attempt ${r.attempt})`
+        : r.gaveUp
+          ? `alert ${r.alert} for run ${r.runId} not delivered after ${r.attempt} tries: ${r.error ?? "failed"}; it stays in the journal as failed`
+          : `alert ${r.alert} for run ${r.runId}: attempt ${r.attempt} failed (${r.error ?? "failed"}); trying again`;
     case "stopping":
       return `${r.signal}: stopping; waiting for ${r.live} run(s) to settle (again to quit at once)`;
     case "stopped":
@@ -258,6 +273,17 @@ const runWorker = async (
             url: options.notifyUrl,
             ...(options.panelUrl === undefined ? {} : { panelUrl: options.panelUrl }),
             ...alertTuning(),
+            onAttempt: (a) => {
+              void emit({
+                kind: "alert",
+                runId: a.runId,
+                alert: a.kind,
+                attempt: a.attempt,
+                delivered: a.delivered,
+                gaveUp: a.gaveUp,
+                ...(a.error === undefined ? {} : { error: a.error }),
+              }).catch(() => undefined);
+            },
           },
         }),
   });
