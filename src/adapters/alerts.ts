@@ -184,6 +184,7 @@ export const startAlerts = (journal: Journal, workerId: string, options: AlertOp
   checkAlertOptions(options);
   const o = { ...ALERT_DEFAULTS, ...options };
   const firstSeenStalled = new Map<string, number>();
+  const recorded = new Set<string>();
   let closed = false;
   let running: Promise<void> | null = null;
 
@@ -208,7 +209,13 @@ export const startAlerts = (journal: Journal, workerId: string, options: AlertOp
       found.push({ key: alert.id, runId: alert.runId, kind: alert.kind, body: JSON.stringify(alert) });
     }
     for (const key of firstSeenStalled.keys()) if (!stillStalled.has(key)) firstSeenStalled.delete(key);
-    await journal.recordAlerts(found);
+    // Keys this process recorded before are not written again: a run held for a day costs no write
+    // every tick. The set keeps only what the scan still finds.
+    const seen = new Set(found.map((a) => a.key));
+    for (const key of recorded) if (!seen.has(key)) recorded.delete(key);
+    const fresh = found.filter((a) => !recorded.has(a.key));
+    await journal.recordAlerts(fresh);
+    for (const a of fresh) recorded.add(a.key);
   };
 
   const deliver = async (alert: AlertRecord): Promise<{ ok: boolean; status?: number; error?: string }> => {

@@ -24,7 +24,10 @@ const row = (over: Partial<RunRow> & Record<string, unknown>): RunRow =>
 
 describe("alertsOf", () => {
   it("a run held crash-loop is a crash-loop alert keyed by its held version", () => {
-    const alert = alertsOf(row({ heldReasons: [{ code: "crash-loop" }] }), undefined);
+    const alert = alertsOf(
+      row({ heldReasons: [{ code: "crash-loop", detail: "interrupted 3 times" }] }),
+      undefined,
+    );
     expect(alert).toEqual({
       type: "holdfast.alert",
       id: "r1@9",
@@ -40,9 +43,9 @@ describe("alertsOf", () => {
     const alert = alertsOf(
       row({
         heldReasons: [
-          { code: "in-doubt", callId: "r1/1" },
-          { code: "in-doubt", callId: "r1/2" },
-          { code: "pin-mismatch" },
+          { code: "in-doubt", callId: "r1/1", detail: "charge(token=tok_live_123) timed out" },
+          { code: "in-doubt", callId: "r1/2", detail: "x" },
+          { code: "pin-mismatch", detail: "y" },
         ],
       }),
       "http://127.0.0.1:4640/",
@@ -52,7 +55,9 @@ describe("alertsOf", () => {
       reason: "in-doubt, pin-mismatch",
       panelUrl: "http://127.0.0.1:4640/runs/r1",
     });
+    // No chat id, and no hold detail (error text may quote an argument).
     expect(JSON.stringify(alert)).not.toContain("chat-secret-name");
+    expect(JSON.stringify(alert)).not.toContain("tok_live_123");
   });
 
   it("a stalled run whose owner is gone is alerted; one nobody owns, or a running one, is not", () => {
