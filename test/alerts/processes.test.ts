@@ -178,6 +178,23 @@ describe("holdfast worker --notify-url", () => {
 });
 
 describe("serve with alerts", () => {
+  it("serve --notify-url that is not http(s) is a usage error that names the flag, and nothing listens", async () => {
+    const store = join(tempDir(), "journal.db");
+    const made = await runCli(["demo", "--db", store, "--json"]);
+    expect(made.code, made.stderr).toBe(0);
+    const result = await runCli([
+      "serve",
+      "--db",
+      store,
+      "--port",
+      "0",
+      "--notify-url",
+      "mailto:ops@example.com",
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--notify-url: the alert URL must be http(s), got mailto:");
+  });
+
   it("a run whose owner was SIGKILLed is alerted as stalled (owner-dead), once", async () => {
     const hook = await webhook();
     const store = join(tempDir(), "journal.db");
