@@ -268,6 +268,32 @@ describe("serve --notify-url and /metrics", () => {
       expect(samples.get("holdfast_held_oldest_age_seconds")).toBeGreaterThan(0);
       expect(samples.get('holdfast_alerts{state="delivered"}')).toBe(1);
       expect(samples.get("holdfast_alerts_undelivered")).toBe(0);
+      // The API lists it with both attempts: the 503, then the delivery.
+      const listed = await server.app.request("/api/alerts", {
+        headers: { host: `127.0.0.1:${server.port}`, authorization: `Bearer ${server.token.token}` },
+      });
+      expect(listed.status).toBe(200);
+      const page = await listed.json();
+      expect(page).toMatchObject({ delivered: 1, pending: 0, failed: 0 });
+      expect(page.alerts).toHaveLength(1);
+      expect(page.alerts[0]).toMatchObject({
+        id: alert.id,
+        runId,
+        kind: "held",
+        state: "delivered",
+        alert,
+        attempts: 2,
+        tries: [
+          { ok: false, status: 503, error: "HTTP 503" },
+          { ok: true, status: 204 },
+        ],
+        nextAt: null,
+        gaveUpAt: null,
+      });
+      const undelivered = await server.app.request("/api/alerts?undelivered=true", {
+        headers: { host: `127.0.0.1:${server.port}`, authorization: `Bearer ${server.token.token}` },
+      });
+      expect((await undelivered.json()).alerts).toEqual([]);
     } finally {
       await server.close();
       await hook.close();
