@@ -273,7 +273,7 @@ describe("serve --notify-url and /metrics", () => {
         headers: { host: `127.0.0.1:${server.port}`, authorization: `Bearer ${server.token.token}` },
       });
       expect(listed.status).toBe(200);
-      const page = await listed.json();
+      const page = (await listed.json()) as { alerts: Array<Record<string, unknown>> };
       expect(page).toMatchObject({ delivered: 1, pending: 0, failed: 0 });
       expect(page.alerts).toHaveLength(1);
       expect(page.alerts[0]).toMatchObject({
@@ -293,7 +293,7 @@ describe("serve --notify-url and /metrics", () => {
       const undelivered = await server.app.request("/api/alerts?undelivered=true", {
         headers: { host: `127.0.0.1:${server.port}`, authorization: `Bearer ${server.token.token}` },
       });
-      expect((await undelivered.json()).alerts).toEqual([]);
+      expect(((await undelivered.json()) as { alerts: unknown[] }).alerts).toEqual([]);
     } finally {
       await server.close();
       await hook.close();
