@@ -27,12 +27,13 @@ export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js"
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
 export type { AnyEvent, EventType, KeyedHash, RecordedEvent } from "./events/index.js";
-export type { CallRow, ChatRow, RunRow } from "./projections/index.js";
+export type { CallRow, ChatRow, RunRow, ScheduleRow, ScheduleTick } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";
 export type { ChatCheckpoint } from "./runtime/checkpoint.js";
 export type { CallDecisionRequest, DecisionRequest, RetryGrantRequest } from "./runtime/decide.js";
 export type {
   AgentDef,
+  ApprovalSpec,
   CallContext,
   ModelCallOptions,
   ReconcileContext,
@@ -53,6 +54,8 @@ export {
   type PlanValue,
 } from "./runtime/documents.js";
 export type {
+  ApprovalOutcome,
+  ApprovalRequest,
   ChatQueue,
   ControlOutcome,
   ControlRequest,
@@ -63,6 +66,9 @@ export type {
   RecoveryReport,
   RunHandle,
   RunResult,
+  ScheduleOutcome,
+  ScheduleSpec,
+  Schedules,
   SignalOutcome,
   SignalRequest,
   SubmitRequest,
@@ -72,6 +78,7 @@ export type {
 } from "./runtime/engine.js";
 export {
   ActiveRunExists,
+  ApprovalDenied,
   CallAfterReturn,
   CallFailed,
   CallNotFound,
@@ -92,6 +99,7 @@ export {
   JournalTooNew,
   JournalUnavailable,
   LostCommits,
+  NotAwaitingApproval,
   NoteRequired,
   OutcomeUnknown,
   QueuedInputAdmitted,
@@ -104,9 +112,11 @@ export {
   RunMovedOn,
   RunNotFound,
   RunNotHeld,
+  ScheduleNotFound,
   StaleDecision,
   TransitionRejected,
   UnknownAgent,
+  UnknownAgentVersion,
   UnknownTool,
   WrongExpectedVersion,
 } from "./runtime/errors.js";

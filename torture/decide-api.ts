@@ -90,7 +90,7 @@ export const decideThroughApi = async (
           ? again
             ? "new-attempt"
             : "confirmed-completed"
-          : random() < 0.5
+          : call.kind !== "child" && random() < 0.5
             ? "confirmed-not-completed"
             : "new-attempt";
         calls[call.callId] = {

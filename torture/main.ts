@@ -315,7 +315,7 @@ const trialRun = async (
   runId: string | null;
   status: string | null;
   inFlight: boolean;
-  waiting?: "timer" | "signal" | null;
+  waiting?: "timer" | "signal" | "approval" | null;
 }> => {
   const none = { runId: null, status: null, inFlight: false };
   if (!existsSync(db)) return none;

@@ -5,6 +5,7 @@ import {
   livenessOf,
   liveRuntimesFor,
   type NextStep,
+  otherVersionsLive,
   type RunLiveness,
   whatHappensNext,
 } from "../runtime/liveness.js";
@@ -51,6 +52,8 @@ export const readLiveness = async (reader: JournalReader): Promise<Liveness> => 
         agent: run.agent,
         owner,
         runtimes: runtimesFor(run.agent),
+        // Whatever the status after the action: a decided v1 run beside v2 runtimes says so too.
+        versionsLive: otherVersionsLive(run.agent, snapshot, isWorkerDead),
         ...(options.hint === undefined ? {} : { hint: options.hint }),
       });
     },

@@ -9,6 +9,8 @@ import type { DecisionRequest, RetryGrantRequest } from "../runtime/decide.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { type Documents, makeDocuments } from "../runtime/documents.js";
 import {
+  type ApprovalOutcome,
+  type ApprovalRequest,
   type ChatQueue,
   type ControlOutcome,
   type ControlRequest,
@@ -19,6 +21,7 @@ import {
   type RecoveryReport,
   type RunHandle,
   type RunResult,
+  type Schedules,
   type SignalOutcome,
   type SignalRequest,
   type SubmitRequest,
@@ -41,6 +44,12 @@ import { traceJournal } from "./tracing/traceJournal.js";
 export interface RuntimeOptions {
   /** A journal file path (default `.holdfast/journal.db`, or `HOLDFAST_STORE`). */
   readonly store?: string;
+  /**
+   * The agents this runtime executes. Several versions of one agent may be registered side by side
+   * (decision 0062): a run executes only on the version that admitted it, and new inputs take the
+   * newest — the version of that name registered last here — unless `submit` names `agentVersion`.
+   * The same `name@version` twice is refused.
+   */
   readonly agents?: ReadonlyArray<AnyAgentDef>;
   readonly tools?: ReadonlyArray<AnyToolDef>;
   /**
@@ -113,6 +122,13 @@ export interface Runtime {
   readonly location: string;
   /** What recovery did while opening (empty when `recovery.onOpen` is false). */
   readonly recovery: RecoveryReport;
+  /**
+   * Durable recurring submissions (decision 0060): one run per tick, admitted with input id
+   * `<id>@<tick>` in chat `schedule-<id>`, by any runtime that has the schedule's agent.
+   * @example
+   * await runtime.schedules.upsert({ id: "nightly", cron: "0 2 * * *", timezone: "Europe/Paris", agent: "report", input: {} });
+   */
+  readonly schedules: Schedules;
   /** Registered tools that ask for replay but are not on the safe list with their current pin. */
   readonly preflight: ReadonlyArray<PreflightFinding>;
   /** What retention removed while opening; null when `retention` was not configured. */
@@ -181,6 +197,22 @@ export interface Runtime {
    */
   signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
   /**
+   * Approve a tool call that awaits approval (decision 0057), from any process: `call` is its call id
+   * or seq; made on `basedOnVersion` (stale: `StaleDecision`, nothing written). The run is woken by
+   * any worker with its agent and the effect starts then, once. `args` replaces the arguments when
+   * the tool is `editable` (recorded next to the original, masked; a note is required).
+   * @example
+   * await runtime.approve(runId, 3, { by: "ada", note: "ok, under budget", basedOnVersion: 7 });
+   */
+  approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
+  /**
+   * Deny a tool call that awaits approval (decision 0057): its effect never starts; the agent sees
+   * `ApprovalDenied` with who denied it and the note (required).
+   * @example
+   * await runtime.deny(runId, `${runId}/3`, { by: "ada", note: "too expensive", basedOnVersion: 7 });
+   */
+  deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
+  /**
    * Pause a running run before its next call (decision 0044): in-flight calls settle, then it is
    * `paused` — across restarts, and recovery never resumes it — until `resume`. Its chat stays busy.
    * @example
@@ -244,6 +276,7 @@ const emptyReport: RecoveryReport = {
   held: [],
   ownedElsewhere: [],
   notHere: [],
+  versionMissing: [],
   needsAttention: [],
   replayed: [],
   reconciled: [],
@@ -381,6 +414,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     recovery,
     preflight: engine.preflight,
     retention,
+    schedules: engine.schedules,
     submit: ((request: SubmitRequest) => engine.submit(request)) as Runtime["submit"],
     queue: (chatId) => engine.queue(chatId),
     withdraw: (chatId, inputId, withdrawOptions) => engine.withdraw(chatId, inputId, withdrawOptions),
@@ -396,6 +430,8 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     grantRetry: (runId, callId, request) => engine.grantRetry(runId, callId, request),
     cancel: (runId, request) => engine.cancel(runId, request),
     signal: (runId, name, payload, request) => engine.signal(runId, name, payload, request),
+    approve: (runId, call, request) => engine.approve(runId, call, request),
+    deny: (runId, call, request) => engine.deny(runId, call, request),
     pause: (runId, request) => engine.pause(runId, request),
     resume: (runId, request) => engine.resume(runId, request),
     events: (runId) => journal.readStream(runStreamId(runId)),

@@ -22,6 +22,14 @@ export const RetryPolicy = Schema.Struct({
 });
 export type RetryPolicy = typeof RetryPolicy.Type;
 
+/** What an intent awaiting approval records: whether the approver may edit the arguments, and what the tool does. */
+export const ApprovalRequest = Schema.Struct({
+  editable: Schema.Boolean,
+  /** The tool's description, as the code declared it when the call was made (shown to the approver). */
+  description: Schema.String,
+});
+export type ApprovalRequest = typeof ApprovalRequest.Type;
+
 /**
  * The intent: durably committed before the effect starts (law 1). It records everything recovery
  * needs, so a later change of configuration cannot silently change what happens to this call.
@@ -44,6 +52,12 @@ export const CallIntended = Schema.Struct({
   idempotencyKey: Schema.String,
   /** The retry policy declared in code; absent: no automatic retry (and in logs written before policies). */
   retry: Schema.optional(RetryPolicy),
+  /**
+   * This attempt awaits a person's approval (decision 0057): committed with `run.waiting { wait:
+   * "approval" }`, its effect never starts. An `approved` decision lets the next attempt run (with
+   * the edited arguments when the tool is `editable`); `denied` fails this attempt definitely.
+   */
+  approval: Schema.optional(ApprovalRequest),
 });
 
 export const CallCompleted = Schema.Struct({

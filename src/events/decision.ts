@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema";
 import { DECISION_KINDS } from "./decisionKinds.js";
+import { Digest } from "./ids.js";
 import { Json } from "./shared.js";
 
 export const DecisionKind = Schema.Literal(...DECISION_KINDS);
@@ -44,7 +45,28 @@ export const RetryGranted = Schema.Struct({
   note: Schema.String,
 });
 
-export const DecisionEvent = Schema.Union(DecisionRecorded, RetryGranted);
+/**
+ * A person approved or denied a tool call that awaits approval (decision 0057): made on a named
+ * stream version (law 9) while the run waits for it, appended without a claim; the due index marks
+ * the run due in the same commit, so any worker wakes it. `approved` lets the call's next attempt
+ * run, with `args` (masked; `argsDigest` keyed before masking) instead of the original arguments
+ * when the tool allows edits; `denied` fails the awaiting attempt definitely (`ApprovalDenied`).
+ */
+export const ApprovalRecorded = Schema.Struct({
+  type: Schema.tag("approval.recorded"),
+  runId: Schema.String,
+  callId: Schema.String,
+  decision: Schema.Literal("approved", "denied"),
+  basedOnVersion: Schema.Int.pipe(Schema.nonNegative()),
+  decidedBy: Schema.String,
+  /** Why; never empty for a denial (the agent sees it) nor for edited arguments. */
+  note: Schema.String,
+  /** Edited arguments, when the approver changed them (masked); absent: the original ones run. */
+  args: Schema.optional(Json),
+  argsDigest: Schema.optional(Digest),
+});
+
+export const DecisionEvent = Schema.Union(DecisionRecorded, RetryGranted, ApprovalRecorded);
 export type DecisionEvent = typeof DecisionEvent.Type;
 
 /**

@@ -9,6 +9,7 @@ export * from "./ids.js";
 export * from "./mask.js";
 export * from "./queue.js";
 export * from "./run.js";
+export * from "./schedule.js";
 export * from "./seal.js";
 export * from "./shared.js";
 export * from "./system.js";

@@ -17,6 +17,12 @@ export const InputQueued = Schema.Struct({
   inputId: Schema.String,
   inputDigest: Digest,
   agent: Schema.Struct({ name: Schema.String, version: Schema.String }),
+  /**
+   * Present (true) when the submit named `agentVersion`: the input is admitted with that version
+   * only. Absent: `agent.version` is the newest when it was queued, and the runtime that admits it
+   * takes its own newest version (decision 0062).
+   */
+  versionPinned: Schema.optional(Schema.Literal(true)),
   input: Json,
   by: Schema.optional(Schema.String),
 });

@@ -97,10 +97,11 @@ export const RunPaused = Schema.Struct({
 });
 
 /**
- * What a run waits for: a due time (`turn.sleep`, decision 0050) or a named signal
- * (`turn.waitFor`, decision 0054), which may also have a due time (its timeout).
+ * What a run waits for: a due time (`turn.sleep`, decision 0050), a named signal
+ * (`turn.waitFor`, decision 0054), which may also have a due time (its timeout), or a person's
+ * approval of a tool call before its effect starts (decision 0057).
  */
-export const WaitKind = Schema.Literal("timer", "signal");
+export const WaitKind = Schema.Literal("timer", "signal", "approval");
 export type WaitKind = typeof WaitKind.Type;
 
 /**

@@ -6,6 +6,7 @@ import { DocumentEvent } from "./document.js";
 import { GraphEvent } from "./graph.js";
 import { QueueEvent } from "./queue.js";
 import { RunEvent } from "./run.js";
+import { ScheduleEvent } from "./schedule.js";
 import { SystemEvent } from "./system.js";
 import { RunClaimed, WorkerEvent } from "./worker.js";
 
@@ -17,6 +18,7 @@ export const AnyEvent = Schema.Union(
   DocumentEvent,
   GraphEvent,
   QueueEvent,
+  ScheduleEvent,
   WorkerEvent,
   SystemEvent,
 );
@@ -33,6 +35,7 @@ export const EVENT_TYPES: ReadonlyArray<EventType> = [
   ...DocumentEvent.members,
   ...GraphEvent.members,
   ...QueueEvent.members,
+  ...ScheduleEvent.members,
   RunClaimed,
   ...SystemEvent.members,
 ].map((member) => {

@@ -30,6 +30,11 @@ export interface CallState {
   readonly policyAttempts?: number;
   /** When a policy retry is scheduled: the time (ISO 8601) before which the next attempt must not start. */
   readonly dueAt?: string;
+  /**
+   * A tool call that awaited approval (decision 0057): whether the approver may edit its arguments,
+   * and what a person decided (absent while it awaits).
+   */
+  readonly approval?: { readonly editable: boolean; readonly decision?: "approved" | "denied" };
 }
 
 export type RunStatus =
@@ -95,7 +100,7 @@ export interface RunContext {
 
 /** A run's wait: its kind, the wait call, when it is due, and for a signal wait the name. */
 export interface RunWait {
-  readonly wait: "timer" | "signal";
+  readonly wait: "timer" | "signal" | "approval";
   readonly callId: string;
   /** When a timer is due, or a signal wait times out; absent: a signal wait with no timeout. */
   readonly dueAt?: string;
@@ -103,6 +108,8 @@ export interface RunWait {
   readonly name?: string;
   /** A signal wait: the signal consumed by the wake-up being committed (`signal.consumed`). */
   readonly signalId?: string;
+  /** An approval wait: what a person decided (`approval.recorded`); the run is due from then on. */
+  readonly decision?: "approved" | "denied";
 }
 
 /** A signal recorded in a run (decision 0054): buffered until a wait consumes it. */

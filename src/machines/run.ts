@@ -98,6 +98,8 @@ const applyDecision = (context: RunContext, event: E<"decision.recorded">) => {
  */
 const waitShapeValid = (context: RunContext, event: E<"run.waiting">): boolean => {
   const dueValid = event.dueAt === undefined || Number.isFinite(Date.parse(event.dueAt));
+  // An approval has no due time: it waits for a person as long as it takes (decision 0057).
+  if (event.wait === "approval") return event.dueAt === undefined && event.name === undefined;
   if (event.wait === "timer") return event.dueAt !== undefined && dueValid && event.name === undefined;
   // A signal buffered while the wait was being committed: it parks all the same, due at once.
   return (
@@ -166,14 +168,16 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         return (
           call !== undefined &&
           retryable &&
+          call.approval?.decision !== "denied" &&
           event.attempt === call.attempt + 1 &&
           event.attempt <= (call.policyAttempts ?? 0)
         );
       }),
-      retryAllowed: when(
-        ["retry.granted"],
-        (context, event) => callOf(context, event.callId)?.status === "failed",
-      ),
+      // A denied call stays denied: no grant makes it run without an approval (decision 0057).
+      retryAllowed: when(["retry.granted"], (context, event) => {
+        const call = callOf(context, event.callId);
+        return call?.status === "failed" && call.approval?.decision !== "denied";
+      }),
       sameRun: ({ context, event }) => "runId" in event && event.runId === context.runId,
       /** From run@2: one cancel request per run; a second one changes nothing and is refused. */
       cancelAllowed: ({ context, event }) =>
@@ -211,7 +215,10 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           v2 &&
           event.runId === context.runId &&
           call !== undefined &&
-          call.kind === "wait" &&
+          // A wait call parks on its time or signal; a tool call whose intent awaits approval on that.
+          (event.wait === "approval"
+            ? call.approval !== undefined && call.approval.decision === undefined && call.attempt === 1
+            : call.kind === "wait") &&
           call.status === "in-doubt" &&
           open.length === 1 &&
           open[0]!.callId === call.callId &&
@@ -236,6 +243,8 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         )
           return false;
         if (waiting.signalId !== undefined) return true;
+        // An approval wait is woken by the decision recorded, at any time after it (decision 0057).
+        if (waiting.wait === "approval") return waiting.decision !== undefined;
         const due = waiting.dueAt === undefined ? Number.NaN : Date.parse(waiting.dueAt);
         if (!(Date.parse(event.firedAt) >= due)) return false;
         return waiting.wait === "timer" || bufferedSignal(context, waiting.name ?? "") === undefined;
@@ -272,6 +281,28 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         const call = callOf(context, event.callId);
         return call?.kind === "wait" && call.name === "waitFor" && call.status === "in-doubt";
       }),
+      /**
+       * A person's approve / deny (decision 0057): on the current version (law 9), for the call the
+       * run awaits approval of, once; a denial says why; edited arguments only for an editable tool,
+       * with a note.
+       */
+      approvalAllowed: when(["approval.recorded"], (context, event) => {
+        const waiting = context.waiting;
+        const call = callOf(context, event.callId);
+        if (
+          !v2 ||
+          event.runId !== context.runId ||
+          event.basedOnVersion !== context.version ||
+          waiting?.wait !== "approval" ||
+          waiting.callId !== event.callId ||
+          waiting.decision !== undefined ||
+          call?.approval === undefined
+        )
+          return false;
+        if (event.decision === "denied") return event.note.trim() !== "" && event.args === undefined;
+        if (event.args === undefined) return event.argsDigest === undefined;
+        return call.approval.editable && event.argsDigest !== undefined && event.note.trim() !== "";
+      }),
       isStop: ({ event }) => event.type === "decision.recorded" && event.run === "stop",
     },
     actions: {
@@ -304,6 +335,11 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           resultDigest: null,
           retriesLeft: Math.max(0, (known?.retriesLeft ?? 0) - (known?.status === "failed" ? 1 : 0)),
           ...(e.retry ? { policyAttempts: e.retry.attempts } : {}),
+          ...(e.approval
+            ? { approval: { editable: e.approval.editable } }
+            : known?.approval
+              ? { approval: known.approval }
+              : {}),
         };
         return { calls: setCall(context, call), nextSeq: Math.max(context.nextSeq, e.seq + 1) };
       }),
@@ -402,11 +438,24 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           ? { signals, waiting: { ...context.waiting, signalId: e.signalId } }
           : { signals };
       }),
-      // The wait call's outcome is committed with the wake-up: it is open again until it lands.
+      // The wait call's outcome is committed with the wake-up: it is open again until it lands. An
+      // approved call may run its next attempt; a denied one's failure is committed with the wake-up.
       wake: assign(({ context, event }) => {
         const e = event as E<"run.woken">;
         const call = callOf(context, e.callId)!;
-        return { calls: setCall(context, { ...call, status: "in-doubt" }), waiting: undefined };
+        const status = context.waiting?.decision === "approved" ? "authorized" : "in-doubt";
+        return { calls: setCall(context, { ...call, status }), waiting: undefined };
+      }),
+      approve: assign(({ context, event }) => {
+        const e = event as E<"approval.recorded">;
+        const call = callOf(context, e.callId)!;
+        return {
+          calls: setCall(context, {
+            ...call,
+            approval: { editable: call.approval?.editable ?? false, decision: e.decision },
+          }),
+          waiting: { ...context.waiting!, decision: e.decision },
+        };
       }),
       clearHold: assign({ heldReasons: [] }),
       checkpoint: assign(({ context, event }) => ({
@@ -463,6 +512,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.cancelled": { guard: "mayCancel", target: "cancelled", actions: "bump" },
           // Paused while waiting: it keeps waiting, and parks paused once woken (decision 0051).
           "run.pause-requested": { guard: "pauseAllowed", actions: ["requestPause", "bump"] },
+          "approval.recorded": { guard: "approvalAllowed", actions: ["approve", "bump"] },
           "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
           "signal.consumed": { guard: "consumeAllowed", actions: ["consumeSignal", "bump"] },
         },

@@ -4,6 +4,7 @@ import { documentsProjection } from "./documents.js";
 import { graphChannelsProjection, graphCheckpointsProjection, graphThreadsProjection } from "./graph.js";
 import type { AnyProjection } from "./projection.js";
 import { runsProjection } from "./runs.js";
+import { schedulesProjection } from "./schedules.js";
 
 export * from "./calls.js";
 export * from "./chats.js";
@@ -13,6 +14,7 @@ export * from "./graph.js";
 export * from "./projection.js";
 export * from "./queue.js";
 export * from "./runs.js";
+export * from "./schedules.js";
 
 /**
  * Projections updated inline, in the append transaction. The calls projection is not one of them:
@@ -26,4 +28,5 @@ export const inlineProjections: ReadonlyArray<AnyProjection> = [
   graphCheckpointsProjection,
   graphThreadsProjection,
   graphChannelsProjection,
+  schedulesProjection,
 ];

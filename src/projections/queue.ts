@@ -5,6 +5,8 @@ export interface QueueItem {
   readonly inputId: string;
   readonly inputDigest: string;
   readonly agent: { readonly name: string; readonly version: string };
+  /** Whether the submit named the version: only that version admits it (decision 0062). */
+  readonly versionPinned: boolean;
   /** The masked input, as `input.queued` recorded it. */
   readonly input: unknown;
   readonly queuedAt: string;
@@ -43,6 +45,7 @@ export const foldQueue = (events: ReadonlyArray<RecordedEvent>): QueueState => {
         inputId: event.inputId,
         inputDigest: event.inputDigest,
         agent: event.agent,
+        versionPinned: event.versionPinned === true,
         input: event.input,
         queuedAt: recordedAt,
         version: v,

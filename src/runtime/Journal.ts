@@ -8,6 +8,12 @@ export interface DueWait {
   readonly callId: string;
 }
 
+/** A schedule's row in the schedule index (decision 0060): its next tick. */
+export interface DueSchedule {
+  readonly scheduleId: string;
+  readonly dueAtMs: number;
+}
+
 /**
  * Expected stream version for an append (Emmett's sentinels): an exact version,
  * `"no-stream"` (must not exist), `"stream-exists"`, or `"any"`.
@@ -328,6 +334,11 @@ export interface JournalReader {
    * (decision 0050): what a waker claims and wakes.
    */
   dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>>;
+  /**
+   * Active schedules whose next tick is at `nowMs` or before, earliest first, at most `limit`, by the
+   * schedule index (decision 0060): what a tick pass handles.
+   */
+  dueSchedules(nowMs: number, limit: number): Promise<ReadonlyArray<DueSchedule>>;
   projection<S>(name: string, key: string): Promise<S | null>;
   projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
   /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */

@@ -2,9 +2,11 @@ import * as Schema from "effect/Schema";
 import { ChatId, InputId, keyedDigestOf } from "../events/index.js";
 import { CURRENT_RUN_MACHINE } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
+import { parseAgentRef } from "./agents.js";
 import type { EngineCore } from "./core.js";
+import type { AnyAgentDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
-import { DuplicateAdmission, InputConflict, UnknownAgent } from "./errors.js";
+import { DuplicateAdmission, InputConflict, UnknownAgent, UnknownAgentVersion } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
 import { handled } from "./handled.js";
 import { decodeInput, refuseSecretIds } from "./input.js";
@@ -16,6 +18,12 @@ export interface SubmitRequest {
   readonly chatId: string;
   readonly inputId: string;
   readonly agent: string;
+  /**
+   * The version of the agent to admit the input with (decision 0062); by default the newest one
+   * registered (the last in `openRuntime({ agents })`). A version this runtime does not have is
+   * refused with `UnknownAgentVersion`, which lists the registered ones.
+   */
+  readonly agentVersion?: string | undefined;
   readonly content: unknown;
   /**
    * When the chat has an active run: `refuse` (default: `ActiveRunExists`), `queue` (wait in the
@@ -42,6 +50,7 @@ export const SubmitRequestSchema = Schema.Struct({
   chatId: ChatId,
   inputId: InputId,
   agent: Schema.NonEmptyTrimmedString,
+  agentVersion: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString)),
   content: Schema.Unknown,
   whenBusy: Schema.optional(Schema.UndefinedOr(Schema.Literal("refuse", "queue", "interrupt"))),
   by: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)))),
@@ -59,8 +68,7 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle |
   const request = decodeInput(SubmitRequestSchema, raw, "submit request");
   const { chatId, inputId } = request;
   refuseSecretIds(core.masker, "submit request", { chatId, inputId });
-  const agent = core.agents.get(request.agent);
-  if (!agent) throw new UnknownAgent({ agent: request.agent, known: [...core.agents.keys()] });
+  const agent = agentFor(core, request.agent, request.agentVersion);
   const input = storedCopy(request.content, "content");
   // Keyed, so the digest of a short secret input cannot be guessed from the journal.
   const inputDigest = keyedDigestOf(core.journal.fingerprintKey, { content: input });
@@ -72,6 +80,7 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle |
     chatId,
     inputId,
     agent,
+    ...(request.agentVersion !== undefined ? { versionPinned: true } : {}),
     input: core.masker.mask(input),
     inputDigest,
     ...(request.by !== undefined ? { by: request.by } : {}),
@@ -90,6 +99,18 @@ export const admit = async (core: EngineCore, raw: unknown): Promise<RunHandle |
   return enqueue(core, prepared, admitNow, (runId, digest) =>
     reuse(core, runId, digest, inputDigest, request),
   );
+};
+
+/**
+ * The agent an input is admitted with: the version it names, else the newest registered here;
+ * `UnknownAgent` or `UnknownAgentVersion` (with what is registered) otherwise.
+ */
+const agentFor = (core: EngineCore, name: string, version: string | undefined): AnyAgentDef => {
+  if (!core.agents.has(name)) throw new UnknownAgent({ agent: name, known: core.agents.refs() });
+  const agent = version === undefined ? core.agents.newest(name) : core.agents.get(name, version);
+  if (!agent)
+    throw new UnknownAgentVersion({ agent: name, version: version ?? "", known: core.agents.versions(name) });
+  return agent;
 };
 
 /** Admit a new run for the input now; `ActiveRunExists` when the chat is busy. */
@@ -147,8 +168,13 @@ const reuse = async (
   const { chatId, inputId } = request;
   if (recordedDigest !== inputDigest) throw new InputConflict({ chatId, inputId, runId });
   const row = await core.journal.projection<RunRow>("runs", runId);
-  const admittedFor = row?.agent.slice(0, row.agent.lastIndexOf("@"));
-  if (admittedFor !== undefined && admittedFor !== request.agent) {
+  const admittedFor = row ? parseAgentRef(row.agent) : undefined;
+  // The same ids are the same run (law 6): under another agent, or another version named, a conflict.
+  if (
+    admittedFor !== undefined &&
+    (admittedFor.name !== request.agent ||
+      (request.agentVersion !== undefined && admittedFor.version !== request.agentVersion))
+  ) {
     throw new InputConflict({ chatId, inputId, runId, admittedFor: row!.agent });
   }
   return { runId, reused: true, result: handled(core.wait(runId)) };

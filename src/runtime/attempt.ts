@@ -55,6 +55,17 @@ export interface CallSpec<R> {
   retry?: ResolvedRetry;
   /** Abort each attempt through its signal after this long. */
   timeoutMs?: number;
+  /**
+   * A tool whose calls may need approval (decision 0057): whether this call does (asked of a new
+   * call only), whether edits are allowed, what the tool does, and how to decode edited arguments
+   * into what the effect receives (throws when they no longer fit the tool's Schema).
+   */
+  approval?: {
+    readonly needed: () => boolean;
+    readonly editable: boolean;
+    readonly description: string;
+    readonly decode: (stored: unknown) => unknown;
+  };
 }
 
 /** For warnings: token shapes and secret-like keys masked, with no registered secrets at hand. */

@@ -214,7 +214,7 @@ export const pauseRun = async (
       accepted: true,
       runId,
       status: "pause-requested",
-      message: `pause of run ${runId} recorded; it keeps waiting (${waiting.wait === "signal" ? `for signal "${waiting.name ?? ""}"${waiting.dueAt ? ` or until ${waiting.dueAt}` : ""}` : `until ${waiting.dueAt}`}), then parks paused instead of going on`,
+      message: `pause of run ${runId} recorded; it keeps waiting (${waiting.wait === "signal" ? `for signal "${waiting.name ?? ""}"${waiting.dueAt ? ` or until ${waiting.dueAt}` : ""}` : waiting.wait === "approval" ? `for approval of ${waiting.callId}` : `until ${waiting.dueAt}`}), then parks paused instead of going on`,
     };
   return carryOut(core, runId, appended.fold, "pause");
 };

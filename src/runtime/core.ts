@@ -1,5 +1,6 @@
 import type { Masker } from "../events/index.js";
-import type { AnyAgentDef, AnyToolDef } from "./define.js";
+import type { AgentRegistry } from "./agents.js";
+import type { AnyToolDef } from "./define.js";
 import type { ExecuteDeps, RunResult } from "./execute.js";
 import type { Journal } from "./Journal.js";
 import type { Ownership } from "./ownership.js";
@@ -19,7 +20,8 @@ export interface EngineCore {
   readonly masker: Masker;
   readonly workerId: string;
   readonly leaseMs: number;
-  readonly agents: ReadonlyMap<string, AnyAgentDef>;
+  /** The agents this runtime executes, by name and version (decision 0062). */
+  readonly agents: AgentRegistry;
   readonly tools: ReadonlyMap<string, AnyToolDef>;
   /** The safe list: tool name → pinned SHA-256 of its source. */
   readonly allowlist: Readonly<Record<string, string>>;

@@ -18,7 +18,8 @@ export type CrashPointName =
   | QueueCrashPointName
   | RetryCrashPointName
   | SignalCrashPointName
-  | WakeCrashPointName;
+  | WakeCrashPointName
+  | ApprovalCrashPointName;
 
 /**
  * Crash points of a wake-up (decision 0064): `before-wake` right after a waker claimed a due wait
@@ -29,6 +30,13 @@ export type CrashPointName =
 export type WakeCrashPointName = "before-wake" | "after-woken";
 /** The wake-up's crash points, in order. */
 export const WAKE_CRASH_POINTS: ReadonlyArray<WakeCrashPointName> = ["before-wake", "after-woken"];
+
+/**
+ * Crash points of an approval (decision 0057): right after `approval.recorded` committed, before
+ * the approver returns or wakes anything; and right after the wake-up committed, before the
+ * approved call's next attempt (its intent) is written. Apart from {@link CRASH_POINTS}.
+ */
+export type ApprovalCrashPointName = "after-approval" | "after-approval-wake";
 
 /**
  * A crash point of a signal (decision 0054): right after `signal.received` committed, before the

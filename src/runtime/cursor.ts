@@ -55,6 +55,8 @@ export class ReplayCursor {
   private readonly policies = new Map<string, RetryPolicy>();
   /** When each call's latest definite failure was recorded (ms since the epoch). */
   private readonly failedAt = new Map<string, number>();
+  /** Arguments an approver edited, by call (decision 0057): the approved attempt runs with them. */
+  private readonly edits = new Map<string, unknown>();
 
   constructor(history: Iterable<CursorEvent>) {
     for (const { event, recordedAt } of history) this.remember(event, recordedAt);
@@ -93,6 +95,10 @@ export class ReplayCursor {
       case "call.replay-authorized":
         if (event.reason === "idempotent-child") this.sameChild.add(event.callId);
         break;
+      case "approval.recorded":
+        if (event.decision === "approved" && event.args !== undefined)
+          this.edits.set(event.callId, event.args);
+        break;
       case "decision.recorded":
         for (const decided of event.calls) {
           if (decided.decision === "confirmed-completed")
@@ -100,6 +106,11 @@ export class ReplayCursor {
         }
         break;
     }
+  }
+
+  /** The arguments an approver edited for a call (stored, masked); undefined: none were edited. */
+  editedArgs(callId: string): { readonly args: unknown } | undefined {
+    return this.edits.has(callId) ? { args: this.edits.get(callId) } : undefined;
   }
 
   record(callId: string, outcome: Recorded): void {

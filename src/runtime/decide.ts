@@ -23,6 +23,7 @@ import {
   statusOf,
   step,
 } from "../machines/index.js";
+import { CHILD_CHAT_PREFIX } from "./admit.js";
 import type { EngineCore } from "./core.js";
 import type { AnyToolDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
@@ -162,6 +163,8 @@ export const decisionEvents = (
     readonly tools: ReadonlyMap<string, AnyToolDef>;
     readonly masker: Masker;
     readonly corrupt?: string | null;
+    /** Child calls in doubt whose child run the journal shows admitted: call id → child run id. */
+    readonly startedChildren?: ReadonlyMap<string, string>;
   },
 ): { readonly events: ReadonlyArray<AnyEvent>; readonly unchecked: ReadonlyArray<string> } => {
   const request = decodeInput(DecisionRequestSchema, raw, "decision");
@@ -185,6 +188,14 @@ export const decisionEvents = (
   const calls: CallDecision[] = wanted.map(({ call, decision, note, result }) => {
     const why = deps.masker.maskString((note ?? "").trim()) || runNote;
     if (CONFIRMATIONS.has(decision) && why === "") throw new NoteRequired({ runId, decision });
+    const child = deps.startedChildren?.get(call.callId);
+    if (child !== undefined && decision === "confirmed-not-completed") {
+      // The journal proves the child started: "it did not happen" would start a second child.
+      throw new InvalidInput({
+        what: `decision for call ${call.callId} (child agent ${call.name})`,
+        detail: `its child run ${child} was admitted, so the call did start (deciding it did not would start a second child); see the child run (holdfast show ${child}) and decide confirmed-completed with its output, new-attempt to run a fresh child on purpose, resume (the agent sees OutcomeUnknown) or stop`,
+      });
+    }
     if (call.kind === "model" && decision === "confirmed-completed") {
       // A model call's only outcome is its answer: without one, the agent would go on from nothing.
       if (result === undefined) {
@@ -380,8 +391,35 @@ export const decide = async (
     tools: core.tools,
     masker: core.masker,
     corrupt,
+    startedChildren: await startedChildren(core, runId, fold),
   });
   return continueAfter(core, runId, fold, events, request.basedOnVersion, unchecked);
+};
+
+/**
+ * The child calls in doubt whose child run exists: a child is admitted with the input id its
+ * latest intent names (the call id unless re-run on purpose) in chat `child:<input id>`.
+ */
+const startedChildren = async (
+  core: Pick<EngineCore, "journal">,
+  runId: string,
+  fold: RunFold,
+): Promise<ReadonlyMap<string, string>> => {
+  const children = blockingCalls(contextOf(fold)).filter((c) => c.kind === "child");
+  const started = new Map<string, string>();
+  if (children.length === 0) return started;
+  const keys = new Map<string, string>();
+  for (const { event } of await core.journal.readStream(runStreamId(runId))) {
+    if (event.type !== "call.intended" || event.kind !== "child") continue;
+    const key = (event.probe as { childInputId?: unknown } | undefined)?.childInputId;
+    keys.set(event.callId, typeof key === "string" ? key : event.callId);
+  }
+  for (const call of children) {
+    const key = keys.get(call.callId) ?? call.callId;
+    const admitted = await core.journal.admission(`${CHILD_CHAT_PREFIX}${key}`, key);
+    if (admitted) started.set(call.callId, admitted.runId);
+  }
+  return started;
 };
 
 /** Grant bounded retries to a definitely failed call of a held run, and continue it. */
@@ -424,7 +462,7 @@ const continueAfter = async (
 
 /**
  * A run the journal now says is running, with no execution (after a decision, a retry grant, a
- * resume): executed here when this runtime has its agent and gets the claim; otherwise whoever owns
+ * resume): executed here when this runtime has its agent's version and gets the claim; otherwise whoever owns
  * it, or the next recovery with the agent registered, continues it. Its result, either way.
  */
 export const continueHere = async (
@@ -435,8 +473,9 @@ export const continueHere = async (
   const waiting = () => ({ result: handled(core.wait(runId)) });
   if (statusOf(writer.fold) !== "running") return waiting();
   const context = contextOf(writer.fold);
-  const agent = core.agents.get(context.agent.name);
-  // Only a runtime that can execute the run claims it (an operator's runtime never does).
+  // Only a runtime that can execute the run claims it (an operator's runtime never does), with the
+  // version that admitted it (decision 0062).
+  const agent = core.agents.get(context.agent.name, context.agent.version);
   const claim = agent ? await core.ownership.claim(runId) : null;
   if (!agent || !claim) return waiting();
   writer.setFence(core.ownership.fence(runId));

@@ -99,8 +99,45 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly retry?: ResolvedRetry;
   /** Abort an attempt through `CallContext.signal` after this long (absent: no limit). */
   readonly timeoutMs?: number;
+  /** Whether a call needs a person's approval before its effect starts (decision 0057); absent: never. */
+  readonly approval?: ResolvedApproval<A>;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
+
+/**
+ * When a tool's calls need a person's approval before the effect starts (decision 0057):
+ * `"required"` (every call), a predicate on the decoded arguments (the calls it returns `true`
+ * for), or `{ when, editable }` where `editable: true` lets the approver change the arguments
+ * (checked against the tool's Schema; the edit is recorded next to the original).
+ *
+ * @example
+ * approval: (args) => args.amount > 100
+ * approval: { when: "required", editable: true }
+ */
+export type ApprovalSpec<A> =
+  | "required"
+  | ((args: A) => boolean)
+  | {
+      readonly when?: "required" | ((args: A) => boolean);
+      readonly editable?: boolean;
+    };
+
+/** An {@link ApprovalSpec} as the tool keeps it: a predicate (constant for `"required"`) and whether edits are allowed. */
+export interface ResolvedApproval<A> {
+  readonly needs: (args: A) => boolean;
+  readonly editable: boolean;
+}
+
+const resolveApproval = <A>(tool: string, spec: ApprovalSpec<A>): ResolvedApproval<A> => {
+  const always = () => true;
+  const when = typeof spec === "object" ? (spec.when ?? "required") : spec;
+  if (when !== "required" && typeof when !== "function")
+    throw new TypeError(
+      `tool "${tool}": approval must be "required", a function of the arguments, or { when, editable } (got ${JSON.stringify(when)})`,
+    );
+  const editable = typeof spec === "object" ? spec.editable === true : false;
+  return { needs: when === "required" ? always : when, editable };
+};
 
 // biome-ignore lint/suspicious/noExplicitAny: tools of any argument and result types
 export type AnyToolDef = ToolDef<any, any, any>;
@@ -136,6 +173,13 @@ export interface ToolSpec<A, I, R, RI = unknown> {
    * then in doubt (law 4) unless the tool throws a `DefiniteFailure` in answer to the abort.
    */
   readonly timeoutMs?: number;
+  /**
+   * Ask a person before the effect starts (decision 0057): the intent is committed awaiting
+   * approval, the run waits holding no process, and the effect starts only once `approved` is
+   * durable (`runtime.approve`, `holdfast approve`, the API, the panel); `denied` fails the call
+   * with `ApprovalDenied`, which the agent sees.
+   */
+  readonly approval?: ApprovalSpec<A>;
   readonly run: (args: A, context: CallContext) => Promise<R>;
 }
 
@@ -177,6 +221,7 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
     ...(spec.timeoutMs === undefined
       ? {}
       : { timeoutMs: checkTimeout(`tool "${spec.name}"`, spec.timeoutMs) }),
+    ...(spec.approval === undefined ? {} : { approval: resolveApproval(spec.name, spec.approval) }),
     run: spec.run,
   };
 };

@@ -3,6 +3,8 @@ import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events
 import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
+import { AgentRegistry } from "./agents.js";
+import { type ApprovalOutcome, type ApprovalRequest, recordApproval } from "./approve.js";
 import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
 import type { EngineCore, Interrupter } from "./core.js";
 import {
@@ -32,11 +34,24 @@ import {
   withdrawQueued,
 } from "./queue.js";
 import { type RecoveryReport, recoverRuns } from "./recoveryPass.js";
+import {
+  deleteSchedule,
+  getSchedule,
+  listSchedules,
+  pauseSchedule,
+  resumeSchedule,
+  type ScheduleOutcome,
+  type ScheduleSpec,
+  type Schedules,
+  tickSchedules,
+  upsertSchedule,
+} from "./schedules.js";
 import { type SignalOutcome, type SignalRequest, sendSignal } from "./signal.js";
 import { wakeDue } from "./wake.js";
 
 export type { RunHandle, SubmitRequest } from "./admit.js";
 export { CHILD_CHAT_PREFIX } from "./admit.js";
+export type { ApprovalOutcome, ApprovalRequest } from "./approve.js";
 export type { ControlOutcome, ControlRequest } from "./control.js";
 export type { DecisionOutcome } from "./decide.js";
 export { type RunResult, resultFromJournal } from "./execute.js";
@@ -49,6 +64,7 @@ export type {
   WithdrawOutcome,
 } from "./queue.js";
 export type { RecoveryReport } from "./recoveryPass.js";
+export type { ScheduleOutcome, ScheduleSpec, Schedules } from "./schedules.js";
 export type { SignalOutcome, SignalRequest } from "./signal.js";
 
 export interface EngineOptions {
@@ -131,7 +147,7 @@ export class Engine implements EngineCore {
   readonly masker: Masker;
   readonly workerId: string;
   readonly leaseMs: number;
-  readonly agents: ReadonlyMap<string, AnyAgentDef>;
+  readonly agents: AgentRegistry;
   readonly tools: ReadonlyMap<string, AnyToolDef>;
   readonly allowlist: Readonly<Record<string, string>>;
   readonly ownership: Ownership;
@@ -161,7 +177,7 @@ export class Engine implements EngineCore {
     this.workerId = options.workerId;
     this.leaseMs = options.leaseMs;
     this.masker = makeMasker(options.secrets);
-    this.agents = uniqueByName("agent", options.agents);
+    this.agents = new AgentRegistry(options.agents);
     this.tools = uniqueByName("tool", options.tools);
     this.limiter = new Limiter(Math.max(1, options.recoveryConcurrency));
     this.allowlist = options.allowlist ?? {};
@@ -182,7 +198,7 @@ export class Engine implements EngineCore {
               workerId: options.workerId,
               host: options.presence.host,
               pid: options.presence.pid,
-              agents: [...this.agents.values()].map((agent) => `${agent.name}@${agent.version}`),
+              agents: this.agents.refs(),
               recoversEveryMs: options.presence.recoversEveryMs,
             },
             options.leaseMs,
@@ -311,6 +327,12 @@ export class Engine implements EngineCore {
         } catch {
           // A journal hiccup: the next poll tries again.
         }
+        // Schedules tick on the same loop (decision 0060): an indexed read per poll.
+        try {
+          if (!this.isClosing) await tickSchedules(this);
+        } catch {
+          // A journal hiccup: the next poll tries again.
+        }
       } while (this.wakeAgain && !this.isClosing);
     })().finally(() => {
       this.waking = undefined;
@@ -352,6 +374,36 @@ export class Engine implements EngineCore {
     return outcome;
   }
 
+  /** Schedules (decision 0060): made, changed and read from any runtime; ticked by runtimes with their agent. */
+  readonly schedules: Schedules = {
+    upsert: (spec: ScheduleSpec): Promise<ScheduleOutcome> => upsertSchedule(this, spec),
+    list: (options: { readonly includeDeleted?: boolean } = {}) => listSchedules(this.journal, options),
+    get: (scheduleId: string) => getSchedule(this.journal, scheduleId),
+    pause: (scheduleId: string, options: { readonly by?: string } = {}) =>
+      pauseSchedule(this.journal, scheduleId, options),
+    resume: (scheduleId: string, options: { readonly by?: string } = {}) =>
+      resumeSchedule(this.journal, scheduleId, options),
+    delete: (scheduleId: string, options: { readonly by?: string } = {}) =>
+      deleteSchedule(this.journal, scheduleId, options),
+  };
+  /**
+   * Approve a tool call that awaits approval (decision 0057): recorded on `basedOnVersion`, the run
+   * is woken by the wake loop (here at once, when this runtime has its agent) and the call's effect
+   * starts in the re-execution, with the edited arguments when given.
+   */
+  async approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome> {
+    const outcome = await recordApproval(this, runId, call, "approved", request);
+    this.pollWaits();
+    return outcome;
+  }
+
+  /** Deny a tool call that awaits approval (decision 0057): the agent sees `ApprovalDenied` with the note. */
+  async deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome> {
+    const outcome = await recordApproval(this, runId, call, "denied", request);
+    this.pollWaits();
+    return outcome;
+  }
+
   /** Pause a running run before its next call (decision 0044). */
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome> {
     return pauseRun(this, runId, request);
@@ -366,7 +418,7 @@ export class Engine implements EngineCore {
   }
 
   get agentNames(): string[] {
-    return [...this.agents.keys()];
+    return this.agents.names();
   }
 
   get toolNames(): string[] {

@@ -72,6 +72,17 @@ export class UnknownAgent extends Data.TaggedError("UnknownAgent")<{
   }
 }
 
+/** A submit names a version of an agent this runtime does not have (decision 0062). */
+export class UnknownAgentVersion extends Data.TaggedError("UnknownAgentVersion")<{
+  readonly agent: string;
+  readonly version: string;
+  readonly known: ReadonlyArray<string>;
+}> {
+  override get message(): string {
+    return `agent "${this.agent}" has no version "${this.version}" in this runtime (registered versions: ${this.known.join(", ")}); register it in openRuntime({ agents }), or leave agentVersion out to take the newest (${this.known.at(-1)})`;
+  }
+}
+
 /** A call names a tool this runtime was not given. */
 export class UnknownTool extends Data.TaggedError("UnknownTool")<{
   readonly tool: string;
@@ -237,6 +248,37 @@ export class CallFailed extends Data.TaggedError("CallFailed")<{
 }> {
   override get message(): string {
     return `call ${this.callId} (${this.name}) failed definitely: ${this.error.message}`;
+  }
+}
+
+/**
+ * A person denied a tool call that awaited approval (decision 0057): its effect never started. A
+ * definite failure the agent sees, with who denied it and why; the agent may tell the user or try
+ * something else.
+ */
+export class ApprovalDenied extends Data.TaggedError("ApprovalDenied")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly name: string;
+  readonly by: string;
+  readonly note: string;
+}> {
+  override get message(): string {
+    return `call ${this.callId} (${this.name}) was denied by ${this.by || "a person"}: ${this.note}`;
+  }
+}
+
+/**
+ * An approve or deny named a call the run does not await approval of (decision 0057): nothing was
+ * written. `detail` says what the run does now.
+ */
+export class NotAwaitingApproval extends Data.TaggedError("NotAwaitingApproval")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly detail: string;
+}> {
+  override get message(): string {
+    return `run ${this.runId} does not await approval of call ${this.callId}: ${this.detail}; nothing was written (\`holdfast show ${this.runId}\`)`;
   }
 }
 
@@ -483,5 +525,12 @@ export class RunPausing extends Data.TaggedError("RunPausing")<{
 }> {
   override get message(): string {
     return `run ${this.runId} is being paused (by ${this.by}); the call was not started. Let the error end the agent: \`holdfast resume ${this.runId}\` re-executes it from the journal`;
+  }
+}
+
+/** The journal holds no schedule with this id (or it was deleted). */
+export class ScheduleNotFound extends Data.TaggedError("ScheduleNotFound")<{ readonly scheduleId: string }> {
+  override get message(): string {
+    return `no schedule ${this.scheduleId}; list them with \`holdfast schedules\`, or make it with \`holdfast schedules add ${this.scheduleId} …\``;
   }
 }

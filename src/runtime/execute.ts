@@ -52,6 +52,17 @@ export type RunResult =
       readonly wakesAt: string | null;
     }
   /**
+   * Waiting for a person to approve or deny the tool call `callId` (decision 0057): woken when the
+   * decision is recorded (`runtime.approve` / `runtime.deny`); it never times out.
+   */
+  | {
+      readonly status: "waiting";
+      readonly runId: string;
+      readonly wait: "approval";
+      readonly callId: string;
+      readonly wakesAt: null;
+    }
+  /**
    * Finished long ago and removed by retention: its admission remains (law 6), so the same input
    * is still this run. `finalStatus` is how it ended; `outputDigest` the digest of its output.
    * Also how an execution ends whose run was taken over, ended and pruned while one of its calls
@@ -368,6 +379,8 @@ export const resultFromFold = (runId: string, fold: RunFold): RunResult => {
           name: waiting.name ?? "",
           wakesAt: waiting.dueAt ?? null,
         };
+      if (waiting?.wait === "approval")
+        return { status: "waiting", runId, wait: "approval", callId: waiting.callId, wakesAt: null };
       return { status: "waiting", runId, wait: "timer", wakesAt: waiting?.dueAt ?? "" };
     }
     default:

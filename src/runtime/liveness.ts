@@ -17,6 +17,12 @@ export interface RunOwner {
 /** Why a run is stalled: its owner's lease ran out, its owner's process is gone, or nobody owns it. */
 export type StalledBecause = "lease-expired" | "owner-dead" | "no-owner";
 
+/**
+ * Why an active run waits with nothing to run it, beyond its status (decision 0063):
+ * `agent-version-missing` — live runtimes have its agent, but none the version that admitted it.
+ */
+export type WaitReason = "agent-version-missing";
+
 /** Who runs a run now, as a reader sees it. Every time is ISO 8601. */
 export interface RunLiveness {
   /** The worker that holds the run's claim; null when none does. */
@@ -29,6 +35,14 @@ export interface RunLiveness {
   readonly stalledBecause: StalledBecause | null;
   /** Since when nothing runs it: the owner's last heartbeat, or the run's last event. */
   readonly stalledSince: string | null;
+  /**
+   * `agent-version-missing`: a running, interrupted or waiting run with no live owner, whose agent
+   * live runtimes have only in other versions ({@link RunLiveness.versionsLive}). They leave it
+   * alone; it continues when a runtime with its version opens this journal (decision 0063).
+   */
+  readonly waitReason: WaitReason | null;
+  /** With `agent-version-missing`: the versions of its agent live now (`name@version`), else empty. */
+  readonly versionsLive: ReadonlyArray<string>;
 }
 
 /** A live runtime that has a run's agent. */
@@ -57,6 +71,9 @@ export interface NextStep {
 /** Statuses a runtime is meant to be executing: the ones a dead owner leaves stuck. */
 const ACTIVE: ReadonlySet<string> = new Set(["running", "interrupted"]);
 
+/** Statuses a runtime with the run's agent version continues on its own (a recovery or a wake). */
+const CONTINUED: ReadonlySet<string> = new Set(["running", "interrupted", "waiting"]);
+
 /** `<host>:<pid>:…`, the shape of the ids holdfast makes (custom ids name no host). */
 const HOST_PID = /^([^:]+):(\d+):/;
 
@@ -81,6 +98,38 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * paused or finished run is never stalled (it waits for a person, or is done).
  */
 export const livenessOf = (
+  run: {
+    readonly runId: string;
+    readonly status: string;
+    readonly updatedAt: string;
+    /** `name@version`: without it, whether its version is live is not looked at. */
+    readonly agent?: string;
+  },
+  snapshot: LivenessSnapshot,
+  isWorkerDead: (workerId: string) => boolean,
+): RunLiveness => {
+  const live = ownerLiveness(run, snapshot, isWorkerDead);
+  if (run.agent === undefined || !CONTINUED.has(run.status) || (live.owner && !live.stalled)) return live;
+  const versionsLive = otherVersionsLive(run.agent, snapshot, isWorkerDead);
+  return versionsLive.length > 0 ? { ...live, waitReason: "agent-version-missing", versionsLive } : live;
+};
+
+/**
+ * The versions of a run's agent that live runtimes have (`name@version`), when none has the run's
+ * own: empty when one has it, or when none has the agent at all.
+ */
+export const otherVersionsLive = (
+  agent: string,
+  snapshot: LivenessSnapshot,
+  isWorkerDead: (workerId: string) => boolean,
+): string[] => {
+  const name = agentName(agent);
+  const live = snapshot.runtimes.filter((r) => r.expiresAt > snapshot.now && !isWorkerDead(r.workerId));
+  if (live.some((r) => r.agents.includes(agent))) return [];
+  return [...new Set(live.flatMap((r) => r.agents.filter((a) => agentName(a) === name)))].sort();
+};
+
+const ownerLiveness = (
   run: { readonly runId: string; readonly status: string; readonly updatedAt: string },
   snapshot: LivenessSnapshot,
   isWorkerDead: (workerId: string) => boolean,
@@ -92,6 +141,8 @@ export const livenessOf = (
     stalled: false,
     stalledBecause: null,
     stalledSince: null,
+    waitReason: null,
+    versionsLive: [],
   };
   const claim = snapshot.claims.find((c) => c.runId === run.runId);
   if (!ACTIVE.has(run.status)) return none;
@@ -115,21 +166,21 @@ export const livenessOf = (
   };
 };
 
-/** The live runtimes that have the agent (by name, as recovery matches it), live ones only. */
+/**
+ * The live runtimes that have the agent in the run's version (`name@version`, as recovery and the
+ * wake pass match it, decision 0062), live ones only.
+ */
 export const liveRuntimesFor = (
   agent: string,
   snapshot: LivenessSnapshot,
   isWorkerDead: (workerId: string) => boolean,
-): LiveRuntime[] => {
-  const name = agentName(agent);
-  return snapshot.runtimes.flatMap((r): LiveRuntime[] => {
+): LiveRuntime[] =>
+  snapshot.runtimes.flatMap((r): LiveRuntime[] => {
     if (r.expiresAt <= snapshot.now || isWorkerDead(r.workerId)) return [];
-    const has = r.agents.find((a) => agentName(a) === name);
-    return has
-      ? [{ workerId: r.workerId, host: r.host, pid: r.pid, agent: has, recoversEveryMs: r.recoversEveryMs }]
+    return r.agents.includes(agent)
+      ? [{ workerId: r.workerId, host: r.host, pid: r.pid, agent, recoversEveryMs: r.recoversEveryMs }]
       : [];
   });
-};
 
 const agentName = (agent: string): string => {
   const at = agent.lastIndexOf("@");
@@ -161,9 +212,15 @@ export const whatHappensNext = (input: {
   readonly agent: string;
   readonly owner: RunOwner | null;
   readonly runtimes: ReadonlyArray<LiveRuntime>;
+  /** Other versions of the agent live now, when none has the run's (decision 0063). */
+  readonly versionsLive?: ReadonlyArray<string>;
   readonly hint?: string;
 }): NextStep => {
   const { agent, owner, runtimes } = input;
+  const missing =
+    input.versionsLive && input.versionsLive.length > 0
+      ? ` (agent-version-missing: live runtimes have ${input.versionsLive.join(", ")} and leave it alone)`
+      : "";
   const step = (live: boolean, text: string): NextStep => ({ agent, live, runtimes, text });
   const settled = SETTLED[input.status];
   if (settled) return step(false, settled);
@@ -186,7 +243,7 @@ export const whatHappensNext = (input: {
         )
       : step(
           false,
-          `the run waits; no runtime with agent "${agent}" is live now: when it is due, the first one to open this journal wakes it${input.hint ?? ""}`,
+          `the run waits; no runtime with agent "${agent}" is live now${missing}: when it is due, the first one to open this journal wakes it${input.hint ?? ""}`,
         );
   }
   if (owner)
@@ -208,7 +265,7 @@ export const whatHappensNext = (input: {
   }
   return step(
     false,
-    `no runtime with agent "${agent}" is live now: the run continues when one opens this journal (your application on start-up, or \`holdfast worker --module …\` with that agent)${input.hint ?? ""}`,
+    `no runtime with agent "${agent}" is live now${missing}: the run continues when one opens this journal (your application on start-up, or \`holdfast worker --module …\` with that agent)${input.hint ?? ""}`,
   );
 };
 
@@ -218,6 +275,16 @@ export const whatHappensNext = (input: {
  */
 export const stalledText = (agent: string): string =>
   `stalled — recovers when a runtime with agent ${agent} opens this journal`;
+
+/**
+ * The status a reader shows for a run that waits for its agent's version (decision 0063):
+ * `waiting — agent-version-missing: live runtimes have demo@2, not demo@1; …`.
+ */
+export const versionMissingText = (run: {
+  readonly agent: string;
+  readonly versionsLive: ReadonlyArray<string>;
+}): string =>
+  `waiting — agent-version-missing: live runtimes have ${run.versionsLive.join(", ")}, not ${run.agent}; it continues when a runtime with ${run.agent} opens this journal`;
 
 /** How long ago, in words: `45 s`, `3 min`, `2 h`, `4 d`. */
 export const agoText = (fromIso: string, nowMs: number): string => {

@@ -103,6 +103,8 @@ export interface PreparedInput {
   readonly chatId: string;
   readonly inputId: string;
   readonly agent: AnyAgentDef;
+  /** The submit named the agent's version: only that version admits it (decision 0062). */
+  readonly versionPinned?: true;
   /** The masked input, as `run.admitted` and `input.queued` record it. */
   readonly input: unknown;
   readonly inputDigest: string;
@@ -146,6 +148,7 @@ export const enqueue = async <H>(
       inputId,
       inputDigest,
       agent: { name: agent.name, version: agent.version },
+      ...(prepared.versionPinned ? { versionPinned: true } : {}),
       input: prepared.input,
       ...(prepared.by !== undefined ? { by: core.masker.mask(prepared.by) } : {}),
     };
@@ -184,7 +187,10 @@ const queuedAgain = async <H>(
   const queued = item.status === "pending" ? "pending" : "withdrawn";
   if (item.inputDigest !== prepared.inputDigest)
     throw new InputConflict({ chatId, inputId, runId: "", queued });
-  if (item.agent.name !== prepared.agent.name)
+  if (
+    item.agent.name !== prepared.agent.name ||
+    (prepared.versionPinned && item.agent.version !== prepared.agent.version)
+  )
     throw new InputConflict({
       chatId,
       inputId,
@@ -287,8 +293,8 @@ const watch = <T>(
  * commit, the run's `run.admitted` (which takes the chat's active-run guard) and the queue's
  * `input.admitted` (which expects the queue stream's version). Of two processes racing, one
  * commits; the other is refused by the guard or the version, reads again and finds the chat busy.
- * The run executes here. Nothing happens when this runtime does not have the input's agent: a
- * runtime that has it admits it.
+ * The run executes here. Nothing happens when this runtime does not have the input's agent (or the
+ * version its submit named, decision 0062): a runtime that has it admits it.
  */
 export const admitNextQueued = async (core: EngineCore, chatId: string): Promise<string | null> => {
   for (let tries = 0; tries < QUEUE_TRIES; tries++) {
@@ -296,7 +302,10 @@ export const admitNextQueued = async (core: EngineCore, chatId: string): Promise
     const next = state.pending[0];
     if (!next) return null;
     if (await core.journal.activeRun(chatId)) return null;
-    const agent = core.agents.get(next.agent.name);
+    // A version the submit named admits it only with that version; otherwise this runtime's newest.
+    const agent = next.versionPinned
+      ? core.agents.get(next.agent.name, next.agent.version)
+      : core.agents.newest(next.agent.name);
     if (!agent) return null;
     const streamId = queueStreamId(chatId);
     const already = await core.journal.admission(chatId, next.inputId);

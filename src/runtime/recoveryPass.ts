@@ -2,6 +2,7 @@ import { type AnyEvent, EventDecryptError, type HoldReason, runStreamId } from "
 import { blockingCalls, type CallState, contextOf, statusOf } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { CHILD_CHAT_PREFIX } from "./admit.js";
+import { agentRef, parseAgentRef } from "./agents.js";
 import { errorInfo, settledAttempts } from "./attempt.js";
 import type { EngineCore } from "./core.js";
 import { crashPoint } from "./crash.js";
@@ -36,6 +37,16 @@ export interface RecoveryReport {
    * runtime that has the agent — a reader, an operator or another application never recovers them.
    */
   readonly notHere: ReadonlyArray<{ readonly runId: string; readonly agent: string }>;
+  /**
+   * Active runs whose agent this runtime has, but not the version that admitted them (decision
+   * 0062): left alone, never executed on other code nor failed — they wait (`agent-version-missing`)
+   * for a runtime with that version. `registered`: the versions this runtime has.
+   */
+  readonly versionMissing: ReadonlyArray<{
+    readonly runId: string;
+    readonly agent: string;
+    readonly registered: ReadonlyArray<string>;
+  }>;
   /** Runs that cannot be folded, classified or resumed; they stay active and block their chat. */
   readonly needsAttention: ReadonlyArray<{ readonly runId: string; readonly reason: string }>;
   /** In-doubt calls authorized to run again (safe list with matching pins, or an idempotent child). */
@@ -54,6 +65,7 @@ const emptyPart = (): Part => ({
   held: [],
   ownedElsewhere: [],
   notHere: [],
+  versionMissing: [],
   needsAttention: [],
   replayed: [],
   reconciled: [],
@@ -205,9 +217,9 @@ const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<
   const row = await core.journal.projection<RunRow>("runs", runId);
   // Only a runtime that has the agents to execute a run recovers it: its tools and reconcilers
   // are what classify the run's calls, and nobody else should hold what they would reconcile.
-  const agentName = row ? row.agent.slice(0, row.agent.lastIndexOf("@")) : null;
-  if (agentName !== null && !core.agents.has(agentName)) {
-    part.notHere.push({ runId, agent: row!.agent });
+  // Only the version that admitted a run executes it (decision 0062).
+  if (row && !core.agents.ofRef(row.agent)) {
+    notExecutableHere(core, part, runId, row.agent);
     return null;
   }
   // A held run waits for a person: nothing to recover, so it is not claimed, read and released on
@@ -226,6 +238,14 @@ const needsClaim = async (core: EngineCore, runId: string, part: Part): Promise<
   if (row?.status === "waiting") return null;
   // A run without a row is of unknown length: it is classified alone.
   return row ? row.version : PASS_EVENTS;
+};
+
+/** A run this runtime leaves alone: its agent is not here at all, or not in the version that admitted it. */
+const notExecutableHere = (core: EngineCore, part: Part, runId: string, agent: string): void => {
+  const { name } = parseAgentRef(agent);
+  if (core.agents.has(name))
+    part.versionMissing.push({ runId, agent, registered: core.agents.versions(name) });
+  else part.notHere.push({ runId, agent });
 };
 
 /** Recover one run this worker has just claimed; the execution it starts, if it resumes. */
@@ -273,12 +293,12 @@ const recoverClaimed = async (
     await core.ownership.release(runId);
     return null;
   }
-  const agent = core.agents.get(contextOf(fold).agent.name);
+  const agent = core.agents.get(contextOf(fold).agent.name, contextOf(fold).agent.version);
   // A cancel or pause is carried out without executing the agent (decisions 0043, 0044).
   const { cancelRequested, pauseRequested } = contextOf(fold);
   const control = cancelRequested ?? pauseRequested;
   if (!agent && !control) {
-    part.notHere.push({ runId, agent: `${contextOf(fold).agent.name}@${contextOf(fold).agent.version}` });
+    notExecutableHere(core, part, runId, agentRef(contextOf(fold).agent));
     await core.ownership.release(runId);
     return null;
   }
@@ -412,7 +432,7 @@ const recoverClaimed = async (
     );
     return null;
   }
-  if (!agent) throw new Error(`agent "${contextOf(fold).agent.name}" is not registered here`);
+  if (!agent) throw new Error(`agent "${agentRef(contextOf(fold).agent)}" is not registered here`);
   if (interruptions.length >= core.maxInterruptions) {
     holds.unshift(crashLoopReason(interruptions));
     for (const { call } of replays) holds.push(replayWithheldReason(call));

@@ -36,8 +36,10 @@ import type {
 import type { RunWriter, WriteSlot } from "./dispatch.js";
 import { documentCall, type PlanApi } from "./documentCall.js";
 import {
+  ApprovalDenied,
   CallAfterReturn,
   CallFailed,
+  DefiniteFailure,
   FencedOut,
   InvalidInput,
   InvalidToolArgs,
@@ -80,7 +82,8 @@ export interface TurnDeps {
 /** What a wait call waits for: a due time, or a signal (with a due time: its timeout). */
 type WaitSpec =
   | { readonly wait: "timer"; readonly dueOf: (now: number) => number }
-  | { readonly wait: "signal"; readonly name: string; readonly dueOf: (now: number) => number };
+  | { readonly wait: "signal"; readonly name: string; readonly dueOf: (now: number) => number }
+  | { readonly wait: "approval" };
 
 /** What a signal wait that timed out returns (decision 0054): an outcome, never doubt. */
 const TIMED_OUT = { timedOut: true } as const;
@@ -100,6 +103,32 @@ const bufferedSignalOf = (fold: RunFold, name: string): RunSignal | undefined =>
 
 const isRejected = (error: unknown): boolean =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "TransitionRejected";
+
+/**
+ * The approved attempt of a call whose arguments an approver edited (decision 0057): it runs with
+ * them. Edited arguments the tool's Schema rejects (the approver's process did not know the tool)
+ * make the attempt a definite failure, recorded after its intent, with no effect started.
+ */
+const editedSpec = <R>(
+  spec: CallSpec<R>,
+  approval: NonNullable<CallSpec<R>["approval"]>,
+  args: unknown,
+): CallSpec<R> => {
+  try {
+    return { ...spec, args, runArgs: approval.decode(args) };
+  } catch (error) {
+    const { probe: _probe, retry: _retry, settled: _settled, ...rest } = spec;
+    const why = error instanceof Error ? error.message : String(error);
+    return {
+      ...rest,
+      args,
+      runArgs: args,
+      run: async () => {
+        throw new DefiniteFailure(`the approver's edited arguments do not fit tool "${spec.name}": ${why}`);
+      },
+    };
+  }
+};
 
 /** Marks the calls made inside `turn.cleanup(fn)`: they run while the run is being cancelled. */
 const cleanupScope = new AsyncLocalStorage<true>();
@@ -353,9 +382,20 @@ export class TurnImpl implements Turn, AttemptHost {
       def.disposition === "replay" && !this.deps.replayAllowed(def) ? "hold" : def.disposition;
     const reconciler = def.reconciler;
     const probe = reconciler ? reconciler.probe : def.probe;
+    const approval = def.approval;
     return this.call<R>({
       ...(def.retry ? { retry: def.retry } : {}),
       ...(def.timeoutMs === undefined ? {} : { timeoutMs: def.timeoutMs }),
+      ...(approval
+        ? {
+            approval: {
+              needed: () => approval.needs(decoded.right),
+              editable: approval.editable,
+              description: def.description,
+              decode: (stored: unknown) => Schema.decodeUnknownSync(def.args)(stored),
+            },
+          }
+        : {}),
       kind: "tool",
       name,
       args: encoded,
@@ -452,7 +492,11 @@ export class TurnImpl implements Turn, AttemptHost {
    * together, after the calls started before it settled, and the execution ends (`RunParked`). The
    * due time is read from the clock once, here, and recorded.
    */
-  private waitCall(name: string, args: unknown, what: WaitSpec): Promise<unknown> {
+  private waitCall(
+    name: string,
+    args: unknown,
+    what: Exclude<WaitSpec, { readonly wait: "approval" }>,
+  ): Promise<unknown> {
     const refused = this.refusal(name);
     if (refused) return Promise.reject(refused);
     const seq = this.nextSeq++;
@@ -676,8 +720,57 @@ export class TurnImpl implements Turn, AttemptHost {
     const refused = this.refusal(spec.name);
     if (refused) return Promise.reject(refused);
     const seq = this.nextSeq++;
+    if (spec.approval) {
+      // A new call that needs approval parks on it; a known one is served, denied or run below.
+      const callId = callIdOf(this.runId, seq);
+      let needed: boolean;
+      try {
+        needed = !contextOf(this.writer.fold).calls.has(callId) && spec.approval.needed();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      if (needed) return this.awaitApproval(spec, seq, callId);
+    }
     const slot = this.writer.reserve();
     return this.track(this.callAt(spec, seq, slot));
+  }
+
+  /**
+   * A tool call that needs approval (decision 0057): its intent, marked as awaiting approval, and
+   * `run.waiting { wait: "approval" }` are committed together once the calls started before it
+   * settled; the effect does not start and the execution ends (`RunParked`). A person's decision
+   * wakes the run; the re-execution then runs the approved call's next attempt, or throws
+   * `ApprovalDenied`.
+   */
+  private awaitApproval<R>(spec: CallSpec<R>, seq: number, callId: string): Promise<R> {
+    const fingerprint = fingerprintOf(this.deps.fingerprintKey, {
+      kind: spec.kind,
+      name: spec.name,
+      args: spec.args,
+    });
+    const intent: EventOf<"call.intended"> = {
+      type: "call.intended",
+      runId: this.runId,
+      callId,
+      seq,
+      attempt: 1,
+      kind: spec.kind,
+      name: spec.name,
+      args: this.masker.mask(spec.args),
+      fingerprint,
+      disposition: spec.disposition,
+      pin: spec.pin,
+      reconciler: spec.reconciler,
+      idempotencyKey: `${callId}#1`,
+      approval: {
+        editable: spec.approval?.editable ?? false,
+        description: this.masker.maskString(spec.approval?.description ?? ""),
+      },
+    };
+    const waitsFor = `approval of ${spec.kind} "${spec.name}" (${callId})`;
+    const before = [...this.inflight];
+    this.parking = { waitsFor };
+    return this.track(this.park(intent, { wait: "approval" }, undefined, before));
   }
 
   private async callAt<R>(spec: CallSpec<R>, seq: number, slot: WriteSlot): Promise<R> {
@@ -702,6 +795,16 @@ export class TurnImpl implements Turn, AttemptHost {
           case "serve":
             return next.value as R;
           case "fail":
+            if (known.approval?.decision === "denied") {
+              const details = (next.error.details ?? {}) as { by?: unknown; note?: unknown };
+              throw new ApprovalDenied({
+                runId: this.runId,
+                callId,
+                name: spec.name,
+                by: typeof details.by === "string" ? details.by : "",
+                note: typeof details.note === "string" ? details.note : next.error.message,
+              });
+            }
             // A crash between the failure and its policy retry: the policy decides it now (decision 0046).
             if (
               next.retry &&
@@ -729,6 +832,11 @@ export class TurnImpl implements Turn, AttemptHost {
           }
           case "attempt":
             attempt = next.attempt;
+            // An approver edited the arguments: the approved attempt runs with them (decision 0057).
+            if (known.approval?.decision === "approved" && spec.approval) {
+              const edited = this.cursor.editedArgs(callId);
+              if (edited) spec = editedSpec(spec, spec.approval, edited.args);
+            }
             // A policy retry scheduled before a crash: only the rest of its recorded wait is left.
             if (known.status === "authorized" && known.dueAt !== undefined) {
               slot.release();

@@ -22,8 +22,8 @@ export const WAKE_SCAN_MAX = 4096;
  * signal recorded for a signal wait, which makes it due at once): found by the due index, claimed like any run
  * (a run another live worker holds is left to it), then woken with `run.woken` and the wait call's
  * outcome in one commit on the version read — a second waker finds the run moved and writes
- * nothing, so a timer fires once — and re-executed from the journal. Only runs whose agent this
- * runtime has; the executions started are returned.
+ * nothing, so a timer fires once — and re-executed from the journal. Only runs whose agent version
+ * this runtime has; the executions started are returned.
  */
 export const wakeDue = async (
   core: EngineCore,
@@ -42,7 +42,9 @@ export const wakeDue = async (
       if (core.isLive(runId) || core.closing) continue;
       const row = await core.journal.projection<RunRow>("runs", runId);
       if (row?.status !== "waiting") continue;
-      if (!core.agents.has(row.agent.slice(0, row.agent.lastIndexOf("@")))) continue;
+      // Only the version that admitted the run executes it (decision 0062): a worker without it
+      // does not claim it, and leaves it waiting (agent-version-missing) for one that has it.
+      if (!core.agents.ofRef(row.agent)) continue;
       wanted.push(runId);
     }
     if (wanted.length >= WAKE_BATCH || due.length < limit || limit >= WAKE_SCAN_MAX) break;
@@ -70,6 +72,24 @@ export const wakeDue = async (
   return started;
 };
 
+/**
+ * The failure a denied call records (decision 0057): `ApprovalDenied`, with who denied it and why
+ * (both already masked in the `approval.recorded` they come from).
+ */
+export const deniedError = (events: ReadonlyArray<RecordedEvent>, callId: string) => {
+  const denial = events.findLast(
+    (e): e is RecordedEvent & { event: EventOf<"approval.recorded"> } =>
+      e.event.type === "approval.recorded" && e.event.callId === callId,
+  )?.event;
+  const by = denial?.decidedBy ?? "";
+  const note = denial?.note ?? "";
+  return {
+    name: "ApprovalDenied",
+    message: `${by || "a person"} denied call ${callId}: ${note}`,
+    details: { by, note },
+  };
+};
+
 const isMoved = (error: unknown): boolean => {
   const tag = (error as { _tag?: unknown } | null)?._tag;
   return tag === "WrongExpectedVersion" || tag === "TransitionRejected" || tag === "FencedOut";
@@ -88,12 +108,14 @@ const wakeClaimed = async (
   const context = contextOf(fold);
   const waiting = context.waiting;
   const now = Date.now();
-  const agent = core.agents.get(context.agent.name);
+  const agent = core.agents.get(context.agent.name, context.agent.version);
   // A signal wait takes the oldest buffered signal of its name, whether or not its timeout passed.
   const signal = waiting?.wait === "signal" ? bufferedSignal(context, waiting.name ?? "") : undefined;
   const due = waiting?.dueAt === undefined ? Number.POSITIVE_INFINITY : Date.parse(waiting.dueAt);
+  // An approval wait is due once a person decided it (decision 0057).
+  const decided = waiting?.wait === "approval" && waiting.decision !== undefined;
   // Woken or ended since the index was read, or not due by this worker's clock: not this pass's.
-  if (statusOf(fold) !== "waiting" || !waiting || (!signal && due > now) || !agent) {
+  if (statusOf(fold) !== "waiting" || !waiting || (!signal && !decided && due > now) || !agent) {
     await core.ownership.release(runId);
     return null;
   }
@@ -118,9 +140,35 @@ const wakeClaimed = async (
           e.event.type === "signal.received" && e.event.signalId === signal.signalId,
       )?.event
     : undefined;
-  // The wait's outcome: a timer's null, the signal taken, or the timeout (decision 0054).
+  // The wait's outcome: a timer's null, the signal taken, or the timeout (decision 0054); an
+  // approved call has none yet (its next attempt runs on re-execution), a denied one fails (0057).
   const result = waiting.wait === "timer" ? null : received ? signalResult(received) : timedOutResult();
   crashPoint("before-wake");
+  const outcome: ReadonlyArray<AnyEvent> =
+    waiting.wait !== "approval"
+      ? [
+          // A re-execution serves the call from here and never waits again.
+          {
+            type: "call.completed",
+            runId,
+            callId: waiting.callId,
+            attempt: call.attempt,
+            result,
+            resultDigest: storedDigest(result),
+          },
+        ]
+      : waiting.decision === "denied"
+        ? [
+            {
+              type: "call.failed",
+              runId,
+              callId: waiting.callId,
+              attempt: call.attempt,
+              definite: true,
+              error: deniedError(events, waiting.callId),
+            },
+          ]
+        : [];
   await writer.append([
     ...opening,
     ...(signal
@@ -143,17 +191,10 @@ const wakeClaimed = async (
       firedAt: new Date(now).toISOString(),
       by: core.workerId,
     },
-    // A re-execution serves the call from here and never waits again.
-    {
-      type: "call.completed",
-      runId,
-      callId: waiting.callId,
-      attempt: call.attempt,
-      result,
-      resultDigest: storedDigest(result),
-    },
+    ...outcome,
   ]);
   crashPoint("after-woken");
+  if (waiting.wait === "approval") crashPoint("after-approval-wake");
   const admitted = events[0]!.event;
   const input = admitted.type === "run.admitted" ? admitted.input : null;
   const afterVersion = events.at(-1)?.version ?? 0;

@@ -48,6 +48,7 @@ describe("the audit of a clean journal", () => {
       "graph-checkpoints",
       "graph-threads",
       "graph-channels",
+      "schedules",
     ]);
   });
 

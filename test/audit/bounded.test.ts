@@ -90,6 +90,7 @@ describe("F28: the audit holds what open runs need, not what the log holds", () 
         { name: "graph-checkpoints", rows: 0 },
         { name: "graph-threads", rows: 0 },
         { name: "graph-channels", rows: 0 },
+        { name: "schedules", rows: 0 },
       ]);
     } finally {
       await journal.close();

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { runWorker } from "../support/processes.js";
+import { runWorker, startScript } from "../support/processes.js";
 import { witnessLines } from "../support/witness.js";
 import { expectTwoLineError, ROOT, runCli, useTempDir } from "./cliProcess.js";
 
@@ -113,6 +113,67 @@ describe("holdfast worker", () => {
       await journal.close();
     }
   }, 60_000);
+
+  it("a worker whose module has only v2 reports a v1 run as version-missing and leaves it; a line may name agentVersion; a worker with v1 beside v2 then finishes the run", async () => {
+    const dir = tempDir();
+    const db = join(dir, "journal.db");
+    const witness = join(dir, "witness.txt");
+    const module = join(dir, "versions.mts");
+    const support = join(ROOT, "test", "support", "versions-worker.ts");
+    writeFileSync(
+      module,
+      `import { greeterVersion, step } from ${JSON.stringify(support)};\nexport const agents = process.env.HF_VERSIONS!.split(",").map(greeterVersion);\nexport const tools = [step];\n`,
+    );
+    const submitter = startScript(support, {
+      HF_DB: db,
+      HF_WITNESS: witness,
+      HF_VERSIONS: "1",
+      HF_MODE: "submit",
+      HF_RUNS: "old:1:hang",
+    });
+    await submitter.waitFor("ready");
+    const runId = String(
+      (submitter.lines.find((l) => l.kind === "ready")!.runs as Record<string, string>).old,
+    );
+    await submitter.kill();
+
+    const args = ["--db", db, "--module", module, "--lease-ms", "3000", "--json"];
+    const onlyV2 = startWorkerCli([...args, "--stdin"], { HF_WITNESS: witness, HF_VERSIONS: "2" });
+    try {
+      expect(await onlyV2.waitFor("version-missing")).toMatchObject({
+        runId,
+        agent: "greeter@1",
+        registered: ["2"],
+      });
+      onlyV2.child.stdin!.write(
+        `${JSON.stringify({ chatId: "n", inputId: "i", agent: "greeter", content: { how: "plain" } })}\n`,
+      );
+      onlyV2.child.stdin!.write(
+        `${JSON.stringify({ chatId: "m", inputId: "i", agent: "greeter", agentVersion: "1", content: { how: "plain" } })}\n`,
+      );
+      expect(await onlyV2.waitFor("admitted")).toMatchObject({ chatId: "n" });
+      expect(String((await onlyV2.waitFor("refused")).reason)).toContain(
+        'agent "greeter" has no version "1" in this runtime (registered versions: 2)',
+      );
+      // Passes go on every half lease: the run is reported once and never taken.
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(onlyV2.lines.filter((l) => l.kind === "version-missing")).toHaveLength(1);
+      expect(onlyV2.lines.some((l) => l.runId === runId && l.kind !== "version-missing")).toBe(false);
+    } finally {
+      onlyV2.child.kill("SIGTERM");
+    }
+    expect(await onlyV2.exit, onlyV2.stderr()).toEqual({ code: 0, signal: null });
+
+    const both = startWorkerCli(args, { HF_WITNESS: witness, HF_VERSIONS: "1,2" });
+    try {
+      expect(await both.waitFor("resumed")).toMatchObject({ runId });
+      expect(await both.waitFor("settled")).toMatchObject({ runId, status: "completed" });
+    } finally {
+      both.child.kill("SIGTERM");
+    }
+    expect(await both.exit, both.stderr()).toEqual({ code: 0, signal: null });
+    expect(witnessLines(witness)).toEqual(["v1:old:a", "v2:n:a", "v2:n:b", "v1:old:b"]);
+  }, 90_000);
 
   /** A worker module: the recovery-table agent and tools, plus `extra` (its secrets). */
   const moduleWith = (dir: string, extra: string): string => {

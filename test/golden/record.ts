@@ -565,6 +565,122 @@ const signalled: Scenario = async (dir) => {
   return db;
 };
 
+/** A schedule (decision 0060): made, two ticks admitted, paused, resumed, changed, deleted. */
+const scheduled: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "ticker",
+        version: "1",
+        run: async (turn, input: { label: string }) => ({ ticked: input.label, inputId: turn.inputId }),
+      }),
+    ],
+    tools: [],
+    workerId: "audit-test-worker",
+  });
+  await runtime.schedules.upsert({
+    id: "every-second",
+    everyMs: 1_000,
+    agent: "ticker",
+    input: { label: "tick" },
+  });
+  for (let i = 0; i < 100; i++) {
+    if (((await runtime.schedules.get("every-second"))?.ticks.admitted ?? 0) >= 2) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await runtime.schedules.pause("every-second", { by: "ada" });
+  await runtime.schedules.resume("every-second", { by: "ada" });
+  await runtime.schedules.upsert({
+    id: "every-second",
+    everyMs: 1_000,
+    agent: "ticker",
+    input: { label: "changed" },
+    overlap: "queue",
+    catchUp: "none",
+    by: "ada",
+  });
+  await runtime.schedules.delete("every-second", { by: "ada" });
+  await runtime.close();
+  return db;
+};
+
+const approved: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const pay = defineTool({
+    name: "pay",
+    description: "Pays an invoice",
+    args: Schema.Struct({ invoice: Schema.String, amount: Schema.Number }),
+    approval: { editable: true },
+    run: async ({ invoice, amount }) => ({ invoice, amount, paid: true }),
+  });
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "payer",
+        version: "1",
+        run: async (turn, input: { amount: number }) => {
+          try {
+            return await turn.tool(pay, { invoice: "INV-1", amount: input.amount });
+          } catch (error) {
+            return { denied: String((error as Error).message) };
+          }
+        },
+      }),
+    ],
+    tools: [pay],
+    workerId: "audit-test-worker",
+  });
+  const until = async (runId: string, status: string) => {
+    while ((await runtime.run(runId))?.status !== status) await new Promise((r) => setTimeout(r, 20));
+  };
+  const version = async (runId: string) => (await runtime.events(runId)).at(-1)!.version;
+  const yes = await runtime.submit({
+    chatId: "chat-approved",
+    inputId: "m1",
+    agent: "payer",
+    content: { amount: 500 },
+  });
+  await yes.result;
+  await runtime.approve(yes.runId, 0, {
+    by: "ada",
+    note: "budgeted",
+    basedOnVersion: await version(yes.runId),
+  });
+  await until(yes.runId, "completed");
+  const edited = await runtime.submit({
+    chatId: "chat-edited",
+    inputId: "m1",
+    agent: "payer",
+    content: { amount: 900 },
+  });
+  await edited.result;
+  await runtime.approve(edited.runId, 0, {
+    by: "ada",
+    note: "half now",
+    basedOnVersion: await version(edited.runId),
+    args: { invoice: "INV-1", amount: 450 },
+  });
+  await until(edited.runId, "completed");
+  const no = await runtime.submit({
+    chatId: "chat-denied",
+    inputId: "m1",
+    agent: "payer",
+    content: { amount: 700 },
+  });
+  await no.result;
+  await runtime.deny(no.runId, 0, {
+    by: "bob",
+    note: "not this month",
+    basedOnVersion: await version(no.runId),
+  });
+  await until(no.runId, "completed");
+  await runtime.close();
+  return db;
+};
+
 /**
  * The scenarios, by golden log name. The logs of machine run@1 (schema 1) were recorded before
  * run@2 existed: recording them again now would record run@2 instead, so they are never re-recorded.
@@ -587,6 +703,8 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   controlled,
   slept,
   signalled,
+  scheduled,
+  approved,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

@@ -38,6 +38,8 @@ const routes = (runId: string, callId: string, chatId: string) =>
     ["POST", `/api/runs/${runId}/pause`, { by: "x" }],
     ["POST", `/api/runs/${runId}/resume`, { by: "x" }],
     ["POST", `/api/runs/${runId}/signals`, { name: "go", signalId: "s", payload: null }],
+    ["POST", `/api/runs/${runId}/calls/0/approve`, { basedOnVersion: 1, by: "x" }],
+    ["POST", `/api/runs/${runId}/calls/0/deny`, { basedOnVersion: 1, by: "x", note: "no" }],
     ["GET", `/api/chats/${chatId}/plan`, undefined],
     ["PUT", `/api/chats/${chatId}/plan`, { expectedRevision: 0, value: { title: "t", items: [] }, by: "x" }],
     ["GET", `/api/chats/${chatId}/queue`, undefined],
@@ -215,6 +217,13 @@ describe("the JSON API: reads", () => {
         "/api/runs/{runId}/pause",
         "/api/runs/{runId}/resume",
         "/api/runs/{runId}/signals",
+        "/api/schedules",
+        "/api/schedules/{scheduleId}",
+        "/api/schedules/{scheduleId}/pause",
+        "/api/schedules/{scheduleId}/resume",
+        "/api/schedules/{scheduleId}/delete",
+        "/api/runs/{runId}/calls/{callId}/approve",
+        "/api/runs/{runId}/calls/{callId}/deny",
       ].sort(),
     );
     expect(doc.components.schemas.DecideBody.required).toEqual(["basedOnVersion", "decidedBy"]);

@@ -119,8 +119,13 @@ describe("docs/panel.md", () => {
       expect(page).toContain(meaning);
     }
     const shown = [...page.matchAll(/\]\(panel\/([\w-]+)\.png\)/g)].map((m) => m[1]);
-    const taken = [import.meta.filename, join(import.meta.dirname, "liveness.browser.test.ts")].flatMap(
-      (file) => [...readFileSync(file, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g)].map((m) => m[1]),
+    const taken = [
+      import.meta.filename,
+      join(import.meta.dirname, "liveness.browser.test.ts"),
+      join(import.meta.dirname, "versions.browser.test.ts"),
+      join(import.meta.dirname, "approval.browser.test.ts"),
+    ].flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g)].map((m) => m[1]),
     );
     expect(shown.toSorted()).toEqual(taken.toSorted());
     for (const name of shown) expect(existsSync(join(ROOT, "docs", "panel", `${name}.png`))).toBe(true);

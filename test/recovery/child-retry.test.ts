@@ -1,6 +1,7 @@
 import { join } from "node:path";
+import * as Schema from "effect/Schema";
 import { describe, expect, it } from "vitest";
-import { DefiniteFailure, defineAgent, openRuntime } from "../../src/index.js";
+import { DefiniteFailure, defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -39,6 +40,58 @@ describe("child calls run again on purpose", () => {
       [`${run.runId}/0#2`, "completed"],
     ]);
     expect((await rt.audit()).findings).toEqual([]);
+    await rt.close();
+  });
+});
+
+describe("a child call in doubt whose child run exists", () => {
+  it("refuses confirmed-not-completed (it would start a second child) and writes nothing; confirmed-completed with the child's output goes on", async () => {
+    const db = join(tempDir(), "j.db");
+    let sends = 0;
+    const send = defineTool({
+      name: "send",
+      args: Schema.Struct({ to: Schema.String }),
+      run: async () => {
+        sends++;
+        throw new Error("connection reset");
+      },
+    });
+    const child = defineAgent({
+      name: "child",
+      version: "1",
+      run: async (turn) => turn.tool("send", { to: "ada" }),
+    });
+    const parent = defineAgent({
+      name: "parent",
+      version: "1",
+      run: async (turn) => turn.child("child", { q: 1 }),
+    });
+    const rt = await openRuntime({ store: db, agents: [parent, child], tools: [send] });
+    const run = await rt.submit({ chatId: "c", inputId: "i", agent: "parent", content: null });
+    expect(await run.result).toMatchObject({ status: "held" });
+    const callId = `${run.runId}/0`;
+    const childRun = (await rt.runs()).find((r) => r.agent === "child@1");
+    expect(childRun).toMatchObject({ status: "held" });
+    const before = (await rt.run(run.runId))!;
+    await expect(
+      rt.decide(run.runId, {
+        basedOnVersion: before.version,
+        decidedBy: "ada",
+        calls: { [callId]: { decision: "confirmed-not-completed", note: "I think it did not run" } },
+      }),
+    ).rejects.toThrow(`its child run ${childRun?.runId} was admitted`);
+    expect((await rt.run(run.runId))?.version).toBe(before.version);
+
+    const { result } = await rt.decide(run.runId, {
+      basedOnVersion: before.version,
+      decidedBy: "ada",
+      calls: {
+        [callId]: { decision: "confirmed-completed", note: "the child did it", result: { sent: true } },
+      },
+    });
+    expect(await result).toMatchObject({ status: "completed", output: { sent: true } });
+    expect((await rt.runs()).filter((r) => r.agent === "child@1")).toHaveLength(1);
+    expect(sends).toBe(1);
     await rt.close();
   });
 });

@@ -174,6 +174,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         "queue_pending",
         "run_guard",
         "runtimes",
+        "schedules_due",
         "waits_due",
       ]);
       const migrations = await client.query(`SELECT id, name FROM ${schema}.holdfast_migrations ORDER BY id`);
@@ -186,7 +187,8 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 6, name: "chats with queued inputs" },
         { id: 7, name: "waiting runs by due time" },
         { id: 8, name: "the runtime registry" },
-        { id: 12, name: "alerts and their delivery attempts" },
+        { id: 9, name: "schedules by next tick" },
+        { id: 10, name: "alerts and their delivery attempts" },
       ]);
       const functions = await client.query<{ routine_name: string }>(
         "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",

@@ -26,6 +26,8 @@ export interface AiSetupOptions {
   readonly lookupMs?: Readonly<Record<string, number>>;
   /** How `book` fails: definitely (`DefiniteFailure`), or without proof (a reset connection). */
   readonly bookFails?: "definite" | "indefinite";
+  /** `book` asks for a person's approval (the AI SDK's `needsApproval: true`). */
+  readonly bookNeedsApproval?: boolean;
   /** How the provider fails on a given step (1-based), before it answers. */
   readonly failStep?: { readonly step: number; readonly error: () => unknown; readonly times: number };
 }
@@ -174,6 +176,7 @@ export const makeAiTools = (options: AiSetupOptions) => {
         required: ["flight"],
         additionalProperties: false,
       }),
+      ...(options.bookNeedsApproval ? { needsApproval: true } : {}),
       execute: async ({ flight }, { toolCallId }) => {
         appendFileSync(options.witness, `tool:book:${flight}\n`);
         if (options.bookFails === "definite") throw new DefiniteFailure(`no seats left on ${flight}`);

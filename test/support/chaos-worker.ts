@@ -238,10 +238,13 @@ const main = async () => {
       },
       withdraw: (chatId, inputId, options) => runtime.withdraw(chatId, inputId, options),
       cancel: (runId, request) => runtime.cancel(runId, request),
+      approve: (runId, call, request) => runtime.approve(runId, call, request),
+      deny: (runId, call, request) => runtime.deny(runId, call, request),
       signal: (runId, name, payload, request) => runtime.signal(runId, name, payload, request),
       pause: (runId, request) => runtime.pause(runId, request),
       resume: (runId, request) => runtime.resume(runId, request),
       documents: runtime.documents,
+      schedules: runtime.schedules,
     },
   });
   const post = (path: string, body: unknown) =>

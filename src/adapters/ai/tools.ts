@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema";
 import type { Disposition } from "../../events/index.js";
 import {
   type AnyToolDef,
+  type ApprovalSpec,
   defineTool,
   type Reconciler,
   type ToolDef,
@@ -98,8 +99,14 @@ export const journaledTools = <const T extends ReadonlyArray<AnyToolDef>>(
 ): JournaledTools<T> => {
   const tools: Record<string, Tool<unknown, unknown>> = {};
   for (const def of defs) {
+    // The approval is holdfast's (decision 0058): the AI SDK's own `needsApproval` would end the
+    // loop with an approval request the caller must answer in memory; the journaled call waits
+    // durably instead, and `execute` returns once a person approved (or throws ApprovalDenied).
+    const { needsApproval: _sdkApproval, ...shape } = shapeOf(def) as AiToolShape<unknown> & {
+      needsApproval?: unknown;
+    };
     tools[def.name] = {
-      ...shapeOf(def),
+      ...shape,
       execute: (input: unknown, options: ToolExecutionOptions) =>
         executing.run(options, () => turn.tool(def, input)),
     } as Tool<unknown, unknown>;
@@ -107,8 +114,34 @@ export const journaledTools = <const T extends ReadonlyArray<AnyToolDef>>(
   return tools as JournaledTools<T>;
 };
 
+/**
+ * The holdfast approval of an AI SDK tool's `needsApproval` (decision 0058): `true` asks for every
+ * call; a function is asked for each new call with the input and the AI SDK's options of the call
+ * in progress, and must answer a boolean at once (a promise is refused: the call takes its place in
+ * the journal before any `await`).
+ */
+const approvalOfSdk = <I>(name: string, needsApproval: unknown): ApprovalSpec<I> | undefined => {
+  if (needsApproval === undefined || needsApproval === false) return undefined;
+  if (needsApproval === true) return "required";
+  if (typeof needsApproval !== "function")
+    throw new TypeError(`AI SDK tool "${name}": needsApproval must be a boolean or a function of the input`);
+  return (input: I) => {
+    const sdk = executing.getStore() ?? { toolCallId: "", messages: [] };
+    const answer: unknown = needsApproval(input, sdk);
+    if (typeof answer === "boolean") return answer;
+    throw new TypeError(
+      `AI SDK tool "${name}": needsApproval returned ${answer !== null && typeof answer === "object" && "then" in answer ? "a promise" : typeof answer}; under holdfast it must return a boolean at once (the call is journaled before any await). Decide from the input, or use approval: "required"`,
+    );
+  };
+};
+
 /** How a tool made from an AI SDK tool is recovered. */
 export interface FromAiToolOptions<A> {
+  /**
+   * A person's approval before the effect (decision 0057); default: from the AI SDK tool's
+   * `needsApproval` (decision 0058). Give `{ when, editable: true }` to let the approver edit the input.
+   */
+  readonly approval?: ApprovalSpec<A>;
   /** What recovery may do if a call is found in doubt. Default `hold` (`reconcile` with a reconciler). */
   readonly disposition?: Disposition;
   readonly reconciler?: Reconciler<A>;
@@ -153,6 +186,8 @@ export const fromAiTool = <const N extends string, I, R>(
       `AI SDK tool "${name}" has no execute function: a tool the client runs is not a journaled call; give it an execute, or leave it out of journaledTools`,
     );
   }
+  const approval =
+    options.approval ?? approvalOfSdk<I>(name, (aiTool as { needsApproval?: unknown }).needsApproval);
   const args = Schema.declare((input: unknown): input is I => input !== undefined, {
     identifier: `${name} input`,
   });
@@ -162,6 +197,7 @@ export const fromAiTool = <const N extends string, I, R>(
     args,
     ...(options.disposition ? { disposition: options.disposition } : {}),
     ...(options.reconciler ? { reconciler: options.reconciler } : {}),
+    ...(approval === undefined ? {} : { approval }),
     source: options.source ?? execute.toString(),
     run: async (input, context) => {
       const sdk = executing.getStore() ?? { toolCallId: context.callId, messages: [] };

@@ -74,11 +74,15 @@ export const summarizeEvent = (event: AnyEvent): string => {
     case "run.waiting":
       return event.wait === "signal"
         ? `${seqOf(event.callId)} signal "${event.name ?? ""}"${event.dueAt ? `, times out at ${event.dueAt}` : ", no timeout"}`
-        : `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt ?? "?"}`;
+        : event.wait === "approval"
+          ? `${seqOf(event.callId)} awaits approval`
+          : `${seqOf(event.callId)} ${event.wait} due at ${event.dueAt ?? "?"}`;
     case "run.woken":
       return `${seqOf(event.callId)}${event.dueAt ? ` due at ${event.dueAt},` : ""} fired at ${event.firedAt} by ${event.by}`;
     case "signal.received":
       return `"${event.name}" id ${event.signalId} by ${event.by}${event.wakes ? `, wakes ${seqOf(event.wakes)}` : ", buffered"}: ${brief(event.payload)}`;
+    case "approval.recorded":
+      return `${seqOf(event.callId)} ${event.decision} by ${event.decidedBy} on version ${event.basedOnVersion}${event.args === undefined ? "" : `, edited: ${brief(event.args)}`}${event.note ? ` — ${brief(event.note, 40)}` : ""}`;
     case "signal.consumed":
       return `"${event.name}" id ${event.signalId} taken by ${seqOf(event.callId)}`;
     case "conflict.recorded":
@@ -103,6 +107,15 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return `input ${event.inputId} admitted as run ${event.runId}`;
     case "input.withdrawn":
       return `input ${event.inputId} withdrawn by ${event.by}${event.reason ? ` (${event.reason})` : ""}`;
+    case "schedule.upserted":
+      return `schedule ${event.scheduleId}: ${event.cron !== undefined ? `cron ${event.cron} (${event.timezone})` : `every ${event.everyMs} ms`} for ${event.agent}, overlap ${event.overlap}, catch-up ${event.catchUp}, ${event.paused ? "paused" : `next tick ${event.nextDueAt}`}${event.by ? ` by ${event.by}` : ""}`;
+    case "schedule.ticked":
+      return `tick ${event.tickAt} ${event.outcome}${event.admittedRunId ? ` as run ${event.admittedRunId}` : ""}${event.activeRunId ? ` (run ${event.activeRunId} still active)` : ""}${event.missed > 0 ? `, ${event.missed} missed before it` : ""}; next ${event.nextDueAt}`;
+    case "schedule.resumed":
+      return `resumed${event.by ? ` by ${event.by}` : ""}; next tick ${event.nextDueAt}`;
+    case "schedule.paused":
+    case "schedule.deleted":
+      return `${event.type === "schedule.paused" ? "paused" : "deleted"}${event.by ? ` by ${event.by}` : ""}`;
     default: {
       const { type: _type, ...rest } = event;
       return brief(rest);

@@ -26,6 +26,7 @@ const commands = {
   backup: () => import("./commands/backup.js"),
   control: () => import("./commands/control.js"),
   signal: () => import("./commands/signal.js"),
+  approve: () => import("./commands/approve.js"),
   signalUrl: () => import("./commands/signalUrl.js"),
   decide: () => import("./commands/decide.js"),
   demo: () => import("./commands/demo.js"),
@@ -36,6 +37,7 @@ const commands = {
   rebuild: () => import("./commands/rebuild.js"),
   retry: () => import("./commands/retry.js"),
   runs: () => import("./commands/runs.js"),
+  schedules: () => import("./commands/schedules.js"),
   serve: () => import("./commands/serve.js"),
   show: () => import("./commands/show.js"),
   showChat: () => import("./commands/showChat.js"),
@@ -302,6 +304,43 @@ ${MODEL_ANSWER_HINT}, e.g.
         );
       return setCode(await queue.queueCommand(first, options, io));
     });
+  command("schedules [action] [scheduleId]")
+    .description(
+      "list schedules (next and last tick, paused); `schedules add <id>` makes or changes one, `pause`, `resume` and `delete` change one",
+    )
+    .option("--cron <pattern>", "with add: a cron pattern (5 fields, or 6 with seconds first)")
+    .option("--every <period>", "with add: a period instead of a pattern: 30s, 5m, 1h, 1d or milliseconds")
+    .option("--timezone <zone>", "with add: the IANA time zone the pattern is read in (default UTC)")
+    .option("--agent <name>", "with add: the agent each tick's run is for")
+    .option("--input <json>", "with add: each tick's run input, as JSON (default null)")
+    .option("--overlap <mode>", "with add: skip (default) or queue a tick while the previous run is active")
+    .option(
+      "--catch-up <mode>",
+      "with add: latest (default) or none: which ticks missed while no worker ran are admitted",
+    )
+    .option("--paused", "with add: make it paused")
+    .option("--all", "list deleted schedules too")
+    .option("--by <name>", "who changes it (default: your OS user name)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (action: string | undefined, scheduleId: string | undefined, options) => {
+      const schedules = await commands.schedules();
+      if (action === undefined || action === "list")
+        return setCode(await schedules.schedulesCommand(options, io));
+      const actions = ["add", "upsert", "pause", "resume", "delete"];
+      if (!actions.includes(action))
+        throw usageError(
+          `schedules takes list, add, upsert, pause, resume or delete, got "${action}"`,
+          "holdfast schedules, or holdfast schedules add ID --every 5m --agent NAME",
+        );
+      if (scheduleId === undefined)
+        throw usageError(`schedules ${action} needs a schedule id`, `holdfast schedules ${action} ID`);
+      if (action === "add" || action === "upsert")
+        return setCode(await schedules.upsertCommand(scheduleId, options, io));
+      return setCode(
+        await schedules.changeCommand(action as "pause" | "resume" | "delete", scheduleId, options, io),
+      );
+    });
   for (const [action, description] of [
     [
       "cancel",
@@ -338,6 +377,37 @@ ${MODEL_ANSWER_HINT}, e.g.
     .action(async (runId: string, name: string, options) =>
       setCode(await (await commands.signal()).signalCommand(runId, name, options, io)),
     );
+
+  for (const [action, description] of [
+    [
+      "approve",
+      "approve a tool call that awaits approval (its call id or seq): the run is woken by any worker with its agent and the effect starts then, once",
+    ],
+    [
+      "deny",
+      "deny a tool call that awaits approval: its effect never starts; the agent sees ApprovalDenied with your note",
+    ],
+  ] as const) {
+    const cmd = command(`${action} <runId> <call>`)
+      .description(description)
+      .requiredOption(
+        "--based-on <version>",
+        "the run's stream version you decided on (`holdfast show` prints it)",
+        nonNegativeInt("--based-on"),
+      )
+      .option("--note <text>", action === "deny" ? "why (required: the agent sees it)" : "why");
+    if (action === "approve")
+      cmd
+        .option("--args <json>", "run with these arguments instead (an editable tool only; needs --note)")
+        .option("--args-file <path>", "the edited arguments from a file of JSON");
+    cmd
+      .option("--by <name>", "who decides (default: your OS user name)")
+      .option("--db <path>", DB_HELP)
+      .option("--json", "print one JSON document instead of text")
+      .action(async (runId: string, call: string, options) =>
+        setCode(await (await commands.approve()).approveCommand(action, runId, call, options, io)),
+      );
+  }
 
   command("signal-url <runId> <name>")
     .description(

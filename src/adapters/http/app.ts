@@ -9,8 +9,10 @@ import { EVENT_TYPES, type EventType } from "../../events/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import type { DecisionRequest } from "../../runtime/decide.js";
 import { readDocument } from "../../runtime/documents.js";
+import { ScheduleNotFound } from "../../runtime/errors.js";
 import type { AlertRecord, JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
+import { getSchedule, listSchedules } from "../../runtime/schedules.js";
 import { ApiError, sendError } from "./errors.js";
 import { METRICS_CONTENT_TYPE, metricsText } from "./metrics.js";
 import type { Auth, Env, OperatorPort } from "./types.js";
@@ -23,6 +25,8 @@ import { panelRoutes } from "./panel.js";
 import {
   AlertsPage,
   AlertsQuery,
+  ApprovalBody,
+  ApprovalReply,
   AuditReply,
   ChatQueue,
   ControlBody,
@@ -38,6 +42,11 @@ import {
   RunsPage,
   RunsQuery,
   RunView,
+  ScheduleBody,
+  ScheduleChangeBody,
+  ScheduleReply,
+  SchedulesReply,
+  ScheduleView,
   SignalBody,
   SignalReply,
   WithdrawBody,
@@ -396,6 +405,16 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     return c.json(encodeWith(SignalReply, outcome), outcome.accepted ? 200 : 409);
   });
 
+  // Approve or deny a tool call that awaits approval (decision 0057): the call id or its seq.
+  for (const action of ["approve", "deny"] as const) {
+    app.post(`/api/runs/:runId/calls/:callId/${action}`, async (c) => {
+      const body = decodeWith(ApprovalBody, await jsonBody(c), action === "approve" ? "approval" : "denial");
+      const operator = await options.operator();
+      const outcome = await operator[action](c.req.param("runId"), c.req.param("callId"), present(body));
+      return c.json(encodeWith(ApprovalReply, outcome));
+    });
+  }
+
   // A run's signal URL, for webhooks (decision 0056): its own token, for this run and name only.
   app.post("/hooks/runs/:runId/signals/:name", async (c) => {
     const runId = c.req.param("runId");
@@ -470,6 +489,34 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     const outcome = await operator.withdraw(c.req.param("chatId"), c.req.param("inputId"), present(body));
     return c.json(encodeWith(WithdrawReply, outcome));
   });
+
+  app.get("/api/schedules", async (c) => {
+    const rows = await listSchedules(options.reader, { includeDeleted: c.req.query("all") === "true" });
+    return c.json(encodeWith(SchedulesReply, { schedules: rows }));
+  });
+
+  app.get("/api/schedules/:scheduleId", async (c) => {
+    const scheduleId = c.req.param("scheduleId");
+    const row = await getSchedule(options.reader, scheduleId);
+    if (!row) throw new ScheduleNotFound({ scheduleId });
+    return c.json(encodeWith(ScheduleView, row));
+  });
+
+  app.put("/api/schedules/:scheduleId", async (c) => {
+    const { by, ...body } = decodeWith(ScheduleBody, await jsonBody(c), "schedule");
+    const operator = await options.operator();
+    const outcome = await operator.schedules.upsert({ id: c.req.param("scheduleId"), ...present(body), by });
+    return c.json(encodeWith(ScheduleReply, outcome));
+  });
+
+  for (const action of ["pause", "resume", "delete"] as const) {
+    app.post(`/api/schedules/:scheduleId/${action}`, async (c) => {
+      const body = decodeWith(ScheduleChangeBody, await jsonBody(c), `${action} request`);
+      const operator = await options.operator();
+      const outcome = await operator.schedules[action](c.req.param("scheduleId"), body);
+      return c.json(encodeWith(ScheduleReply, outcome));
+    });
+  }
 
   app.post("/api/audit", async (c) => {
     const report = await options.audit();

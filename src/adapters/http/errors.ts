@@ -18,6 +18,8 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   RunNotFound: 404,
   CallNotFound: 404,
   StaleDecision: 409,
+  NotAwaitingApproval: 409,
+  InvalidToolArgs: 422,
   DocumentConflict: 409,
   InputConflict: 409,
   RunNotHeld: 409,
@@ -25,6 +27,7 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   RetryNotAllowed: 409,
   ActiveRunExists: 409,
   QueuedInputNotFound: 404,
+  ScheduleNotFound: 404,
   QueuedInputAdmitted: 409,
   NoteRequired: 422,
   InvalidInput: 422,
@@ -41,6 +44,7 @@ const extraOf = (error: Record<string, unknown>): Record<string, unknown> => {
   const extra: Record<string, unknown> = {};
   if (typeof error.runId === "string") extra.runId = error.runId;
   if (typeof error.callId === "string") extra.callId = error.callId;
+  if (typeof error.scheduleId === "string") extra.scheduleId = error.scheduleId;
   if (error._tag === "StaleDecision" && typeof error.current === "number")
     extra.currentVersion = error.current;
   if (error._tag === "DocumentConflict" && typeof error.actual === "number")

@@ -1,13 +1,14 @@
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import type { DecisionKind } from "../../events/index.js";
-import type { RunRow } from "../../projections/index.js";
+import { runStreamId } from "../../events/index.js";
+import type { RunRow, ScheduleRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
-import { ownerText, stalledDetail, stalledText } from "../../runtime/liveness.js";
+import { ownerText, stalledDetail, stalledText, versionMissingText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
 import type { LiveRunRow } from "../liveness.js";
 import type { Session } from "./security.js";
-import { type CallView, type RunView, runsPage } from "./views.js";
+import { type ApprovalView, approvalOf, type CallView, type RunView, runsPage } from "./views.js";
 
 /** The Recovery panel's pages, rendered on the server (escaped by `hono/html`); the routes are in panel.ts. */
 
@@ -80,6 +81,7 @@ export const layout = (
         session
           ? html`<nav aria-label="main">
               <a href="/">Runs</a>
+              <a href="/schedules">Schedules</a>
               <a href="/audit">Audit</a>
             </nav>
             <div class="who">
@@ -125,15 +127,24 @@ export const banner = (kind: "error" | "stale" | "ok", text: Html | string): Htm
   html`<div class="banner banner-${kind}" role="${kind === "ok" ? "status" : "alert"}">${text}</div>`;
 
 export const statusLabel = (
-  run: Pick<RunRow, "status" | "needsAttention" | "agent" | "waiting"> & { readonly stalled?: boolean },
+  run: Pick<RunRow, "status" | "needsAttention" | "agent" | "waiting"> & {
+    readonly stalled?: boolean;
+    readonly waitReason?: string | null;
+    readonly versionsLive?: ReadonlyArray<string>;
+  },
 ): Html =>
-  run.stalled
-    ? html`<span class="status status-stalled" title="${stalledText(run.agent)}">${stalledText(run.agent)}</span>`
-    : html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
-        run.status === "waiting" && run.waiting
-          ? html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
-          : ""
-      }`;
+  run.waitReason === "agent-version-missing" &&
+  !(run.status === "waiting" && run.waiting?.wait === "approval")
+    ? html`<span class="status status-stalled status-version-missing" title="${versionMissingText({ agent: run.agent, versionsLive: run.versionsLive ?? [] })}">waiting — agent-version-missing</span>`
+    : run.stalled
+      ? html`<span class="status status-stalled" title="${stalledText(run.agent)}">${stalledText(run.agent)}</span>`
+      : html`<span class="status status-${run.status}">${run.status}${run.needsAttention ? " (needs attention)" : ""}</span>${
+          run.status === "waiting" && run.waiting
+            ? run.waiting.wait === "approval"
+              ? html` <span class="muted waiting">(awaiting approval of <span class="mono">${run.waiting.callId}</span>)</span>`
+              : html` <span class="muted waiting">(${run.waiting.wait === "timer" ? "a sleep" : run.waiting.wait}, wakes at <time datetime="${run.waiting.dueAt}" title="${run.waiting.dueAt}">${run.waiting.dueAt}</time>)</span>`
+            : ""
+        }`;
 
 /** A run's owner as people read it (host and pid), the full worker id in the tooltip. */
 export const ownerLabel = (run: LiveRunRow): Html | string =>
@@ -151,6 +162,19 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
       ),
   );
   const stalled = (await runsPage(reader, { status: "stalled", limit: 500 })).runs;
+  // Tool calls that wait for a person's approval (decision 0057), oldest first, beside held runs.
+  const approvals: ApprovalView[] = [];
+  for (const run of (await runsPage(reader, { status: "waiting", limit: 500 })).runs) {
+    if (run.waiting?.wait !== "approval") continue;
+    const approval = approvalOf(run, await reader.readStream(runStreamId(run.runId)));
+    if (
+      approval &&
+      (text === "" ||
+        [run.runId, run.chatId, run.agent, approval.name, approval.description].some((s) => s.includes(text)))
+    )
+      approvals.push(approval);
+  }
+  approvals.sort((a, b) => a.since.localeCompare(b.since));
   const page = await runsPage(reader, {
     ...(status === undefined ? {} : { status }),
     limit: 100,
@@ -159,7 +183,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
   const qs = (extra: Record<string, string>) =>
     new URLSearchParams({ ...(status ? { status } : {}), ...(text ? { q: text } : {}), ...extra }).toString();
   return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
-    <h1>Needs you <span class="muted">(${held.length + stalled.length})</span></h1>
+    <h1>Needs you <span class="muted">(${held.length + stalled.length + approvals.length})</span></h1>
     <form class="filters" method="get" action="/">
       <label>Filter held runs <input type="text" name="q" value="${text}" placeholder="run, chat, agent or reason" /></label>
       <label>All runs with status
@@ -171,8 +195,28 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
       <button type="submit" class="secondary">Apply</button>
     </form>
     ${
+      approvals.length === 0
+        ? ""
+        : html`<h2 id="approvals-title">Awaiting approval <span class="muted">(${approvals.length})</span></h2>
+        <table id="approvals" aria-labelledby="approvals-title">
+          <thead><tr><th scope="col">Call</th><th scope="col">What it does</th><th scope="col">Arguments</th><th scope="col">Asked by</th><th scope="col">Waiting</th><th scope="col"></th></tr></thead>
+          <tbody>
+            ${approvals.map(
+              (a) => html`<tr data-run="${a.runId}" data-call="${a.callId}">
+                <td><strong>${a.name}</strong> <a href="/runs/${encodeURIComponent(a.runId)}#approval" class="mono">${a.callId}</a></td>
+                <td>${a.description || html`<span class="muted">(no description)</span>`}</td>
+                <td><pre class="args">${JSON.stringify(a.args, null, 1)}</pre></td>
+                <td>agent ${a.agent}, chat <span class="mono">${a.chatId}</span>, input <span class="mono">${a.inputId}</span></td>
+                <td>${a.since ? age(a.since) : ""}</td>
+                <td><a class="button" href="/runs/${encodeURIComponent(a.runId)}#approval">Approve or deny…</a></td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+    }
+    ${
       held.length === 0
-        ? html`<p class="muted" id="needs-none">${stalled.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
+        ? html`<p class="muted" id="needs-none">${stalled.length === 0 && approvals.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
         : html`<table id="needs-you">
           <caption class="visually-hidden">Held runs, oldest first</caption>
           <thead><tr><th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
@@ -463,6 +507,7 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
           : ""
       }
       ${run.stalled ? html`<dt>stalled</dt><dd id="run-stalled">${stalledDetail(run, view.now)}</dd>` : ""}
+      ${run.waitReason === "agent-version-missing" ? html`<dt>waits for</dt><dd id="run-version-missing">${versionMissingText(run)}</dd>` : ""}
       ${view.next ? html`<dt>next</dt><dd id="run-next" data-live="${view.next.live ? "yes" : "no"}">${view.next.text}</dd>` : ""}
       <dt>chat</dt><dd class="mono"><a href="/chats/${encodeURIComponent(run.chatId)}/plan">${run.chatId}</a> (its plan)</dd>
       <dt>input</dt><dd class="mono">${run.inputId}</dd>
@@ -481,7 +526,7 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
             ${view.calls.map(
               (call) => html`<tr data-call="${call.callId}">
                 <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">${call.attempt > call.retryPolicy.attempts ? `(policy ${call.retryPolicy.attempts} + granted)` : `of ${call.retryPolicy.attempts}`}</span>` : ""}</td>
-                <td>${call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
+                <td>${view.approval?.callId === call.callId ? "awaiting approval" : call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
                 <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
               </tr>`,
             )}
@@ -512,6 +557,7 @@ export const runPage = (
         ? html`<div class="card call-held"><h2>Why it is held</h2><ul>${run.heldReasons.map((r) => html`<li><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}${r.interruptions ? html`<ol class="interruptions">${r.interruptions.map((i) => html`<li>interrupted <time datetime="${i.at}">${i.at}</time> <span class="muted">detected by <span class="mono">${i.by}</span></span></li>`)}</ol>` : ""}</li>`)}</ul></div>`
         : ""
     }
+    ${view.approval ? approvalSection(view.approval, session) : ""}
     ${inDoubt.map(
       (call) => html`<section class="card call-held" aria-labelledby="c-${call.seq}">
         <h2 id="c-${call.seq}">In doubt: call #${call.seq} ${call.kind} "${call.name}"</h2>
@@ -543,6 +589,87 @@ export const runPage = (
     ${queue ? queueSection(queue, session, view.run.runId) : ""}
     ${runState(view, view.version, inDoubt.length > 0 || retryable.length > 0 || (run.status === "held" && view.runActions.length > 0))}`;
 };
+
+/** What approve and deny do, as the panel says it before the click (decision 0057). */
+export const APPROVAL_ACTIONS = {
+  approve: {
+    label: "Approve",
+    meaning:
+      "The call's effect starts once a runtime with the run's agent wakes it, exactly once; with edited arguments it runs with those.",
+  },
+  deny: {
+    label: "Deny",
+    meaning:
+      "The effect never starts; the call fails and the agent sees ApprovalDenied with your name and note.",
+  },
+} as const;
+export type ApprovalAction = keyof typeof APPROVAL_ACTIONS;
+
+/** What an approval form carries into the confirm step. */
+export interface ApprovalDraft {
+  readonly action: ApprovalAction;
+  readonly basedOnVersion: string;
+  readonly note: string;
+  /** Edited arguments as typed (JSON text); empty: the original ones. */
+  readonly args: string;
+}
+
+const approvalEvidence = (a: ApprovalView): Html => html`<dl class="evidence">
+    <dt>tool</dt><dd><strong>${a.name}</strong> <span class="mono">${a.callId}</span></dd>
+    <dt>what it does</dt><dd id="approval-description">${a.description || html`<span class="muted">(no description)</span>`}</dd>
+    <dt>arguments</dt><dd><pre id="approval-args">${JSON.stringify(a.args, null, 2)}</pre></dd>
+    <dt>asked by</dt><dd>agent ${a.agent}, chat <span class="mono">${a.chatId}</span>, input <span class="mono">${a.inputId}</span></dd>
+    <dt>waiting since</dt><dd><time datetime="${a.since}">${a.since}</time></dd>
+  </dl>`;
+
+/** The run page's approval card: the call, its arguments (masked), and the approve / deny form. */
+export const approvalSection = (a: ApprovalView, session: Session): Html =>
+  html`<section class="card call-held" id="approval" aria-labelledby="approval-heading">
+    <h2 id="approval-heading">Awaiting your approval: call #${a.seq} tool "${a.name}"</h2>
+    <p class="muted">Nothing has started: the effect runs only after an approval is recorded.</p>
+    ${approvalEvidence(a)}
+    <form method="post" action="/runs/${encodeURIComponent(a.runId)}/calls/${encodeURIComponent(a.callId)}/approval" class="approval">
+      <input type="hidden" name="_csrf" value="${session.csrf}" />
+      <input type="hidden" name="basedOnVersion" value="${a.version}" />
+      <label class="field" for="approval-note">Note (why; required to deny, and with edited arguments)</label>
+      <textarea id="approval-note" name="note"></textarea>
+      ${
+        a.editable
+          ? html`<label class="field" for="approval-edit">Edited arguments (JSON; leave empty to run the call as asked)</label>
+            <textarea id="approval-edit" name="args" class="mono"></textarea>`
+          : ""
+      }
+      <p>
+        <button type="submit" name="action" value="approve" id="approve">Approve…</button>
+        <button type="submit" name="action" value="deny" id="deny" class="secondary">Deny…</button>
+        <span class="muted">made on version ${a.version}</span>
+      </p>
+    </form>
+  </section>`;
+
+/** The confirm step of an approval or denial: what is recorded, on which version, by whom. */
+export const confirmApprovalPage = (a: ApprovalView, session: Session, draft: ApprovalDraft): Html =>
+  html`<h1>Confirm: ${APPROVAL_ACTIONS[draft.action].label.toLowerCase()} call <span class="mono">${a.callId}</span></h1>
+    <div class="card">
+      ${approvalEvidence(a)}
+      <dl class="evidence">
+        <dt>decision</dt><dd><strong id="confirm-decision">${APPROVAL_ACTIONS[draft.action].label}</strong></dd>
+        <dt>what it does</dt><dd>${APPROVAL_ACTIONS[draft.action].meaning}</dd>
+        ${draft.args ? html`<dt>edited arguments</dt><dd><pre id="confirm-args">${draft.args}</pre></dd>` : ""}
+        <dt>note</dt><dd>${draft.note === "" ? html`<span class="muted">none</span>` : html`<pre>${draft.note}</pre>`}</dd>
+        <dt>made on version</dt><dd>${draft.basedOnVersion}</dd>
+        <dt>recorded as decided by</dt><dd>${session.name}</dd>
+      </dl>
+      <form method="post" action="/runs/${encodeURIComponent(a.runId)}/calls/${encodeURIComponent(a.callId)}/approval">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <input type="hidden" name="action" value="${draft.action}" />
+        <input type="hidden" name="basedOnVersion" value="${draft.basedOnVersion}" />
+        <input type="hidden" name="note" value="${draft.note}" />
+        <input type="hidden" name="args" value="${draft.args}" />
+        <p><button type="submit" id="confirm">Confirm and record</button> <a class="button secondary" href="/runs/${encodeURIComponent(a.runId)}">Back</a></p>
+      </form>
+    </div>`;
 
 /** What the panel's Cancel, Pause and Resume buttons do (decisions 0043, 0044). */
 export const CONTROL_ACTIONS = {
@@ -713,3 +840,67 @@ export const confirmWithdrawPage = (chatId: string, inputId: string, session: Se
         <p><button type="submit" id="confirm">Withdraw it</button> <a class="button secondary" href="${queuePath(chatId)}">Back</a></p>
       </form>
     </div>`;
+
+/** One schedule's row on the schedules page, with its recent ticks (decision 0060). */
+export interface ScheduleEntry {
+  readonly row: ScheduleRow;
+  /** Its last ticks, newest first: when, what happened, and the run. */
+  readonly recent: ReadonlyArray<{
+    readonly tickAt: string;
+    readonly outcome: string;
+    readonly runId: string | null;
+    readonly activeRunId: string | null;
+    readonly missed: number;
+  }>;
+}
+
+const scheduleWhen = (row: ScheduleRow): string =>
+  row.cron !== null ? `cron ${row.cron} (${row.timezone})` : `every ${duration(row.everyMs ?? 0)}`;
+
+const runLink = (runId: string): Html =>
+  html`<a class="mono" href="/runs/${encodeURIComponent(runId)}">${runId}</a>`;
+
+const tickText = (tick: ScheduleEntry["recent"][number]): Html =>
+  html`<time datetime="${tick.tickAt}">${tick.tickAt}</time> <strong>${tick.outcome}</strong>${
+    tick.runId ? html` as ${runLink(tick.runId)}` : ""
+  }${tick.activeRunId ? html` (run ${runLink(tick.activeRunId)} was still active)` : ""}${
+    tick.missed > 0 ? html` <span class="muted">after ${tick.missed} missed</span>` : ""
+  }`;
+
+/**
+ * The schedules page: every schedule with its next and last tick, its recent runs, paused or not,
+ * and a pause or resume button (a form with the CSRF token).
+ */
+export const schedulesSection = (entries: ReadonlyArray<ScheduleEntry>, session: Session): Html =>
+  html`<h1>Schedules <span class="muted">(${entries.length})</span></h1>
+    ${
+      entries.length === 0
+        ? html`<p class="muted" id="schedules-none">No schedule. Make one with <code>runtime.schedules.upsert(…)</code> or <code>holdfast schedules add</code>.</p>`
+        : html`<table id="schedules">
+          <caption class="visually-hidden">Schedules by id</caption>
+          <thead><tr><th scope="col">Schedule</th><th scope="col">When</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Next tick</th><th scope="col">Recent ticks</th><th scope="col"></th></tr></thead>
+          <tbody>
+            ${entries.map(({ row, recent }) => {
+              const action = row.status === "paused" ? "resume" : "pause";
+              return html`<tr data-schedule="${row.scheduleId}">
+                <td class="mono">${row.scheduleId}</td>
+                <td>${scheduleWhen(row)}<div class="muted">overlap ${row.overlap}, catch-up ${row.catchUp}</div></td>
+                <td>${row.agent}</td>
+                <td class="schedule-status">${row.status}</td>
+                <td>${row.nextDueAt ? html`<time datetime="${row.nextDueAt}">${row.nextDueAt}</time>` : html`<span class="muted">none (paused)</span>`}</td>
+                <td>${
+                  recent.length === 0
+                    ? html`<span class="muted">no tick yet</span>`
+                    : html`<ol class="ticks">${recent.map((tick) => html`<li>${tickText(tick)}</li>`)}</ol>`
+                }<div class="muted">${row.ticks.admitted} admitted, ${row.ticks.queued} queued, ${row.ticks.skipped} skipped, ${row.ticks.missed} missed</div></td>
+                <td>
+                  <form method="post" action="/schedules/${encodeURIComponent(row.scheduleId)}/${action}" class="inline">
+                    <input type="hidden" name="_csrf" value="${session.csrf}" />
+                    <button type="submit" class="secondary" id="${action}-${row.scheduleId}">${action === "pause" ? "Pause" : "Resume"}</button>
+                  </form>
+                </td>
+              </tr>`;
+            })}
+          </tbody>
+        </table>`
+    }`;

@@ -2,12 +2,14 @@ import { readFileSync } from "node:fs";
 import type { Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
-import type { DecisionKind } from "../../events/index.js";
+import { type DecisionKind, scheduleStreamId } from "../../events/index.js";
+import type { ScheduleRow } from "../../projections/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import { readCheckpoint } from "../../runtime/checkpoint.js";
 import { readDocument } from "../../runtime/documents.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
+import { listSchedules } from "../../runtime/schedules.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
 import { ApiError, errorReply } from "./errors.js";
 import { type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
@@ -15,6 +17,7 @@ import {
   banner,
   CONTROL_ACTIONS,
   type ControlAction,
+  confirmApprovalPage,
   confirmControlPage,
   confirmPage,
   confirmWithdrawPage,
@@ -27,6 +30,8 @@ import {
   runPage,
   runState,
   runsSection,
+  type ScheduleEntry,
+  schedulesSection,
 } from "./pages.js";
 import {
   SESSION_COOKIE,
@@ -52,6 +57,9 @@ interface PanelOptions {
   readonly streams: LiveStreams;
   readonly csrfRefusal: (c: Context, session: Session, presented: string | undefined) => string | null;
 }
+
+/** Schedule events read for the schedules page's recent ticks, per schedule. */
+const RECENT_TICKS = 10;
 
 const param = (c: Context, name: string): string => {
   const value = c.req.param(name);
@@ -457,6 +465,77 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     }),
   );
 
+  // Approve or deny a tool call that awaits approval (decision 0057): a confirm step, then recorded
+  // on the version the form was made on; stale or refused writes nothing.
+  app.post(
+    "/runs/:runId/calls/:callId/approval",
+    page(async (c, session) => {
+      const runId = param(c, "runId");
+      const callId = param(c, "callId");
+      const form = await formBody(c);
+      const action = formText(form, "action");
+      const note = formText(form, "note").trim();
+      const argsText = formText(form, "args").trim();
+      const basedOnVersion = formText(form, "basedOnVersion");
+      const refuse = (text: string, status: 409 | 422 = 422) =>
+        showRun(c, session, runId, banner("error", `${text} Nothing was written.`), status);
+      if (action !== "approve" && action !== "deny") return refuse("Choose approve or deny.");
+      if (!/^\d+$/.test(basedOnVersion)) return refuse("The form has no version: reload the page.");
+      if (action === "deny" && note === "") return refuse("A denial needs a note: the agent sees it.");
+      if (action === "deny" && argsText !== "") return refuse("Edited arguments go only with an approval.");
+      let args: unknown;
+      if (argsText !== "") {
+        if (note === "") return refuse("Edited arguments need a note: say why you changed them.");
+        try {
+          args = JSON.parse(argsText);
+        } catch (error) {
+          return refuse(
+            `The edited arguments are not JSON (${error instanceof Error ? error.message : String(error)}).`,
+          );
+        }
+      }
+      if (formText(form, "confirm") !== "yes") {
+        const view = await runView(reader, runId, options.db);
+        if (!view.approval || view.approval.callId !== callId)
+          return refuse(`Run ${runId} does not await approval of ${callId} any more.`, 409);
+        return c.html(
+          layout(
+            "Confirm",
+            session,
+            confirmApprovalPage(view.approval, session, { action, basedOnVersion, note, args: argsText }),
+          ),
+        );
+      }
+      let message: string;
+      try {
+        const operator = await options.operator();
+        const outcome = await operator[action](runId, callId, {
+          by: session.name,
+          basedOnVersion: Number(basedOnVersion),
+          ...(note ? { note } : {}),
+          ...(args === undefined ? {} : { args }),
+        });
+        message = `${outcome.message}. Next: ${await nextText(runId)}`;
+      } catch (error) {
+        const reply = errorReply(error);
+        if (reply.body.error.code === "stale-decision")
+          return showRun(
+            c,
+            session,
+            runId,
+            banner(
+              "stale",
+              html`The run moved on before your decision was recorded (you decided on version ${basedOnVersion}; it is at version ${String(reply.body.error.currentVersion ?? "?")} now). Nothing was written. Here it is as it is now: decide again if it still needs you.`,
+            ),
+            409,
+          );
+        return refusedOnRun(c, session, runId, error, (status) => (status === 409 ? 409 : 422));
+      }
+      remember(session, runId, message);
+      return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
+    }),
+  );
+
   app.post(
     "/runs/:runId/control",
     page(async (c, session) => {
@@ -666,6 +745,75 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       return planPage(c, session, chatId, banner("ok", "Saved."));
     }),
   );
+
+  /** The last ticks of a schedule, newest first: read from the end of its stream, not all of it. */
+  const recentTicks = async (row: ScheduleRow): Promise<ScheduleEntry["recent"]> => {
+    const events = await reader.readStream(scheduleStreamId(row.scheduleId), {
+      afterVersion: Math.max(0, row.version - RECENT_TICKS),
+    });
+    return events
+      .map((e) => e.event)
+      .flatMap((e) =>
+        e.type === "schedule.ticked"
+          ? [
+              {
+                tickAt: e.tickAt,
+                outcome: e.outcome,
+                runId: e.admittedRunId ?? null,
+                activeRunId: e.activeRunId ?? null,
+                missed: e.missed,
+              },
+            ]
+          : [],
+      )
+      .reverse();
+  };
+
+  const schedulesPage = async (c: Context<Env>, session: Session, notice?: Html, status: 200 | 404 = 200) => {
+    const rows = await listSchedules(reader);
+    const entries = await Promise.all(rows.map(async (row) => ({ row, recent: await recentTicks(row) })));
+    return c.html(
+      layout("Schedules", session, html`${notice ?? ""}${schedulesSection(entries, session)}`),
+      status,
+    );
+  };
+
+  app.get(
+    "/schedules",
+    page((c, session) => schedulesPage(c, session)),
+  );
+
+  for (const action of ["pause", "resume"] as const) {
+    app.post(
+      `/schedules/:scheduleId/${action}`,
+      page(async (c, session) => {
+        const scheduleId = param(c, "scheduleId");
+        try {
+          const operator = await options.operator();
+          const outcome = await operator.schedules[action](scheduleId, { by: session.name });
+          return schedulesPage(
+            c,
+            session,
+            banner(
+              "ok",
+              outcome.changed
+                ? `Recorded: schedule ${scheduleId} ${action === "pause" ? "paused" : "resumed"} by ${session.name}.`
+                : `Schedule ${scheduleId} was already ${outcome.schedule.status}; nothing was written.`,
+            ),
+          );
+        } catch (error) {
+          const reply = errorReply(error);
+          if (reply.status === 500) throw error;
+          return schedulesPage(
+            c,
+            session,
+            banner("error", `Refused: ${String(reply.body.error.message)}. Nothing was written.`),
+            404,
+          );
+        }
+      }),
+    );
+  }
 
   const auditPage = (session: Session, report?: AuditReport): Html =>
     layout(

@@ -124,6 +124,8 @@ export const RunSummary = Schema.Struct({
   stalled: Schema.Boolean,
   stalledBecause: Schema.NullOr(Schema.Literal("lease-expired", "owner-dead", "no-owner")),
   stalledSince: Schema.NullOr(Schema.String),
+  waitReason: Schema.NullOr(Schema.Literal("agent-version-missing")),
+  versionsLive: Schema.Array(Schema.String),
 }).annotations({ identifier: "RunSummary" });
 
 /** Which runtime continues a run and whether one is live now: the sentence the CLI and the panel say too. */
@@ -307,6 +309,28 @@ export const SignalReply = Schema.Struct({
   message: Schema.String,
 }).annotations({ identifier: "SignalReply" });
 
+/**
+ * A person's approval or denial of a tool call that awaits approval (decision 0057): on the version
+ * they looked at; `note` is required to deny; `args` (approve only) replaces the arguments of an
+ * editable tool.
+ */
+export const ApprovalBody = Schema.Struct({
+  basedOnVersion: Schema.Int.pipe(Schema.nonNegative()),
+  by: Schema.NonEmptyString,
+  note: Schema.optional(Schema.String),
+  args: Schema.optional(Schema.Unknown),
+}).annotations({ identifier: "ApprovalBody" });
+
+/** What an approval or denial recorded; the run is woken by any worker with its agent. */
+export const ApprovalReply = Schema.Struct({
+  runId: Schema.String,
+  callId: Schema.String,
+  decision: Schema.Literal("approved", "denied"),
+  version: Schema.Number,
+  edited: Schema.Boolean,
+  message: Schema.String,
+}).annotations({ identifier: "ApprovalReply" });
+
 export const Plan = Schema.Struct({
   chatId: Schema.String,
   value: Schema.Unknown,
@@ -349,6 +373,71 @@ export const WithdrawReply = Schema.Struct({
   withdrawn: Schema.Boolean,
   detail: Schema.String,
 }).annotations({ identifier: "WithdrawReply" });
+
+/** A schedule as its stream says now (decision 0060). */
+export const ScheduleView = Schema.Struct({
+  scheduleId: Schema.String,
+  cron: Schema.NullOr(Schema.String),
+  everyMs: Schema.NullOr(Schema.Number),
+  timezone: Schema.String,
+  agent: Schema.String,
+  overlap: Schema.Literal("skip", "queue"),
+  catchUp: Schema.Literal("latest", "none"),
+  status: Schema.Literal("active", "paused", "deleted"),
+  /** The next tick; null while paused or deleted. */
+  nextDueAt: Schema.NullOr(Schema.String),
+  lastTick: Schema.NullOr(
+    Schema.Struct({
+      tickAt: Schema.String,
+      inputId: Schema.String,
+      outcome: Schema.Literal("admitted", "queued", "skipped", "missed"),
+      runId: Schema.NullOr(Schema.String),
+      activeRunId: Schema.NullOr(Schema.String),
+      missed: Schema.Number,
+      by: Schema.String,
+      recordedAt: Schema.String,
+    }),
+  ),
+  ticks: Schema.Struct({
+    admitted: Schema.Number,
+    queued: Schema.Number,
+    skipped: Schema.Number,
+    missed: Schema.Number,
+  }),
+  createdAt: Schema.String,
+  updatedAt: Schema.String,
+  version: Schema.Number,
+}).annotations({ identifier: "Schedule" });
+
+/** `GET /api/schedules`. */
+export const SchedulesReply = Schema.Struct({ schedules: Schema.Array(ScheduleView) }).annotations({
+  identifier: "Schedules",
+});
+
+/** `PUT /api/schedules/{scheduleId}`: a schedule's definition and who changes it. */
+export const ScheduleBody = Schema.Struct({
+  cron: Schema.optional(Schema.String),
+  everyMs: Schema.optional(Schema.Number),
+  timezone: Schema.optional(Schema.String),
+  agent: Schema.String,
+  input: Schema.optional(Schema.Unknown),
+  overlap: Schema.optional(Schema.Literal("skip", "queue")),
+  catchUp: Schema.optional(Schema.Literal("latest", "none")),
+  paused: Schema.optional(Schema.Boolean),
+  by: Person,
+}).annotations({ identifier: "ScheduleBody" });
+
+/** `POST /api/schedules/{scheduleId}/pause|resume|delete`: who does it. */
+export const ScheduleChangeBody = Schema.Struct({ by: Person }).annotations({
+  identifier: "ScheduleChangeBody",
+});
+
+/** What a schedule change did. */
+export const ScheduleReply = Schema.Struct({
+  schedule: ScheduleView,
+  /** False when nothing changed (nothing written). */
+  changed: Schema.Boolean,
+}).annotations({ identifier: "ScheduleReply" });
 
 export const AuditReply = Schema.Struct({
   clean: Schema.Boolean,
@@ -401,6 +490,8 @@ const components = {
   ControlReply,
   SignalBody,
   SignalReply,
+  ApprovalBody,
+  ApprovalReply,
   Plan,
   PlanBody,
   ChatQueue,
@@ -440,6 +531,7 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
   const runId = { name: "runId", in: "path", required: true, schema: { type: "string" } };
   const callId = { name: "callId", in: "path", required: true, schema: { type: "string" } };
   const chatId = { name: "chatId", in: "path", required: true, schema: { type: "string" } };
+  const scheduleId = { name: "scheduleId", in: "path", required: true, schema: { type: "string" } };
   return {
     openapi: "3.1.0",
     info: { title: "holdfast", version, description: "The journal's runs, held calls and decisions." },
@@ -521,6 +613,22 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           responses: { ...ok(SignalReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
+      ...Object.fromEntries(
+        (["approve", "deny"] as const).map((action) => [
+          `/api/runs/{runId}/calls/{callId}/${action}`,
+          {
+            post: {
+              summary:
+                action === "approve"
+                  ? "Approve a tool call that awaits approval (callId: the call id or its seq), on basedOnVersion: its effect starts once a worker with the agent wakes the run; args replaces the arguments of an editable tool (note required). 409 when stale or the call awaits no approval, nothing written"
+                  : "Deny a tool call that awaits approval (note required): its effect never starts, the agent sees ApprovalDenied with the note. 409 when stale or the call awaits no approval, nothing written",
+              parameters: [runId, callId],
+              requestBody: { required: true, content: json(ApprovalBody) },
+              responses: { ...ok(ApprovalReply), ...errors(401, 403, 404, 409, 413, 422) },
+            },
+          },
+        ]),
+      ),
       "/api/chats/{chatId}/plan": {
         get: {
           summary: "A chat's plan and its revision",
@@ -550,6 +658,45 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           responses: { ...ok(WithdrawReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
+      "/api/schedules": {
+        get: {
+          summary: "Every schedule: its next and last tick, paused or not (`?all=true`: deleted ones too)",
+          responses: { ...ok(SchedulesReply), ...errors(401) },
+        },
+      },
+      "/api/schedules/{scheduleId}": {
+        get: {
+          summary: "One schedule",
+          parameters: [scheduleId],
+          responses: { ...ok(ScheduleView), ...errors(401, 404) },
+        },
+        put: {
+          summary:
+            "Make or change a schedule (cron + timezone, or everyMs); the same schedule again: changed false, nothing written; a bad cron or time zone is 422 saying what was wrong",
+          parameters: [scheduleId],
+          requestBody: { required: true, content: json(ScheduleBody) },
+          responses: { ...ok(ScheduleReply), ...errors(401, 403, 413, 422) },
+        },
+      },
+      ...Object.fromEntries(
+        (
+          [
+            ["pause", "Pause a schedule: no tick fires until resumed"],
+            ["resume", "Resume a paused schedule from its next tick after now"],
+            ["delete", "Delete a schedule: no tick fires again; its history stays"],
+          ] as const
+        ).map(([action, summary]) => [
+          `/api/schedules/{scheduleId}/${action}`,
+          {
+            post: {
+              summary,
+              parameters: [scheduleId],
+              requestBody: { required: true, content: json(ScheduleChangeBody) },
+              responses: { ...ok(ScheduleReply), ...errors(401, 403, 404, 413, 422) },
+            },
+          },
+        ]),
+      ),
       "/api/audit": {
         post: {
           summary:

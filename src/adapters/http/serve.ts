@@ -48,7 +48,17 @@ export interface ServeOptions {
    */
   readonly runtime?: Pick<
     Runtime,
-    "decide" | "grantRetry" | "cancel" | "pause" | "resume" | "documents" | "withdraw" | "signal"
+    | "decide"
+    | "grantRetry"
+    | "cancel"
+    | "pause"
+    | "resume"
+    | "documents"
+    | "withdraw"
+    | "signal"
+    | "schedules"
+    | "approve"
+    | "deny"
   >;
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;

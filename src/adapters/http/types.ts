@@ -1,12 +1,16 @@
+import type { ApprovalOutcome, ApprovalRequest } from "../../runtime/approve.js";
 import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
 import type { WithdrawOutcome } from "../../runtime/queue.js";
+import type { Schedules } from "../../runtime/schedules.js";
 import type { SignalOutcome, SignalRequest } from "../../runtime/signal.js";
 import type { Session } from "./security.js";
 
 /** What the server changes the journal through: the same runtime paths as the CLI and the library. */
 export interface OperatorPort {
+  /** Schedules (decision 0060): made and changed by the operator runtime; ticked by workers. */
+  readonly schedules: Schedules;
   decide(runId: string, request: DecisionRequest): Promise<DecisionOutcome>;
   grantRetry(runId: string, callId: string, request: RetryGrantRequest): Promise<DecisionOutcome>;
   withdraw(
@@ -17,6 +21,8 @@ export interface OperatorPort {
   cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
+  approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
+  deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
   resume(
     runId: string,
     request: ControlRequest,

@@ -164,7 +164,57 @@ export interface RunView {
   readonly events: ReadonlyArray<ReturnType<typeof eventLine> & { readonly summary: string }>;
   /** Whether the machine could fold the stream (false: corrupt, see the audit). */
   readonly folded: boolean;
+  /** The tool call the run awaits a person's approval of (decision 0057); null otherwise. */
+  readonly approval: ApprovalView | null;
 }
+
+/** A tool call that awaits approval, as an approver sees it: what it does, with what, who asked. */
+export interface ApprovalView {
+  readonly runId: string;
+  readonly callId: string;
+  readonly seq: number;
+  readonly name: string;
+  /** The tool's description, as the intent recorded it. */
+  readonly description: string;
+  /** The arguments as stored: masked. */
+  readonly args: unknown;
+  /** Whether the approver may change the arguments. */
+  readonly editable: boolean;
+  /** Who asked: the run's agent, its chat and input. */
+  readonly agent: string;
+  readonly chatId: string;
+  readonly inputId: string;
+  /** When the call started waiting for approval. */
+  readonly since: string;
+  /** The version an approval is made on. */
+  readonly version: number;
+}
+
+/** The call a waiting run awaits approval of, from its stream; null when it awaits none. */
+export const approvalOf = (
+  row: Pick<RunRow, "runId" | "agent" | "chatId" | "inputId" | "status" | "waiting">,
+  events: ReadonlyArray<RecordedEvent>,
+): ApprovalView | null => {
+  if (row.status !== "waiting" || row.waiting?.wait !== "approval") return null;
+  const callId = row.waiting.callId;
+  const recorded = events.find((e) => e.event.type === "call.intended" && e.event.callId === callId);
+  const intent = recorded?.event;
+  if (intent?.type !== "call.intended") return null;
+  return {
+    runId: row.runId,
+    callId,
+    seq: intent.seq,
+    name: intent.name,
+    description: intent.approval?.description ?? "",
+    args: intent.args,
+    editable: intent.approval?.editable ?? false,
+    agent: row.agent,
+    chatId: row.chatId,
+    inputId: row.inputId,
+    since: recorded?.recordedAt ?? "",
+    version: events.at(-1)?.version ?? 0,
+  };
+};
 
 const NOTE_REQUIRED: ReadonlySet<DecisionKind> = new Set(["confirmed-completed", "confirmed-not-completed"]);
 
@@ -174,7 +224,9 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   if (!row) throw new RunNotFound({ runId });
   const liveness = await readLiveness(journal);
   const run = liveness.of(row);
-  const active = run.status === "running" || run.status === "interrupted";
+  // A waiting run whose agent version is missing says what happens next too (decision 0063).
+  const active =
+    run.status === "running" || run.status === "interrupted" || run.waitReason === "agent-version-missing";
   const events = await journal.readStream(runStreamId(runId));
   let context: RunContext | null = null;
   try {
@@ -301,6 +353,7 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
     runActions,
     events: events.map((e) => ({ ...eventLine(e), summary: summarizeEvent(e.event) })),
     folded: context !== null,
+    approval: approvalOf(run, events),
   };
 };
 

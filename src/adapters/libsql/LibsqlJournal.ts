@@ -16,6 +16,7 @@ import type {
   ClaimOptions,
   CommitOrigin,
   DroppedStream,
+  DueSchedule,
   DueWait,
   HeadAnchor,
   Journal,
@@ -61,7 +62,9 @@ import { type Program, runSync, type SqlStep, type UniqueKey, UniqueViolation } 
 import {
   type AdmissionRow,
   type ClaimRow,
+  type DueScheduleRow,
   type DueWaitRow,
+  dueScheduleOf,
   dueWaitOf,
   type EventRow,
   type HeadRow,
@@ -607,6 +610,12 @@ export class LibsqlJournal implements Journal {
 
   async dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>> {
     return (await this.read(() => this.rows<DueWaitRow>(SQL.dueWaits, nowMs, limit))).map(dueWaitOf);
+  }
+
+  async dueSchedules(nowMs: number, limit: number): Promise<ReadonlyArray<DueSchedule>> {
+    return (await this.read(() => this.rows<DueScheduleRow>(SQL.dueSchedules, nowMs, limit))).map(
+      dueScheduleOf,
+    );
   }
 
   async idleQueues(): Promise<ReadonlyArray<string>> {

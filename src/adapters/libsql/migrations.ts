@@ -210,11 +210,23 @@ CREATE TABLE runtimes (
 `,
     },
     {
-      id: 11,
+      id: 8,
+      name: "schedules by next tick",
+      // The schedule index tick passes read (decision 0060): one row per active schedule with its
+      // next tick, written in the transaction of the schedule's events; paused and deleted have none.
+      sql: `
+CREATE TABLE schedules_due (
+  schedule_id TEXT PRIMARY KEY,
+  due_at      INTEGER NOT NULL
+);
+CREATE INDEX schedules_due_by_time ON schedules_due (due_at);
+`,
+    },
+    {
+      id: 9,
       name: "alerts and their delivery attempts",
       // One row per alert (decision 0065), keyed <runId>@<version>: recorded once however many
       // processes see the run held, claimed by one sender, every attempt kept in \`tries\`.
-      // Numbered apart from migrations of parallel branches (8–10); the lead renumbers at merge.
       sql: `
 CREATE TABLE alerts (
   key          TEXT PRIMARY KEY,

@@ -53,12 +53,13 @@ export const fileIdentity = (
   } catch (cause) {
     if (sqliteCode(cause) === "SQLITE_NOTADB")
       throw unavailable("the file is not a database", notDatabaseHint);
-    // A file cut short can fail already here, on its schema pages: that is damage, not access.
+    // A damaged schema page is damage, as anywhere else in the file (where it falls depends on the
+    // file's layout: one more table moves it).
     const damage = damageOf(cause);
     if (damage)
       throw unavailable(
         damage,
-        "Restore the journal from a backup (`holdfast backup`), or run `holdfast audit` for what it records.",
+        "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
       );
     throw unavailable(
       `cannot be read (${sqliteCode(cause) || String(cause)})`,

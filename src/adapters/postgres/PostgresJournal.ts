@@ -13,6 +13,7 @@ import type {
   ClaimOptions,
   CommitOrigin,
   DroppedStream,
+  DueSchedule,
   DueWait,
   Journal,
   LivenessSnapshot,
@@ -57,7 +58,9 @@ import { type Program, runAsync, type SqlStep, type UniqueKey, UniqueViolation }
 import {
   type AdmissionRow,
   type ClaimRow,
+  type DueScheduleRow,
   type DueWaitRow,
+  dueScheduleOf,
   dueWaitOf,
   type EventRow,
   type HeadRow,
@@ -569,6 +572,10 @@ export class PostgresJournal implements Journal {
 
   async dueWaits(nowMs: number, limit: number): Promise<ReadonlyArray<DueWait>> {
     return (await this.rows<DueWaitRow>(SQL.dueWaits, [nowMs, limit])).map(dueWaitOf);
+  }
+
+  async dueSchedules(nowMs: number, limit: number): Promise<ReadonlyArray<DueSchedule>> {
+    return (await this.rows<DueScheduleRow>(SQL.dueSchedules, [nowMs, limit])).map(dueScheduleOf);
   }
 
   async idleQueues(): Promise<ReadonlyArray<string>> {

@@ -249,9 +249,21 @@ CREATE TABLE ${s}.runtimes (
 `,
   },
   {
-    id: 12,
+    id: 9,
+    name: "schedules by next tick",
+    // As libSQL's migration 8: the schedule index tick passes read (decision 0060).
+    sql: (s) => `
+CREATE TABLE ${s}.schedules_due (
+  schedule_id text PRIMARY KEY,
+  due_at bigint NOT NULL
+);
+CREATE INDEX schedules_due_by_time ON ${s}.schedules_due (due_at);
+`,
+  },
+  {
+    id: 10,
     name: "alerts and their delivery attempts",
-    // As libSQL's migration 11: one row per alert, claimed by one sender (decision 0065).
+    // As libSQL's migration 9: one row per alert, claimed by one sender (decision 0065).
     sql: (s) => `
 CREATE TABLE ${s}.alerts (
   key          text PRIMARY KEY,

@@ -313,6 +313,14 @@ function* applyGuard(sql: Statements, write: GuardWrite): Program<void> {
     yield* run(sql.unwait, [write.runId]);
     return;
   }
+  if (write.kind === "schedule-due") {
+    yield* run(sql.scheduleDue, [write.scheduleId, write.dueAtMs]);
+    return;
+  }
+  if (write.kind === "schedule-off") {
+    yield* run(sql.scheduleOff, [write.scheduleId]);
+    return;
+  }
   if (write.kind === "dequeue") {
     yield* run(sql.dequeueEmptied, [write.chatId]);
     yield* run(sql.dequeueOne, [write.chatId]);

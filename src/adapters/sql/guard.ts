@@ -27,7 +27,11 @@ export type GuardWrite =
       readonly callId: string;
     }
   /** The run left its wait (woken, or cancelled while waiting): its row in the due index goes. */
-  | { readonly kind: "unwait"; readonly runId: string };
+  | { readonly kind: "unwait"; readonly runId: string }
+  /** A schedule's next tick (decision 0060): its row in the schedule index tick passes read. */
+  | { readonly kind: "schedule-due"; readonly scheduleId: string; readonly dueAtMs: number }
+  /** A schedule paused or deleted: no row, no tick. */
+  | { readonly kind: "schedule-off"; readonly scheduleId: string };
 
 export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   if (event.type === "run.admitted") {
@@ -60,6 +64,9 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
   // and no clock is read here, so the index says the same whatever process committed it.
   if (event.type === "signal.received" && event.wakes !== undefined)
     return [{ kind: "wait", runId: event.runId, dueAtMs: 0, wait: "signal", callId: event.wakes }];
+  // A person's approve / deny makes the run due now, the same way (decision 0057).
+  if (event.type === "approval.recorded")
+    return [{ kind: "wait", runId: event.runId, dueAtMs: 0, wait: "approval", callId: event.callId }];
   if (event.type === "run.woken") return [{ kind: "unwait", runId: event.runId }];
   // A waiting run ends only by a cancel (the machine takes nothing else there).
   if (event.type === "run.cancelled")
@@ -67,6 +74,14 @@ export const guardWritesFor = (event: AnyEvent): ReadonlyArray<GuardWrite> => {
       { kind: "finish", runId: event.runId },
       { kind: "unwait", runId: event.runId },
     ];
+  if (event.type === "schedule.upserted")
+    return event.nextDueAt === null
+      ? [{ kind: "schedule-off", scheduleId: event.scheduleId }]
+      : [{ kind: "schedule-due", scheduleId: event.scheduleId, dueAtMs: Date.parse(event.nextDueAt) }];
+  if (event.type === "schedule.resumed" || event.type === "schedule.ticked")
+    return [{ kind: "schedule-due", scheduleId: event.scheduleId, dueAtMs: Date.parse(event.nextDueAt) }];
+  if (event.type === "schedule.paused" || event.type === "schedule.deleted")
+    return [{ kind: "schedule-off", scheduleId: event.scheduleId }];
   if (event.type === "input.queued") return [{ kind: "queue", chatId: event.chatId }];
   if (event.type === "input.admitted" || event.type === "input.withdrawn")
     return [{ kind: "dequeue", chatId: event.chatId }];

@@ -1,5 +1,5 @@
 import type { StoredRow } from "../../events/index.js";
-import type { Admission, Claim, DueWait, PrunedRunRecord } from "../../runtime/Journal.js";
+import type { Admission, Claim, DueSchedule, DueWait, PrunedRunRecord } from "../../runtime/Journal.js";
 
 /**
  * Rows as the drivers return them. 64-bit columns arrive as strings from PostgreSQL and as numbers
@@ -87,6 +87,18 @@ export const toAdmission = (row: AdmissionRow): Admission => ({
   inputId: row.input_id,
   digest: row.digest,
   runId: row.run_id,
+});
+
+/** A row of the schedule index (decision 0060). */
+export interface DueScheduleRow {
+  readonly schedule_id: string;
+  readonly due_at: number | string | bigint;
+}
+
+/** A schedule index row as the Journal port gives it. */
+export const dueScheduleOf = (row: DueScheduleRow): DueSchedule => ({
+  scheduleId: row.schedule_id,
+  dueAtMs: Number(row.due_at),
 });
 
 /** A row of the due index (decision 0050). */

@@ -136,6 +136,13 @@ export const statements = (dialect: Dialect) =>
     /** Waits due at a time, earliest first: what a waker reads (by the `due_at` index, not every run). */
     dueWaits:
       "SELECT run_id, due_at, wait, call_id FROM waits_due WHERE due_at <= ? ORDER BY due_at, run_id LIMIT ?",
+    /** The schedule index (decision 0060): one row per active schedule with its next tick. */
+    scheduleDue:
+      "INSERT INTO schedules_due (schedule_id, due_at) VALUES (?, ?) ON CONFLICT (schedule_id) DO UPDATE SET due_at = excluded.due_at",
+    scheduleOff: "DELETE FROM schedules_due WHERE schedule_id = ?",
+    /** Schedules whose next tick is due, earliest first: what a tick pass reads (by the `due_at` index). */
+    dueSchedules:
+      "SELECT schedule_id, due_at FROM schedules_due WHERE due_at <= ? ORDER BY due_at, schedule_id LIMIT ?",
     // The position is read with the value: a sealed row is bound to it (docs/decisions/0013).
     projection: "SELECT value, position FROM projections WHERE name = ? AND key = ?",
     projectionRows: "SELECT key, value, position FROM projections WHERE name = ? ORDER BY position",

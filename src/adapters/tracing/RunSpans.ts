@@ -32,6 +32,14 @@ interface RunTrace {
   readonly calls: Map<string, Span>;
   /** Work after the first batch: waits for the earlier events to be read when the run began elsewhere. */
   queue: Promise<void>;
+  /** The wait the run is parked on (its `run.waiting`), until the wake-up makes its span. */
+  waiting?: WaitInfo;
+}
+
+/** A run's current wait: when it began and what it waits for. */
+interface WaitInfo {
+  readonly time: Date;
+  readonly attributes: Attributes;
 }
 
 /** What a run span keeps after it ended here: enough for the next span of the run to link to it. */
@@ -39,6 +47,7 @@ interface EndedRun {
   readonly spanContext: SpanContext;
   readonly attributes: Attributes;
   readonly intents: Map<string, IntentInfo>;
+  readonly waiting?: WaitInfo;
 }
 
 /** Hold reasons that leave their call in doubt (its attempt has no outcome). */
@@ -187,6 +196,7 @@ export class RunSpans {
       intents: new Map(previous?.intents),
       calls: new Map(),
       queue: Promise.resolve(),
+      ...(previous?.waiting ? { waiting: previous.waiting } : {}),
     };
     const claim = this.claims.get(runId);
     if (claim) {
@@ -213,7 +223,10 @@ export class RunSpans {
     } catch {
       return;
     }
-    for (const { event } of events) {
+    for (const recorded of events) {
+      const event = recorded.event;
+      if (event.type === "run.waiting") run.waiting ??= waitOf(event, timeOf(recorded));
+      else if (event.type === "run.woken") delete run.waiting;
       if (event.type === "run.admitted") {
         const admitted = {
           "holdfast.chat.id": event.chatId,
@@ -385,13 +398,24 @@ export class RunSpans {
           time,
         );
         return;
+      case "run.woken":
+        this.endWait(run, time, { "holdfast.wait.fired_at": event.firedAt, "holdfast.wait.by": event.by });
+        return;
+      case "run.waiting":
+        run.waiting = waitOf(event, time);
+        this.endRun(runId, run, "waiting", time);
+        return;
       case "run.completed":
       case "run.failed":
       case "run.stopped":
       case "run.cancelled":
-      case "run.paused":
-      case "run.waiting":
+        // A run cancelled or stopped while it waited: its wait ends with it.
+        if (run.waiting) this.endWait(run, time, { "holdfast.wait.ended_by": event.type });
         this.endRun(runId, run, FINAL[event.type] ?? event.type, time);
+        return;
+      case "run.paused":
+        // Paused while waiting, it keeps waiting (decision 0051): the wait's span goes on.
+        this.endRun(runId, run, "paused", time);
         return;
       default:
         return;
@@ -432,6 +456,24 @@ export class RunSpans {
     span.end(time);
   }
 
+  /**
+   * A wait is a span (issue 32): from its `run.waiting` to the wake-up, under the run span that goes
+   * on after it. Its start is read from the journal when the run waited in another process.
+   */
+  private endWait(run: RunTrace, time: Date, extra: Attributes): void {
+    const waiting = run.waiting;
+    if (!waiting) return;
+    delete run.waiting;
+    const kind = waiting.attributes["holdfast.wait.kind"];
+    this.api.tracer
+      .startSpan(
+        `holdfast.waiting ${String(kind)}`,
+        { startTime: waiting.time, attributes: { ...waiting.attributes, ...extra } },
+        this.api.withSpan(run.span),
+      )
+      .end(time);
+  }
+
   private endRun(runId: string, run: RunTrace, status: string, time: Date): void {
     for (const [callId, span] of run.calls) {
       // A wait call is open while its run waits (decision 0050): not in doubt, waiting.
@@ -450,6 +492,7 @@ export class RunSpans {
         spanContext: run.span.spanContext(),
         attributes: run.carried,
         intents: run.intents,
+        ...(run.waiting ? { waiting: run.waiting } : {}),
       });
       if (this.ended.size > KEPT) {
         const oldest = this.ended.keys().next().value;
@@ -460,6 +503,16 @@ export class RunSpans {
     }
   }
 }
+
+const waitOf = (event: Extract<AnyEvent, { type: "run.waiting" }>, time: Date): WaitInfo => ({
+  time,
+  attributes: {
+    "holdfast.wait.kind": event.wait,
+    "holdfast.call.id": event.callId,
+    ...(event.dueAt !== undefined ? { "holdfast.wait.due_at": event.dueAt } : {}),
+    ...(event.name !== undefined ? { "holdfast.signal.name": event.name } : {}),
+  },
+});
 
 const intentOf = (event: Extract<AnyEvent, { type: "call.intended" }>): IntentInfo => ({
   kind: event.kind,

@@ -9,6 +9,7 @@ import {
   QUEUE_STREAM_PREFIX,
   queueStreamId,
   type RecordedEvent,
+  SCHEDULE_STREAM_PREFIX,
   type StoredRow,
   SYSTEM_STREAM,
 } from "../../events/index.js";
@@ -28,6 +29,7 @@ import {
 import { RebuiltProjections } from "./projections.js";
 import { QueueChecks } from "./queue.js";
 import { type AdmissionCheck, RunChecks, type RunTrack } from "./runs.js";
+import { ScheduleChecks } from "./schedules.js";
 import { type AuditSpill, memorySpill } from "./spill.js";
 
 /** What an audit found: `clean`, the findings, what it read, and the head digest to anchor. */
@@ -144,6 +146,7 @@ export class LogAuditor {
   private readonly streams = new Map<string, StreamState>();
   private readonly runs: RunChecks;
   private readonly queues = new QueueChecks();
+  private readonly schedules = new ScheduleChecks();
   /** The event of the row fed last, when it decoded: a queue's admission must follow its run's. */
   private previous: AnyEvent | null = null;
   private readonly rebuilt: RebuiltProjections;
@@ -256,6 +259,9 @@ export class LogAuditor {
     else if (row.streamId.startsWith("run-")) this.runs.check(recorded, stream);
     else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
       const breach = this.queues.check(recorded, before);
+      if (breach) this.findings.add({ ...at, ...breach });
+    } else if (row.streamId.startsWith(SCHEDULE_STREAM_PREFIX)) {
+      const breach = this.schedules.check(recorded);
       if (breach) this.findings.add({ ...at, ...breach });
     } else if (event.type === "retention.pruned") this.notePruned(event.streams, row.position);
     else if (event.type === "outcome.orphaned") {

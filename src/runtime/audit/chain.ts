@@ -5,7 +5,9 @@ import {
   QUEUE_STREAM_PREFIX,
   queueStreamId,
   rowHash,
+  SCHEDULE_STREAM_PREFIX,
   type StoredRow,
+  scheduleStreamId,
 } from "../../events/index.js";
 import type { AuditFinding } from "./findings.js";
 
@@ -49,6 +51,13 @@ const SYSTEM_TYPES = new Set(["journal.opened", "retention.pruned", "backup.writ
 const DOCUMENT_TYPES = new Set(["document.replaced", "document.conflicted"]);
 const GRAPH_TYPES = new Set(["graph.checkpointed", "graph.writes-recorded"]);
 const QUEUE_TYPES = new Set(["input.queued", "input.admitted", "input.withdrawn"]);
+const SCHEDULE_TYPES = new Set([
+  "schedule.upserted",
+  "schedule.paused",
+  "schedule.resumed",
+  "schedule.deleted",
+  "schedule.ticked",
+]);
 
 /** Why an event does not belong in its stream, or null. */
 export const misplaced = (streamId: string, event: AnyEvent): string | null => {
@@ -73,7 +82,14 @@ export const misplaced = (streamId: string, event: AnyEvent): string | null => {
       return `${event.type} does not belong in a chat's queue stream`;
     return queueStreamId(event.chatId) === streamId ? null : `${event.type} names chat ${event.chatId}`;
   }
+  if (streamId.startsWith(SCHEDULE_STREAM_PREFIX)) {
+    if (!SCHEDULE_TYPES.has(event.type) || !("scheduleId" in event))
+      return `${event.type} does not belong in a schedule stream`;
+    return scheduleStreamId(event.scheduleId) === streamId
+      ? null
+      : `${event.type} names schedule ${event.scheduleId}`;
+  }
   if (streamId === "system")
     return SYSTEM_TYPES.has(event.type) ? null : `${event.type} does not belong in the system stream`;
-  return "holdfast writes only run-…, chat-…, queue-…, langgraph-… and system streams";
+  return "holdfast writes only run-…, chat-…, queue-…, schedule-…, langgraph-… and system streams";
 };

@@ -40,6 +40,8 @@ interface Saved {
   readonly signals?: ReadonlyArray<[string, boolean]>;
   /** Parked waits a consumed signal is waking. */
   readonly signalled?: ReadonlyArray<string>;
+  /** Calls whose intent awaited approval: call id and what a person decided (null: nothing yet). */
+  readonly approvals?: ReadonlyArray<[string, "approved" | "denied" | null]>;
 }
 
 const CONCERNS: ReadonlySet<string> = new Set([
@@ -61,6 +63,7 @@ const CONCERNS: ReadonlySet<string> = new Set([
   "run.woken",
   "signal.received",
   "signal.consumed",
+  "approval.recorded",
 ]);
 
 /**
@@ -77,6 +80,8 @@ export class RunLaws {
   private readonly signals = new Map<string, boolean>();
   /** Parked signal waits whose signal was consumed: their `run.woken` needs no due time. */
   private readonly signalled = new Set<string>();
+  /** Calls whose intent awaited approval → what a person decided (null: nothing yet; decision 0057). */
+  private readonly approvals = new Map<string, "approved" | "denied" | null>();
 
   /** Whether `check` looks at events of this type (others pass without reading the record). */
   static concerns(type: AnyEvent["type"]): boolean {
@@ -103,6 +108,7 @@ export class RunLaws {
       waits: [...this.waits].map(([callId, due]) => [callId, Number.isFinite(due) ? due : null]),
       signals: [...this.signals],
       signalled: [...this.signalled],
+      approvals: [...this.approvals],
     } satisfies Saved);
   }
 
@@ -114,6 +120,7 @@ export class RunLaws {
     for (const [callId, due] of saved.waits ?? []) laws.waits.set(callId, due ?? Number.NaN);
     for (const [signalId, consumed] of saved.signals ?? []) laws.signals.set(signalId, consumed);
     for (const callId of saved.signalled ?? []) laws.signalled.add(callId);
+    for (const [callId, decision] of saved.approvals ?? []) laws.approvals.set(callId, decision);
     for (const [callId, attempt, allowance, outcomes, policy, failed, replayable, due] of saved.calls)
       laws.calls.set(callId, {
         attempt,
@@ -135,6 +142,21 @@ export class RunLaws {
     switch (event.type) {
       case "call.intended": {
         const call = this.calls.get(event.callId);
+        // An effect's attempt of a call that awaits approval, with no approval recorded (decision 0057).
+        const approval = this.approvals.get(event.callId);
+        if (event.attempt > 1 && approval !== undefined && approval !== "approved")
+          return {
+            kind: "effect-before-approval",
+            detail: `attempt ${event.attempt} of ${event.callId} was intended, but ${approval === "denied" ? "a person denied the call" : "no approval.recorded approved it"}`,
+          };
+        if (event.approval !== undefined) {
+          if (event.attempt !== 1)
+            return {
+              kind: "effect-before-approval",
+              detail: `attempt ${event.attempt} of ${event.callId} asks for approval; only a call's first attempt may`,
+            };
+          this.approvals.set(event.callId, null);
+        }
         const policy = event.retry?.attempts ?? 0;
         const replayable = event.kind === "model" && event.disposition === "replay";
         if (!call) {
@@ -183,6 +205,17 @@ export class RunLaws {
           return {
             kind: "outcome-without-intent",
             detail: `${event.type} for attempt ${event.attempt} of ${event.callId}, which was never intended`,
+          };
+        // The attempt awaiting approval never starts its effect: its only outcome is a denial.
+        const approval = this.approvals.get(event.callId);
+        if (
+          approval !== undefined &&
+          event.attempt === 1 &&
+          !(event.type === "call.failed" && approval === "denied" && event.error.name === "ApprovalDenied")
+        )
+          return {
+            kind: "effect-before-approval",
+            detail: `${event.type} for attempt 1 of ${event.callId}, the attempt that awaited approval (${approval ?? "not decided"}): its effect must never start`,
           };
         if (event.type === "call.replay-authorized") {
           call.allowance = Math.max(call.allowance, 1);
@@ -273,6 +306,20 @@ export class RunLaws {
           };
         this.signals.set(event.signalId, true);
         if (this.waits.has(event.callId)) this.signalled.add(event.callId);
+        return null;
+      }
+      case "approval.recorded": {
+        const approval = this.approvals.get(event.callId);
+        if (approval !== null || !this.waits.has(event.callId))
+          return {
+            kind: "effect-before-approval",
+            detail: `approval.recorded (${event.decision}) for ${event.callId}, which ${approval === undefined ? "never awaited approval" : approval === null ? "was not waiting" : `was ${approval} already`}`,
+          };
+        this.approvals.set(event.callId, event.decision);
+        // An approved call's next attempt is authorized by the approval.
+        const call = this.calls.get(event.callId);
+        if (call && event.decision === "approved") call.allowance = Math.max(call.allowance, 1);
+        this.signalled.add(event.callId);
         return null;
       }
       case "run.woken": {

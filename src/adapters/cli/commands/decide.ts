@@ -193,6 +193,8 @@ const REFUSALS: ReadonlySet<string> = new Set([
   "RetryNotAllowed",
   "RetryLimitExceeded",
   "CallNotFound",
+  "NotAwaitingApproval",
+  "InvalidToolArgs",
 ]);
 
 const hasTag = (error: unknown): error is { readonly _tag: string } =>

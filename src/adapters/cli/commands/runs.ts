@@ -1,5 +1,5 @@
 import type { RunRow } from "../../../projections/index.js";
-import { stalledText } from "../../../runtime/liveness.js";
+import { stalledText, versionMissingText } from "../../../runtime/liveness.js";
 import { type LiveRunRow, readLiveness } from "../../liveness.js";
 import { withExistingReader } from "../journalAccess.js";
 import type { Io } from "../Output.js";
@@ -13,7 +13,15 @@ export interface RunsOptions {
 }
 
 const statusText = (run: LiveRunRow): string =>
-  run.stalled ? stalledText(run.agent) : run.needsAttention ? `${run.status} (needs attention)` : run.status;
+  run.status === "waiting" && run.waiting?.wait === "approval"
+    ? "awaiting approval"
+    : run.waitReason === "agent-version-missing"
+      ? versionMissingText(run)
+      : run.stalled
+        ? stalledText(run.agent)
+        : run.needsAttention
+          ? `${run.status} (needs attention)`
+          : run.status;
 
 /** Who runs it: host and pid (the full worker id is in `--json`). */
 const ownerColumn = (run: LiveRunRow): string =>
@@ -60,6 +68,12 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
     if (held > 0) {
       await io.out.line(
         `${held} held run${held === 1 ? " waits" : "s wait"} for a person: \`holdfast show <runId>\` lists the decisions that apply`,
+      );
+    }
+    const missing = rows.filter((run) => run.waitReason === "agent-version-missing").length;
+    if (missing > 0) {
+      await io.out.line(
+        `${missing} run${missing === 1 ? " waits" : "s wait"} for ${missing === 1 ? "its" : "their"} agent's version (agent-version-missing): deploy a runtime that registers it beside the new one; nothing runs ${missing === 1 ? "it" : "them"} on other code`,
       );
     }
     const stalled = rows.filter((run) => run.stalled).length;

@@ -2,7 +2,7 @@ import { type RecordedEvent, runStreamId } from "../../../events/index.js";
 import { contextOf, foldRun } from "../../../machines/index.js";
 import { type CallRow, callsOfRun, type RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
-import { stalledDetail, stalledText } from "../../../runtime/liveness.js";
+import { stalledDetail, stalledText, versionMissingText } from "../../../runtime/liveness.js";
 import { readLiveness } from "../../liveness.js";
 import { eventLine, shortHash, summarizeEvent } from "../eventFormat.js";
 import { withExistingReader } from "../journalAccess.js";
@@ -76,7 +76,7 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
     }
     const { out } = io;
     await out.line(
-      `run ${run.runId}  ${run.stalled ? stalledText(run.agent) : run.status}${run.needsAttention ? " (needs attention)" : ""}`,
+      `run ${run.runId}  ${run.waitReason === "agent-version-missing" ? versionMissingText(run) : run.stalled ? stalledText(run.agent) : run.status}${run.needsAttention ? " (needs attention)" : ""}`,
     );
     await out.lines([
       `  chat       ${run.chatId}`,
@@ -100,6 +100,13 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
       await out.line(`stalled: ${stalledDetail(run, liveness.now)}`);
       await out.line(`next: ${next.text}`);
     }
+    if (run.waitReason === "agent-version-missing") {
+      await out.line();
+      await out.line(
+        `agent-version-missing: the run was admitted by ${run.agent}; live runtimes have ${run.versionsLive.join(", ")} and leave it alone (never run on other code, never failed). Keep ${run.agent} registered beside the new version in one runtime (\`openRuntime({ agents: [v1, v2] })\`) until its runs end`,
+      );
+      if (!run.stalled) await out.line(`next: ${next.text}`);
+    }
     if (run.heldReasons.length > 0) {
       await out.line();
       await out.line("held because");
@@ -109,7 +116,25 @@ export const showCommand = async (runId: string, options: ShowOptions, io: Io): 
           await out.line(`      interrupted ${interruption.at}  detected by ${interruption.by}`);
       }
     }
-    if (run.status === "waiting") {
+    if (run.status === "waiting" && run.waiting?.wait === "approval") {
+      const intent = events.find(
+        (e) => e.event.type === "call.intended" && e.event.callId === run.waiting?.callId,
+      )?.event;
+      const seq = run.waiting.callId.slice(run.waiting.callId.lastIndexOf("/") + 1);
+      await out.line();
+      await out.lines([
+        `awaiting approval: ${run.waiting.callId}${intent?.type === "call.intended" ? ` ${intent.kind} "${intent.name}"` : ""}; no process holds it, nothing has started`,
+        ...(intent?.type === "call.intended"
+          ? [
+              ...(intent.approval?.description ? [`  what it does  ${intent.approval.description}`] : []),
+              `  arguments     ${JSON.stringify(intent.args)}`,
+              `  editable      ${intent.approval?.editable ? "yes (approve --args JSON --note …)" : "no"}`,
+            ]
+          : []),
+        `  approve: ${asInvoked("holdfast")} approve ${runId} ${seq} --based-on ${version} [--note "…"]`,
+        `  deny:    ${asInvoked("holdfast")} deny ${runId} ${seq} --based-on ${version} --note "…"`,
+      ]);
+    } else if (run.status === "waiting") {
       await out.line();
       await out.line(
         `waiting: ${run.waiting ? waitText(run.waiting) : "a wait"}; no process holds it, any worker with its agent wakes it then (\`holdfast cancel ${runId}\` ends it now)`,

@@ -46,6 +46,7 @@ type Report =
   | { kind: "resumed"; runId: string; replayed: string[]; reconciled: string[] }
   | { kind: "held"; runId: string; reasons: ReadonlyArray<HoldReason>; found: boolean }
   | { kind: "needs-attention"; runId: string; reason: string }
+  | { kind: "version-missing"; runId: string; agent: string; registered: ReadonlyArray<string> }
   | { kind: "admitted"; runId: string; chatId: string; inputId: string; reused: boolean }
   | { kind: "queued"; chatId: string; inputId: string; position: number | null; reused: boolean }
   | { kind: "refused"; line: string; reason: string }
@@ -89,6 +90,8 @@ const text = (r: Report): string => {
         : `held run ${r.runId} for a person: ${reasonsText(r.reasons)} (holdfast show ${r.runId})`;
     case "needs-attention":
       return `run ${r.runId} needs attention: ${r.reason}`;
+    case "version-missing":
+      return `left run ${r.runId} alone: it was admitted by ${r.agent}, this worker has version ${r.registered.join(", ")} (agent-version-missing; a worker with ${r.agent} continues it)`;
     case "admitted":
       return `${r.reused ? "already admitted" : "admitted"} run ${r.runId} (chat ${r.chatId}, input ${r.inputId})`;
     case "queued":
@@ -333,6 +336,7 @@ const runWorker = async (
   };
 
   const seenHeld = new Set<string>();
+  const seenMissing = new Set<string>();
   const reportPass = async (report: RecoveryReport) => {
     const interrupted = new Set(report.interrupted);
     for (const runId of report.interrupted) {
@@ -363,6 +367,12 @@ const runWorker = async (
     }
     for (const { runId, reason } of report.needsAttention)
       await emit({ kind: "needs-attention", runId, reason });
+    // Every pass lists them; each is reported once (decision 0063).
+    for (const { runId, agent, registered } of report.versionMissing) {
+      if (seenMissing.has(runId)) continue;
+      seenMissing.add(runId);
+      await emit({ kind: "version-missing", runId, agent, registered: [...registered] });
+    }
   };
 
   // Recover, wait half a lease, recover again. Between passes the owners of the runs left alone
@@ -414,6 +424,7 @@ const runWorker = async (
         chatId: string;
         inputId: string;
         agent: string;
+        agentVersion?: unknown;
         content: unknown;
         whenBusy?: unknown;
       };
@@ -424,6 +435,8 @@ const runWorker = async (
         chatId: request.chatId,
         inputId: request.inputId,
         agent: request.agent,
+        // Checked by submit: a string naming a registered version (decision 0062).
+        ...(request.agentVersion === undefined ? {} : { agentVersion: request.agentVersion as string }),
         content: request.content ?? null,
         ...(whenBusy === undefined ? {} : { whenBusy }),
       });

@@ -1,0 +1,473 @@
+import { Cron } from "croner";
+import * as Schema from "effect/Schema";
+import {
+  type AnyEvent,
+  canonicalJson,
+  type EventOf,
+  type RecordedEvent,
+  scheduleChatId,
+  scheduleStreamId,
+} from "../events/index.js";
+import { foldSchedule, type ScheduleRow } from "../projections/index.js";
+import { admit } from "./admit.js";
+import type { EngineCore } from "./core.js";
+import { ActiveRunExists, InputConflict, InvalidInput, ScheduleNotFound } from "./errors.js";
+import { decodeInput } from "./input.js";
+import type { Journal } from "./Journal.js";
+import { storedCopy } from "./json.js";
+
+/** What `runtime.schedules.upsert` takes (DESIGN §13, decision 0060). */
+export interface ScheduleSpec {
+  /** 1–100 characters: letters, digits, `.`, `_`, `-`; starts with a letter or digit. */
+  readonly id: string;
+  /** A cron pattern (5 fields, or 6 with seconds first), read in `timezone`. Give this or `everyMs`. */
+  readonly cron?: string | undefined;
+  /** A tick every so many milliseconds (at least 1000), aligned to the epoch. Give this or `cron`. */
+  readonly everyMs?: number | undefined;
+  /** The IANA time zone a cron pattern is read in (default `UTC`). */
+  readonly timezone?: string | undefined;
+  /** The agent each tick's run is for. */
+  readonly agent: string;
+  /** Each tick's run input (JSON; masked before it is written). */
+  readonly input?: unknown;
+  /** A tick while the previous run is still active: `skip` it (default, recorded) or `queue` it. */
+  readonly overlap?: "skip" | "queue" | undefined;
+  /** Ticks missed while no worker ran: admit the `latest` (default) or `none`. */
+  readonly catchUp?: "latest" | "none" | undefined;
+  /** Make or keep it paused (default: as it is; a new schedule is active). */
+  readonly paused?: boolean | undefined;
+  /** Who changed it (recorded, sealed). */
+  readonly by?: string | undefined;
+}
+
+/** What a schedule change did: the schedule now, and whether anything was written. */
+export interface ScheduleOutcome {
+  readonly schedule: ScheduleRow;
+  /** False when the request changed nothing (an upsert of the same schedule, a second pause): nothing was written. */
+  readonly changed: boolean;
+}
+
+/** A schedule id: safe in a stream name, a chat id, an input id and a URL. */
+export const ScheduleId = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, {
+    message: () =>
+      "a schedule id is 1–100 characters of letters, digits, `.`, `_` and `-`, starting with a letter or digit",
+  }),
+);
+
+const SpecSchema = Schema.Struct({
+  id: ScheduleId,
+  cron: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)))),
+  everyMs: Schema.optional(Schema.UndefinedOr(Schema.Int.pipe(Schema.between(1000, 366 * 86_400_000)))),
+  timezone: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(100)))),
+  agent: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)),
+  input: Schema.optional(Schema.Unknown),
+  overlap: Schema.optional(Schema.UndefinedOr(Schema.Literal("skip", "queue"))),
+  catchUp: Schema.optional(Schema.UndefinedOr(Schema.Literal("latest", "none"))),
+  paused: Schema.optional(Schema.UndefinedOr(Schema.Boolean)),
+  by: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)))),
+});
+
+const ByOptions = Schema.Struct({
+  by: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)))),
+});
+
+/** When a schedule ticks: a cron pattern in a time zone, or a fixed period. */
+export interface Timing {
+  readonly cron?: string | null | undefined;
+  readonly everyMs?: number | null | undefined;
+  readonly timezone: string;
+}
+
+/**
+ * Check a timing; throws `InvalidInput` saying what was wrong (a bad pattern, an unknown zone).
+ * The pattern is parsed by croner, never by hand.
+ */
+export const checkTiming = (scheduleId: string, timing: Timing): void => {
+  const what = `schedule ${scheduleId}`;
+  const hasCron = typeof timing.cron === "string";
+  const hasEvery = typeof timing.everyMs === "number";
+  if (hasCron === hasEvery)
+    throw new InvalidInput({
+      what,
+      detail: hasCron
+        ? "give either `cron` or `everyMs`, not both"
+        : "give `cron` (a pattern such as `0 9 * * 1-5`) or `everyMs` (a period in milliseconds, at least 1000)",
+    });
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timing.timezone });
+  } catch {
+    throw new InvalidInput({
+      what,
+      detail: `time zone ${JSON.stringify(timing.timezone)} is not an IANA time zone name (such as \`Europe/Berlin\`, \`America/New_York\` or \`UTC\`)`,
+    });
+  }
+  if (!hasCron) return;
+  let next: Date | null;
+  try {
+    next = cronOf(timing).nextRun(new Date());
+  } catch (error) {
+    throw new InvalidInput({
+      what,
+      detail: `cron pattern ${JSON.stringify(timing.cron)} is not valid: ${error instanceof Error ? error.message : String(error)} (5 fields: minute hour day-of-month month day-of-week; 6 with seconds first)`,
+    });
+  }
+  if (!next)
+    throw new InvalidInput({
+      what,
+      detail: `cron pattern ${JSON.stringify(timing.cron)} never fires again; give a pattern with a future time`,
+    });
+};
+
+const cronOf = (timing: Timing): Cron =>
+  new Cron(timing.cron ?? "", { timezone: timing.timezone, paused: true, mode: "auto" });
+
+/** The first tick strictly after `afterMs` (ms since the epoch); null when a cron pattern never fires again. */
+export const nextTickAfter = (timing: Timing, afterMs: number): number | null => {
+  if (typeof timing.everyMs === "number")
+    return Math.floor(afterMs / timing.everyMs) * timing.everyMs + timing.everyMs;
+  return cronOf(timing).nextRun(new Date(afterMs))?.getTime() ?? null;
+};
+
+/** Far in the future: the index row of a schedule whose pattern never fires again (years from now). */
+const NEVER = Date.UTC(9999, 0, 1);
+
+/**
+ * How late a tick may be handled and still count as on time for catch-up `none` (decision 0060): half
+ * its period, at least 1 s and at most 60 s. Later, the runtime was down at its time: it is missed.
+ */
+export const onTimeGraceMs = (tickMs: number, nextMs: number): number =>
+  Math.min(60_000, Math.max(1_000, Math.floor((nextMs - tickMs) / 2)));
+
+/** Ticks a catch-up walks over at most in one pass (a 1-second schedule down for a day is 86 400). */
+const MAX_CATCH_UP_STEPS = 1_000_000;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The run input id of a tick: `<scheduleId>@<tick ISO time>` (DESIGN §13). */
+export const tickInputId = (scheduleId: string, tickAt: string): string => `${scheduleId}@${tickAt}`;
+
+const readSchedule = async (
+  journal: Journal,
+  scheduleId: string,
+): Promise<{ readonly events: ReadonlyArray<RecordedEvent>; readonly row: ScheduleRow | null }> => {
+  const events = await journal.readStream(scheduleStreamId(scheduleId));
+  return { events, row: foldSchedule(events) };
+};
+
+const lastUpsert = (events: ReadonlyArray<RecordedEvent>): EventOf<"schedule.upserted"> | undefined => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!.event;
+    if (event.type === "schedule.upserted") return event;
+  }
+  return undefined;
+};
+
+const APPEND_TRIES = 5;
+
+/** Append to a schedule stream on the version read; read again and decide again when another writer moved it. */
+const appendDecided = async (
+  journal: Journal,
+  scheduleId: string,
+  decide: (
+    events: ReadonlyArray<RecordedEvent>,
+    row: ScheduleRow | null,
+  ) => ReadonlyArray<AnyEvent> | Promise<ReadonlyArray<AnyEvent>>,
+): Promise<ScheduleOutcome> => {
+  for (let tries = 1; ; tries++) {
+    const { events, row } = await readSchedule(journal, scheduleId);
+    const next = await decide(events, row);
+    if (next.length === 0) {
+      if (!row) throw new ScheduleNotFound({ scheduleId });
+      return { schedule: row, changed: false };
+    }
+    try {
+      const streamId = scheduleStreamId(scheduleId);
+      const appended = await journal.append({
+        streamId,
+        expectedVersion: row ? row.version : "no-stream",
+        events: next,
+      });
+      return { schedule: foldSchedule([...events, ...appended.recorded])!, changed: true };
+    } catch (error) {
+      if ((error as { _tag?: unknown })._tag !== "WrongExpectedVersion" || tries >= APPEND_TRIES) throw error;
+    }
+  }
+};
+
+/** Make or change a schedule; the same schedule again is a no-op that says so (`changed: false`). */
+export const upsertSchedule = async (
+  core: Pick<EngineCore, "journal" | "masker">,
+  raw: ScheduleSpec,
+  nowMs: () => number = Date.now,
+): Promise<ScheduleOutcome> => {
+  const spec = decodeInput(SpecSchema, raw, "schedule");
+  const timing: Timing = { cron: spec.cron, everyMs: spec.everyMs, timezone: spec.timezone ?? "UTC" };
+  checkTiming(spec.id, timing);
+  const input = core.masker.mask(storedCopy(spec.input, "schedule input"));
+  return appendDecided(core.journal, spec.id, (events, row) => {
+    const live = row && row.status !== "deleted" ? row : null;
+    const paused = spec.paused ?? live?.status === "paused";
+    const before = lastUpsert(events);
+    const sameTiming =
+      live !== null &&
+      live.cron === (spec.cron ?? null) &&
+      live.everyMs === (spec.everyMs ?? null) &&
+      live.timezone === timing.timezone;
+    const same =
+      sameTiming &&
+      live.agent === spec.agent &&
+      live.overlap === (spec.overlap ?? "skip") &&
+      live.catchUp === (spec.catchUp ?? "latest") &&
+      (live.status === "paused") === paused &&
+      before !== undefined &&
+      canonicalJson(before.input) === canonicalJson(input);
+    if (same) return [];
+    // An active schedule whose timing did not change keeps its next tick: a change of input or
+    // agent never moves (or loses) a tick about to come.
+    const nextDueAt = paused
+      ? null
+      : sameTiming && live.nextDueAt !== null
+        ? live.nextDueAt
+        : iso(nextTickAfter(timing, nowMs()) ?? NEVER);
+    return [
+      {
+        type: "schedule.upserted",
+        scheduleId: spec.id,
+        ...(spec.cron === undefined ? {} : { cron: spec.cron }),
+        ...(spec.everyMs === undefined ? {} : { everyMs: spec.everyMs }),
+        timezone: timing.timezone,
+        agent: spec.agent,
+        input: input as never,
+        overlap: spec.overlap ?? "skip",
+        catchUp: spec.catchUp ?? "latest",
+        paused,
+        nextDueAt,
+        ...(spec.by === undefined ? {} : { by: spec.by }),
+      },
+    ];
+  });
+};
+
+const liveRow = (scheduleId: string, row: ScheduleRow | null): ScheduleRow => {
+  if (!row || row.status === "deleted") throw new ScheduleNotFound({ scheduleId });
+  return row;
+};
+
+const checkId = (scheduleId: string): string => decodeInput(ScheduleId, scheduleId, "schedule id");
+
+/** Pause a schedule: no tick fires until it is resumed. Pausing a paused schedule changes nothing. */
+export const pauseSchedule = (
+  journal: Journal,
+  scheduleId: string,
+  options: { readonly by?: string | undefined } = {},
+): Promise<ScheduleOutcome> => {
+  checkId(scheduleId);
+  const { by } = decodeInput(ByOptions, options, "pause options");
+  return appendDecided(journal, scheduleId, (_events, row) =>
+    liveRow(scheduleId, row).status === "paused"
+      ? []
+      : [{ type: "schedule.paused", scheduleId, ...(by === undefined ? {} : { by }) }],
+  );
+};
+
+/** Resume a paused schedule from its next tick after now (ticks while it was paused are not made up). */
+export const resumeSchedule = (
+  journal: Journal,
+  scheduleId: string,
+  options: { readonly by?: string | undefined } = {},
+  nowMs: () => number = Date.now,
+): Promise<ScheduleOutcome> => {
+  checkId(scheduleId);
+  const { by } = decodeInput(ByOptions, options, "resume options");
+  return appendDecided(journal, scheduleId, (_events, row) => {
+    const live = liveRow(scheduleId, row);
+    if (live.status === "active") return [];
+    const next = nextTickAfter(live, nowMs()) ?? NEVER;
+    return [
+      { type: "schedule.resumed", scheduleId, nextDueAt: iso(next), ...(by === undefined ? {} : { by }) },
+    ];
+  });
+};
+
+/** Delete a schedule: no tick fires again; its stream (its history) stays. A second delete changes nothing. */
+export const deleteSchedule = async (
+  journal: Journal,
+  scheduleId: string,
+  options: { readonly by?: string | undefined } = {},
+): Promise<ScheduleOutcome> => {
+  checkId(scheduleId);
+  const { by } = decodeInput(ByOptions, options, "delete options");
+  return appendDecided(journal, scheduleId, (_events, row) => {
+    if (!row) throw new ScheduleNotFound({ scheduleId });
+    return row.status === "deleted"
+      ? []
+      : [{ type: "schedule.deleted", scheduleId, ...(by === undefined ? {} : { by }) }];
+  });
+};
+
+/** Every schedule (deleted ones only when asked), by id. */
+export const listSchedules = async (
+  journal: Pick<Journal, "projectionRows">,
+  options: { readonly includeDeleted?: boolean } = {},
+): Promise<ReadonlyArray<ScheduleRow>> =>
+  (await journal.projectionRows<ScheduleRow>("schedules"))
+    .filter((row) => options.includeDeleted === true || row.status !== "deleted")
+    .sort((a, b) => (a.scheduleId < b.scheduleId ? -1 : a.scheduleId > b.scheduleId ? 1 : 0));
+
+/** One schedule's row; null when there is none. */
+export const getSchedule = async (
+  journal: Pick<Journal, "projection">,
+  scheduleId: string,
+): Promise<ScheduleRow | null> => journal.projection<ScheduleRow>("schedules", checkId(scheduleId));
+
+/** Due schedules read by one tick pass, at most; the next pass takes the rest. */
+export const TICK_BATCH = 256;
+
+/**
+ * Handle the due ticks of the schedules whose agent this runtime has (decision 0060): found by the
+ * schedule index, each admitted through the ordinary admission with input id `<id>@<tick>` (so two
+ * workers, or a restart, admit one run per tick) and recorded with `schedule.ticked` on the schedule
+ * stream's version read (so one worker records it). Returns how many ticks were recorded here.
+ */
+export const tickSchedules = async (core: EngineCore, nowMs: number = Date.now()): Promise<number> => {
+  const due = await core.journal.dueSchedules(nowMs, TICK_BATCH);
+  let recorded = 0;
+  for (const { scheduleId } of due) {
+    if (core.closing) break;
+    try {
+      if (await tickOne(core, scheduleId, nowMs)) recorded++;
+    } catch (error) {
+      if ((error as { _tag?: unknown })._tag === "WrongExpectedVersion") continue;
+      process.emitWarning(
+        `schedule ${scheduleId}: its tick could not be handled now (${error instanceof Error ? error.message : String(error)}); the next tick pass tries again`,
+        { code: "HOLDFAST_SCHEDULE" },
+      );
+    }
+  }
+  return recorded;
+};
+
+type Handled = Pick<EventOf<"schedule.ticked">, "outcome"> & {
+  readonly admittedRunId?: string;
+  readonly activeRunId?: string;
+};
+
+const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Promise<boolean> => {
+  // A point read first: a schedule of an agent this runtime lacks is not read further (its stream
+  // grows with every tick).
+  const cached = await core.journal.projection<ScheduleRow>("schedules", scheduleId);
+  if (cached && !core.agents.has(cached.agent)) return false;
+  const { events, row } = await readSchedule(core.journal, scheduleId);
+  if (row?.status !== "active" || row.nextDueAt === null) return false;
+  if (!core.agents.has(row.agent)) return false;
+  const dueMs = Date.parse(row.nextDueAt);
+  if (dueMs > nowMs) return false;
+  const upsert = lastUpsert(events);
+  if (!upsert) return false;
+  const chatId = scheduleChatId(scheduleId);
+
+  // The recorded tick first: a worker that admitted its run and died before recording it left the
+  // run; that tick is recorded as admitted, whatever the clock says now.
+  let tickMs = dueMs;
+  let missed = 0;
+  let next = nextTickAfter(row, tickMs) ?? NEVER;
+  const recordedAdmission = await core.journal.admission(chatId, tickInputId(scheduleId, iso(dueMs)));
+  let handled: Handled | null = recordedAdmission
+    ? { outcome: "admitted", admittedRunId: recordedAdmission.runId }
+    : null;
+  if (!handled) {
+    // Ticks passed over while no worker ran: the latest is the one handled, the others are missed.
+    for (let steps = 0; next <= nowMs && steps < MAX_CATCH_UP_STEPS; steps++) {
+      tickMs = next;
+      missed++;
+      next = nextTickAfter(row, tickMs) ?? NEVER;
+    }
+    const late = nowMs - tickMs > onTimeGraceMs(tickMs, next);
+    if (row.catchUp === "none" && late) handled = { outcome: "missed" };
+    else handled = await fire(core, row, upsert, chatId, tickInputId(scheduleId, iso(tickMs)));
+  }
+  await core.journal.append({
+    streamId: scheduleStreamId(scheduleId),
+    expectedVersion: row.version,
+    events: [
+      {
+        type: "schedule.ticked",
+        scheduleId,
+        tickAt: iso(tickMs),
+        inputId: tickInputId(scheduleId, iso(tickMs)),
+        ...handled,
+        missed,
+        nextDueAt: iso(next),
+        by: core.workerId,
+      },
+    ],
+  });
+  return true;
+};
+
+const fire = async (
+  core: EngineCore,
+  row: ScheduleRow,
+  upsert: EventOf<"schedule.upserted">,
+  chatId: string,
+  inputId: string,
+): Promise<Handled> => {
+  const request = {
+    chatId,
+    inputId,
+    agent: row.agent,
+    content: upsert.input,
+    by: `schedule ${row.scheduleId}`,
+  };
+  const admitted = await core.journal.admission(chatId, inputId);
+  if (admitted) return { outcome: "admitted", admittedRunId: admitted.runId };
+  try {
+    if (row.overlap === "queue") {
+      const handle = await admit(core, { ...request, whenBusy: "queue" });
+      handle.result.then(undefined, () => undefined);
+      return handle.queued ? { outcome: "queued" } : { outcome: "admitted", admittedRunId: handle.runId };
+    }
+    const active = await core.journal.activeRun(chatId);
+    if (active) {
+      // The active run may be this very tick's, admitted by another worker since the read above.
+      const again = await core.journal.admission(chatId, inputId);
+      if (again) return { outcome: "admitted", admittedRunId: again.runId };
+      return { outcome: "skipped", activeRunId: active };
+    }
+    const handle = await admit(core, { ...request, whenBusy: "refuse" });
+    handle.result.then(undefined, () => undefined);
+    return { outcome: "admitted", admittedRunId: (handle as { runId: string }).runId };
+  } catch (error) {
+    if (error instanceof ActiveRunExists) {
+      const again = await core.journal.admission(chatId, inputId);
+      if (again) return { outcome: "admitted", admittedRunId: again.runId };
+      return { outcome: "skipped", activeRunId: error.runId };
+    }
+    // Admitted before under other content (the schedule's input changed since): that run is the tick's.
+    if (error instanceof InputConflict && error.runId !== "")
+      return { outcome: "admitted", admittedRunId: error.runId };
+    throw error;
+  }
+};
+
+/**
+ * `runtime.schedules` (decision 0060): durable recurring submissions, one run per tick.
+ * @example
+ * await runtime.schedules.upsert({ id: "digest", cron: "0 9 * * 1-5", timezone: "Europe/Berlin", agent: "digest", input: { since: "yesterday" } });
+ * for (const s of await runtime.schedules.list()) console.log(s.scheduleId, s.nextDueAt, s.lastTick?.outcome);
+ */
+export interface Schedules {
+  /** Make or change a schedule; the same schedule again changes nothing (`changed: false`). */
+  upsert(spec: ScheduleSpec): Promise<ScheduleOutcome>;
+  /** Every schedule by id (deleted ones only with `includeDeleted`). */
+  list(options?: { readonly includeDeleted?: boolean }): Promise<ReadonlyArray<ScheduleRow>>;
+  /** One schedule; null when there is none. */
+  get(scheduleId: string): Promise<ScheduleRow | null>;
+  /** Stop its ticks until resumed. */
+  pause(scheduleId: string, options?: { readonly by?: string }): Promise<ScheduleOutcome>;
+  /** Tick again from the next tick after now. */
+  resume(scheduleId: string, options?: { readonly by?: string }): Promise<ScheduleOutcome>;
+  /** No more ticks; its history stays. */
+  delete(scheduleId: string, options?: { readonly by?: string }): Promise<ScheduleOutcome>;
+}

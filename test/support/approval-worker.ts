@@ -1,0 +1,69 @@
+/**
+ * A real holdfast process for the approval crash tests. Configured by environment:
+ *   HF_DB        journal (libSQL file or PostgreSQL URL)
+ *   HF_WITNESS   witness file: one line per effect that ran
+ *   HF_MODE      "submit": admit a run whose tool call awaits approval and print `{kind: "waiting",
+ *                runId, version}` once it parked; "approve": approve HF_RUN's awaiting call (with
+ *                HOLDFAST_CRASH_AT=after-approval the process dies by SIGKILL right after the commit)
+ *                and print `{kind: "approved"}`; "serve": only open the runtime (its wake loop wakes
+ *                due runs; with HOLDFAST_CRASH_AT=after-approval-wake it dies right after the wake-up
+ *                committed) and print `{kind: "open"}`.
+ * "submit" and "serve" stay up until the test kills them with SIGKILL.
+ */
+import { appendFileSync } from "node:fs";
+import * as Schema from "effect/Schema";
+import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
+
+const env = process.env;
+const out = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+
+export const pay = defineTool({
+  name: "pay",
+  description: "Pays an invoice",
+  args: Schema.Struct({ invoice: Schema.String }),
+  approval: "required",
+  run: async ({ invoice }) => {
+    appendFileSync(env.HF_WITNESS!, `paid ${invoice}\n`);
+    return `paid ${invoice}`;
+  },
+});
+
+export const payer = defineAgent({
+  name: "payer",
+  version: "1",
+  run: async (turn) => turn.tool(pay, { invoice: "INV-1" }),
+});
+
+const main = async () => {
+  const runtime = await openRuntime({
+    store: env.HF_DB!,
+    // The approver has no agents: it wakes nothing, so the wake-up is left to the others.
+    agents: env.HF_MODE === "approve" ? [] : [payer],
+    tools: [pay],
+    tracing: false,
+    recovery: { leaseMs: 3_000, onOpen: env.HF_MODE !== "approve" },
+  });
+  if (env.HF_MODE === "submit") {
+    const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "payer", content: null });
+    const result = await handle.result;
+    out({ kind: result.status, runId: handle.runId });
+  } else if (env.HF_MODE === "approve") {
+    const events = await runtime.events(env.HF_RUN!);
+    const sent = await runtime.approve(env.HF_RUN!, 0, {
+      by: "ada",
+      note: "ok",
+      basedOnVersion: events.at(-1)!.version,
+    });
+    out({ kind: "approved", sent });
+    await runtime.close();
+    return;
+  } else out({ kind: "open", workerId: runtime.workerId });
+  setInterval(() => undefined, 1_000);
+};
+
+if (env.HF_DB) {
+  main().catch((error) => {
+    out({ kind: "crash", message: String(error?.stack ?? error) });
+    process.exit(1);
+  });
+}
