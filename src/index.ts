@@ -21,6 +21,7 @@
  * await runtime.close();
  */
 
+export type { Alert, AlertOptions } from "./adapters/alerts.js";
 export { maskSignalUrl } from "./adapters/http/security.js";
 export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js";
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
@@ -119,6 +120,6 @@ export {
   UnknownTool,
   WrongExpectedVersion,
 } from "./runtime/errors.js";
-export type { PrunedRun, PruneReport, RetentionPolicy } from "./runtime/Journal.js";
+export type { AlertRecord, AlertTry, PrunedRun, PruneReport, RetentionPolicy } from "./runtime/Journal.js";
 export type { RetryBackoff, RetryPolicy } from "./runtime/retry.js";
 export type { SubscribeOptions, SubscriptionFilter } from "./runtime/subscribe.js";

@@ -4,6 +4,7 @@ import { type CallRow, callsOfRun, type RunRow } from "../projections/index.js";
 import type { AuditOptions, AuditReport } from "../runtime/audit.js";
 import { type ChatCheckpoint, readCheckpoint } from "../runtime/checkpoint.js";
 import { type DocumentState, PLAN, readDocument } from "../runtime/documents.js";
+import type { AlertRecord } from "../runtime/Journal.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { auditStore } from "./auditStore.js";
 import { openStoreReader } from "./store.js";
@@ -34,6 +35,16 @@ export interface Reader {
   audit(options?: AuditOptions): Promise<AuditReport>;
   /** Status per run (the runs projection). */
   runs(): Promise<ReadonlyArray<RunRow>>;
+  /**
+   * Alerts the journal recorded (decision 0065), newest first, each with every delivery attempt;
+   * `undelivered: true` lists those still tried or given up on ("not delivered after N tries").
+   * @example
+   * for (const a of await reader.alerts({ undelivered: true })) console.log(a.runId, a.attempts, a.lastError);
+   */
+  alerts(options?: {
+    readonly undelivered?: boolean;
+    readonly limit?: number;
+  }): Promise<ReadonlyArray<AlertRecord>>;
   /** One run's row, or null when the journal has no such run. */
   run(runId: string): Promise<RunRow | null>;
   /** The events of one run, decoded. */
@@ -71,6 +82,7 @@ export const openReader = async (options: ReaderOptions = {}): Promise<Reader> =
     subscribe: (subscription) => subscribe(journal, subscription),
     audit: (auditOptions) => auditStore(journal, auditOptions),
     runs: () => journal.projectionRows<RunRow>("runs"),
+    alerts: (alertOptions) => journal.alerts(alertOptions),
     run: (runId) => journal.projection<RunRow>("runs", runId),
     events: (runId) => journal.readStream(runStreamId(runId)),
     calls: async (runId) => callsOfRun(await journal.readStream(runStreamId(runId))),

@@ -32,6 +32,7 @@ import type { Journal, PruneReport, RetentionPolicy } from "../runtime/Journal.j
 import { MIN_LEASE_MS } from "../runtime/leaseBounds.js";
 import { applyRetention, resolveRetention } from "../runtime/retention.js";
 import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
+import { type AlertOptions, checkAlertOptions, startAlerts } from "./alerts.js";
 import { loadAllowlist } from "./allowlist.js";
 import { auditStore } from "./auditStore.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
@@ -103,6 +104,15 @@ export interface RuntimeOptions {
    * (default 10 000 ms); a call still without an outcome then holds the run `cancelled-in-doubt`.
    */
   readonly cancelGraceMs?: number;
+  /**
+   * Send an alert when a run becomes held, crash-looped or stalled (decision 0065): POSTed to
+   * `url`, or given to your `send`, retried with backoff, each attempt recorded in the journal.
+   * Several processes on one journal send each alert once. See docs/operators.md, "Alerts".
+   * @example
+   * await openRuntime({ agents, tools, alerts: { url: "https://hooks.example.com/holdfast", panelUrl: "http://127.0.0.1:4640" } });
+   * await openRuntime({ agents, tools, alerts: { send: async (alert) => pager.page(`${alert.kind}: ${alert.runId}`) } });
+   */
+  readonly alerts?: AlertOptions;
 }
 
 /** A running holdfast instance over one journal. */
@@ -352,6 +362,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
   const retentionPolicy = checked.retention ? resolveRetention(checked.retention) : null;
   const allowlist =
     typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist);
+  if (options.alerts !== undefined) checkAlertOptions(options.alerts);
   const tracing = checked.tracing === false ? null : await loadTracing();
   const stored: Journal = await openStore(options.store);
   const journal = tracing ? traceJournal(stored, tracing) : stored;
@@ -396,6 +407,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     await engine.close();
     throw error;
   }
+  const alerts = options.alerts ? startAlerts(journal, engine.workerId, options.alerts) : null;
   return {
     workerId: engine.workerId,
     location: journal.location,
@@ -427,6 +439,9 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     get executing() {
       return engine.executing;
     },
-    close: () => engine.close(),
+    close: async () => {
+      await alerts?.close();
+      await engine.close();
+    },
   };
 };

@@ -223,6 +223,46 @@ export interface LivenessSnapshot {
   readonly runtimes: ReadonlyArray<RuntimePresence>;
 }
 
+/**
+ * An alert about a run (decision 0065): held, stalled or crash-looped, keyed `<runId>@<version>`
+ * (`…/stalled` for a stalled run) so that one alert is recorded, and sent, once per journal.
+ */
+export interface NewAlert {
+  readonly key: string;
+  readonly runId: string;
+  readonly kind: "held" | "stalled" | "crash-loop";
+  /** The JSON body sent, built from ids, codes and times only (never a payload or a secret). */
+  readonly body: string;
+}
+
+/** One delivery attempt of an alert. `status` is the HTTP status, when an answer came. */
+export interface AlertTry {
+  readonly at: number;
+  readonly ok: boolean;
+  readonly status?: number;
+  readonly error?: string;
+}
+
+/** An alert as the journal keeps it: its body and every delivery attempt. Times: ms since the epoch. */
+export interface AlertRecord extends NewAlert {
+  readonly createdAt: number;
+  readonly attempts: number;
+  readonly tries: ReadonlyArray<AlertTry>;
+  /** When the next attempt is due (while neither delivered nor given up). */
+  readonly nextAt: number;
+  readonly deliveredAt: number | null;
+  /** When the sender stopped trying (its attempts ran out): the alert was not delivered. */
+  readonly gaveUpAt: number | null;
+  readonly lastError: string | null;
+}
+
+/** How many alerts are delivered, still being tried, and given up on. */
+export interface AlertCounts {
+  readonly delivered: number;
+  readonly pending: number;
+  readonly failed: number;
+}
+
 /** Where a commit announced by {@link JournalReader.onCommitted} may come from. */
 export type CommitOrigin = "here" | "elsewhere";
 
@@ -310,6 +350,16 @@ export interface JournalReader {
   /** Every owned claim and every runtime's presence, with the journal's clock, in one read. */
   liveness(): Promise<LivenessSnapshot>;
   /**
+   * Alerts recorded (decision 0065), newest first: all, or only those not delivered (being tried,
+   * or given up on), at most `limit` (default 100).
+   */
+  alerts(options?: {
+    readonly undelivered?: boolean;
+    readonly limit?: number;
+  }): Promise<ReadonlyArray<AlertRecord>>;
+  /** How many alerts are delivered, pending and given up on. */
+  alertCounts(): Promise<AlertCounts>;
+  /**
    * The head anchor kept outside the database, read now (libSQL); absent or `none` where the
    * engine keeps none. The audit compares the log with it.
    */
@@ -394,4 +444,25 @@ export interface Journal extends JournalReader {
   announceRuntime(runtime: RuntimeAnnouncement, ttlMs: number): Promise<void>;
   /** Remove this runtime's presence row (it closes). */
   withdrawRuntime(workerId: string): Promise<void>;
+  /** Record alerts not recorded yet (by key); an alert already recorded is left as it is. */
+  recordAlerts(alerts: ReadonlyArray<NewAlert>): Promise<void>;
+  /**
+   * Claim up to `limit` alerts due for an attempt, for `leaseMs` on the journal's clock: only the
+   * claimer sends them, and a claimer that dies lets them go when its claim runs out.
+   */
+  claimAlerts(workerId: string, leaseMs: number, limit: number): Promise<ReadonlyArray<AlertRecord>>;
+  /**
+   * Record one delivery attempt of an alert this worker claimed: delivered, to be tried again in
+   * `retryInMs`, or (`retryInMs` null and not ok) given up on. False when the claim was lost.
+   */
+  alertAttempted(
+    key: string,
+    workerId: string,
+    attempt: {
+      readonly ok: boolean;
+      readonly status?: number;
+      readonly error?: string;
+      readonly retryInMs: number | null;
+    },
+  ): Promise<boolean>;
 }

@@ -25,6 +25,7 @@ const routes = (runId: string, callId: string, chatId: string) =>
   [
     ["GET", "/api/health", undefined],
     ["GET", "/api/openapi.json", undefined],
+    ["GET", "/api/alerts", undefined],
     ["GET", "/api/runs", undefined],
     ["GET", `/api/runs/${runId}`, undefined],
     ["POST", `/api/runs/${runId}/decisions`, { basedOnVersion: 1, decidedBy: "x", decision: "stop" }],
@@ -204,6 +205,7 @@ describe("the JSON API: reads", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(Object.keys(doc.paths).sort()).toEqual(
       [
+        "/api/alerts",
         "/api/audit",
         "/api/chats/{chatId}/plan",
         "/api/chats/{chatId}/queue",

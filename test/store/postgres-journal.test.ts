@@ -163,6 +163,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
       );
       expect(tables.rows.map((r) => r.table_name)).toEqual([
         "admissions",
+        "alerts",
         "blobs",
         "claims",
         "events",
@@ -187,6 +188,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 7, name: "waiting runs by due time" },
         { id: 8, name: "the runtime registry" },
         { id: 9, name: "schedules by next tick" },
+        { id: 10, name: "alerts and their delivery attempts" },
       ]);
       const functions = await client.query<{ routine_name: string }>(
         "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",

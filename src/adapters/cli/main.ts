@@ -152,6 +152,11 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option("--db <path>", DB_HELP)
+    .option(
+      "--notify-url <url>",
+      "POST a JSON alert here when a run becomes held, crash-looped or stalled (retried, each attempt recorded)",
+    )
+    .option("--panel-url <url>", "the panel's address alerts link to (default: where this server listens)")
     .option("--json", "print where it listens as one JSON line")
     .action(async (options) => setCode(await (await commands.serve()).serveCommand(options, io)));
 
@@ -475,6 +480,11 @@ ${MODEL_ANSWER_HINT}, e.g.
       "--stdin",
       "also admit inputs from standard input, one JSON object per line: {chatId, inputId, agent, content}",
     )
+    .option(
+      "--notify-url <url>",
+      "POST a JSON alert here when a run becomes held, crash-looped or stalled (retried, each attempt recorded)",
+    )
+    .option("--panel-url <url>", "the panel's address alerts link to (e.g. http://127.0.0.1:4640)")
     .option("--json", "print one JSON object per line")
     .action(async (options) => setCode(await (await commands.worker()).workerCommand(options, io)));
 

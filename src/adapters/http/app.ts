@@ -10,10 +10,11 @@ import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import type { DecisionRequest } from "../../runtime/decide.js";
 import { readDocument } from "../../runtime/documents.js";
 import { ScheduleNotFound } from "../../runtime/errors.js";
-import type { JournalReader } from "../../runtime/Journal.js";
+import type { AlertRecord, JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
 import { getSchedule, listSchedules } from "../../runtime/schedules.js";
 import { ApiError, sendError } from "./errors.js";
+import { METRICS_CONTENT_TYPE, metricsText } from "./metrics.js";
 import type { Auth, Env, OperatorPort } from "./types.js";
 
 export type { Auth, Env, OperatorPort };
@@ -22,6 +23,8 @@ import { type LiveOptions, LiveStreams, liveEvents } from "./events.js";
 import { panelElsewhere } from "./pages.js";
 import { panelRoutes } from "./panel.js";
 import {
+  AlertsPage,
+  AlertsQuery,
   ApprovalBody,
   ApprovalReply,
   AuditReply,
@@ -224,7 +227,8 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       !panel.aliases.has(host) ||
       path.startsWith("/api/") ||
       path.startsWith("/hooks/") ||
-      path.startsWith("/static/")
+      path.startsWith("/static/") ||
+      path === "/metrics"
     )
       return next();
     return c.html(panelElsewhere(), 404);
@@ -322,6 +326,15 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     const query = decodeWith(RunsQuery, c.req.query(), "query");
     const page = await runsPage(options.reader, present(query));
     return c.json(encodeWith(RunsPage, page as typeof RunsPage.Type));
+  });
+
+  app.get("/api/alerts", async (c) => {
+    const query = decodeWith(AlertsQuery, c.req.query(), "query");
+    const [alerts, counts] = await Promise.all([
+      options.reader.alerts({ undelivered: query.undelivered === "true", limit: query.limit ?? 100 }),
+      options.reader.alertCounts(),
+    ]);
+    return c.json(encodeWith(AlertsPage, { alerts: alerts.map(alertView), ...counts }));
   });
 
   app.get("/api/runs/:runId", async (c) => {
@@ -535,6 +548,14 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     );
   });
 
+  // Prometheus text format, behind the token like the API (decision 0065).
+  app.get("/metrics", requireApiAuth, async (c) =>
+    c.body(await metricsText(options.reader), 200, {
+      "content-type": METRICS_CONTENT_TYPE,
+      "cache-control": "no-store",
+    }),
+  );
+
   app.all("/api/*", (c) =>
     c.json({ error: { code: "not-found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),
   );
@@ -574,4 +595,34 @@ export const csrfRefusal = (c: Context, session: Session, presented: string | un
     return "refused: the form's CSRF token is missing or wrong (the page is out of date, or another site sent this); reload the page and try again; nothing was written";
   }
   return null;
+};
+
+/** An alert as the API shows it: its body parsed, its state named, times ISO 8601. */
+const alertView = (a: AlertRecord) => {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  let alert: Record<string, unknown> = {};
+  try {
+    alert = JSON.parse(a.body) as Record<string, unknown>;
+  } catch {
+    // A body written by hand: shown empty.
+  }
+  return {
+    id: a.key,
+    runId: a.runId,
+    kind: a.kind,
+    state:
+      a.deliveredAt !== null
+        ? ("delivered" as const)
+        : a.gaveUpAt !== null
+          ? ("failed" as const)
+          : ("pending" as const),
+    alert,
+    createdAt: new Date(a.createdAt).toISOString(),
+    attempts: a.attempts,
+    tries: a.tries.map((t) => ({ ...t, at: new Date(t.at).toISOString() })),
+    nextAt: a.deliveredAt === null && a.gaveUpAt === null ? iso(a.nextAt) : null,
+    deliveredAt: iso(a.deliveredAt),
+    gaveUpAt: iso(a.gaveUpAt),
+    lastError: a.lastError,
+  };
 };

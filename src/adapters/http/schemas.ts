@@ -44,6 +44,45 @@ export const Health = Schema.Struct({
   liveStreams: Schema.Number,
 }).annotations({ identifier: "Health" });
 
+/** `GET /api/alerts`: only those not delivered, and how many (decision 0065). */
+export const AlertsQuery = Schema.Struct({
+  undelivered: Schema.optional(Schema.Literal("true", "false")),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
+}).annotations({ identifier: "AlertsQuery" });
+
+/** One delivery attempt of an alert: when, and the HTTP status or the error. */
+export const AlertTryView = Schema.Struct({
+  at: Schema.String,
+  ok: Schema.Boolean,
+  status: Schema.optional(Schema.Number),
+  error: Schema.optional(Schema.String),
+}).annotations({ identifier: "AlertTry" });
+
+/** An alert the journal recorded, with what was sent and every attempt. */
+export const AlertView = Schema.Struct({
+  id: Schema.String,
+  runId: Schema.String,
+  kind: Schema.Literal("held", "stalled", "crash-loop"),
+  /** `delivered`, `pending` (being tried) or `failed` (its attempts ran out). */
+  state: Schema.Literal("delivered", "pending", "failed"),
+  /** The JSON body as sent. */
+  alert: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  createdAt: Schema.String,
+  attempts: Schema.Number,
+  tries: Schema.Array(AlertTryView),
+  nextAt: Schema.NullOr(Schema.String),
+  deliveredAt: Schema.NullOr(Schema.String),
+  gaveUpAt: Schema.NullOr(Schema.String),
+  lastError: Schema.NullOr(Schema.String),
+}).annotations({ identifier: "Alert" });
+
+export const AlertsPage = Schema.Struct({
+  alerts: Schema.Array(AlertView),
+  delivered: Schema.Number,
+  pending: Schema.Number,
+  failed: Schema.Number,
+}).annotations({ identifier: "AlertsPage" });
+
 export const RunSummary = Schema.Struct({
   runId: Schema.String,
   chatId: Schema.String,
@@ -511,6 +550,14 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           summary: "Runs, held first; filter by status, hold reason, chat, agent; paginated",
           parameters: queryParameters(RunsQuery),
           responses: { ...ok(RunsPage), ...errors(401, 422) },
+        },
+      },
+      "/api/alerts": {
+        get: {
+          summary:
+            "Alerts recorded (held, crash-looped, stalled runs), newest first, with every delivery attempt",
+          parameters: queryParameters(AlertsQuery),
+          responses: { ...ok(AlertsPage), ...errors(401, 422) },
         },
       },
       "/api/runs/{runId}": {

@@ -4,11 +4,14 @@ import type { AddressInfo } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
+import type { Journal } from "../../runtime/Journal.js";
+import { type AlertOptions, type AlertSender, checkAlertOptions, startAlerts } from "../alerts.js";
 import { auditStore } from "../auditStore.js";
 import { CliError, ExitCode } from "../cli/CliError.js";
 import { openOperatorRuntime } from "../cli/commands/decide.js";
+import { localWorkerId } from "../localWorker.js";
 import type { Runtime } from "../openRuntime.js";
-import { isPostgresUrl, libsqlPath, maskUrl, openStoreReader, resolveStore } from "../store.js";
+import { isPostgresUrl, libsqlPath, maskUrl, openStore, openStoreReader, resolveStore } from "../store.js";
 import { createApp, type Env, type OperatorPort } from "./app.js";
 import { vendorAssets } from "./assets.js";
 import type { LiveOptions } from "./events.js";
@@ -60,6 +63,11 @@ export interface ServeOptions {
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;
   readonly live?: LiveOptions;
+  /**
+   * Send alerts of held, crash-looped and stalled runs (decision 0065), through a writable handle
+   * of its own; `panelUrl` defaults to where this server listens.
+   */
+  readonly alerts?: AlertOptions;
 }
 
 /** A running `holdfast serve`: where it listens, its token, and `close()`. */
@@ -138,6 +146,7 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
   if (!isLoopback(host) && token.from === "file-created") {
     throw new Error(`serving on ${host} needs an existing token, not one made now`);
   }
+  if (options.alerts) checkAlertOptions(options.alerts);
   const reader = await openStoreReader(store);
   let operator: Promise<OperatorPort & { close?: () => Promise<void> }> | null = null;
   const operatorPort = (): Promise<OperatorPort> => {
@@ -195,6 +204,20 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
   if (panelName !== undefined) {
     panel = { origin: `http://${panelName}:${bound}`, aliases: loopbackAliases(host, bound) };
   }
+  let alerts: { sender: AlertSender; journal: Journal } | null = null;
+  if (options.alerts) {
+    try {
+      const journal = await openStore(store, { postgres: { poolSize: 1 } });
+      alerts = {
+        journal,
+        sender: startAlerts(journal, localWorkerId(), { panelUrl: url, ...options.alerts }),
+      };
+    } catch (error) {
+      await new Promise<void>((resolveClose) => server.close(() => resolveClose()));
+      await reader.close();
+      throw error;
+    }
+  }
   let closed = false;
   return {
     url,
@@ -215,6 +238,10 @@ export const serve = async (options: ServeOptions = {}): Promise<Server> => {
         server.closeAllConnections?.();
       });
       if (operator) await (await operator.catch(() => null))?.close?.();
+      if (alerts) {
+        await alerts.sender.close();
+        await alerts.journal.close();
+      }
       await reader.close();
     },
   };

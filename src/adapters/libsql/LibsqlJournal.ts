@@ -7,6 +7,8 @@ import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
+  AlertCounts,
+  AlertRecord,
   AnchorReading,
   AppendRequest,
   AppendResult,
@@ -20,6 +22,7 @@ import type {
   Journal,
   JournalReader,
   LivenessSnapshot,
+  NewAlert,
   ProjectionRebuild,
   PrunedRunRecord,
   PruneOptions,
@@ -30,6 +33,13 @@ import type {
   StreamHead,
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
+import {
+  alertAttemptedProgram,
+  alertCountsProgram,
+  alertsProgram,
+  claimAlertsProgram,
+  recordAlertsProgram,
+} from "../sql/alerts.js";
 import { appendAllProgram } from "../sql/append.js";
 import {
   type ClaimResult,
@@ -684,6 +694,42 @@ export class LibsqlJournal implements Journal {
   async withdrawRuntime(workerId: string): Promise<void> {
     if (this.closed) return;
     await this.writeTransaction(() => this.runProgram(withdrawProgram(workerId)));
+  }
+
+  async alerts(
+    options: { readonly undelivered?: boolean; readonly limit?: number } = {},
+  ): Promise<ReadonlyArray<AlertRecord>> {
+    return this.read(() =>
+      this.runProgram(alertsProgram(options.undelivered ?? false, options.limit ?? 100)),
+    );
+  }
+
+  async alertCounts(): Promise<AlertCounts> {
+    return this.read(() => this.runProgram(alertCountsProgram()));
+  }
+
+  async recordAlerts(alerts: ReadonlyArray<NewAlert>): Promise<void> {
+    if (this.closed || alerts.length === 0) return;
+    await this.writeTransaction(() => this.runProgram(recordAlertsProgram(alerts)));
+  }
+
+  async claimAlerts(workerId: string, leaseMs: number, limit: number): Promise<ReadonlyArray<AlertRecord>> {
+    if (this.closed) return [];
+    return this.writeTransaction(() => this.runProgram(claimAlertsProgram(workerId, leaseMs, limit)));
+  }
+
+  async alertAttempted(
+    key: string,
+    workerId: string,
+    attempt: {
+      readonly ok: boolean;
+      readonly status?: number;
+      readonly error?: string;
+      readonly retryInMs: number | null;
+    },
+  ): Promise<boolean> {
+    if (this.closed) return false;
+    return this.writeTransaction(() => this.runProgram(alertAttemptedProgram(key, workerId, attempt)));
   }
 
   /** The head anchor next to the file, as it reads now. */

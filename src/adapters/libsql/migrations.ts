@@ -222,6 +222,30 @@ CREATE TABLE schedules_due (
 CREATE INDEX schedules_due_by_time ON schedules_due (due_at);
 `,
     },
+    {
+      id: 9,
+      name: "alerts and their delivery attempts",
+      // One row per alert (decision 0065), keyed <runId>@<version>: recorded once however many
+      // processes see the run held, claimed by one sender, every attempt kept in \`tries\`.
+      sql: `
+CREATE TABLE alerts (
+  key          TEXT PRIMARY KEY,
+  run_id       TEXT NOT NULL,
+  kind         TEXT NOT NULL,
+  body         TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  tries        TEXT NOT NULL DEFAULT '[]',
+  next_at      INTEGER NOT NULL,
+  claimed_by   TEXT,
+  claim_until  INTEGER,
+  delivered_at INTEGER,
+  gave_up_at   INTEGER,
+  last_error   TEXT
+);
+CREATE INDEX alerts_due ON alerts (next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+`,
+    },
   ];
 
 /** The schema version a journal has after every migration: the last migration's id. */

@@ -5,6 +5,8 @@ import { inlineProjections } from "../../projections/index.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
   Admission,
+  AlertCounts,
+  AlertRecord,
   AppendRequest,
   AppendResult,
   Claim,
@@ -15,6 +17,7 @@ import type {
   DueWait,
   Journal,
   LivenessSnapshot,
+  NewAlert,
   ProjectionRebuild,
   PrunedRunRecord,
   PruneOptions,
@@ -25,6 +28,13 @@ import type {
   StreamHead,
 } from "../../runtime/Journal.js";
 import { keyringFromEnv } from "../keys.js";
+import {
+  alertAttemptedProgram,
+  alertCountsProgram,
+  alertsProgram,
+  claimAlertsProgram,
+  recordAlertsProgram,
+} from "../sql/alerts.js";
 import { appendAllProgram, type ProjectionRowWrite } from "../sql/append.js";
 import { batchProgram, type GroupOutcome, splitBatch } from "../sql/batch.js";
 import {
@@ -646,6 +656,42 @@ export class PostgresJournal implements Journal {
   async withdrawRuntime(workerId: string): Promise<void> {
     if (this.closed) return;
     await this.transaction(withdrawProgram(workerId));
+  }
+
+  async alerts(
+    options: { readonly undelivered?: boolean; readonly limit?: number } = {},
+  ): Promise<ReadonlyArray<AlertRecord>> {
+    this.assertOpen();
+    return this.read(alertsProgram(options.undelivered ?? false, options.limit ?? 100));
+  }
+
+  async alertCounts(): Promise<AlertCounts> {
+    this.assertOpen();
+    return this.read(alertCountsProgram());
+  }
+
+  async recordAlerts(alerts: ReadonlyArray<NewAlert>): Promise<void> {
+    if (this.closed || alerts.length === 0) return;
+    await this.transaction(recordAlertsProgram(alerts));
+  }
+
+  async claimAlerts(workerId: string, leaseMs: number, limit: number): Promise<ReadonlyArray<AlertRecord>> {
+    if (this.closed) return [];
+    return this.transaction(claimAlertsProgram(workerId, leaseMs, limit));
+  }
+
+  async alertAttempted(
+    key: string,
+    workerId: string,
+    attempt: {
+      readonly ok: boolean;
+      readonly status?: number;
+      readonly error?: string;
+      readonly retryInMs: number | null;
+    },
+  ): Promise<boolean> {
+    if (this.closed) return false;
+    return this.transaction(alertAttemptedProgram(key, workerId, attempt));
   }
 
   async close(): Promise<void> {

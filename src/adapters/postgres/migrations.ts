@@ -260,6 +260,29 @@ CREATE TABLE ${s}.schedules_due (
 CREATE INDEX schedules_due_by_time ON ${s}.schedules_due (due_at);
 `,
   },
+  {
+    id: 10,
+    name: "alerts and their delivery attempts",
+    // As libSQL's migration 9: one row per alert, claimed by one sender (decision 0065).
+    sql: (s) => `
+CREATE TABLE ${s}.alerts (
+  key          text PRIMARY KEY,
+  run_id       text NOT NULL,
+  kind         text NOT NULL,
+  body         text NOT NULL,
+  created_at   bigint NOT NULL,
+  attempts     integer NOT NULL DEFAULT 0,
+  tries        text NOT NULL DEFAULT '[]',
+  next_at      bigint NOT NULL,
+  claimed_by   text,
+  claim_until  bigint,
+  delivered_at bigint,
+  gave_up_at   bigint,
+  last_error   text
+);
+CREATE INDEX alerts_due ON ${s}.alerts (next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+`,
+  },
 ];
 
 /** The schema version a journal has after every migration: the last migration's id. */

@@ -1,8 +1,10 @@
+import { checkAlertOptions } from "../../alerts.js";
 import { DEFAULT_HOST, DEFAULT_PORT, serve } from "../../http/serve.js";
 import { resolveStore } from "../../store.js";
 import { usageError } from "../CliError.js";
 import { requireJournalFile } from "../journalAccess.js";
 import type { Io } from "../Output.js";
+import { alertTuning } from "./worker.js";
 
 export interface ServeCommandOptions {
   readonly db?: string;
@@ -10,6 +12,10 @@ export interface ServeCommandOptions {
   readonly host?: string;
   readonly tokenFile?: string;
   readonly allowHost?: ReadonlyArray<string>;
+  /** POST alerts here (decision 0065). */
+  readonly notifyUrl?: string;
+  /** The panel's address alerts link to (default: where it listens). */
+  readonly panelUrl?: string;
   readonly json?: boolean;
 }
 
@@ -25,12 +31,31 @@ export const serveCommand = async (options: ServeCommandOptions, io: Io): Promis
       "pass 0–65535 (0 picks a free one)",
     );
   }
+  if (options.notifyUrl !== undefined) {
+    try {
+      checkAlertOptions({ url: options.notifyUrl, ...alertTuning() });
+    } catch (error) {
+      throw usageError(
+        `--notify-url: ${(error as Error).message}`,
+        "pass an http(s) URL of a webhook that takes a JSON POST",
+      );
+    }
+  }
   const server = await serve({
     ...(options.db === undefined ? {} : { store: options.db }),
     port: options.port ?? DEFAULT_PORT,
     host: options.host ?? DEFAULT_HOST,
     ...(options.tokenFile === undefined ? {} : { tokenFile: options.tokenFile }),
     ...(options.allowHost === undefined ? {} : { allowedHosts: options.allowHost }),
+    ...(options.notifyUrl === undefined
+      ? {}
+      : {
+          alerts: {
+            url: options.notifyUrl,
+            ...(options.panelUrl === undefined ? {} : { panelUrl: options.panelUrl }),
+            ...alertTuning(),
+          },
+        }),
   });
   const tokenWhere =
     server.token.from === "environment"
@@ -53,6 +78,9 @@ export const serveCommand = async (options: ServeCommandOptions, io: Io): Promis
       `  API      ${server.url}/api`,
       `  journal  ${server.location} (read-only for reads; decisions through an operator runtime)`,
       `  token    ${tokenWhere}: sign in with it, or send Authorization: Bearer <token>`,
+      ...(options.notifyUrl === undefined
+        ? []
+        : ["  alerts   POSTed to the --notify-url given (held, crash-looped and stalled runs)"]),
       "  Ctrl-C stops it",
     ]);
   }

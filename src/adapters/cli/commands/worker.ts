@@ -3,6 +3,7 @@ import { type HoldReason, MIN_SECRET_LENGTH, makeMasker } from "../../../events/
 import type { AnyAgentDef, AnyToolDef } from "../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
+import { checkAlertOptions } from "../../alerts.js";
 import { isWorkerDead, localWorkerId } from "../../localWorker.js";
 import { openRuntime, type Runtime } from "../../openRuntime.js";
 import { maskUrl, openStore, resolveStore } from "../../store.js";
@@ -26,6 +27,10 @@ export interface WorkerOptions {
   readonly concurrency: number;
   /** Also admit inputs given as JSON lines on standard input. */
   readonly stdin?: boolean;
+  /** POST alerts here (decision 0065). */
+  readonly notifyUrl?: string;
+  /** The panel's address alerts link to. */
+  readonly panelUrl?: string;
   readonly json?: boolean;
 }
 
@@ -47,6 +52,15 @@ type Report =
   | { kind: "refused"; line: string; reason: string }
   | { kind: "settled"; runId: string; status: RunResult["status"]; detail?: string }
   | { kind: "pass-failed"; reason: string; hint: string }
+  | {
+      kind: "alert";
+      runId: string;
+      alert: string;
+      attempt: number;
+      delivered: boolean;
+      gaveUp: boolean;
+      error?: string;
+    }
   | { kind: "stopping"; signal: string; live: number }
   | { kind: "stopped"; workerId: string };
 
@@ -88,6 +102,12 @@ const text = (r: Report): string => {
       return `run ${r.runId} ${r.status}${r.detail ? `: ${r.detail}` : ""}`;
     case "pass-failed":
       return `recovery pass failed: ${r.reason} (${r.hint}); trying again`;
+    case "alert":
+      return r.delivered
+        ? `alert ${r.alert} for run ${r.runId} delivered (attempt ${r.attempt})`
+        : r.gaveUp
+          ? `alert ${r.alert} for run ${r.runId} not delivered after ${r.attempt} tries: ${r.error ?? "failed"}; it stays in the journal as failed`
+          : `alert ${r.alert} for run ${r.runId}: attempt ${r.attempt} failed (${r.error ?? "failed"}); trying again`;
     case "stopping":
       return `${r.signal}: stopping; waiting for ${r.live} run(s) to settle (again to quit at once)`;
     case "stopped":
@@ -141,6 +161,27 @@ export const loadWorkerModule = async (
   return { agents: agents as AnyAgentDef[], tools: tools as AnyToolDef[], secrets };
 };
 
+/**
+ * Alert timings from the environment, for tests and drills (`HOLDFAST_ALERT_EVERY_MS`,
+ * `HOLDFAST_ALERT_RETRY_MS`, `HOLDFAST_ALERT_STALLED_MS`); the defaults otherwise.
+ */
+export const alertTuning = (
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { everyMs?: number; firstRetryMs?: number; stalledForMs?: number } => {
+  const number = (name: string) => {
+    const value = env[name];
+    return value === undefined || value === "" ? undefined : Number(value);
+  };
+  const everyMs = number("HOLDFAST_ALERT_EVERY_MS");
+  const firstRetryMs = number("HOLDFAST_ALERT_RETRY_MS");
+  const stalledForMs = number("HOLDFAST_ALERT_STALLED_MS");
+  return {
+    ...(everyMs === undefined ? {} : { everyMs }),
+    ...(firstRetryMs === undefined ? {} : { firstRetryMs }),
+    ...(stalledForMs === undefined ? {} : { stalledForMs }),
+  };
+};
+
 const validWorkerId = (id: string): boolean => id.length > 0 && id.length <= 200 && !/\s/.test(id);
 
 /**
@@ -162,6 +203,16 @@ export const workerCommand = async (options: WorkerOptions, io: Io): Promise<num
       `the worker id "${workerId}" is not usable`,
       "a worker id is 1 to 200 characters without spaces (--worker-id or HOLDFAST_WORKER_ID)",
     );
+  }
+  if (options.notifyUrl !== undefined) {
+    try {
+      checkAlertOptions({ url: options.notifyUrl, ...alertTuning() });
+    } catch (error) {
+      throw usageError(
+        `--notify-url: ${(error as Error).message}`,
+        "pass an http(s) URL of a webhook that takes a JSON POST",
+      );
+    }
   }
   if (!options.module) {
     throw usageError(
@@ -218,6 +269,26 @@ const runWorker = async (
       concurrency: options.concurrency,
       passEveryMs: Math.max(50, Math.floor(options.leaseMs / 2)),
     },
+    ...(options.notifyUrl === undefined
+      ? {}
+      : {
+          alerts: {
+            url: options.notifyUrl,
+            ...(options.panelUrl === undefined ? {} : { panelUrl: options.panelUrl }),
+            ...alertTuning(),
+            onAttempt: (a) => {
+              void emit({
+                kind: "alert",
+                runId: a.runId,
+                alert: a.kind,
+                attempt: a.attempt,
+                delivered: a.delivered,
+                gaveUp: a.gaveUp,
+                ...(a.error === undefined ? {} : { error: a.error }),
+              }).catch(() => undefined);
+            },
+          },
+        }),
   });
   // A second, small handle to read who owns the runs left alone, between passes.
   let watcher: Journal;
