@@ -380,11 +380,11 @@ export class Engine implements EngineCore {
     list: (options: { readonly includeDeleted?: boolean } = {}) => listSchedules(this.journal, options),
     get: (scheduleId: string) => getSchedule(this.journal, scheduleId),
     pause: (scheduleId: string, options: { readonly by?: string } = {}) =>
-      pauseSchedule(this.journal, scheduleId, options),
+      pauseSchedule(this, scheduleId, options),
     resume: (scheduleId: string, options: { readonly by?: string } = {}) =>
-      resumeSchedule(this.journal, scheduleId, options),
+      resumeSchedule(this, scheduleId, options),
     delete: (scheduleId: string, options: { readonly by?: string } = {}) =>
-      deleteSchedule(this.journal, scheduleId, options),
+      deleteSchedule(this, scheduleId, options),
   };
   /**
    * Approve a tool call that awaits approval (decision 0057): recorded on `basedOnVersion`, the run

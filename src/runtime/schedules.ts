@@ -139,8 +139,51 @@ const NEVER = Date.UTC(9999, 0, 1);
 export const onTimeGraceMs = (tickMs: number, nextMs: number): number =>
   Math.min(60_000, Math.max(1_000, Math.floor((nextMs - tickMs) / 2)));
 
-/** Ticks a catch-up walks over at most in one pass (a 1-second schedule down for a day is 86 400). */
-const MAX_CATCH_UP_STEPS = 1_000_000;
+/**
+ * Ticks of a cron schedule counted at most as missed in one catch-up (decision 0060): the latest tick
+ * is found without walking the ones before it; counting them walks at most this many (~70 ms), and a
+ * longer outage records this count ("at least"). A period (`everyMs`) is counted exactly.
+ */
+const MISSED_COUNT_CAP = 1_000;
+
+/** Where a catch-up lands: the latest tick not after now, the tick after it, and the ticks passed over. */
+interface CatchUp {
+  readonly tickMs: number;
+  readonly next: number;
+  readonly missed: number;
+}
+
+/**
+ * The latest tick not after `nowMs`, from the recorded tick `dueMs` (not after now), without a walk over
+ * every tick in between (decision 0060): a period by arithmetic; a cron pattern by croner's
+ * `previousRuns` on one `Cron`, checked by asking for the tick after it.
+ */
+export const catchUpTo = (timing: Timing, dueMs: number, nowMs: number): CatchUp => {
+  if (typeof timing.everyMs === "number") {
+    const every = timing.everyMs;
+    const tickMs = Math.max(dueMs, Math.floor(nowMs / every) * every);
+    return { tickMs, next: tickMs + every, missed: Math.floor((tickMs - dueMs) / every) };
+  }
+  const cron = cronOf(timing);
+  const after = (ms: number): number => cron.nextRun(new Date(ms))?.getTime() ?? NEVER;
+  let tickMs = dueMs;
+  let next = after(tickMs);
+  if (next > nowMs) return { tickMs, next, missed: 0 };
+  // Ticks are whole seconds and croner looks strictly before its reference (milliseconds stripped).
+  const latest = cron.previousRuns(1, new Date(Math.floor(nowMs / 1000) * 1000 + 1000))[0]?.getTime();
+  if (latest !== undefined && latest > tickMs && latest <= nowMs) {
+    tickMs = latest;
+    next = after(tickMs);
+  }
+  // Should croner's answer fall short, walk on a bounded way; the next pass goes on from there.
+  for (let steps = 0; next <= nowMs && steps < MISSED_COUNT_CAP; steps++) {
+    tickMs = next;
+    next = after(tickMs);
+  }
+  let missed = 0;
+  for (let t = dueMs; t < tickMs && missed < MISSED_COUNT_CAP; missed++) t = after(t);
+  return { tickMs, next, missed };
+};
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -205,6 +248,7 @@ export const upsertSchedule = async (
   const timing: Timing = { cron: spec.cron, everyMs: spec.everyMs, timezone: spec.timezone ?? "UTC" };
   checkTiming(spec.id, timing);
   const input = core.masker.mask(storedCopy(spec.input, "schedule input"));
+  const by = maskedBy(core, spec.by);
   return appendDecided(core.journal, spec.id, (events, row) => {
     const live = row && row.status !== "deleted" ? row : null;
     const paused = spec.paused ?? live?.status === "paused";
@@ -243,7 +287,7 @@ export const upsertSchedule = async (
         catchUp: spec.catchUp ?? "latest",
         paused,
         nextDueAt,
-        ...(spec.by === undefined ? {} : { by: spec.by }),
+        ...(by === undefined ? {} : { by }),
       },
     ];
   });
@@ -254,17 +298,21 @@ const liveRow = (scheduleId: string, row: ScheduleRow | null): ScheduleRow => {
   return row;
 };
 
+/** Who made a change, masked like every `by` (a secret typed as a name is never written). */
+const maskedBy = (core: Pick<EngineCore, "masker">, by: string | undefined): string | undefined =>
+  by === undefined ? undefined : core.masker.maskString(by);
+
 const checkId = (scheduleId: string): string => decodeInput(ScheduleId, scheduleId, "schedule id");
 
 /** Pause a schedule: no tick fires until it is resumed. Pausing a paused schedule changes nothing. */
 export const pauseSchedule = (
-  journal: Journal,
+  core: Pick<EngineCore, "journal" | "masker">,
   scheduleId: string,
   options: { readonly by?: string | undefined } = {},
 ): Promise<ScheduleOutcome> => {
   checkId(scheduleId);
-  const { by } = decodeInput(ByOptions, options, "pause options");
-  return appendDecided(journal, scheduleId, (_events, row) =>
+  const by = maskedBy(core, decodeInput(ByOptions, options, "pause options").by);
+  return appendDecided(core.journal, scheduleId, (_events, row) =>
     liveRow(scheduleId, row).status === "paused"
       ? []
       : [{ type: "schedule.paused", scheduleId, ...(by === undefined ? {} : { by }) }],
@@ -273,14 +321,14 @@ export const pauseSchedule = (
 
 /** Resume a paused schedule from its next tick after now (ticks while it was paused are not made up). */
 export const resumeSchedule = (
-  journal: Journal,
+  core: Pick<EngineCore, "journal" | "masker">,
   scheduleId: string,
   options: { readonly by?: string | undefined } = {},
   nowMs: () => number = Date.now,
 ): Promise<ScheduleOutcome> => {
   checkId(scheduleId);
-  const { by } = decodeInput(ByOptions, options, "resume options");
-  return appendDecided(journal, scheduleId, (_events, row) => {
+  const by = maskedBy(core, decodeInput(ByOptions, options, "resume options").by);
+  return appendDecided(core.journal, scheduleId, (_events, row) => {
     const live = liveRow(scheduleId, row);
     if (live.status === "active") return [];
     const next = nextTickAfter(live, nowMs()) ?? NEVER;
@@ -292,13 +340,13 @@ export const resumeSchedule = (
 
 /** Delete a schedule: no tick fires again; its stream (its history) stays. A second delete changes nothing. */
 export const deleteSchedule = async (
-  journal: Journal,
+  core: Pick<EngineCore, "journal" | "masker">,
   scheduleId: string,
   options: { readonly by?: string | undefined } = {},
 ): Promise<ScheduleOutcome> => {
   checkId(scheduleId);
-  const { by } = decodeInput(ByOptions, options, "delete options");
-  return appendDecided(journal, scheduleId, (_events, row) => {
+  const by = maskedBy(core, decodeInput(ByOptions, options, "delete options").by);
+  return appendDecided(core.journal, scheduleId, (_events, row) => {
     if (!row) throw new ScheduleNotFound({ scheduleId });
     return row.status === "deleted"
       ? []
@@ -325,15 +373,35 @@ export const getSchedule = async (
 export const TICK_BATCH = 256;
 
 /**
+ * Due index rows one tick pass reads at most (decision 0060): due schedules of agents this runtime
+ * lacks (their runtimes down) are read past, so they never hide the ones it has.
+ */
+export const TICK_SCAN_MAX = 4096;
+
+/**
  * Handle the due ticks of the schedules whose agent this runtime has (decision 0060): found by the
  * schedule index, each admitted through the ordinary admission with input id `<id>@<tick>` (so two
  * workers, or a restart, admit one run per tick) and recorded with `schedule.ticked` on the schedule
  * stream's version read (so one worker records it). Returns how many ticks were recorded here.
  */
 export const tickSchedules = async (core: EngineCore, nowMs: number = Date.now()): Promise<number> => {
-  const due = await core.journal.dueSchedules(nowMs, TICK_BATCH);
+  // Read further into the index, in growing pages, until a batch of this runtime's schedules is found
+  // or the index ends (as wake.ts does for waits).
+  const wanted: string[] = [];
+  const looked = new Set<string>();
+  for (let limit = TICK_BATCH; ; limit *= 4) {
+    const due = await core.journal.dueSchedules(nowMs, limit);
+    for (const { scheduleId } of due) {
+      if (looked.has(scheduleId) || wanted.length >= TICK_BATCH) continue;
+      looked.add(scheduleId);
+      const row = await core.journal.projection<ScheduleRow>("schedules", scheduleId);
+      if (row && !core.agents.has(row.agent)) continue;
+      wanted.push(scheduleId);
+    }
+    if (wanted.length >= TICK_BATCH || due.length < limit || limit >= TICK_SCAN_MAX) break;
+  }
   let recorded = 0;
-  for (const { scheduleId } of due) {
+  for (const scheduleId of wanted) {
     if (core.closing) break;
     try {
       if (await tickOne(core, scheduleId, nowMs)) recorded++;
@@ -353,7 +421,7 @@ type Handled = Pick<EventOf<"schedule.ticked">, "outcome"> & {
   readonly activeRunId?: string;
 };
 
-const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Promise<boolean> => {
+const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number, tries = 1): Promise<boolean> => {
   // A point read first: a schedule of an agent this runtime lacks is not read further (its stream
   // grows with every tick).
   const cached = await core.journal.projection<ScheduleRow>("schedules", scheduleId);
@@ -378,14 +446,17 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
     : null;
   if (!handled) {
     // Ticks passed over while no worker ran: the latest is the one handled, the others are missed.
-    for (let steps = 0; next <= nowMs && steps < MAX_CATCH_UP_STEPS; steps++) {
-      tickMs = next;
-      missed++;
-      next = nextTickAfter(row, tickMs) ?? NEVER;
-    }
+    ({ tickMs, next, missed } = catchUpTo(row, dueMs, nowMs));
     const late = nowMs - tickMs > onTimeGraceMs(tickMs, next);
     if (row.catchUp === "none" && late) handled = { outcome: "missed" };
-    else handled = await fire(core, row, upsert, chatId, tickInputId(scheduleId, iso(tickMs)));
+    else {
+      // A pause, delete or change committed since the read must not start a run (decision 0060): the
+      // stream's version is read again right before admitting; moved, the tick is decided again.
+      const head = await core.journal.streamHead(scheduleStreamId(scheduleId));
+      if (head?.version !== row.version)
+        return tries < APPEND_TRIES ? tickOne(core, scheduleId, nowMs, tries + 1) : false;
+      handled = await fire(core, row, upsert, chatId, tickInputId(scheduleId, iso(tickMs)));
+    }
   }
   await core.journal.append({
     streamId: scheduleStreamId(scheduleId),
