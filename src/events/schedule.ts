@@ -29,6 +29,8 @@ export const ScheduleUpserted = Schema.Struct({
   everyMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
   timezone: Schema.String,
   agent: Schema.String,
+  /** The agent version every tick is admitted with (pinned); absent: the newest the admitting worker has. */
+  agentVersion: Schema.optional(Schema.String),
   input: Json,
   overlap: ScheduleOverlap,
   catchUp: ScheduleCatchUp,

@@ -21,6 +21,8 @@ export interface ScheduleRow {
   readonly everyMs: number | null;
   readonly timezone: string;
   readonly agent: string;
+  /** The agent version every tick is admitted with; absent: the newest of the worker that admits it. */
+  readonly agentVersion?: string;
   readonly overlap: "skip" | "queue";
   readonly catchUp: "latest" | "none";
   readonly status: "active" | "paused" | "deleted";
@@ -55,6 +57,7 @@ export const evolveSchedule = (
       everyMs: e.everyMs ?? null,
       timezone: e.timezone,
       agent: e.agent,
+      ...(e.agentVersion === undefined ? {} : { agentVersion: e.agentVersion }),
       overlap: e.overlap,
       catchUp: e.catchUp,
       status: e.paused ? "paused" : "active",

@@ -28,6 +28,11 @@ export interface ScheduleSpec {
   readonly timezone?: string | undefined;
   /** The agent each tick's run is for. */
   readonly agent: string;
+  /**
+   * The agent version every tick is admitted with (as submit's `agentVersion`); only runtimes that
+   * have it tick the schedule. Absent: the newest version of the worker that admits the tick.
+   */
+  readonly agentVersion?: string | undefined;
   /** Each tick's run input (JSON; masked before it is written). */
   readonly input?: unknown;
   /** A tick while the previous run is still active: `skip` it (default, recorded) or `queue` it. */
@@ -61,6 +66,7 @@ const SpecSchema = Schema.Struct({
   everyMs: Schema.optional(Schema.UndefinedOr(Schema.Int.pipe(Schema.between(1000, 366 * 86_400_000)))),
   timezone: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(100)))),
   agent: Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)),
+  agentVersion: Schema.optional(Schema.UndefinedOr(Schema.NonEmptyTrimmedString.pipe(Schema.maxLength(200)))),
   input: Schema.optional(Schema.Unknown),
   overlap: Schema.optional(Schema.UndefinedOr(Schema.Literal("skip", "queue"))),
   catchUp: Schema.optional(Schema.UndefinedOr(Schema.Literal("latest", "none"))),
@@ -261,6 +267,7 @@ export const upsertSchedule = async (
     const same =
       sameTiming &&
       live.agent === spec.agent &&
+      live.agentVersion === spec.agentVersion &&
       live.overlap === (spec.overlap ?? "skip") &&
       live.catchUp === (spec.catchUp ?? "latest") &&
       (live.status === "paused") === paused &&
@@ -282,6 +289,7 @@ export const upsertSchedule = async (
         ...(spec.everyMs === undefined ? {} : { everyMs: spec.everyMs }),
         timezone: timing.timezone,
         agent: spec.agent,
+        ...(spec.agentVersion === undefined ? {} : { agentVersion: spec.agentVersion }),
         input: input as never,
         overlap: spec.overlap ?? "skip",
         catchUp: spec.catchUp ?? "latest",
@@ -395,7 +403,7 @@ export const tickSchedules = async (core: EngineCore, nowMs: number = Date.now()
       if (looked.has(scheduleId) || wanted.length >= TICK_BATCH) continue;
       looked.add(scheduleId);
       const row = await core.journal.projection<ScheduleRow>("schedules", scheduleId);
-      if (row && !core.agents.has(row.agent)) continue;
+      if (row && !canTick(core, row)) continue;
       wanted.push(scheduleId);
     }
     if (wanted.length >= TICK_BATCH || due.length < limit || limit >= TICK_SCAN_MAX) break;
@@ -421,14 +429,20 @@ type Handled = Pick<EventOf<"schedule.ticked">, "outcome"> & {
   readonly activeRunId?: string;
 };
 
+/** Whether this runtime has the schedule's agent (and its pinned version, when it names one). */
+const canTick = (core: EngineCore, row: ScheduleRow): boolean =>
+  row.agentVersion === undefined
+    ? core.agents.has(row.agent)
+    : core.agents.get(row.agent, row.agentVersion) !== undefined;
+
 const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number, tries = 1): Promise<boolean> => {
   // A point read first: a schedule of an agent this runtime lacks is not read further (its stream
   // grows with every tick).
   const cached = await core.journal.projection<ScheduleRow>("schedules", scheduleId);
-  if (cached && !core.agents.has(cached.agent)) return false;
+  if (cached && !canTick(core, cached)) return false;
   const { events, row } = await readSchedule(core.journal, scheduleId);
   if (row?.status !== "active" || row.nextDueAt === null) return false;
-  if (!core.agents.has(row.agent)) return false;
+  if (!canTick(core, row)) return false;
   const dueMs = Date.parse(row.nextDueAt);
   if (dueMs > nowMs) return false;
   const upsert = lastUpsert(events);
@@ -488,6 +502,7 @@ const fire = async (
     chatId,
     inputId,
     agent: row.agent,
+    ...(row.agentVersion === undefined ? {} : { agentVersion: row.agentVersion }),
     content: upsert.input,
     by: `schedule ${row.scheduleId}`,
   };

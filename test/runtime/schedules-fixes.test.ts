@@ -36,6 +36,9 @@ const job = defineAgent({
   run: async (turn) => turn.tool(mark, { inputId: turn.inputId }),
 });
 
+/** A newer version of the same agent. */
+const job2 = defineAgent({ ...job, version: "2" });
+
 const engines: ReadonlyArray<readonly [string, () => Promise<string>]> = [
   ["libSQL", async () => join(tempDir(), "journal.db")],
   [
@@ -60,10 +63,14 @@ afterEach(async () => {
 
 const SECRET = "ops-token-5f3a9c1e77";
 let ids = 0;
-const engineOn = async (store: string, workerId = `w${++ids}`): Promise<Engine> => {
+const engineOn = async (
+  store: string,
+  workerId = `w${++ids}`,
+  agents: ReadonlyArray<typeof job> = [job],
+): Promise<Engine> => {
   const engine = new Engine({
     journal: await openStore(store),
-    agents: [job],
+    agents,
     tools: [mark],
     secrets: { OPS_TOKEN: SECRET },
     workerId,
@@ -210,5 +217,28 @@ describe.each(engines)("schedule fixes on %s", (_name, storeOf) => {
     const stored = JSON.stringify(events);
     expect(stored).not.toContain(SECRET);
     expect(events.every((e) => "by" in e && String(e.by).startsWith("ops with "))).toBe(true);
+  });
+
+  it("a schedule pinned to an agent version admits its ticks with it, and only runtimes with it tick it", async () => {
+    const store = await storeOf();
+    const both = await engineOn(store, "both", [job, job2]);
+    const onlyNew = await engineOn(store, "new", [job2]);
+    await expect(upsertSchedule(both, { ...every10, agentVersion: " " }, () => T0)).rejects.toThrow(
+      /agentVersion/,
+    );
+    await upsertSchedule(both, { ...every10, agentVersion: "1" }, () => T0);
+    expect((await both.schedules.get("s"))?.agentVersion).toBe("1");
+    // The same definition again changes nothing; another version is a change.
+    expect((await upsertSchedule(both, { ...every10, agentVersion: "1" }, () => T0)).changed).toBe(false);
+    expect(await tickSchedules(onlyNew, T0 + 10_050)).toBe(0);
+    expect(await tickSchedules(both, T0 + 10_050)).toBe(1);
+    await settled(both);
+    expect((await scheduleRuns(both)).map((r) => r.agent)).toEqual(["job@1"]);
+    // Unpinned: the newest version of the worker that admits the tick.
+    await upsertSchedule(both, every10, () => T0);
+    expect((await both.schedules.get("s"))?.agentVersion).toBeUndefined();
+    expect(await tickSchedules(both, T0 + 20_050)).toBe(1);
+    await settled(both);
+    expect((await scheduleRuns(both)).map((r) => r.agent).sort()).toEqual(["job@1", "job@2"]);
   });
 });

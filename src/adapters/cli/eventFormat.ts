@@ -108,7 +108,7 @@ export const summarizeEvent = (event: AnyEvent): string => {
     case "input.withdrawn":
       return `input ${event.inputId} withdrawn by ${event.by}${event.reason ? ` (${event.reason})` : ""}`;
     case "schedule.upserted":
-      return `schedule ${event.scheduleId}: ${event.cron !== undefined ? `cron ${event.cron} (${event.timezone})` : `every ${event.everyMs} ms`} for ${event.agent}, overlap ${event.overlap}, catch-up ${event.catchUp}, ${event.paused ? "paused" : `next tick ${event.nextDueAt}`}${event.by ? ` by ${event.by}` : ""}`;
+      return `schedule ${event.scheduleId}: ${event.cron !== undefined ? `cron ${event.cron} (${event.timezone})` : `every ${event.everyMs} ms`} for ${event.agent}${event.agentVersion === undefined ? "" : `@${event.agentVersion}`}, overlap ${event.overlap}, catch-up ${event.catchUp}, ${event.paused ? "paused" : `next tick ${event.nextDueAt}`}${event.by ? ` by ${event.by}` : ""}`;
     case "schedule.ticked":
       return `tick ${event.tickAt} ${event.outcome}${event.admittedRunId ? ` as run ${event.admittedRunId}` : ""}${event.activeRunId ? ` (run ${event.activeRunId} still active)` : ""}${event.missed > 0 ? `, ${event.missed} missed before it` : ""}; next ${event.nextDueAt}`;
     case "schedule.resumed":

@@ -312,6 +312,10 @@ ${MODEL_ANSWER_HINT}, e.g.
     .option("--every <period>", "with add: a period instead of a pattern: 30s, 5m, 1h, 1d or milliseconds")
     .option("--timezone <zone>", "with add: the IANA time zone the pattern is read in (default UTC)")
     .option("--agent <name>", "with add: the agent each tick's run is for")
+    .option(
+      "--agent-version <version>",
+      "with add: admit each tick with this agent version (default: the newest of the worker that admits it)",
+    )
     .option("--input <json>", "with add: each tick's run input, as JSON (default null)")
     .option("--overlap <mode>", "with add: skip (default) or queue a tick while the previous run is active")
     .option(

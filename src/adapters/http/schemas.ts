@@ -382,6 +382,8 @@ export const ScheduleView = Schema.Struct({
   everyMs: Schema.NullOr(Schema.Number),
   timezone: Schema.String,
   agent: Schema.String,
+  /** The agent version every tick is admitted with; absent: the newest of the worker that admits it. */
+  agentVersion: Schema.optional(Schema.String),
   overlap: Schema.Literal("skip", "queue"),
   catchUp: Schema.Literal("latest", "none"),
   status: Schema.Literal("active", "paused", "deleted"),
@@ -421,6 +423,7 @@ export const ScheduleBody = Schema.Struct({
   everyMs: Schema.optional(Schema.Number),
   timezone: Schema.optional(Schema.String),
   agent: Schema.String,
+  agentVersion: Schema.optional(Schema.String),
   input: Schema.optional(Schema.Unknown),
   overlap: Schema.optional(Schema.Literal("skip", "queue")),
   catchUp: Schema.optional(Schema.Literal("latest", "none")),

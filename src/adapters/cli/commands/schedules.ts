@@ -20,6 +20,7 @@ export interface UpsertOptions extends SchedulesOptions {
   readonly every?: string;
   readonly timezone?: string;
   readonly agent?: string;
+  readonly agentVersion?: string;
   readonly input?: string;
   readonly overlap?: string;
   readonly catchUp?: string;
@@ -128,6 +129,7 @@ export const upsertCommand = async (scheduleId: string, options: UpsertOptions, 
   const spec: ScheduleSpec = {
     id: scheduleId,
     agent: options.agent,
+    ...(options.agentVersion === undefined ? {} : { agentVersion: options.agentVersion }),
     input: parseInput(options.input),
     ...(options.cron === undefined ? {} : { cron: options.cron }),
     ...(options.every === undefined ? {} : { everyMs: parseEvery(options.every) }),
