@@ -11,6 +11,7 @@ import {
 import { foldSchedule, type ScheduleRow } from "../projections/index.js";
 import { admit } from "./admit.js";
 import type { EngineCore } from "./core.js";
+import { crashPoint } from "./crash.js";
 import { ActiveRunExists, InputConflict, InvalidInput, ScheduleNotFound } from "./errors.js";
 import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
@@ -403,6 +404,7 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
       },
     ],
   });
+  crashPoint("after-tick-recorded");
   return true;
 };
 
@@ -424,7 +426,9 @@ const fire = async (
   if (admitted) return { outcome: "admitted", admittedRunId: admitted.runId };
   try {
     if (row.overlap === "queue") {
+      crashPoint("before-tick-admit");
       const handle = await admit(core, { ...request, whenBusy: "queue" });
+      crashPoint("after-tick-admit");
       handle.result.then(undefined, () => undefined);
       return handle.queued ? { outcome: "queued" } : { outcome: "admitted", admittedRunId: handle.runId };
     }
@@ -435,7 +439,9 @@ const fire = async (
       if (again) return { outcome: "admitted", admittedRunId: again.runId };
       return { outcome: "skipped", activeRunId: active };
     }
+    crashPoint("before-tick-admit");
     const handle = await admit(core, { ...request, whenBusy: "refuse" });
+    crashPoint("after-tick-admit");
     handle.result.then(undefined, () => undefined);
     return { outcome: "admitted", admittedRunId: (handle as { runId: string }).runId };
   } catch (error) {
