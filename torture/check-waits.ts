@@ -355,6 +355,7 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
     ticks: 0,
     admitted: 0,
     queued: 0,
+    queuedBehindHeld: 0,
     skipped: 0,
     missedTicks: 0,
     owed: 0,
@@ -380,6 +381,9 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
     runsByChat.set(first.event.chatId, list);
     void streamId;
   }
+  const queuedInputs = new Set<string>();
+  for (const { event } of events)
+    if (event.type === "input.queued") queuedInputs.add(`${event.chatId} ${event.inputId}`);
   const scheduleStreams = new Map<string, Entry[]>();
   events.forEach((e, index) => {
     if (!e.streamId.startsWith("schedule-")) return;
@@ -465,7 +469,18 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
         else if (event.admittedRunId !== list[0]!.runId)
           problems.push(`${what} recorded admitted as ${event.admittedRunId}, its run is ${list[0]!.runId}`);
       }
-      if (event.outcome === "queued") counts.queued++;
+      if (event.outcome === "queued") {
+        counts.queued++;
+        // Queued: its run admitted from the queue, or still queued behind a held run (never lost).
+        if ((byInput.get(event.inputId) ?? []).length === 0) {
+          const inQueue = queuedInputs.has(`${chatId} ${event.inputId}`);
+          const heldRun = runs.some((r) => r.status === "held");
+          if (!inQueue) problems.push(`${what} recorded queued, not in the chat's queue and no run (lost)`);
+          else if (!heldRun)
+            problems.push(`${what} still queued at the end, no held run keeps its chat busy`);
+          else counts.queuedBehindHeld++;
+        }
+      }
       if (event.outcome === "skipped") counts.skipped++;
       recorded.set(tick, { outcome: event.outcome });
       due = Date.parse(event.nextDueAt);

@@ -169,7 +169,7 @@ const parkKind = faultKinds.includes("sleep") || signalKind;
 /** The `schedule` kind: the agent process ticks the torture's schedules for {@link SCHEDULE_WINDOW_MS}. */
 const scheduleKind = faultKinds.includes("schedule");
 /** How long a `schedule` trial's schedules tick, from the trial's start (restarts included). */
-const SCHEDULE_WINDOW_MS = 6_000;
+const SCHEDULE_WINDOW_MS = 9_000;
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
   process.stderr.write("torture: --max-seconds takes a positive number\n");

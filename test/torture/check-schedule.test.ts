@@ -165,4 +165,29 @@ describe("the torture's schedule check", () => {
     expect(problems).toMatch(/recorded missed, the schedule catches up the latest/);
     expect(problems).toMatch(/the run c of tick .* did not finish/);
   });
+
+  it("finds a queued tick with no run that is not in the chat's queue, or still queued with no held run", () => {
+    const held: Ev = { type: "run.held", runId: "a", reason: "decision-needed" };
+    const queuedInput: Ev = { type: "input.queued", chatId: "schedule-s", inputId: `s@${at(2)}` };
+    const base = (): Entry[] => [
+      [S, upserted({ overlap: "queue" }), 0.2],
+      ["run-a", admitted("a", 1), 1.2],
+      [S, ticked(1, "admitted", { admittedRunId: "a" }), 1.3],
+      [S, ticked(2, "queued"), 2.3],
+      [S, paused, 2.5],
+    ];
+    expect(checkSchedule(log(...base(), ["run-a", held, 1.5]), { signals: [] }).problems.join("\n")).toMatch(
+      /recorded queued, not in the chat's queue and no run \(lost\)/,
+    );
+    expect(
+      checkSchedule(log(...base(), ["chat-schedule-s", queuedInput, 2.25], ["run-a", done("a"), 1.5]), {
+        signals: [],
+      }).problems.join("\n"),
+    ).toMatch(/still queued at the end, no held run/);
+    const fine = checkSchedule(log(...base(), ["chat-schedule-s", queuedInput, 2.25], ["run-a", held, 1.5]), {
+      signals: [],
+    });
+    expect(fine.problems).toEqual([]);
+    expect(fine.counts).toMatchObject({ queued: 1, queuedBehindHeld: 1 });
+  });
 });
