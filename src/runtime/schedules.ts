@@ -140,6 +140,12 @@ const NEVER = Date.UTC(9999, 0, 1);
 export const onTimeGraceMs = (tickMs: number, nextMs: number): number =>
   Math.min(60_000, Math.max(1_000, Math.floor((nextMs - tickMs) / 2)));
 
+/**
+ * How many of the ticks a catch-up passed over are looked up for a run admitted by a worker that
+ * died before recording it (the latest first): a crash and restart spans a few ticks.
+ */
+const ORPHAN_LOOK_BACK = 64;
+
 /** Ticks a catch-up walks over at most in one pass (a 1-second schedule down for a day is 86 400). */
 const MAX_CATCH_UP_STEPS = 1_000_000;
 
@@ -379,11 +385,27 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
     : null;
   if (!handled) {
     // Ticks passed over while no worker ran: the latest is the one handled, the others are missed.
+    const passed: number[] = [];
     for (let steps = 0; next <= nowMs && steps < MAX_CATCH_UP_STEPS; steps++) {
       tickMs = next;
       missed++;
       next = nextTickAfter(row, tickMs) ?? NEVER;
+      passed.push(tickMs);
+      if (passed.length > ORPHAN_LOOK_BACK) passed.shift();
     }
+    // A worker that caught up to a later tick, admitted its run and died before recording it left
+    // that run (decision 0064, found by the torture's `after-tick-admit` kills): the latest such
+    // tick among the last ones passed over is recorded with its run; the next pass goes on from it.
+    for (let i = passed.length - 1; i >= 0 && !handled; i--) {
+      const orphan = await core.journal.admission(chatId, tickInputId(scheduleId, iso(passed[i]!)));
+      if (!orphan) continue;
+      missed -= passed.length - 1 - i;
+      tickMs = passed[i]!;
+      next = nextTickAfter(row, tickMs) ?? NEVER;
+      handled = { outcome: "admitted", admittedRunId: orphan.runId };
+    }
+  }
+  if (!handled) {
     const late = nowMs - tickMs > onTimeGraceMs(tickMs, next);
     if (row.catchUp === "none" && late) handled = { outcome: "missed" };
     else handled = await fire(core, row, upsert, chatId, tickInputId(scheduleId, iso(tickMs)));

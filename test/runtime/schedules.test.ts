@@ -143,6 +143,35 @@ describe.each(engines)("schedules on %s", (_name, storeOf) => {
     expect(await scheduleRuns(b)).toHaveLength(1);
   });
 
+  it("a run admitted for a caught-up tick whose record was lost is recorded with its tick, then the catch-up goes on from it (decision 0064)", async () => {
+    const store = await storeOf();
+    const a = await engineOn(store);
+    await upsertSchedule(a, { ...every10, catchUp: "latest" }, () => T0);
+    await settled(a);
+    // A worker caught up to the tick at +40 s, admitted its run and died before `schedule.ticked`.
+    const handle = await a.submit({
+      chatId: "schedule-s",
+      inputId: `s@${at(T0 + 40_000)}`,
+      agent: "job",
+      content: { n: 1 },
+    });
+    await handle.result;
+    const b = await engineOn(store);
+    await tickSchedules(b, T0 + 75_000);
+    await settled(b);
+    await tickSchedules(b, T0 + 75_000);
+    await settled(b);
+    const ticked = await tickEvents(b);
+    expect(ticked).toMatchObject([
+      { tickAt: at(T0 + 40_000), outcome: "admitted", admittedRunId: handle.runId, missed: 3 },
+      { tickAt: at(T0 + 70_000), outcome: "admitted", missed: 2, nextDueAt: at(T0 + 80_000) },
+    ]);
+    expect((await scheduleRuns(b)).map((r) => r.inputId).sort()).toEqual([
+      `s@${at(T0 + 40_000)}`,
+      `s@${at(T0 + 70_000)}`,
+    ]);
+  });
+
   it("catch-up latest admits only the most recent missed tick and counts the others", async () => {
     const store = await storeOf();
     const a = await engineOn(store);
