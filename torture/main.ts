@@ -21,6 +21,9 @@
  *     parked); `signal` has it wait for a signal the harness sends from a second runtime (before
  *     the wait, while parked, twice with one id, from a `holdfast signal` killed after its commit,
  *     or never: it times out), killing the owner while parked and right after a signal's commit
+ *   npm run torture -- --faults schedule --trials 30   three schedules (overlap skip and queue, a
+ *     seconds cron) ticked for 9 s a trial by processes killed across ticks (`before-tick-admit`,
+ *     `after-tick-admit`, `after-tick-recorded`) and restarted (decision 0064)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
