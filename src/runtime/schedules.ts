@@ -16,6 +16,7 @@ import { ActiveRunExists, InputConflict, InvalidInput, ScheduleNotFound } from "
 import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy } from "./json.js";
+import { queuedInputIds } from "./queue.js";
 
 /** What `runtime.schedules.upsert` takes (DESIGN §13, decision 0060). */
 export interface ScheduleSpec {
@@ -380,9 +381,14 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
   let missed = 0;
   let next = nextTickAfter(row, tickMs) ?? NEVER;
   const recordedAdmission = await core.journal.admission(chatId, tickInputId(scheduleId, iso(dueMs)));
+  // With overlap `queue` the tick's input may have been queued (not admitted) by a worker that died.
+  const queued: ReadonlySet<string> =
+    row.overlap === "queue" ? await queuedInputIds(core, chatId) : new Set<string>();
   let handled: Handled | null = recordedAdmission
     ? { outcome: "admitted", admittedRunId: recordedAdmission.runId }
-    : null;
+    : queued.has(tickInputId(scheduleId, iso(dueMs)))
+      ? { outcome: "queued" }
+      : null;
   if (!handled) {
     // Ticks passed over while no worker ran: the latest is the one handled, the others are missed.
     const passed: number[] = [];
@@ -397,12 +403,13 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
     // that run (decision 0064, found by the torture's `after-tick-admit` kills): the latest such
     // tick among the last ones passed over is recorded with its run; the next pass goes on from it.
     for (let i = passed.length - 1; i >= 0 && !handled; i--) {
-      const orphan = await core.journal.admission(chatId, tickInputId(scheduleId, iso(passed[i]!)));
-      if (!orphan) continue;
+      const inputId = tickInputId(scheduleId, iso(passed[i]!));
+      const orphan = await core.journal.admission(chatId, inputId);
+      if (!orphan && !queued.has(inputId)) continue;
       missed -= passed.length - 1 - i;
       tickMs = passed[i]!;
       next = nextTickAfter(row, tickMs) ?? NEVER;
-      handled = { outcome: "admitted", admittedRunId: orphan.runId };
+      handled = orphan ? { outcome: "admitted", admittedRunId: orphan.runId } : { outcome: "queued" };
     }
   }
   if (!handled) {

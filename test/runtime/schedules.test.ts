@@ -261,6 +261,35 @@ describe.each(engines)("schedules on %s", (_name, storeOf) => {
     expect((await scheduleRuns(a)).map((r) => r.inputId).sort()).toEqual([first, second]);
   });
 
+  it("overlap queue: a caught-up tick queued by a worker that died before recording it is recorded queued, never queued again under a later tick (decision 0064)", async () => {
+    const store = await storeOf();
+    const a = await engineOn(store);
+    await upsertSchedule(a, { ...every10, overlap: "queue" }, () => T0);
+    const first = `s@${at(T0 + 10_000)}`;
+    const orphan = `s@${at(T0 + 40_000)}`;
+    gate(first);
+    await tickSchedules(a, T0 + 10_010);
+    // A worker caught up to +40 s, queued its input behind the active run, and died unrecorded.
+    await a.submit({
+      chatId: "schedule-s",
+      inputId: orphan,
+      agent: "job",
+      content: { n: 1 },
+      whenBusy: "queue",
+    });
+    const b = await engineOn(store);
+    // Later than the next tick (+50 s): the tick queued before is recorded, not a second one queued.
+    await tickSchedules(b, T0 + 55_000);
+    expect((await tickEvents(b)).at(-1)).toMatchObject({
+      tickAt: at(T0 + 40_000),
+      outcome: "queued",
+      missed: 2,
+    });
+    const queue = (await b.journal.readStream(queueStreamId("schedule-s"))).map((e) => e.event.type);
+    expect(queue).toEqual(["input.queued"]);
+    opened.get(first)!();
+  });
+
   it("a bad cron pattern, an unknown time zone, or both timings at once are refused, saying what was wrong, with nothing written", async () => {
     const store = await storeOf();
     const a = await engineOn(store);
