@@ -500,7 +500,7 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
         if (due !== null && tick === due) counts.pendingAtEnd++;
         else if (
           !stream.some((e) => e.event.type === "schedule.paused" || e.event.type === "schedule.deleted") ||
-          tick !== lastPendingTick(stream)
+          tick < lastPendingTick(stream)
         )
           problems.push(`${streamId}: run ${run.runId} for tick ${run.inputId}, no tick record of it`);
         else counts.pendingAtEnd++;
@@ -545,7 +545,11 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
   return { counts, problems };
 };
 
-/** The tick a schedule stream was about to handle when it was last paused or deleted. */
+/**
+ * The tick a schedule stream was about to handle when it was last paused or deleted: a run for it,
+ * or for a later tick a worker caught up to, admitted by a worker that died before recording it,
+ * is pending (a paused schedule records no tick).
+ */
 const lastPendingTick = (stream: ReadonlyArray<Entry>): number => {
   let due = Number.NaN;
   for (const { event } of stream) {

@@ -172,8 +172,12 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.sleep.counts.runsFinished, context).toBeLessThanOrEqual(
       summary.runs - summary.schedule.counts.runs + summary.childRuns,
     );
-    expect(summary.signal.counts.waits, context).toBe(8);
-    expect(summary.signal.counts.consumed + summary.signal.counts.timedOut, context).toBe(8);
+    // As for the sleeps, a run held in doubt before its wait never waits; every wait ended.
+    expect(summary.signal.counts.waits, context).toBeGreaterThanOrEqual(4);
+    expect(summary.signal.counts.waits, context).toBeLessThanOrEqual(8);
+    expect(summary.signal.counts.consumed + summary.signal.counts.timedOut, context).toBe(
+      summary.signal.counts.waits,
+    );
     expect(summary.signal.counts.timedOut, context).toBeGreaterThanOrEqual(1);
     expect(summary.signal.counts.sentAgain, context).toBeGreaterThanOrEqual(2);
     expect(summary.signal.counts.sentLate, context).toBeGreaterThanOrEqual(1);

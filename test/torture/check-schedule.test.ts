@@ -205,4 +205,17 @@ describe("the torture's schedule check", () => {
     expect(fine.problems).toEqual([]);
     expect(fine.counts).toMatchObject({ queued: 1, queuedBehindHeld: 1 });
   });
+
+  it("finds a run for a tick before the pending one with no tick record; one at or after it, left when paused, is pending", () => {
+    const orphan = good();
+    orphan.push(["run-x", admitted("x", 2.5), 3.6], ["run-x", done("x"), 3.7]);
+    expect(checkSchedule(log(...orphan), UP).problems.join("\n")).toMatch(
+      /run x for tick .*, no tick record of it/,
+    );
+    const pending = good();
+    pending.splice(pending.length - 1, 0, ["run-y", admitted("y", 7), 5.9], ["run-y", done("y"), 5.95]);
+    const check = checkSchedule(log(...pending), UP);
+    expect(check.problems).toEqual([]);
+    expect(check.counts).toMatchObject({ pendingAtEnd: 1 });
+  });
 });
