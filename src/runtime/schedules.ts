@@ -11,10 +11,12 @@ import {
 import { foldSchedule, type ScheduleRow } from "../projections/index.js";
 import { admit } from "./admit.js";
 import type { EngineCore } from "./core.js";
+import { crashPoint } from "./crash.js";
 import { ActiveRunExists, InputConflict, InvalidInput, ScheduleNotFound } from "./errors.js";
 import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy } from "./json.js";
+import { queuedInputIds } from "./queue.js";
 
 /** What `runtime.schedules.upsert` takes (DESIGN §13, decision 0060). */
 export interface ScheduleSpec {
@@ -138,6 +140,12 @@ const NEVER = Date.UTC(9999, 0, 1);
  */
 export const onTimeGraceMs = (tickMs: number, nextMs: number): number =>
   Math.min(60_000, Math.max(1_000, Math.floor((nextMs - tickMs) / 2)));
+
+/**
+ * How many of the ticks a catch-up passed over are looked up for a run admitted by a worker that
+ * died before recording it (the latest first): a crash and restart spans a few ticks.
+ */
+const ORPHAN_LOOK_BACK = 64;
 
 /** Ticks a catch-up walks over at most in one pass (a 1-second schedule down for a day is 86 400). */
 const MAX_CATCH_UP_STEPS = 1_000_000;
@@ -373,16 +381,38 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
   let missed = 0;
   let next = nextTickAfter(row, tickMs) ?? NEVER;
   const recordedAdmission = await core.journal.admission(chatId, tickInputId(scheduleId, iso(dueMs)));
+  // With overlap `queue` the tick's input may have been queued (not admitted) by a worker that died.
+  const queued: ReadonlySet<string> =
+    row.overlap === "queue" ? await queuedInputIds(core, chatId) : new Set<string>();
   let handled: Handled | null = recordedAdmission
     ? { outcome: "admitted", admittedRunId: recordedAdmission.runId }
-    : null;
+    : queued.has(tickInputId(scheduleId, iso(dueMs)))
+      ? { outcome: "queued" }
+      : null;
   if (!handled) {
     // Ticks passed over while no worker ran: the latest is the one handled, the others are missed.
+    const passed: number[] = [];
     for (let steps = 0; next <= nowMs && steps < MAX_CATCH_UP_STEPS; steps++) {
       tickMs = next;
       missed++;
       next = nextTickAfter(row, tickMs) ?? NEVER;
+      passed.push(tickMs);
+      if (passed.length > ORPHAN_LOOK_BACK) passed.shift();
     }
+    // A worker that caught up to a later tick, admitted its run and died before recording it left
+    // that run (decision 0064, found by the torture's `after-tick-admit` kills): the latest such
+    // tick among the last ones passed over is recorded with its run; the next pass goes on from it.
+    for (let i = passed.length - 1; i >= 0 && !handled; i--) {
+      const inputId = tickInputId(scheduleId, iso(passed[i]!));
+      const orphan = await core.journal.admission(chatId, inputId);
+      if (!orphan && !queued.has(inputId)) continue;
+      missed -= passed.length - 1 - i;
+      tickMs = passed[i]!;
+      next = nextTickAfter(row, tickMs) ?? NEVER;
+      handled = orphan ? { outcome: "admitted", admittedRunId: orphan.runId } : { outcome: "queued" };
+    }
+  }
+  if (!handled) {
     const late = nowMs - tickMs > onTimeGraceMs(tickMs, next);
     if (row.catchUp === "none" && late) handled = { outcome: "missed" };
     else handled = await fire(core, row, upsert, chatId, tickInputId(scheduleId, iso(tickMs)));
@@ -403,6 +433,7 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number): Pro
       },
     ],
   });
+  crashPoint("after-tick-recorded");
   return true;
 };
 
@@ -424,7 +455,9 @@ const fire = async (
   if (admitted) return { outcome: "admitted", admittedRunId: admitted.runId };
   try {
     if (row.overlap === "queue") {
+      crashPoint("before-tick-admit");
       const handle = await admit(core, { ...request, whenBusy: "queue" });
+      crashPoint("after-tick-admit");
       handle.result.then(undefined, () => undefined);
       return handle.queued ? { outcome: "queued" } : { outcome: "admitted", admittedRunId: handle.runId };
     }
@@ -435,7 +468,9 @@ const fire = async (
       if (again) return { outcome: "admitted", admittedRunId: again.runId };
       return { outcome: "skipped", activeRunId: active };
     }
+    crashPoint("before-tick-admit");
     const handle = await admit(core, { ...request, whenBusy: "refuse" });
+    crashPoint("after-tick-admit");
     handle.result.then(undefined, () => undefined);
     return { outcome: "admitted", admittedRunId: (handle as { runId: string }).runId };
   } catch (error) {
