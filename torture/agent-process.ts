@@ -11,8 +11,13 @@
  *   ("backoff,cancel,queue,pause"); with `queue`, it queues QUEUED_INPUTS behind the trial's run
  *   (again after a restart: idempotent, in the same order) and waits for them too, unless the
  *   trial's run is paused (they wait behind it) or held; with `sleep` or `signal`, a run that parks
- *   is woken here (the wake loop) and the process stays until no run of it waits or runs
+ *   is woken here (the wake loop) and the process stays until no run of it waits or runs; with
+ *   `schedule`, it declares the torture's schedules (until TORTURE_SCHEDULE_UNTIL, ms since the
+ *   epoch), notes in `<dir>/alive` when it is up, ticks them until then, pauses them, and stays
+ *   until their runs and queues are done
  */
+import { appendFileSync } from "node:fs";
+import { join } from "node:path";
 import { openRuntime, type Runtime, type RuntimeOptions } from "../src/index.js";
 import {
   FAULTS,
@@ -21,8 +26,10 @@ import {
   QUEUED_AGENT,
   QUEUED_INPUTS,
   TORTURE_CHAT,
+  TORTURE_SCHEDULES,
   TORTURE_SECRET,
   type TortureFault,
+  tortureScheduleSpecs,
 } from "./definitions.js";
 
 const env = process.env;
@@ -63,6 +70,12 @@ const main = async () => {
   let result: unknown = null;
   const label = env.TORTURE_LABEL ?? "t";
   const queueKind = faultKindsFrom(env.TORTURE_FAULTS).includes("queue");
+  const scheduleKind = faultKindsFrom(env.TORTURE_FAULTS).includes("schedule");
+  const until = Number(env.TORTURE_SCHEDULE_UNTIL ?? 0);
+  if (scheduleKind) {
+    if (Date.now() < until) for (const spec of tortureScheduleSpecs()) await runtime.schedules.upsert(spec);
+    appendFileSync(join(env.TORTURE_DIR!, "alive"), `${process.pid} ${Date.now()}\n`);
+  }
   try {
     const handle = await runtime.submit({
       chatId: TORTURE_CHAT,
@@ -83,6 +96,7 @@ const main = async () => {
   } catch (error) {
     result = { error: (error as { _tag?: string })._tag ?? String(error) };
   }
+  if (scheduleKind) await schedulesDone(runtime, until);
   await settled(runtime);
   await runtime.close();
   await close?.();
@@ -112,6 +126,18 @@ const afterWaits = async (runtime: Runtime, runId: string): Promise<{ status: st
     const row = await runtime.run(runId);
     if (row && row.status !== "waiting" && row.status !== "running")
       return (await runtime.wait(runId)) as { status: string };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+/** The `schedule` kind: ticks until `until`, then the schedules paused and their queues drained (unless held). */
+const schedulesDone = async (runtime: Runtime, until: number): Promise<void> => {
+  while (Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  for (const { id } of TORTURE_SCHEDULES)
+    if (await runtime.schedules.get(id)) await runtime.schedules.pause(id, { by: "torture-harness" });
+  for (let i = 0; i < 600; i++) {
+    const queues = await Promise.all(TORTURE_SCHEDULES.map(({ id }) => runtime.queue(`schedule-${id}`)));
+    if (queues.every((q) => q.items.length === 0 || q.waitingFor?.status === "held")) return;
     await new Promise((r) => setTimeout(r, 50));
   }
 };

@@ -7,6 +7,7 @@
  */
 import type { RecordedEvent } from "../src/events/index.js";
 import { foldRun, statusOf } from "../src/machines/index.js";
+import { nextTickAfter } from "../src/runtime/schedules.js";
 import type { WaitFaultKind } from "./definitions.js";
 
 /** What one kind's check found: counters (added up over trials) and the laws it saw broken. */
@@ -32,9 +33,17 @@ export interface SignalSent {
   readonly reason?: string;
 }
 
+/** When a process able to tick schedules was up: ready (its runtime open) until it ended (ms). */
+export interface AliveWindow {
+  readonly from: number;
+  readonly to: number;
+}
+
 /** What the harness did around the waits, for the checks. */
 export interface WaitsSeen {
   readonly signals: ReadonlyArray<SignalSent>;
+  /** The `schedule` kind: when a process with the schedules' agent was up (a tick then is owed). */
+  readonly alive?: ReadonlyArray<AliveWindow>;
 }
 
 type Entry = { readonly index: number; readonly event: RecordedEvent["event"]; readonly recordedAt: string };
@@ -315,6 +324,243 @@ export const checkSignal = (events: ReadonlyArray<RecordedEvent>, seen: WaitsSee
 };
 
 /**
+ * How long after its time a tick is owed by a process up all along: the 300 ms tick pass, the
+ * admission and the record, on a shared, loaded machine.
+ */
+export const TICK_OWED_MS = 2_500;
+
+const RUN_ENDS = ["run.completed", "run.failed", "run.cancelled", "run.stopped"];
+
+/**
+ * The `schedule` kind's laws (decisions 0060, 0064), over every schedule stream and the runs of
+ * the schedules' chats (`schedule-<id>`):
+ *  - **no tick recorded twice**: a stream's `schedule.ticked` in strictly increasing tick order,
+ *    each under `<id>@<tickAt>`, each the recorded next tick or a later one with the ticks between
+ *    counted `missed` (catch-up walks, decision 0060), its `nextDueAt` the tick after it, never
+ *    recorded before its time, never `missed` with catch-up `latest`;
+ *  - **no tick admitted or run twice**: one run per chat and input id; every run of a schedule's
+ *    chat is a tick's (`<id>@<tick>`), named by that tick's record (`admitted`, or `queued` then
+ *    admitted by the queue) — or it is the tick still pending (admitted, its record not written
+ *    when the schedule was paused); a tick recorded `admitted` names the run admitted for it;
+ *  - **no tick lost while a process was up**: a tick at T is recorded when a process with the agent
+ *    was up from before T to T + {@link TICK_OWED_MS} and the schedule was active then — or passed
+ *    over by a later record that counted it missed (a tick pass late by more than a period under
+ *    load: counted in `passedOverWhileUp`, not a failure); every tick's run finished;
+ *  - **overlap `skip`**: no two runs of the schedule active at once (by journal order: the next
+ *    admitted only after the previous one ended; a held run stays active).
+ */
+export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsSeen): KindCheck => {
+  const problems: string[] = [];
+  const counts = {
+    schedules: 0,
+    ticks: 0,
+    admitted: 0,
+    queued: 0,
+    queuedBehindHeld: 0,
+    skipped: 0,
+    missedTicks: 0,
+    owed: 0,
+    passedOverWhileUp: 0,
+    runs: 0,
+    runsFinished: 0,
+    pendingAtEnd: 0,
+  };
+  type Run = { runId: string; inputId: string; admittedAt: number; endedAt: number | null; status: string };
+  const runsByChat = new Map<string, Run[]>();
+  const streams = runStreams(events);
+  for (const [streamId, stream] of streams) {
+    const first = stream[0];
+    if (first?.event.type !== "run.admitted" || !first.event.chatId.startsWith("schedule-")) continue;
+    const end = stream.find((e) => RUN_ENDS.includes(e.event.type));
+    const list = runsByChat.get(first.event.chatId) ?? [];
+    list.push({
+      runId: first.event.runId,
+      inputId: first.event.inputId,
+      admittedAt: first.index,
+      endedAt: end?.index ?? null,
+      status: statusIn(stream),
+    });
+    runsByChat.set(first.event.chatId, list);
+    void streamId;
+  }
+  const queuedInputs = new Set<string>();
+  for (const { event } of events)
+    if (event.type === "input.queued") queuedInputs.add(`${event.chatId} ${event.inputId}`);
+  const scheduleStreams = new Map<string, Entry[]>();
+  events.forEach((e, index) => {
+    if (!e.streamId.startsWith("schedule-")) return;
+    const list = scheduleStreams.get(e.streamId) ?? [];
+    list.push({ index, event: e.event, recordedAt: e.recordedAt });
+    scheduleStreams.set(e.streamId, list);
+  });
+  for (const [streamId, stream] of scheduleStreams) {
+    counts.schedules++;
+    const upsert = stream.find((e) => e.event.type === "schedule.upserted")?.event;
+    if (upsert?.type !== "schedule.upserted") {
+      problems.push(`${streamId}: no schedule.upserted`);
+      continue;
+    }
+    const id = upsert.scheduleId;
+    const chatId = `schedule-${id}`;
+    const timing = {
+      cron: upsert.cron,
+      everyMs: upsert.everyMs,
+      timezone: upsert.timezone,
+    } as Parameters<typeof nextTickAfter>[0];
+    const next = (ms: number) => nextTickAfter(timing, ms);
+    const runs = runsByChat.get(chatId) ?? [];
+    const byInput = new Map<string, Run[]>();
+    for (const run of runs) byInput.set(run.inputId, [...(byInput.get(run.inputId) ?? []), run]);
+    for (const [inputId, list] of byInput)
+      if (list.length > 1)
+        problems.push(
+          `${streamId}: tick ${inputId} admitted ${list.length} times (${list.map((r) => r.runId).join(", ")})`,
+        );
+    // Walk the stream: the recorded next tick, the ticks recorded, when it was active.
+    let due: number | null = upsert.nextDueAt === null ? null : Date.parse(upsert.nextDueAt);
+    let lastTick = -Infinity;
+    let activeSince: number | null = upsert.paused ? null : Date.parse(stream[0]!.recordedAt);
+    const active: Array<{ from: number; to: number }> = [];
+    const recorded = new Map<number, { outcome: string; runId?: string }>();
+    for (const { event, recordedAt } of stream) {
+      const at = Date.parse(recordedAt);
+      if (event.type === "schedule.paused" || event.type === "schedule.deleted") {
+        if (activeSince !== null) active.push({ from: activeSince, to: at });
+        activeSince = null;
+        due = null;
+      }
+      if (event.type === "schedule.resumed") {
+        activeSince = at;
+        due = Date.parse(event.nextDueAt);
+      }
+      if (event.type === "schedule.upserted" && event !== upsert && !event.paused && activeSince === null) {
+        activeSince = at;
+        due = event.nextDueAt === null ? null : Date.parse(event.nextDueAt);
+      }
+      if (event.type !== "schedule.ticked") continue;
+      counts.ticks++;
+      const tick = Date.parse(event.tickAt);
+      const what = `${streamId}: tick ${event.tickAt}`;
+      if (tick <= lastTick)
+        problems.push(`${what} recorded again or out of order (after ${new Date(lastTick).toISOString()})`);
+      lastTick = Math.max(lastTick, tick);
+      if (event.inputId !== `${id}@${event.tickAt}`)
+        problems.push(`${what} recorded under input id ${event.inputId}`);
+      if (at < tick - CLOCK_SLACK_MS) problems.push(`${what} recorded at ${recordedAt}, before its time`);
+      if (event.nextDueAt !== new Date(next(tick) ?? 0).toISOString())
+        problems.push(`${what}: next tick ${event.nextDueAt}, not the one after it`);
+      if (due === null) problems.push(`${what} recorded while the schedule was not active`);
+      else if (tick !== due || event.missed !== 0) {
+        // Passed over ticks: from the recorded next tick up to this one, each counted missed.
+        let walked = 0;
+        for (let t = due; t < tick && walked <= 100_000; t = next(t) ?? Infinity) walked++;
+        if (tick < due) problems.push(`${what} before the recorded next tick ${new Date(due).toISOString()}`);
+        else if (walked !== event.missed)
+          problems.push(
+            `${what}: ${event.missed} missed recorded, ${walked} ticks passed over since ${new Date(due).toISOString()}`,
+          );
+      }
+      counts.missedTicks += event.missed;
+      if (event.outcome === "missed" && upsert.catchUp === "latest")
+        problems.push(`${what} recorded missed, the schedule catches up the latest`);
+      if (event.outcome === "admitted") {
+        counts.admitted++;
+        const list = byInput.get(event.inputId) ?? [];
+        if (list.length === 0)
+          problems.push(`${what} recorded admitted, no run admitted for ${event.inputId}`);
+        else if (event.admittedRunId !== list[0]!.runId)
+          problems.push(`${what} recorded admitted as ${event.admittedRunId}, its run is ${list[0]!.runId}`);
+      }
+      if (event.outcome === "queued") {
+        counts.queued++;
+        // Queued: its run admitted from the queue, or still queued behind a held run (never lost).
+        if ((byInput.get(event.inputId) ?? []).length === 0) {
+          const inQueue = queuedInputs.has(`${chatId} ${event.inputId}`);
+          const heldRun = runs.some((r) => r.status === "held");
+          if (!inQueue) problems.push(`${what} recorded queued, not in the chat's queue and no run (lost)`);
+          else if (!heldRun)
+            problems.push(`${what} still queued at the end, no held run keeps its chat busy`);
+          else counts.queuedBehindHeld++;
+        }
+      }
+      if (event.outcome === "skipped") counts.skipped++;
+      recorded.set(tick, { outcome: event.outcome });
+      due = Date.parse(event.nextDueAt);
+    }
+    if (activeSince !== null) active.push({ from: activeSince, to: Infinity });
+    // Every run of the chat is a recorded tick's, or the pending one.
+    for (const run of runs) {
+      counts.runs++;
+      const prefix = `${id}@`;
+      const tick = run.inputId.startsWith(prefix) ? Date.parse(run.inputId.slice(prefix.length)) : Number.NaN;
+      const rec = recorded.get(tick);
+      if (Number.isNaN(tick))
+        problems.push(`${streamId}: run ${run.runId} under input id ${run.inputId}, not a tick's`);
+      else if (!rec) {
+        if (due !== null && tick === due) counts.pendingAtEnd++;
+        else if (
+          !stream.some((e) => e.event.type === "schedule.paused" || e.event.type === "schedule.deleted") ||
+          tick < lastPendingTick(stream)
+        )
+          problems.push(`${streamId}: run ${run.runId} for tick ${run.inputId}, no tick record of it`);
+        else counts.pendingAtEnd++;
+      } else if (rec.outcome === "skipped" || rec.outcome === "missed")
+        problems.push(`${streamId}: run ${run.runId} for tick ${run.inputId}, recorded ${rec.outcome}`);
+      if (["completed", "failed", "held", "cancelled", "stopped"].includes(run.status)) counts.runsFinished++;
+      else
+        problems.push(
+          `${streamId}: the run ${run.runId} of tick ${run.inputId} did not finish: it is ${run.status}`,
+        );
+    }
+    // Overlap skip: one run of the schedule active at a time.
+    if (upsert.overlap === "skip") {
+      const ordered = [...runs].sort((a, b) => a.admittedAt - b.admittedAt);
+      for (let i = 1; i < ordered.length; i++) {
+        const before = ordered[i - 1]!;
+        const run = ordered[i]!;
+        if (before.endedAt === null || before.endedAt > run.admittedAt)
+          problems.push(
+            `${streamId}: overlap skip, yet ${run.runId} (${run.inputId}) admitted while ${before.runId} (${before.inputId}) was active`,
+          );
+      }
+    }
+    // Ticks owed: a process was up from their time to well after it, and the schedule was active.
+    const first = upsert.nextDueAt === null ? null : Date.parse(upsert.nextDueAt);
+    if (first === null || !seen.alive) continue;
+    const end = Math.max(...(seen.alive ?? []).map((w) => w.to), 0);
+    for (let t = first; t <= end; t = next(t) ?? Infinity) {
+      const up = seen.alive.some((w) => w.from <= t && w.to >= t + TICK_OWED_MS);
+      const on = active.some((w) => w.from <= t && w.to > t + TICK_OWED_MS);
+      if (!up || !on) continue;
+      counts.owed++;
+      // Passed over by a later record (counted missed, the walk checked above): a tick pass late by
+      // more than a period on a loaded machine — reported, not a loss. Lost: nothing recorded it.
+      if (!recorded.has(t) && lastTick > t) counts.passedOverWhileUp++;
+      else if (!recorded.has(t))
+        problems.push(
+          `${streamId}: tick ${new Date(t).toISOString()} lost: a process was up from it to ${TICK_OWED_MS} ms after, no record of it`,
+        );
+    }
+  }
+  return { counts, problems };
+};
+
+/**
+ * The tick a schedule stream was about to handle when it was last paused or deleted: a run for it,
+ * or for a later tick a worker caught up to, admitted by a worker that died before recording it,
+ * is pending (a paused schedule records no tick).
+ */
+const lastPendingTick = (stream: ReadonlyArray<Entry>): number => {
+  let due = Number.NaN;
+  for (const { event } of stream) {
+    if (event.type === "schedule.upserted" && event.nextDueAt !== null) due = Date.parse(event.nextDueAt);
+    if (event.type === "schedule.resumed" || event.type === "schedule.ticked")
+      due = Date.parse(event.nextDueAt);
+  }
+  return due;
+};
+
+/**
  * Each wait kind's check: the harnesses run the ones of the kinds they play. `approval` and
  * `schedule` add an entry (and a member of `WAIT_KINDS` in torture/definitions.ts).
  */
@@ -324,6 +570,7 @@ export const WAIT_CHECKS: Record<
 > = {
   sleep: (events) => checkSleep(events),
   signal: checkSignal,
+  schedule: checkSchedule,
 };
 
 /** The checks of `kinds` over one journal. */

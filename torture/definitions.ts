@@ -40,8 +40,13 @@ export type TortureFault = (typeof FAULTS)[number];
  *    that the harness sends from another process: before the wait, while it is parked, twice with
  *    one `signalId`, or never (the wait times out); the owner is killed while parked and right after
  *    a signal's commit (decision 0064).
+ *  - `schedule`: the agent process (every worker, on PostgreSQL) declares {@link TORTURE_SCHEDULES}
+ *    — 1 s and 1.5 s periods and a seconds cron, overlap `skip` and `queue`, catch-up `latest` —
+ *    whose runs ({@link SCHEDULED_AGENT}) send once and sometimes outlast a period; processes are
+ *    killed across ticks (`before-tick-admit`, `after-tick-admit`, `after-tick-recorded`) and at
+ *    random, and restarted (decision 0064).
  */
-export const FAULT_KINDS = ["backoff", "cancel", "queue", "pause", "sleep", "signal"] as const;
+export const FAULT_KINDS = ["backoff", "cancel", "queue", "pause", "sleep", "signal", "schedule"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /**
@@ -49,7 +54,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
  * actor in both harnesses and its check in `torture/check-waits.ts` (`WAIT_CHECKS`). `approval`
  * and `schedule` join this list the same way.
  */
-export const WAIT_KINDS = ["sleep", "signal"] as const satisfies ReadonlyArray<FaultKind>;
+export const WAIT_KINDS = ["sleep", "signal", "schedule"] as const satisfies ReadonlyArray<FaultKind>;
 export type WaitFaultKind = (typeof WAIT_KINDS)[number];
 /** The wait kinds among `kinds`. */
 export const waitKindsIn = (kinds: ReadonlyArray<FaultKind>): WaitFaultKind[] =>
@@ -61,6 +66,28 @@ export const sleepMsFor = (label: string): number => {
   for (const c of label) h = (h * 31 + c.charCodeAt(0)) >>> 0;
   return 200 + (h % 1301);
 };
+/** The agent the `schedule` kind's ticks run: one witnessed send, held `holdMs` (its input). */
+export const SCHEDULED_AGENT = "torture-scheduled";
+/**
+ * The `schedule` kind's schedules: a 1-second one whose runs outlast its period now and then
+ * (overlap `skip`: those ticks are skipped), a 1.5-second one whose runs queue behind each other
+ * (overlap `queue`), and a seconds cron (6 fields, croner). All catch up `latest`.
+ */
+export const TORTURE_SCHEDULES = [
+  { id: "t-skip", everyMs: 1_000, overlap: "skip", input: { label: "sched-skip", holdMs: 1_200 } },
+  { id: "t-queue", everyMs: 1_500, overlap: "queue", input: { label: "sched-queue", holdMs: 900 } },
+  { id: "t-cron", cron: "* * * * * *", overlap: "skip", input: { label: "sched-cron", holdMs: 100 } },
+] as const;
+/** The `schedule` kind's schedules as `runtime.schedules.upsert` takes them. */
+export const tortureScheduleSpecs = () =>
+  TORTURE_SCHEDULES.map((s) => ({
+    ...s,
+    input: { ...s.input },
+    agent: SCHEDULED_AGENT,
+    catchUp: "latest" as const,
+    timezone: "UTC",
+  }));
+
 /** The `sleep` kind's child sleeps this long. */
 export const CHILD_SLEEP_MS = 200;
 /** The signal the `signal` kind's run waits for. */
@@ -197,6 +224,13 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
     run: async (turn, input: { label: string }) => turn.tool(send, { label: input.label }),
   });
 
+  const scheduled = defineAgent({
+    name: SCHEDULED_AGENT,
+    version: "1",
+    run: async (turn, input: { label: string; holdMs: number }) =>
+      turn.tool(send, { label: input.label, holdMs: input.holdMs }),
+  });
+
   const child = defineAgent({
     name: "torture-child",
     version: "1",
@@ -290,7 +324,7 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
   });
 
   return {
-    agents: [agent, child, queued],
+    agents: [agent, child, queued, scheduled],
     tools: [send, readSafe, http, shell, writeFile, flaky, limited],
     /** The safe list the harness runs with. */
     allowlist: { read_safe: readSafe.pin },

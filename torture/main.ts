@@ -21,19 +21,27 @@
  *     parked); `signal` has it wait for a signal the harness sends from a second runtime (before
  *     the wait, while parked, twice with one id, from a `holdfast signal` killed after its commit,
  *     or never: it times out), killing the owner while parked and right after a signal's commit
+ *   npm run torture -- --faults schedule --trials 30   three schedules (overlap skip and queue, a
+ *     seconds cron) ticked for 9 s a trial by processes killed across ticks (`before-tick-admit`,
+ *     `after-tick-admit`, `after-tick-recorded`) and restarted (decision 0064)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
  *     (with `queue`, each of the --runs chats also gets three queued inputs: four runs of the agent per chat)
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openRuntime, type Runtime } from "../src/index.js";
 import { contextOf, foldRun, statusOf } from "../src/machines/index.js";
-import { CRASH_POINTS, type CrashPointName, WAKE_CRASH_POINTS } from "../src/runtime/crash.js";
+import {
+  CRASH_POINTS,
+  type CrashPointName,
+  SCHEDULE_CRASH_POINTS,
+  WAKE_CRASH_POINTS,
+} from "../src/runtime/crash.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
 import {
   auditLog,
@@ -56,7 +64,13 @@ import {
   type PauseCheck,
   type QueueCheck,
 } from "./check-kinds.js";
-import { checkWaitKinds, type KindCheck, type SignalSent, sumKindChecks } from "./check-waits.js";
+import {
+  type AliveWindow,
+  checkWaitKinds,
+  type KindCheck,
+  type SignalSent,
+  sumKindChecks,
+} from "./check-waits.js";
 import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
 import {
   BACKOFF_CALL,
@@ -153,6 +167,12 @@ const pauseKind = faultKinds.includes("pause");
 /** The kinds whose runs wait (`sleep`, `signal`; decision 0064), each with its check in check-waits.ts. */
 const waitKinds = waitKindsIn(faultKinds);
 const signalKind = faultKinds.includes("signal");
+/** The kinds that park the trial's run (the wake-up's crash points land in them). */
+const parkKind = faultKinds.includes("sleep") || signalKind;
+/** The `schedule` kind: the agent process ticks the torture's schedules for {@link SCHEDULE_WINDOW_MS}. */
+const scheduleKind = faultKinds.includes("schedule");
+/** How long a `schedule` trial's schedules tick, from the trial's start (restarts included). */
+const SCHEDULE_WINDOW_MS = 9_000;
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
   process.stderr.write("torture: --max-seconds takes a positive number\n");
@@ -432,6 +452,7 @@ const runTrial = async (
     TORTURE_LABEL: `t${trial}`,
     TORTURE_FAULT: fault ?? "",
     TORTURE_FAULTS: faultKinds.join(","),
+    ...(scheduleKind ? { TORTURE_SCHEDULE_UNTIL: String(Date.now() + SCHEDULE_WINDOW_MS) } : {}),
     // The AI SDK agent: every combination of generate/stream and hold/replay comes round.
     ...(variant === "ai"
       ? {
@@ -469,15 +490,17 @@ const runTrial = async (
       ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
       : point === "during-backoff"
         ? { at: point, call: BACKOFF_CALL }
-        : (WAKE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
-          ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES - 1)) }
-          : point === "mid-checkpoint"
-            ? { at: point, skip: Math.floor(rng() * 2) }
-            : point === "mid-group-commit"
-              ? { at: point, skip: Math.floor(rng() * 16) }
-              : RECOVERY_POINTS.includes(point as CrashPointName)
-                ? { at: point as CrashPointName }
-                : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
+        : (SCHEDULE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
+          ? { at: point as CrashPointName, skip: Math.floor(rng() * 4) }
+          : (WAKE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
+            ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES - 1)) }
+            : point === "mid-checkpoint"
+              ? { at: point, skip: Math.floor(rng() * 2) }
+              : point === "mid-group-commit"
+                ? { at: point, skip: Math.floor(rng() * 16) }
+                : RECOVERY_POINTS.includes(point as CrashPointName)
+                  ? { at: point as CrashPointName }
+                  : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
   let kills = 0;
   const firedAt = new Set<string>();
@@ -590,7 +613,7 @@ const runTrial = async (
   // the signals sent, and what is done already (a restart picks up where the last process stopped).
   const plan: WaitPlan | null = signalKind
     ? SIGNAL_PLANS[trial % SIGNAL_PLANS.length]!
-    : waitKinds.length > 0 && trial % 3 === 1
+    : parkKind && trial % 3 === 1
       ? { send: "none", again: false, senderKilled: false, kill: "parked" }
       : null;
   const signals: SignalSent[] = [];
@@ -742,8 +765,18 @@ const runTrial = async (
     }
     return true;
   };
+  // The schedule kind: when each process was up (its runtime open, noted in `alive`, until it ended).
+  const alive: AliveWindow[] = [];
+  const aliveFile = join(dir, "alive");
+  const aliveLines = (): string[] =>
+    existsSync(aliveFile)
+      ? readFileSync(aliveFile, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+      : [];
   for (let round = 0; round < (decides || faultKinds.length > 0 ? 16 : 8); round++) {
     const acting = control && !controlDone ? during : undefined;
+    const upBefore = aliveLines().length;
     const result = await runProcess(
       env,
       next,
@@ -753,6 +786,11 @@ const runTrial = async (
           }
         : undefined,
     );
+    if (scheduleKind) {
+      const ended = Date.now();
+      for (const line of aliveLines().slice(upBefore))
+        alive.push({ from: Number(line.split(" ")[1]), to: ended });
+    }
     if (result.signal === "SIGKILL") {
       kills++;
       if (next?.at === point) firedAt.add(point);
@@ -835,6 +873,9 @@ const runTrial = async (
           ? { at: "random", ms: 200 + Math.floor(rng() * 1200) }
           : null);
     pendingRecoveryKill = null;
+    // The schedule kind: while its schedules tick, half the restarts are killed across a tick again.
+    if (scheduleKind && next === null && Date.now() < Number(env.TORTURE_SCHEDULE_UNTIL) && rng() < 0.5)
+      next = { at: pick(SCHEDULE_CRASH_POINTS), skip: Math.floor(rng() * 3) };
   }
   // The signal kind: a signal to the run once it ended must be refused, and write nothing.
   if (signalKind && !error) {
@@ -857,7 +898,7 @@ const runTrial = async (
   const pause = pauseKind
     ? checkPause(log.events, Object.keys(check.effects), HARNESS_BY, pauseSeen)
     : undefined;
-  const waits = waitKinds.length > 0 ? checkWaitKinds(waitKinds, log.events, { signals }) : undefined;
+  const waits = waitKinds.length > 0 ? checkWaitKinds(waitKinds, log.events, { signals, alive }) : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -939,8 +980,10 @@ const main = async () => {
   // With the ordinary day's kinds, the cycle is theirs: every named point, and twice as often a
   // kill in a backoff or at random (which lands in one often); the classic faults have their record.
   // The wait kinds put the wake-up's crash points first, so a short slice kills there.
-  const wakePoints: Category[] =
-    waitKinds.length > 0 ? [...WAKE_CRASH_POINTS, "random", ...WAKE_CRASH_POINTS] : [];
+  const wakePoints: Category[] = [
+    ...(scheduleKind ? [...SCHEDULE_CRASH_POINTS, "random" as const] : []),
+    ...(parkKind ? [...WAKE_CRASH_POINTS, "random" as const, ...WAKE_CRASH_POINTS] : []),
+  ];
   const points: Category[] = backoffKind
     ? [...wakePoints, ...TORTURE_POINTS, "random", "during-backoff", "random"]
     : faultKinds.length > 0

@@ -50,7 +50,7 @@ import { openRuntime, type Runtime } from "../src/adapters/openRuntime.js";
 import { maskUrl, openStore } from "../src/adapters/store.js";
 import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
-import { WAKE_CRASH_POINTS } from "../src/runtime/crash.js";
+import { SCHEDULE_CRASH_POINTS, WAKE_CRASH_POINTS } from "../src/runtime/crash.js";
 import type { Journal } from "../src/runtime/Journal.js";
 import {
   auditFindings,
@@ -62,7 +62,7 @@ import {
   sealedRows,
 } from "./check.js";
 import { type CancelAsked, checkCancel, checkPause, checkQueue, type QueueCheck } from "./check-kinds.js";
-import { checkWaitKinds, type SignalSent } from "./check-waits.js";
+import { type AliveWindow, checkWaitKinds, type SignalSent } from "./check-waits.js";
 import {
   ALLOWLISTED,
   type FaultKind,
@@ -71,6 +71,8 @@ import {
   QUEUED_AGENT,
   QUEUED_INPUTS,
   SIGNAL_NAME,
+  TORTURE_SCHEDULES,
+  tortureScheduleSpecs,
   waitKindsIn,
 } from "./definitions.js";
 import { startWitnessServer } from "./witness-server.js";
@@ -121,6 +123,9 @@ interface WorkerProcess {
   readonly child: ChildProcessWithoutNullStreams;
   workerId: string | null;
   started: boolean;
+  /** When it reported started (its runtime open: it ticks schedules from then), and when it exited. */
+  startedAt: number | null;
+  endedAt: number | null;
   exited: boolean;
   killedAt: number | null;
   /** When it stopped itself at its pause point (null: not paused now). */
@@ -200,6 +205,13 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const controlKinds = [...(cancelKind ? ["cancel"] : []), ...(pauseKind ? ["pause"] : [])];
   const waitKinds = waitKindsIn(faultKinds);
   const signalKind = faultKinds.includes("signal");
+  /** The `schedule` kind: the torture's schedules tick through the kill waves (decision 0064). */
+  const scheduleKind = faultKinds.includes("schedule");
+  /** The crash points a restarted worker may carry: the wake-up's (sleep, signal), the tick's (schedule). */
+  const restartPoints: ReadonlyArray<string> = [
+    ...(faultKinds.includes("sleep") || signalKind ? WAKE_CRASH_POINTS : []),
+    ...(scheduleKind ? SCHEDULE_CRASH_POINTS : []),
+  ];
   const rng = seeded(options.seed);
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
@@ -313,6 +325,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       child,
       workerId,
       started: false,
+      startedAt: null,
+      endedAt: null,
       exited: false,
       killedAt: null,
       pausedAt: null,
@@ -336,6 +350,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           case "started":
             worker.workerId = String(report.workerId);
             worker.started = true;
+            worker.startedAt = Date.now();
             break;
           case "admitted":
           case "queued": {
@@ -368,6 +383,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     child.stdin.on("error", () => {});
     void worker.exit.then(({ code, signal }) => {
       worker.exited = true;
+      worker.endedAt = Date.now();
       // Whatever it had not admitted goes to another worker (admission is idempotent anyway).
       for (const i of worker.pending) if (!chats[i]!.every((l) => accepted.has(l.inputId))) queue.push(i);
       worker.pending.clear();
@@ -739,6 +755,12 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       }, 200)
     : undefined;
 
+  // The schedule kind: declared once (as an application would at every start: the same again changes nothing).
+  if (scheduleKind) {
+    const op = await operatorRuntime();
+    for (const spec of tortureScheduleSpecs()) await op.schedules.upsert(spec);
+  }
+
   const snapshots: Outcomes[] = [];
   let kills = 0;
   for (let k = 0; k < options.kills; k++) {
@@ -746,6 +768,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
     if (pauseKind) await lookAtPaused(kills, false);
     await sleep(100 + Math.floor(rng() * 900));
+    // The schedule kind: every other wave kills within half a second after a tick's time (the
+    // schedules tick on whole seconds), when a worker's tick pass admits and records it.
+    if (scheduleKind && k % 2 === 0) await sleep(1_000 - (Date.now() % 1_000) + Math.floor(rng() * 500));
     // Never the last worker standing: a live peer must be there to take the victim's runs over
     // (restarted workers take a few seconds to start).
     const ready = () => slots.flatMap((w) => (w?.started && !w.exited ? [w] : []));
@@ -856,10 +881,12 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     // deployment it starts on its own host.
     const restartBy = victim.killedAt! + options.leaseMs + 2_000;
     while (Date.now() < restartBy && (await claimsOf(victim.workerId!)) > 0) await sleep(100);
-    // The wait kinds: a third of the restarts carry a wake-up crash point (one such worker at a time).
+    // The wait kinds: a third of the restarts carry a wake-up or tick crash point (one such worker at a time).
     const crashAt =
-      waitKinds.length > 0 && rng() < 0.34 && !slots.some((w) => w && !w.exited && w.crashAt !== null)
-        ? pick(WAKE_CRASH_POINTS)
+      restartPoints.length > 0 &&
+      rng() < (scheduleKind ? 0.6 : 0.34) &&
+      !slots.some((w) => w && !w.exited && w.crashAt !== null)
+        ? pick(restartPoints)
         : null;
     spawnWorker(victim.slot, crashAt);
     log(
@@ -869,6 +896,21 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   }
   await feed(options.runs);
   await decideHeld(10);
+  // The schedule kind: no tick after the waves; the ticks' runs and queues settle below.
+  if (scheduleKind) {
+    const op = await operatorRuntime();
+    for (const { id } of TORTURE_SCHEDULES) await op.schedules.pause(id, { by: HARNESS_BY });
+  }
+  /** The schedule kind: queued ticks still waiting behind a run that is not held. */
+  const schedulesQueued = async (): Promise<boolean> => {
+    if (!scheduleKind) return false;
+    const op = await operatorRuntime();
+    for (const { id } of TORTURE_SCHEDULES) {
+      const q = await op.queue(`schedule-${id}`);
+      if (q.items.length > 0 && q.waitingFor?.status !== "held") return true;
+    }
+    return false;
+  };
   if (pauseKind) await lookAtPaused(kills, true);
 
   /** The queue kind: a held run keeps its chat's queued inputs waiting; the harness stops it (0043). */
@@ -895,12 +937,14 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     while (queue.length > 0) send(queue.shift()!);
     last = await statuses();
     const top = last.rows.filter((r) => !r.chatId.startsWith("child:")).length;
-    if (top >= options.runs * linesPerChat && last.unsettledAll === 0) break;
+    if (top >= options.runs * linesPerChat && last.unsettledAll === 0 && !(await schedulesQueued())) break;
     if (queueKind && last.unsettledAll === 0) await stopHeldBeforeQueued(last.rows);
     await sleep(250);
   }
   const timedOut = Date.now() >= deadline;
   if (signaller) clearInterval(signaller);
+  const schedulesAlive = scheduleKind ? await schedulesQueued() : false;
+  if (schedulesAlive) errors.push("a schedule's queued ticks were still waiting at the end");
   while (signalling) await sleep(10);
   // A signal to a run that ended must be refused and write nothing: a few of them.
   if (signalKind)
@@ -968,7 +1012,22 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         problems: queueChecks.flatMap((q, i) => q.problems.map((p) => `chat-${i}: ${p}`)),
       }
     : undefined;
-  const waits = checkWaitKinds(waitKinds, events, { signals });
+  // When a worker could tick: from its start to its death or stop, less the spans it was stopped.
+  const alive: AliveWindow[] = processes.flatMap((w) => {
+    if (w.startedAt === null) return [];
+    const windows: AliveWindow[] = [];
+    let from = w.startedAt;
+    const to = Math.min(w.killedAt ?? Number.POSITIVE_INFINITY, w.endedAt ?? Date.now());
+    for (const span of pauseSpans
+      .filter((p) => p.workerId === w.workerId && p.to > from && p.from < to)
+      .sort((a, b) => a.from - b.from)) {
+      if (span.from > from) windows.push({ from, to: span.from });
+      from = span.to;
+    }
+    if (to > from) windows.push({ from, to });
+    return windows;
+  });
+  const waits = checkWaitKinds(waitKinds, events, { signals, alive });
   const pause = pauseKind
     ? {
         ...checkPause(events, effectKeys, HARNESS_BY, pauseSeen),

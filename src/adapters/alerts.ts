@@ -13,15 +13,20 @@ import { readLiveness } from "./liveness.js";
 /** What an alert says; the JSON body a webhook receives. Ids, codes and times only. */
 export interface Alert {
   readonly type: "holdfast.alert";
-  /** The idempotency key: `<runId>@<version>` (held, crash-loop) or `<runId>@<version>/stalled`. */
+  /**
+   * The idempotency key: `<runId>@<version>` (held, crash-loop), `<runId>@<version>/stalled`, or
+   * `<runId>@<version>/approval` (a tool call awaits a person's approval, decision 0057).
+   */
   readonly id: string;
-  readonly kind: "held" | "stalled" | "crash-loop";
+  readonly kind: "held" | "stalled" | "crash-loop" | "approval";
   readonly runId: string;
   /**
-   * Why: the hold reasons' codes (`in-doubt`, `crash-loop`, …, joined by `, `), or why the run is
-   * stalled (`lease-expired`, `owner-dead`).
+   * Why: the hold reasons' codes (`in-doubt`, `crash-loop`, …, joined by `, `), why the run is
+   * stalled (`lease-expired`, `owner-dead`), or `awaiting-approval`.
    */
   readonly reason: string;
+  /** The call awaiting approval (`<runId>/<seq>`), for `approval` alerts. */
+  readonly callId?: string;
   /** `name@version`. */
   readonly agent: string;
   /** When it happened (ISO 8601): the run's last event, or since when nothing runs it. */
@@ -113,6 +118,20 @@ export const alertsOf = (
       ...link,
     };
   }
+  // A tool call waits for a person's approval: someone has to look (decision 0057).
+  if (row.status === "waiting" && row.waiting?.wait === "approval") {
+    return {
+      type: "holdfast.alert",
+      id: `${row.runId}@${row.version}/approval`,
+      kind: "approval",
+      runId: row.runId,
+      reason: "awaiting-approval",
+      callId: row.waiting.callId,
+      agent: row.agent,
+      at: row.updatedAt,
+      ...link,
+    };
+  }
   // A run nobody owns (decided, waiting for a runtime with its agent) is not an owner gone.
   if (row.stalled && row.stalledBecause && row.stalledBecause !== "no-owner") {
     return {
@@ -191,14 +210,21 @@ export const startAlerts = (journal: Journal, workerId: string, options: AlertOp
   const look = async (): Promise<void> => {
     const rows = await journal.projectionRows<RunRow>("runs");
     const active = rows.filter(
-      (r) => r.status === "held" || r.status === "running" || r.status === "interrupted",
+      (r) =>
+        r.status === "held" ||
+        r.status === "running" ||
+        r.status === "interrupted" ||
+        (r.status === "waiting" && r.waiting?.wait === "approval"),
     );
     if (active.length === 0) return;
     const liveness = await readLiveness(journal);
     const found: NewAlert[] = [];
     const stillStalled = new Set<string>();
     for (const row of active) {
-      const alert = alertsOf(row.status === "held" ? row : liveness.of(row), o.panelUrl);
+      const alert = alertsOf(
+        row.status === "running" || row.status === "interrupted" ? liveness.of(row) : row,
+        o.panelUrl,
+      );
       if (!alert) continue;
       if (alert.kind === "stalled") {
         stillStalled.add(alert.id);

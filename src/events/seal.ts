@@ -20,6 +20,8 @@ export const SEALED_FIELDS: ReadonlyArray<string> = [
   // run.resumed (who resumed it: a worker, or the person who decided) and document authors.
   "by",
   "calls",
+  // call.intended: where a person looks, worked out from the arguments.
+  "checkHint",
   "decidedBy",
   // conflict.recorded: the two outcomes described in words.
   "detail",

@@ -230,7 +230,7 @@ export interface LivenessSnapshot {
 export interface NewAlert {
   readonly key: string;
   readonly runId: string;
-  readonly kind: "held" | "stalled" | "crash-loop";
+  readonly kind: "held" | "stalled" | "crash-loop" | "approval";
   /** The JSON body sent, built from ids, codes and times only (never a payload or a secret). */
   readonly body: string;
 }

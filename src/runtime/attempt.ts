@@ -56,7 +56,7 @@ export interface CallSpec<R> {
   /** Abort each attempt through its signal after this long. */
   timeoutMs?: number;
   /** Where a person looks to learn whether the call happened: recorded in each intent, masked. */
-  checkHint?: (context: CallContext) => string;
+  checkHint?: (runArgs: unknown, context: CallContext) => string;
   /**
    * A tool whose calls may need approval (decision 0057): whether this call does (asked of a new
    * call only), whether edits are allowed, what the tool does, and how to decode edited arguments
@@ -306,7 +306,7 @@ const checkHintField = <R>(
   if (!spec.checkHint) return {};
   let hint: unknown;
   try {
-    hint = spec.checkHint(context);
+    hint = spec.checkHint(spec.runArgs, context);
   } catch {
     return {};
   }

@@ -19,7 +19,23 @@ export type CrashPointName =
   | RetryCrashPointName
   | SignalCrashPointName
   | WakeCrashPointName
-  | ApprovalCrashPointName;
+  | ApprovalCrashPointName
+  | ScheduleCrashPointName;
+
+/**
+ * Crash points of a schedule's tick (decision 0064, the `schedule` kind): `before-tick-admit` — a
+ * worker read the schedule and chose to admit the tick's run, nothing written yet;
+ * `after-tick-admit` — the tick's run admitted (`<id>@<tick>` committed), `schedule.ticked` not yet
+ * recorded; `after-tick-recorded` — `schedule.ticked` committed. Apart from {@link CRASH_POINTS}:
+ * only the torture's `schedule` kind has schedules.
+ */
+export type ScheduleCrashPointName = "before-tick-admit" | "after-tick-admit" | "after-tick-recorded";
+/** The tick's crash points, in order. */
+export const SCHEDULE_CRASH_POINTS: ReadonlyArray<ScheduleCrashPointName> = [
+  "before-tick-admit",
+  "after-tick-admit",
+  "after-tick-recorded",
+];
 
 /**
  * Crash points of a wake-up (decision 0064): `before-wake` right after a waker claimed a due wait

@@ -114,6 +114,10 @@ export interface PreparedInput {
 const readQueue = async (core: EngineCore, chatId: string): Promise<QueueState> =>
   foldQueue(await core.journal.readStream(queueStreamId(chatId)));
 
+/** The input ids the chat's queue knows (pending, withdrawn or admitted from it), by one read. */
+export const queuedInputIds = async (core: EngineCore, chatId: string): Promise<ReadonlySet<string>> =>
+  new Set((await readQueue(core, chatId)).items.keys());
+
 /** Whether the chat's queue knows the input (pending, withdrawn or admitted from it). */
 export const queueKnows = async (core: EngineCore, chatId: string, inputId: string): Promise<boolean> =>
   (await readQueue(core, chatId)).items.has(inputId);

@@ -11,10 +11,12 @@ import {
 import { foldSchedule, type ScheduleRow } from "../projections/index.js";
 import { admit } from "./admit.js";
 import type { EngineCore } from "./core.js";
+import { crashPoint } from "./crash.js";
 import { ActiveRunExists, InputConflict, InvalidInput, ScheduleNotFound } from "./errors.js";
 import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
 import { storedCopy } from "./json.js";
+import { queuedInputIds } from "./queue.js";
 
 /** What `runtime.schedules.upsert` takes (DESIGN §13, decision 0060). */
 export interface ScheduleSpec {
@@ -146,6 +148,12 @@ export const onTimeGraceMs = (tickMs: number, nextMs: number): number =>
   Math.min(60_000, Math.max(1_000, Math.floor((nextMs - tickMs) / 2)));
 
 /**
+ * How many of the ticks a catch-up passed over are looked up for a run admitted by a worker that
+ * died before recording it (the latest first): a crash and restart spans a few ticks.
+ */
+const ORPHAN_LOOK_BACK = 64;
+
+/**
  * Ticks of a cron schedule counted at most as missed in one catch-up (decision 0060): the latest tick
  * is found without walking the ones before it; counting them walks at most this many (~70 ms), and a
  * longer outage records this count ("at least"). A period (`everyMs`) is counted exactly.
@@ -157,6 +165,8 @@ interface CatchUp {
   readonly tickMs: number;
   readonly next: number;
   readonly missed: number;
+  /** The last ticks after `dueMs` up to `tickMs` (at most `lookBack`, oldest first, consecutive). */
+  readonly passed: ReadonlyArray<number>;
 }
 
 /**
@@ -164,17 +174,19 @@ interface CatchUp {
  * every tick in between (decision 0060): a period by arithmetic; a cron pattern by croner's
  * `previousRuns` on one `Cron`, checked by asking for the tick after it.
  */
-export const catchUpTo = (timing: Timing, dueMs: number, nowMs: number): CatchUp => {
+export const catchUpTo = (timing: Timing, dueMs: number, nowMs: number, lookBack = 1): CatchUp => {
   if (typeof timing.everyMs === "number") {
     const every = timing.everyMs;
     const tickMs = Math.max(dueMs, Math.floor(nowMs / every) * every);
-    return { tickMs, next: tickMs + every, missed: Math.floor((tickMs - dueMs) / every) };
+    const passed: number[] = [];
+    for (let t = tickMs; t > dueMs && passed.length < lookBack; t -= every) passed.unshift(t);
+    return { tickMs, next: tickMs + every, missed: Math.floor((tickMs - dueMs) / every), passed };
   }
   const cron = cronOf(timing);
   const after = (ms: number): number => cron.nextRun(new Date(ms))?.getTime() ?? NEVER;
   let tickMs = dueMs;
   let next = after(tickMs);
-  if (next > nowMs) return { tickMs, next, missed: 0 };
+  if (next > nowMs) return { tickMs, next, missed: 0, passed: [] };
   // Ticks are whole seconds and croner looks strictly before its reference (milliseconds stripped).
   const latest = cron.previousRuns(1, new Date(Math.floor(nowMs / 1000) * 1000 + 1000))[0]?.getTime();
   if (latest !== undefined && latest > tickMs && latest <= nowMs) {
@@ -188,7 +200,11 @@ export const catchUpTo = (timing: Timing, dueMs: number, nowMs: number): CatchUp
   }
   let missed = 0;
   for (let t = dueMs; t < tickMs && missed < MISSED_COUNT_CAP; missed++) t = after(t);
-  return { tickMs, next, missed };
+  // The ticks just before the latest (croner's `previousRuns` is strictly before a whole second).
+  const before =
+    lookBack > 1 ? cron.previousRuns(lookBack - 1, new Date(tickMs)).map((d) => d.getTime()) : [];
+  const passed = [...before.filter((t) => t > dueMs).reverse(), tickMs];
+  return { tickMs, next, missed, passed };
 };
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -455,12 +471,34 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number, trie
   let missed = 0;
   let next = nextTickAfter(row, tickMs) ?? NEVER;
   const recordedAdmission = await core.journal.admission(chatId, tickInputId(scheduleId, iso(dueMs)));
+  // With overlap `queue` the tick's input may have been queued (not admitted) by a worker that died.
+  const queued: ReadonlySet<string> =
+    row.overlap === "queue" ? await queuedInputIds(core, chatId) : new Set<string>();
   let handled: Handled | null = recordedAdmission
     ? { outcome: "admitted", admittedRunId: recordedAdmission.runId }
-    : null;
+    : queued.has(tickInputId(scheduleId, iso(dueMs)))
+      ? { outcome: "queued" }
+      : null;
   if (!handled) {
     // Ticks passed over while no worker ran: the latest is the one handled, the others are missed.
-    ({ tickMs, next, missed } = catchUpTo(row, dueMs, nowMs));
+    // Found without a walk over every tick (decision 0060); the last ones passed over come with it.
+    const caught = catchUpTo(row, dueMs, nowMs, ORPHAN_LOOK_BACK);
+    ({ tickMs, next, missed } = caught);
+    const passed = caught.passed;
+    // A worker that caught up to a later tick, admitted its run and died before recording it left
+    // that run (decision 0064, found by the torture's `after-tick-admit` kills): the latest such
+    // tick among the last ones passed over is recorded with its run; the next pass goes on from it.
+    for (let i = passed.length - 1; i >= 0 && !handled; i--) {
+      const inputId = tickInputId(scheduleId, iso(passed[i]!));
+      const orphan = await core.journal.admission(chatId, inputId);
+      if (!orphan && !queued.has(inputId)) continue;
+      missed -= passed.length - 1 - i;
+      tickMs = passed[i]!;
+      next = nextTickAfter(row, tickMs) ?? NEVER;
+      handled = orphan ? { outcome: "admitted", admittedRunId: orphan.runId } : { outcome: "queued" };
+    }
+  }
+  if (!handled) {
     const late = nowMs - tickMs > onTimeGraceMs(tickMs, next);
     if (row.catchUp === "none" && late) handled = { outcome: "missed" };
     else {
@@ -488,6 +526,7 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number, trie
       },
     ],
   });
+  crashPoint("after-tick-recorded");
   return true;
 };
 
@@ -510,7 +549,9 @@ const fire = async (
   if (admitted) return { outcome: "admitted", admittedRunId: admitted.runId };
   try {
     if (row.overlap === "queue") {
+      crashPoint("before-tick-admit");
       const handle = await admit(core, { ...request, whenBusy: "queue" });
+      crashPoint("after-tick-admit");
       handle.result.then(undefined, () => undefined);
       return handle.queued ? { outcome: "queued" } : { outcome: "admitted", admittedRunId: handle.runId };
     }
@@ -521,7 +562,9 @@ const fire = async (
       if (again) return { outcome: "admitted", admittedRunId: again.runId };
       return { outcome: "skipped", activeRunId: active };
     }
+    crashPoint("before-tick-admit");
     const handle = await admit(core, { ...request, whenBusy: "refuse" });
+    crashPoint("after-tick-admit");
     handle.result.then(undefined, () => undefined);
     return { outcome: "admitted", admittedRunId: (handle as { runId: string }).runId };
   } catch (error) {

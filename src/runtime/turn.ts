@@ -5,6 +5,7 @@ import * as Schema from "effect/Schema";
 import {
   type AnyEvent,
   callIdOf,
+  canonicalJson,
   type EventOf,
   fingerprintOf,
   type HoldReason,
@@ -12,6 +13,7 @@ import {
   keyedHash as keyedHashUnder,
   type Masker,
   type RecordedEvent,
+  setOwn,
 } from "../events/index.js";
 import { bufferedSignal, contextOf, type RunFold, type RunSignal, statusOf } from "../machines/index.js";
 import {
@@ -112,9 +114,18 @@ const isRejected = (error: unknown): boolean =>
 const editedSpec = <R>(
   spec: CallSpec<R>,
   approval: NonNullable<CallSpec<R>["approval"]>,
-  args: unknown,
+  stored: unknown,
+  masker: Masker,
 ): CallSpec<R> => {
+  // The edit was stored masked: a field the approver left as shown (a secret as «secret:NAME»)
+  // takes the code's own value again; a masked value anywhere else cannot reach the effect.
+  const args = restoreMasked(stored, masker.mask(spec.args), spec.args);
   try {
+    const left = maskedPath(args);
+    if (left !== null)
+      throw new Error(
+        `${left.path} holds a masked value (${left.token}) that is not the original's; approve again with the real value or leave the field as shown`,
+      );
     return { ...spec, args, runArgs: approval.decode(args) };
   } catch (error) {
     const { probe: _probe, retry: _retry, settled: _settled, ...rest } = spec;
@@ -128,6 +139,56 @@ const editedSpec = <R>(
       },
     };
   }
+};
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * `edited` with every part that equals the masked original (`masked`, at the same path) replaced by
+ * the original itself (`raw`): what the approver left untouched keeps its real, unmasked value.
+ */
+const restoreMasked = (edited: unknown, masked: unknown, raw: unknown): unknown => {
+  if (canonicalJson(edited) === canonicalJson(masked)) return raw;
+  if (Array.isArray(edited) && Array.isArray(masked) && Array.isArray(raw))
+    return edited.map((item, i) => (i < masked.length ? restoreMasked(item, masked[i], raw[i]) : item));
+  if (isRecord(edited) && isRecord(masked) && isRecord(raw)) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(edited))
+      setOwn(
+        out,
+        key,
+        Object.hasOwn(masked, key) && Object.hasOwn(raw, key)
+          ? restoreMasked(item, masked[key], raw[key])
+          : item,
+      );
+    return out;
+  }
+  return edited;
+};
+
+const MASKED_VALUE = /«secret:[^»]*»/;
+
+/** The first place in `value` still holding a masked value, or null. */
+const maskedPath = (value: unknown, path = "arguments"): { path: string; token: string } | null => {
+  if (typeof value === "string") {
+    const found = MASKED_VALUE.exec(value);
+    return found ? { path, token: found[0] } : null;
+  }
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = maskedPath(item, `${path}[${i}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  if (isRecord(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      const found = maskedPath(item, `${path}.${key}`);
+      if (found) return found;
+    }
+  }
+  return null;
 };
 
 /** Marks the calls made inside `turn.cleanup(fn)`: they run while the run is being cancelled. */
@@ -388,8 +449,8 @@ export class TurnImpl implements Turn, AttemptHost {
       ...(def.timeoutMs === undefined ? {} : { timeoutMs: def.timeoutMs }),
       ...(def.checkHint
         ? {
-            checkHint: (ctx: CallContext) =>
-              def.checkHint!(decoded.right, {
+            checkHint: (runArgs: unknown, ctx: CallContext) =>
+              def.checkHint!(runArgs as A, {
                 callId: ctx.callId,
                 attempt: ctx.attempt,
                 idempotencyKey: ctx.idempotencyKey,
@@ -801,6 +862,12 @@ export class TurnImpl implements Turn, AttemptHost {
         if (next.kind === "serve" || next.kind === "fail" || next.kind === "unknown")
           settledAttempts(spec, this.runId, callId, 1, known.attempt);
         else if (next.kind === "attempt") settledAttempts(spec, this.runId, callId, 1, next.attempt - 1);
+        // An approver edited the arguments: every attempt after the approval runs with them — the
+        // approved one, and a policy retry decided after a crash (decision 0057).
+        if (known.approval?.decision === "approved" && spec.approval) {
+          const edited = this.cursor.editedArgs(callId);
+          if (edited) spec = editedSpec(spec, spec.approval, edited.args, this.masker);
+        }
         switch (next.kind) {
           case "serve":
             return next.value as R;
@@ -842,11 +909,6 @@ export class TurnImpl implements Turn, AttemptHost {
           }
           case "attempt":
             attempt = next.attempt;
-            // An approver edited the arguments: the approved attempt runs with them (decision 0057).
-            if (known.approval?.decision === "approved" && spec.approval) {
-              const edited = this.cursor.editedArgs(callId);
-              if (edited) spec = editedSpec(spec, spec.approval, edited.args);
-            }
             // A policy retry scheduled before a crash: only the rest of its recorded wait is left.
             if (known.status === "authorized" && known.dueAt !== undefined) {
               slot.release();

@@ -329,3 +329,55 @@ const parseExposition = (text: string): Map<string, number> => {
   }
   return samples;
 };
+
+describe("an approval alert", () => {
+  it("a tool call awaiting approval sends one approval alert naming the call, and nothing secret; once approved, nothing more", async () => {
+    const hook = await webhook();
+    const refund = defineTool({
+      name: "refund",
+      args: Schema.Struct({ apiKey: Schema.String, amount: Schema.Number }),
+      approval: "required",
+      run: async ({ amount }) => ({ refunded: amount }),
+    });
+    const desk = defineAgent({
+      name: "desk",
+      version: "1",
+      run: async (turn) => turn.tool(refund, { apiKey: SECRET, amount: 5 }),
+    });
+    const runtime = await openRuntime({
+      store: join(tempDir(), "journal.db"),
+      agents: [desk],
+      tools: [refund],
+      secrets: { BILLING_KEY: SECRET },
+      alerts: { url: hook.url, everyMs: 30, firstRetryMs: 40 },
+    });
+    try {
+      const handle = await runtime.submit({ chatId: "c", inputId: "m1", agent: "desk", content: null });
+      expect(await handle.result).toMatchObject({ status: "waiting" });
+      await until("the alert", () => hook.received.length === 1);
+      const alert = JSON.parse(hook.received[0]!.body);
+      expect(alert).toEqual({
+        type: "holdfast.alert",
+        id: expect.stringMatching(new RegExp(`^${handle.runId}@\\d+/approval$`)),
+        kind: "approval",
+        runId: handle.runId,
+        reason: "awaiting-approval",
+        callId: `${handle.runId}/0`,
+        agent: "desk@1",
+        at: expect.any(String),
+      });
+      expect(hook.received[0]!.body).not.toContain(SECRET);
+      const version = (await runtime.events(handle.runId)).at(-1)!.version;
+      await runtime.approve(handle.runId, 0, { by: "ada", basedOnVersion: version });
+      await until(
+        "the run to complete",
+        async () => (await runtime.run(handle.runId))?.status === "completed",
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      expect(hook.requests).toBe(1);
+    } finally {
+      await runtime.close();
+      await hook.close();
+    }
+  });
+});

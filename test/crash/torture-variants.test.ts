@@ -153,3 +153,22 @@ describe("crash torture, the wait kinds (fixed seed, short)", () => {
     expect(result.summary.killedAtCrashPoint["after-woken"], result.said).toBe(1);
   }, 300_000);
 });
+
+describe("crash torture, the schedule kind (fixed seed, short)", () => {
+  it("schedule on libSQL: three schedules (overlap skip and queue, a seconds cron) ticked by processes killed right before a tick's admission and right after it: no tick recorded or admitted twice, none lost while a process was up, the catch-up after each restart counted, overlap skip one run at a time, every check clean", () => {
+    const result = torture(["--faults", "schedule", "--trials", "2", "--seed", "71"]);
+    expect(result.summary.faultKinds).toEqual(["schedule"]);
+    expectClean(result);
+    expect(result.summary.schedule.problems, result.said).toEqual([]);
+    const counts = result.summary.schedule.counts;
+    expect(counts.schedules, result.said).toBe(6);
+    expect(counts.runs, result.said).toBe(counts.runsFinished);
+    expect(counts.admitted, result.said).toBeGreaterThanOrEqual(4);
+    // A tick whose process died before or after its admission is caught up after the restart.
+    expect(counts.missedTicks, result.said).toBeGreaterThanOrEqual(1);
+    // Ticks owed while a process was up (counts.owed) depend on how fast processes start under
+    // load: the PostgreSQL slice (three workers, test/crash/workers.test.ts) asserts them.
+    expect(result.summary.killedAtCrashPoint["before-tick-admit"], result.said).toBe(1);
+    expect(result.summary.killedAtCrashPoint["after-tick-admit"], result.said).toBe(1);
+  }, 300_000);
+});

@@ -436,3 +436,113 @@ describe("a SIGKILL after an approval commits and before the effect", () => {
     await killedAroundApproval(pgUrl(schemas.fresh()), 2, true);
   });
 });
+
+describe("edited arguments after the approval", () => {
+  it("a policy retry decided after a SIGKILL between the approved attempt's failure and its retry runs with the edited arguments too", async () => {
+    const store = join(tempDir(), "journal.db");
+    const witness = join(tempDir(), "witness.txt");
+    const env = { HF_DB: store, HF_WITNESS: witness, HF_TOOL: "refund" };
+    const first = startScript(APPROVAL_WORKER, { ...env, HF_MODE: "submit" });
+    await first.waitFor("waiting");
+    const runId = String(first.lines.find((l) => l.kind === "waiting")!.runId);
+    await first.kill();
+    const approver = await runScript(APPROVAL_WORKER, {
+      ...env,
+      HF_MODE: "approve",
+      HF_RUN: runId,
+      HF_ARGS: JSON.stringify({ amount: 50 }),
+    });
+    expect(approver.lines.find((l) => l.kind === "approved")).toBeDefined();
+    // The approved attempt fails definitely; the process dies before its policy retry is recorded.
+    const crashed = await runScript(APPROVAL_WORKER, {
+      ...env,
+      HF_MODE: "serve",
+      HOLDFAST_CRASH_AT: "after-failed",
+    });
+    expect(crashed.signal).toBe("SIGKILL");
+    const serving = startScript(APPROVAL_WORKER, { ...env, HF_MODE: "serve" });
+    try {
+      await serving.waitFor("open");
+      const events = await completedEvents(store, runId);
+      const intents = events.flatMap((e) => (e.event.type === "call.intended" ? [e.event] : []));
+      expect(intents.map((i) => [i.attempt, i.args])).toEqual([
+        [1, { amount: 500 }],
+        [2, { amount: 50 }],
+        [3, { amount: 50 }],
+      ]);
+      // The amount the approver replaced never reaches the bank.
+      expect(witnessLines(witness)).toEqual(["refund 50 attempt 2", "refund 50 attempt 3"]);
+    } finally {
+      await serving.kill();
+    }
+  });
+
+  it("a field holding a registered secret, left as shown («secret:NAME»), reaches the effect with the code's real value; a masked value the original does not hold fails the call, no effect", async () => {
+    const seen: unknown[] = [];
+    const transfer = defineTool({
+      name: "transfer",
+      description: "Moves money to an account",
+      args: Schema.Struct({ account: Schema.String, amount: Schema.Number }),
+      approval: { editable: true },
+      run: async (args) => {
+        seen.push(args);
+        return "moved";
+      },
+    });
+    const mover = defineAgent({
+      name: "mover",
+      version: "1",
+      // The account comes from the code's configuration (an input would be stored masked).
+      run: async (turn) => turn.tool(transfer, { account: "DE89370400440532013000", amount: 500 }),
+    });
+    const runtime = await openRuntime({
+      store: join(tempDir(), "journal.db"),
+      agents: [mover],
+      tools: [transfer],
+      secrets: { ACCOUNT: "DE89370400440532013000", OTHER: "GB33BUKB20201555555555" },
+      tracing: false,
+    });
+    try {
+      const approveWith = async (chatId: string, args: unknown) => {
+        const handle = await runtime.submit({
+          chatId,
+          inputId: "i",
+          agent: "mover",
+          content: null,
+        });
+        const parked = await handle.result;
+        expect(parked, JSON.stringify(parked)).toMatchObject({ status: "waiting" });
+        const intent = (await runtime.events(handle.runId)).find(
+          (e) => e.event.type === "call.intended",
+        )?.event;
+        // What the approver is shown: the account masked.
+        expect(intent).toMatchObject({ args: { account: "«secret:ACCOUNT»", amount: 500 } });
+        await runtime.approve(handle.runId, 0, {
+          by: "ada",
+          note: "lower",
+          basedOnVersion: await versionOf(runtime, handle.runId),
+          args,
+        });
+        return ended(runtime, handle.runId);
+      };
+      const a = await approveWith("a", { account: "«secret:ACCOUNT»", amount: 50 });
+      expect(a, JSON.stringify(a)).toMatchObject({
+        status: "completed",
+      });
+      expect(seen).toEqual([{ account: "DE89370400440532013000", amount: 50 }]);
+      expect(await approveWith("b", { account: "«secret:OTHER»", amount: 50 })).toMatchObject({
+        status: "held",
+        reasons: [
+          {
+            code: "decision-needed",
+            detail: expect.stringContaining("arguments.account holds a masked value"),
+          },
+        ],
+      });
+      expect(seen).toHaveLength(1);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+  });
+});

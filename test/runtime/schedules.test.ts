@@ -143,6 +143,35 @@ describe.each(engines)("schedules on %s", (_name, storeOf) => {
     expect(await scheduleRuns(b)).toHaveLength(1);
   });
 
+  it("a run admitted for a caught-up tick whose record was lost is recorded with its tick, then the catch-up goes on from it (decision 0064)", async () => {
+    const store = await storeOf();
+    const a = await engineOn(store);
+    await upsertSchedule(a, { ...every10, catchUp: "latest" }, () => T0);
+    await settled(a);
+    // A worker caught up to the tick at +40 s, admitted its run and died before `schedule.ticked`.
+    const handle = await a.submit({
+      chatId: "schedule-s",
+      inputId: `s@${at(T0 + 40_000)}`,
+      agent: "job",
+      content: { n: 1 },
+    });
+    await handle.result;
+    const b = await engineOn(store);
+    await tickSchedules(b, T0 + 75_000);
+    await settled(b);
+    await tickSchedules(b, T0 + 75_000);
+    await settled(b);
+    const ticked = await tickEvents(b);
+    expect(ticked).toMatchObject([
+      { tickAt: at(T0 + 40_000), outcome: "admitted", admittedRunId: handle.runId, missed: 3 },
+      { tickAt: at(T0 + 70_000), outcome: "admitted", missed: 2, nextDueAt: at(T0 + 80_000) },
+    ]);
+    expect((await scheduleRuns(b)).map((r) => r.inputId).sort()).toEqual([
+      `s@${at(T0 + 40_000)}`,
+      `s@${at(T0 + 70_000)}`,
+    ]);
+  });
+
   it("catch-up latest admits only the most recent missed tick and counts the others", async () => {
     const store = await storeOf();
     const a = await engineOn(store);
@@ -230,6 +259,35 @@ describe.each(engines)("schedules on %s", (_name, storeOf) => {
     }
     expect(ran).toEqual([first, second]);
     expect((await scheduleRuns(a)).map((r) => r.inputId).sort()).toEqual([first, second]);
+  });
+
+  it("overlap queue: a caught-up tick queued by a worker that died before recording it is recorded queued, never queued again under a later tick (decision 0064)", async () => {
+    const store = await storeOf();
+    const a = await engineOn(store);
+    await upsertSchedule(a, { ...every10, overlap: "queue" }, () => T0);
+    const first = `s@${at(T0 + 10_000)}`;
+    const orphan = `s@${at(T0 + 40_000)}`;
+    gate(first);
+    await tickSchedules(a, T0 + 10_010);
+    // A worker caught up to +40 s, queued its input behind the active run, and died unrecorded.
+    await a.submit({
+      chatId: "schedule-s",
+      inputId: orphan,
+      agent: "job",
+      content: { n: 1 },
+      whenBusy: "queue",
+    });
+    const b = await engineOn(store);
+    // Later than the next tick (+50 s): the tick queued before is recorded, not a second one queued.
+    await tickSchedules(b, T0 + 55_000);
+    expect((await tickEvents(b)).at(-1)).toMatchObject({
+      tickAt: at(T0 + 40_000),
+      outcome: "queued",
+      missed: 2,
+    });
+    const queue = (await b.journal.readStream(queueStreamId("schedule-s"))).map((e) => e.event.type);
+    expect(queue).toEqual(["input.queued"]);
+    opened.get(first)!();
   });
 
   it("a bad cron pattern, an unknown time zone, or both timings at once are refused, saying what was wrong, with nothing written", async () => {

@@ -8,11 +8,14 @@
  *                and print `{kind: "approved"}`; "serve": only open the runtime (its wake loop wakes
  *                due runs; with HOLDFAST_CRASH_AT=after-approval-wake it dies right after the wake-up
  *                committed) and print `{kind: "open"}`.
+ *   HF_TOOL      "refund": the run's call is `refund` (editable, a retry policy, attempt 2 fails
+ *                definitely) instead of `pay`
+ *   HF_ARGS      "approve": the edited arguments (JSON)
  * "submit" and "serve" stay up until the test kills them with SIGKILL.
  */
 import { appendFileSync } from "node:fs";
 import * as Schema from "effect/Schema";
-import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
+import { DefiniteFailure, defineAgent, defineTool, openRuntime } from "../../src/index.js";
 
 const env = process.env;
 const out = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -28,6 +31,26 @@ export const pay = defineTool({
   },
 });
 
+/** An editable refund with a retry policy whose attempt 2 fails definitely (HF_TOOL=refund). */
+export const refund = defineTool({
+  name: "refund",
+  description: "Refunds a customer",
+  args: Schema.Struct({ amount: Schema.Number }),
+  approval: { editable: true },
+  retry: { attempts: 4, backoff: { initialMs: 10, maxMs: 20, factor: 1, jitter: 0 } },
+  run: async ({ amount }, { attempt }) => {
+    appendFileSync(env.HF_WITNESS!, `refund ${amount} attempt ${attempt}\n`);
+    if (attempt === 2) throw new DefiniteFailure("the bank refused it (503, nothing done)");
+    return `refunded ${amount}`;
+  },
+});
+
+export const refunder = defineAgent({
+  name: "refunder",
+  version: "1",
+  run: async (turn) => turn.tool(refund, { amount: 500 }),
+});
+
 export const payer = defineAgent({
   name: "payer",
   version: "1",
@@ -38,13 +61,14 @@ const main = async () => {
   const runtime = await openRuntime({
     store: env.HF_DB!,
     // The approver has no agents: it wakes nothing, so the wake-up is left to the others.
-    agents: env.HF_MODE === "approve" ? [] : [payer],
-    tools: [pay],
+    agents: env.HF_MODE === "approve" ? [] : [payer, refunder],
+    tools: [pay, refund],
     tracing: false,
     recovery: { leaseMs: 3_000, onOpen: env.HF_MODE !== "approve" },
   });
   if (env.HF_MODE === "submit") {
-    const handle = await runtime.submit({ chatId: "c", inputId: "i", agent: "payer", content: null });
+    const agent = env.HF_TOOL === "refund" ? "refunder" : "payer";
+    const handle = await runtime.submit({ chatId: "c", inputId: "i", agent, content: null });
     const result = await handle.result;
     out({ kind: result.status, runId: handle.runId });
   } else if (env.HF_MODE === "approve") {
@@ -53,6 +77,7 @@ const main = async () => {
       by: "ada",
       note: "ok",
       basedOnVersion: events.at(-1)!.version,
+      ...(env.HF_ARGS ? { args: JSON.parse(env.HF_ARGS) } : {}),
     });
     out({ kind: "approved", sent });
     await runtime.close();

@@ -62,7 +62,7 @@ export const AlertTryView = Schema.Struct({
 export const AlertView = Schema.Struct({
   id: Schema.String,
   runId: Schema.String,
-  kind: Schema.Literal("held", "stalled", "crash-loop"),
+  kind: Schema.Literal("held", "stalled", "crash-loop", "approval"),
   /** `delivered`, `pending` (being tried) or `failed` (its attempts ran out). */
   state: Schema.Literal("delivered", "pending", "failed"),
   /** The JSON body as sent. */
