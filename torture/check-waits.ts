@@ -576,7 +576,10 @@ export const checkApproval = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
   // Each awaiting call's story: where its decision was, and its later attempts' intents.
   const known = new Set<string>();
   for (const [streamId, stream] of runStreams(events)) {
-    const awaiting = new Map<string, { args: unknown; decision?: { at: number; approved: boolean; args?: unknown } }>();
+    const awaiting = new Map<
+      string,
+      { args: unknown; decision?: { at: number; approved: boolean; args?: unknown } }
+    >();
     const attempts = new Map<string, number>();
     for (const { index: at, event } of stream) {
       if (event.type === "call.intended") {
@@ -589,9 +592,13 @@ export const checkApproval = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
         if (story === undefined) continue;
         attempts.set(event.idempotencyKey, at);
         if (story.decision === undefined || story.decision.at > at)
-          problems.push(`${streamId}: attempt ${event.attempt} of ${event.callId} intended before its approval`);
+          problems.push(
+            `${streamId}: attempt ${event.attempt} of ${event.callId} intended before its approval`,
+          );
         else if (!story.decision.approved)
-          problems.push(`${streamId}: attempt ${event.attempt} of ${event.callId} intended, the call was denied`);
+          problems.push(
+            `${streamId}: attempt ${event.attempt} of ${event.callId} intended, the call was denied`,
+          );
         else {
           const want = story.decision.args ?? story.args;
           if (!sameJson(event.args, want))
@@ -623,12 +630,16 @@ export const checkApproval = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
         if (story.decision === undefined || !story.decision.approved)
           problems.push(`${streamId}: ${callId} took effect (${e.key}) without an approval`);
         else if (!attempts.has(e.key))
-          problems.push(`${streamId}: ${callId} took effect (${e.key}), not an attempt intended after its approval`);
+          problems.push(
+            `${streamId}: ${callId} took effect (${e.key}), not an attempt intended after its approval`,
+          );
         else if (
           story.decision.args !== undefined &&
           (story.decision.args as { amount?: unknown }).amount !== e.amount
         )
-          problems.push(`${streamId}: ${callId} paid ${e.amount}, the approver edited it to ${JSON.stringify(story.decision.args)}`);
+          problems.push(
+            `${streamId}: ${callId} paid ${e.amount}, the approver edited it to ${JSON.stringify(story.decision.args)}`,
+          );
       }
     }
     if (awaiting.size > 0) {

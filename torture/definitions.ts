@@ -67,7 +67,12 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
  * actor in both harnesses and its check in `torture/check-waits.ts` (`WAIT_CHECKS`). `approval`
  * and `schedule` join this list the same way.
  */
-export const WAIT_KINDS = ["sleep", "signal", "schedule", "approval"] as const satisfies ReadonlyArray<FaultKind>;
+export const WAIT_KINDS = [
+  "sleep",
+  "signal",
+  "schedule",
+  "approval",
+] as const satisfies ReadonlyArray<FaultKind>;
 export type WaitFaultKind = (typeof WAIT_KINDS)[number];
 /** The wait kinds among `kinds`. */
 export const waitKindsIn = (kinds: ReadonlyArray<FaultKind>): WaitFaultKind[] =>

@@ -35,7 +35,12 @@ const intended = (runId: string, attempt: number, args: unknown = ARGS): Ev => (
   idempotencyKey: `${runId}/0#${attempt}`,
   ...(attempt === 1 ? { approval: { editable: true, description: "pays" } } : {}),
 });
-const waiting = (runId: string): Ev => ({ type: "run.waiting", runId, wait: "approval", callId: `${runId}/0` });
+const waiting = (runId: string): Ev => ({
+  type: "run.waiting",
+  runId,
+  wait: "approval",
+  callId: `${runId}/0`,
+});
 const decided = (runId: string, decision: "approved" | "denied", args?: unknown): Ev => ({
   type: "approval.recorded",
   runId,
@@ -72,7 +77,10 @@ const failed = (runId: string): Ev => ({
 });
 const runCompleted = (runId: string): Ev => ({ type: "run.completed", runId, output: {}, outputDigest: "d" });
 const log = (...events: Ev[]): RecordedEvent[] =>
-  events.map((event, i) => ({ streamId: `run-${event.runId}`, version: i + 1, recordedAt: "", event }) as unknown as RecordedEvent);
+  events.map(
+    (event, i) =>
+      ({ streamId: `run-${event.runId}`, version: i + 1, recordedAt: "", event }) as unknown as RecordedEvent,
+  );
 const effect = (amount: number, attempt = 2, runId = "a"): ApprovalEffect => ({
   label: "t0-pay",
   amount,
@@ -101,7 +109,15 @@ describe("the torture's approval check", () => {
     expect(edited.problems).toEqual([]);
     expect(edited.counts).toMatchObject({ edited: 1 });
     const denied = checkApproval(
-      log(admitted("a"), intended("a", 1), waiting("a"), decided("a", "denied"), woken("a"), failed("a"), runCompleted("a")),
+      log(
+        admitted("a"),
+        intended("a", 1),
+        waiting("a"),
+        decided("a", "denied"),
+        woken("a"),
+        failed("a"),
+        runCompleted("a"),
+      ),
       seen(),
     );
     expect(denied.problems).toEqual([]);
@@ -129,7 +145,13 @@ describe("the torture's approval check", () => {
     expect(checkApproval(approvedRun(), seen(effect(100), effect(100))).problems.join()).toMatch(
       /witnessed 2 times/,
     );
-    const deniedRan = log(admitted("a"), intended("a", 1), waiting("a"), decided("a", "denied"), intended("a", 2));
+    const deniedRan = log(
+      admitted("a"),
+      intended("a", 1),
+      waiting("a"),
+      decided("a", "denied"),
+      intended("a", 2),
+    );
     const d = checkApproval(deniedRan, seen(effect(100))).problems.join();
     expect(d).toMatch(/the call was denied/);
     expect(d).toMatch(/without an approval/);
