@@ -450,12 +450,12 @@ interface ApprovalPlan {
 }
 /** The plans a seed cycles through, by trial number, so every short slice plays each of them. */
 const APPROVAL_PLANS: ReadonlyArray<ApprovalPlan> = [
-  { decision: "approve", viaCli: false, killParked: true },
-  { decision: "edit", viaCli: true, killParked: false },
-  { decision: "deny", viaCli: false, killParked: false },
+  { decision: "edit", viaCli: false, killParked: true },
+  { decision: "deny", viaCli: true, killParked: false },
   { decision: "approve", viaCli: true, killParked: true },
-  { decision: "edit", viaCli: false, killParked: false },
-  { decision: "deny", viaCli: true, killParked: true },
+  { decision: "approve", viaCli: false, killParked: false },
+  { decision: "edit", viaCli: true, killParked: true },
+  { decision: "deny", viaCli: false, killParked: false },
 ];
 /** The amount an edit approves instead of {@link APPROVAL_AMOUNT}. */
 const EDITED_AMOUNT = 42;
