@@ -24,6 +24,9 @@
  *   npm run torture -- --faults schedule --trials 30   three schedules (overlap skip and queue, a
  *     seconds cron) ticked for 9 s a trial by processes killed across ticks (`before-tick-admit`,
  *     `after-tick-admit`, `after-tick-recorded`) and restarted (decision 0064)
+ *   npm run torture -- --faults approval --trials 30   one call awaiting approval, approved (sometimes
+ *     with an edited amount) or denied from a second runtime or a `holdfast approve|deny` killed at
+ *     `after-approval`, the owner killed while parked and a waker at `after-approval-wake` (0064)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
