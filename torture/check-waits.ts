@@ -39,9 +39,18 @@ export interface AliveWindow {
   readonly to: number;
 }
 
+/** A line of the `approval` kind's outside witness: the tool's effect, with its idempotency key. */
+export interface ApprovalEffect {
+  readonly label: string;
+  readonly amount: number;
+  readonly key: string;
+}
+
 /** What the harness did around the waits, for the checks. */
 export interface WaitsSeen {
   readonly signals: ReadonlyArray<SignalSent>;
+  /** The `approval` kind: the witness's lines of the approved tool's effect. */
+  readonly approvalEffects?: ReadonlyArray<ApprovalEffect>;
   /** The `schedule` kind: when a process with the schedules' agent was up (a tick then is owed). */
   readonly alive?: ReadonlyArray<AliveWindow>;
 }
@@ -545,6 +554,109 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
   return { counts, problems };
 };
 
+const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The `approval` kind's laws (decisions 0057, 0064), over every run stream and the witness:
+ *  - **no effect before its approval**: a call whose first attempt awaits approval has a later
+ *    attempt intended only after an `approval.recorded` approving it; each witness line of the tool
+ *    names an attempt intended after that approval (never the awaiting attempt);
+ *  - **at most once per attempt**: no attempt's key witnessed twice; one decision per call;
+ *  - **a denied call never runs**: no later attempt, no witness line;
+ *  - **the edit is what runs**: an approved attempt's arguments equal the edit when edited;
+ *  - **no run left waiting**: every run that awaited approval ended, unless cancelled or stopped.
+ */
+export const checkApproval = (events: ReadonlyArray<RecordedEvent>, seen: WaitsSeen): KindCheck => {
+  const problems: string[] = [];
+  const counts = { awaited: 0, approved: 0, edited: 0, denied: 0, effects: 0, finished: 0 };
+  const effects = seen.approvalEffects ?? [];
+  const witnessed = new Map<string, number>();
+  for (const e of effects) witnessed.set(e.key, (witnessed.get(e.key) ?? 0) + 1);
+  for (const [key, n] of witnessed) if (n > 1) problems.push(`effect of ${key} witnessed ${n} times`);
+  // Each awaiting call's story: where its decision was, and its later attempts' intents.
+  const known = new Set<string>();
+  for (const [streamId, stream] of runStreams(events)) {
+    const awaiting = new Map<
+      string,
+      { args: unknown; decision?: { at: number; approved: boolean; args?: unknown } }
+    >();
+    const attempts = new Map<string, number>();
+    for (const { index: at, event } of stream) {
+      if (event.type === "call.intended") {
+        if (event.approval !== undefined && event.attempt === 1) {
+          awaiting.set(event.callId, { args: event.args });
+          counts.awaited++;
+          continue;
+        }
+        const story = awaiting.get(event.callId);
+        if (story === undefined) continue;
+        attempts.set(event.idempotencyKey, at);
+        if (story.decision === undefined || story.decision.at > at)
+          problems.push(
+            `${streamId}: attempt ${event.attempt} of ${event.callId} intended before its approval`,
+          );
+        else if (!story.decision.approved)
+          problems.push(
+            `${streamId}: attempt ${event.attempt} of ${event.callId} intended, the call was denied`,
+          );
+        else {
+          const want = story.decision.args ?? story.args;
+          if (!sameJson(event.args, want))
+            problems.push(
+              `${streamId}: attempt ${event.attempt} of ${event.callId} ran with ${JSON.stringify(event.args)}, approved ${JSON.stringify(want)}`,
+            );
+        }
+      }
+      if (event.type === "approval.recorded") {
+        const story = awaiting.get(event.callId);
+        if (story === undefined) {
+          problems.push(`${streamId}: approval of ${event.callId} recorded, the call awaits none`);
+          continue;
+        }
+        if (story.decision !== undefined) problems.push(`${streamId}: ${event.callId} decided twice`);
+        story.decision = {
+          at,
+          approved: event.decision === "approved",
+          ...(event.args === undefined ? {} : { args: event.args }),
+        };
+        if (event.decision === "approved") counts.approved++;
+        else counts.denied++;
+        if (event.args !== undefined) counts.edited++;
+      }
+    }
+    for (const callId of awaiting.keys()) known.add(callId);
+    for (const [callId, story] of awaiting) {
+      for (const e of effects.filter((x) => x.key.startsWith(`${callId}#`))) {
+        if (story.decision === undefined || !story.decision.approved)
+          problems.push(`${streamId}: ${callId} took effect (${e.key}) without an approval`);
+        else if (!attempts.has(e.key))
+          problems.push(
+            `${streamId}: ${callId} took effect (${e.key}), not an attempt intended after its approval`,
+          );
+        else if (
+          story.decision.args !== undefined &&
+          (story.decision.args as { amount?: unknown }).amount !== e.amount
+        )
+          problems.push(
+            `${streamId}: ${callId} paid ${e.amount}, the approver edited it to ${JSON.stringify(story.decision.args)}`,
+          );
+      }
+    }
+    if (awaiting.size > 0) {
+      const status = statusIn(stream);
+      if (ENDED.includes(status)) {
+        if (!STOPPED.includes(status)) counts.finished++;
+      } else problems.push(`${streamId}: awaited approval and was left ${status}`);
+    }
+  }
+  for (const e of effects) {
+    counts.effects++;
+    const callId = e.key.slice(0, e.key.lastIndexOf("#"));
+    if (!known.has(callId)) problems.push(`effect ${e.key} of a call that never awaited approval`);
+  }
+  return { counts, problems };
+};
+
 /**
  * The tick a schedule stream was about to handle when it was last paused or deleted: a run for it,
  * or for a later tick a worker caught up to, admitted by a worker that died before recording it,
@@ -571,6 +683,7 @@ export const WAIT_CHECKS: Record<
   sleep: (events) => checkSleep(events),
   signal: checkSignal,
   schedule: checkSchedule,
+  approval: checkApproval,
 };
 
 /** The checks of `kinds` over one journal. */

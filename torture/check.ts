@@ -252,6 +252,8 @@ export const checkTrial = (
   for (const line of [
     ...lines(join(dir, "witness", "send.txt")),
     ...lines(join(dir, "witness", "shell.txt")),
+    // The approval kind's tool: its effect, once approved.
+    ...lines(join(dir, "witness", "pay.txt")),
     // The AI SDK agent's provider: each request it received, with the call's idempotency key.
     ...lines(join(dir, "witness", "model.txt")),
     // The MCP agent's server: its `send` requests (its `read` is on the safe list, like read_safe).

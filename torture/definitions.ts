@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Schema } from "effect";
 import { type HttpLookup, makeHttpTool } from "../src/adapters/tools/httpTool.js";
 import { makeShellTool, makeWriteFileTool } from "../src/adapters/tools/index.js";
-import { CallFailed, defineAgent, defineTool } from "../src/index.js";
+import { ApprovalDenied, CallFailed, defineAgent, defineTool } from "../src/index.js";
 
 /**
  * Faults the harness can put into a trial, besides killing it:
@@ -45,8 +45,21 @@ export type TortureFault = (typeof FAULTS)[number];
  *    whose runs ({@link SCHEDULED_AGENT}) send once and sometimes outlast a period; processes are
  *    killed across ticks (`before-tick-admit`, `after-tick-admit`, `after-tick-recorded`) and at
  *    random, and restarted (decision 0064).
+ *  - `approval`: the agent makes one {@link APPROVAL_TOOL} call that needs a person's approval
+ *    (editable); the harness approves it from another runtime or process (sometimes with edited
+ *    arguments) or denies it (the agent catches `ApprovalDenied` and finishes); the owner is killed
+ *    while parked, the approver at `after-approval`, a waker at `after-approval-wake` (decision 0064).
  */
-export const FAULT_KINDS = ["backoff", "cancel", "queue", "pause", "sleep", "signal", "schedule"] as const;
+export const FAULT_KINDS = [
+  "backoff",
+  "cancel",
+  "queue",
+  "pause",
+  "sleep",
+  "signal",
+  "schedule",
+  "approval",
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /**
@@ -54,11 +67,21 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
  * actor in both harnesses and its check in `torture/check-waits.ts` (`WAIT_CHECKS`). `approval`
  * and `schedule` join this list the same way.
  */
-export const WAIT_KINDS = ["sleep", "signal", "schedule"] as const satisfies ReadonlyArray<FaultKind>;
+export const WAIT_KINDS = [
+  "sleep",
+  "signal",
+  "schedule",
+  "approval",
+] as const satisfies ReadonlyArray<FaultKind>;
 export type WaitFaultKind = (typeof WAIT_KINDS)[number];
 /** The wait kinds among `kinds`. */
 export const waitKindsIn = (kinds: ReadonlyArray<FaultKind>): WaitFaultKind[] =>
   WAIT_KINDS.filter((k) => kinds.includes(k));
+
+/** The `approval` kind's tool: a witnessed payment that needs approval; the approver may edit the amount. */
+export const APPROVAL_TOOL = "pay";
+/** The amount the `approval` kind's agent asks to pay; an edit changes it. */
+export const APPROVAL_AMOUNT = 100;
 
 /** How long the `sleep` kind's run sleeps: 200–1500 ms, by its label (the same on every re-execution). */
 export const sleepMsFor = (label: string): number => {
@@ -167,6 +190,17 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
       return { sent: label };
     },
   });
+  // The approval kind: its effect is a witness line, written only once an approval is committed.
+  const pay = defineTool({
+    name: APPROVAL_TOOL,
+    args: Schema.Struct({ label: Schema.String, amount: Schema.Number }),
+    approval: { when: "required", editable: true },
+    description: "Pays the torture trial's invoice",
+    run: async ({ label, amount }, { idempotencyKey }) => {
+      appendFileSync(witness("pay.txt"), `${label} ${amount} ${idempotencyKey}\n`);
+      return { paid: amount };
+    },
+  });
   const flaky = defineTool({
     name: "flaky",
     args: Schema.Struct({ label: Schema.String }),
@@ -270,6 +304,17 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
       const go = kinds.includes("signal")
         ? await turn.waitFor<{ trial: string }>(SIGNAL_NAME, { timeoutMs: SIGNAL_TIMEOUT_MS })
         : undefined;
+      // The approval kind: the run parks until a person approves (maybe editing) or denies the call.
+      let paid: number | "denied" | null | undefined;
+      if (kinds.includes("approval")) {
+        try {
+          const r = await turn.tool(pay, { label: `${label}-pay`, amount: APPROVAL_AMOUNT });
+          paid = r == null ? null : r.paid;
+        } catch (error) {
+          if (!(error instanceof ApprovalDenied)) throw error;
+          paid = "denied";
+        }
+      }
       if (fault === "sibling-fails") {
         await turn.all([
           () => turn.tool(send, { label: `${label}-inflight`, holdMs: 300 }),
@@ -319,13 +364,14 @@ export const makeTortureDefinitions = ({ dir, server, fault, kinds = [] }: Tortu
         kid,
         ...(limitedPost === undefined ? {} : { limited: limitedPost[0] }),
         ...(go === undefined ? {} : { go: go.timedOut ? "timed-out" : go.signalId }),
+        ...(paid === undefined ? {} : { paid }),
       };
     },
   });
 
   return {
     agents: [agent, child, queued, scheduled],
-    tools: [send, readSafe, http, shell, writeFile, flaky, limited],
+    tools: [send, readSafe, http, shell, writeFile, flaky, limited, pay],
     /** The safe list the harness runs with. */
     allowlist: { read_safe: readSafe.pin },
   };

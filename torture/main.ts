@@ -24,6 +24,9 @@
  *   npm run torture -- --faults schedule --trials 30   three schedules (overlap skip and queue, a
  *     seconds cron) ticked for 9 s a trial by processes killed across ticks (`before-tick-admit`,
  *     `after-tick-admit`, `after-tick-recorded`) and restarted (decision 0064)
+ *   npm run torture -- --faults approval --trials 30   one call awaiting approval, approved (sometimes
+ *     with an edited amount) or denied from a second runtime or a `holdfast approve|deny` killed at
+ *     `after-approval`, the owner killed while parked and a waker at `after-approval-wake` (0064)
  *
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
@@ -66,6 +69,7 @@ import {
 } from "./check-kinds.js";
 import {
   type AliveWindow,
+  type ApprovalEffect,
   checkWaitKinds,
   type KindCheck,
   type SignalSent,
@@ -73,6 +77,8 @@ import {
 } from "./check-waits.js";
 import { type DecisionCounts, decideThroughApi } from "./decide-api.js";
 import {
+  APPROVAL_AMOUNT,
+  APPROVAL_TOOL,
   BACKOFF_CALL,
   FAULT_KINDS,
   FAULTS,
@@ -169,6 +175,10 @@ const waitKinds = waitKindsIn(faultKinds);
 const signalKind = faultKinds.includes("signal");
 /** The kinds that park the trial's run (the wake-up's crash points land in them). */
 const parkKind = faultKinds.includes("sleep") || signalKind;
+/** The `approval` kind: the trial's run parks on a call awaiting approval; the harness decides it. */
+const approvalKind = faultKinds.includes("approval");
+/** The approval's crash points the agent process reaches (`after-approval` is the approver's). */
+const APPROVAL_WAKE_POINTS: ReadonlyArray<CrashPointName> = ["after-approval-wake"];
 /** The `schedule` kind: the agent process ticks the torture's schedules for {@link SCHEDULE_WINDOW_MS}. */
 const scheduleKind = faultKinds.includes("schedule");
 /** How long a `schedule` trial's schedules tick, from the trial's start (restarts included). */
@@ -211,6 +221,8 @@ const CALLS: Record<string, number> = aiAgent
         "torture-child": 1,
         // Its attempts: the first, refused, and a retry (or two).
         ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
+        // Its attempts: the one awaiting approval, and the approved one.
+        ...(approvalKind ? { [APPROVAL_TOOL]: 2 } : {}),
       };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
 /**
@@ -233,7 +245,7 @@ const CLI = join(import.meta.dirname, "..", "src", "adapters", "cli", "main.ts")
  * Wake-ups a trial's runs go through with the wait kinds: the parent's sleep, the child's, the
  * signal wait (a wake-up crash point skips fewer than the last, so it fires in the first process).
  */
-const WAKES = (faultKinds.includes("sleep") ? 2 : 0) + (signalKind ? 1 : 0);
+const WAKES = (faultKinds.includes("sleep") ? 2 : 0) + (signalKind ? 1 : 0) + (approvalKind ? 1 : 0);
 
 /** The tools on the trial's safe list: the only ones an "allowlisted" replay may name. */
 const ALLOWLISTED_TOOLS: ReadonlySet<string> =
@@ -320,6 +332,14 @@ interface TrialResult {
   readonly waits?: Partial<Record<WaitFaultKind, KindCheck>>;
   /** Where the harness killed the owner around the waits. */
   readonly waitActs?: { readonly killedWhileParked: number; readonly killedAfterSignalCommit: number };
+  /** The approval kind: the owner killed while parked, approvers killed at `after-approval`, … */
+  readonly approvalActs?: {
+    readonly killedWhileParked: number;
+    readonly approverKilled: number;
+    readonly decidedInRuntime: number;
+    readonly decidedByCli: number;
+    readonly refused: number;
+  };
   readonly error?: string;
 }
 
@@ -420,6 +440,29 @@ const SIGNAL_PLANS: ReadonlyArray<WaitPlan> = [
   { send: "parked", again: true, senderKilled: true, kill: "after-commit" },
 ];
 
+/**
+ * What the harness does about a trial's approval (decision 0064): approve it, approve it with an
+ * edited amount, or deny it; from a second runtime, or from `holdfast approve`/`deny` killed right
+ * after its commit (crash point `after-approval`); and whether the owner is killed while parked on
+ * the approval first.
+ */
+interface ApprovalPlan {
+  readonly decision: "approve" | "edit" | "deny";
+  readonly viaCli: boolean;
+  readonly killParked: boolean;
+}
+/** The plans a seed cycles through, by trial number, so every short slice plays each of them. */
+const APPROVAL_PLANS: ReadonlyArray<ApprovalPlan> = [
+  { decision: "edit", viaCli: false, killParked: true },
+  { decision: "deny", viaCli: true, killParked: false },
+  { decision: "approve", viaCli: true, killParked: true },
+  { decision: "approve", viaCli: false, killParked: false },
+  { decision: "edit", viaCli: true, killParked: true },
+  { decision: "deny", viaCli: false, killParked: false },
+];
+/** The amount an edit approves instead of {@link APPROVAL_AMOUNT}. */
+const EDITED_AMOUNT = 42;
+
 /** What a trial puts the agent through: a kill at a named crash point, a random kill, or a fault. */
 type Category = CrashPointName | "random" | TortureFault;
 const isFault = (category: Category): category is TortureFault =>
@@ -498,7 +541,8 @@ const runTrial = async (
               ? { at: point, skip: Math.floor(rng() * 2) }
               : point === "mid-group-commit"
                 ? { at: point, skip: Math.floor(rng() * 16) }
-                : RECOVERY_POINTS.includes(point as CrashPointName)
+                : RECOVERY_POINTS.includes(point as CrashPointName) ||
+                    APPROVAL_WAKE_POINTS.includes(point as CrashPointName)
                   ? { at: point as CrashPointName }
                   : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
@@ -733,6 +777,116 @@ const runTrial = async (
       await sendSignal(runId, "again");
     }
   };
+  // The approval kind: this trial's plan, what was done (a restart picks up where it stopped).
+  const approvalPlan: ApprovalPlan | null = approvalKind
+    ? APPROVAL_PLANS[trial % APPROVAL_PLANS.length]!
+    : null;
+  const approvalDone = { killed: false, decided: false };
+  const approvalActs = {
+    killedWhileParked: 0,
+    approverKilled: 0,
+    decidedInRuntime: 0,
+    decidedByCli: 0,
+    refused: 0,
+  };
+  /** Decides the run's awaiting call as the plan says; whether a decision was (or may have been) committed. */
+  const decideApproval = async (runId: string): Promise<boolean> => {
+    const plan = approvalPlan!;
+    const stream = (await readLog(db)).events.filter((e) => e.streamId === `run-${runId}`);
+    const waiting = [...stream].reverse().find((e) => e.event.type === "run.waiting")?.event;
+    const callId = waiting?.type === "run.waiting" ? waiting.callId : `${runId}/0`;
+    const basedOnVersion = stream.at(-1)!.version;
+    const intent = stream.find(
+      (e) => e.event.type === "call.intended" && e.event.callId === callId && e.event.attempt === 1,
+    )?.event;
+    const args = intent?.type === "call.intended" ? (intent.args as Record<string, unknown>) : {};
+    const edited = { ...args, amount: EDITED_AMOUNT };
+    if (plan.viaCli) {
+      const argv = [
+        "--import",
+        "tsx",
+        CLI,
+        plan.decision === "deny" ? "deny" : "approve",
+        runId,
+        callId,
+        "--based-on",
+        String(basedOnVersion),
+        "--by",
+        HARNESS_BY,
+        "--db",
+        db,
+        "--json",
+        ...(plan.decision === "deny" ? ["--note", "torture: denied"] : []),
+        ...(plan.decision === "edit" ? ["--args", JSON.stringify(edited), "--note", "torture: edited"] : []),
+      ];
+      return new Promise<boolean>((resolve) => {
+        const cli = spawn(process.execPath, argv, {
+          env: {
+            ...process.env,
+            HOLDFAST_CRASH_AT: "after-approval",
+            HOLDFAST_CRASH_CALL: "",
+            HOLDFAST_CRASH_SKIP: "",
+          },
+          stdio: ["ignore", "ignore", "pipe"],
+        });
+        let err = "";
+        cli.stderr?.on("data", (d) => {
+          err += d;
+        });
+        cli.on("close", (code, signal) => {
+          // Killed at `after-approval`: it committed and never answered.
+          if (signal === "SIGKILL") approvalActs.approverKilled++;
+          else if (code === 0) approvalActs.decidedByCli++;
+          else {
+            approvalActs.refused++;
+            process.stderr.write(
+              `torture: trial ${trial}: holdfast ${argv[3]} exited ${code}: ${err.trim()}\n`,
+            );
+          }
+          resolve(signal === "SIGKILL" || code === 0);
+        });
+      });
+    }
+    const operator = await openOperator(db, dir, serverUrl);
+    try {
+      const by = { by: HARNESS_BY, basedOnVersion };
+      if (plan.decision === "deny") await operator.deny(runId, callId, { ...by, note: "torture: denied" });
+      else
+        await operator.approve(runId, callId, {
+          ...by,
+          ...(plan.decision === "edit" ? { args: edited, note: "torture: edited" } : {}),
+        });
+      approvalActs.decidedInRuntime++;
+      return true;
+    } catch (error) {
+      // A stale version (the run moved on): the next round decides again if it still waits.
+      approvalActs.refused++;
+      process.stderr.write(`torture: trial ${trial}: approval refused: ${(error as Error).message}\n`);
+      return false;
+    } finally {
+      await operator.close();
+    }
+  };
+  /** Once the run waits for approval: kills the owner if the plan says so, then decides. */
+  const approvalActor = async (child: ChildProcess, exited: () => boolean): Promise<void> => {
+    if (!approvalPlan || approvalDone.decided) return;
+    let runId: string | null = null;
+    for (;;) {
+      if (exited()) return;
+      const now = await trialRun(db);
+      runId = now.runId;
+      if (now.status === "waiting" && now.waiting === "approval") break;
+      if (now.status !== null && !["running", "waiting", "interrupted"].includes(now.status)) return;
+      await sleep(10);
+    }
+    if (approvalPlan.killParked && !approvalDone.killed) {
+      approvalDone.killed = true;
+      approvalActs.killedWhileParked++;
+      child.kill("SIGKILL");
+      while (!exited()) await sleep(5);
+    }
+    approvalDone.decided = await decideApproval(runId!);
+  };
   /** The queue kind: held runs of the chat keep its queued inputs waiting; the harness stops them. */
   const stopHeldBeforeQueued = async (): Promise<boolean> => {
     const { events } = await readLog(db);
@@ -780,9 +934,13 @@ const runTrial = async (
     const result = await runProcess(
       env,
       next,
-      acting || plan
+      acting || plan || approvalPlan
         ? async (child, exited) => {
-            await Promise.all([acting?.(child, exited), waitsActor(child, exited)]);
+            await Promise.all([
+              acting?.(child, exited),
+              waitsActor(child, exited),
+              approvalActor(child, exited),
+            ]);
           }
         : undefined,
     );
@@ -898,7 +1056,19 @@ const runTrial = async (
   const pause = pauseKind
     ? checkPause(log.events, Object.keys(check.effects), HARNESS_BY, pauseSeen)
     : undefined;
-  const waits = waitKinds.length > 0 ? checkWaitKinds(waitKinds, log.events, { signals, alive }) : undefined;
+  const approvalEffects: ApprovalEffect[] = existsSync(join(dir, "witness", "pay.txt"))
+    ? readFileSync(join(dir, "witness", "pay.txt"), "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => {
+          const [label = "", amount = "", key = ""] = l.split(" ");
+          return { label, amount: Number(amount), key };
+        })
+    : [];
+  const waits =
+    waitKinds.length > 0
+      ? checkWaitKinds(waitKinds, log.events, { signals, alive, approvalEffects })
+      : undefined;
   const sealed = sealedRows(log.rows);
   const key = process.env.HOLDFAST_ENCRYPTION_KEY;
   const secrets = scanTrial(dir, join(dir, "receipts"), log.events, {
@@ -927,7 +1097,7 @@ const runTrial = async (
     ...(cancel ? { cancel } : {}),
     ...(queue ? { queue } : {}),
     ...(pause ? { pause } : {}),
-    ...(waits ? { waits, waitActs } : {}),
+    ...(waits ? { waits, waitActs, ...(approvalPlan ? { approvalActs } : {}) } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -983,6 +1153,7 @@ const main = async () => {
   const wakePoints: Category[] = [
     ...(scheduleKind ? [...SCHEDULE_CRASH_POINTS, "random" as const] : []),
     ...(parkKind ? [...WAKE_CRASH_POINTS, "random" as const, ...WAKE_CRASH_POINTS] : []),
+    ...(approvalKind ? [...APPROVAL_WAKE_POINTS, ...WAKE_CRASH_POINTS, "random" as const] : []),
   ];
   const points: Category[] = backoffKind
     ? [...wakePoints, ...TORTURE_POINTS, "random", "during-backoff", "random"]
@@ -1148,6 +1319,13 @@ const main = async () => {
           waitKills: {
             whileParked: sumOf(results, (r) => r.waitActs?.killedWhileParked ?? 0),
             afterSignalCommit: sumOf(results, (r) => r.waitActs?.killedAfterSignalCommit ?? 0),
+            ...(approvalKind
+              ? {
+                  whileAwaitingApproval: sumOf(results, (r) => r.approvalActs?.killedWhileParked ?? 0),
+                  approverAtAfterApproval: sumOf(results, (r) => r.approvalActs?.approverKilled ?? 0),
+                  approvalsRefused: sumOf(results, (r) => r.approvalActs?.refused ?? 0),
+                }
+              : {}),
           },
         }
       : {}),

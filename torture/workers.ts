@@ -42,7 +42,15 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -208,8 +216,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   /** The `schedule` kind: the torture's schedules tick through the kill waves (decision 0064). */
   const scheduleKind = faultKinds.includes("schedule");
   /** The crash points a restarted worker may carry: the wake-up's (sleep, signal), the tick's (schedule). */
+  const approvalKind = faultKinds.includes("approval");
   const restartPoints: ReadonlyArray<string> = [
-    ...(faultKinds.includes("sleep") || signalKind ? WAKE_CRASH_POINTS : []),
+    ...(faultKinds.includes("sleep") || signalKind || approvalKind ? WAKE_CRASH_POINTS : []),
+    ...(approvalKind ? ["after-approval-wake"] : []),
     ...(scheduleKind ? SCHEDULE_CRASH_POINTS : []),
   ];
   const rng = seeded(options.seed);
@@ -499,7 +509,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   let operatorDecisions = 0;
   const witnessed = (key: string): boolean =>
     (server.counts.get(key) ?? 0) > 0 ||
-    ["send.txt", "shell.txt"].some((file) => {
+    ["send.txt", "shell.txt", "pay.txt"].some((file) => {
       try {
         return readFileSync(join(dir, "witness", file), "utf8")
           .split("\n")
@@ -741,6 +751,59 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       }
     }
   };
+  // The approval kind: the operator's runtime decides each run's awaiting call, by its chat number
+  // (approve, approve with an edited amount, deny), once the run waits for it; the waves kill
+  // the workers that own parked runs, and restarted workers may carry `after-approval-wake`.
+  const APPROVAL_MODES = ["approve", "edit", "deny"] as const;
+  const approvalsDecided = new Set<string>();
+  let approvalsRefused = 0;
+  const approvalPass = async (): Promise<void> => {
+    const rows = await journal.projectionRows<RunRow>("runs");
+    for (const row of rows) {
+      if (
+        row.chatId.startsWith("child:") ||
+        approvalsDecided.has(row.runId) ||
+        !row.agent.startsWith("torture@")
+      )
+        continue;
+      if (!(row.status === "waiting" && row.waiting?.wait === "approval")) continue;
+      const mode = APPROVAL_MODES[Number(/^chat-(\d+)$/.exec(row.chatId)?.[1] ?? 0) % APPROVAL_MODES.length]!;
+      const op = await operatorRuntime();
+      const stream = await op.events(row.runId);
+      const basedOnVersion = stream.at(-1)!.version;
+      const intent = [...stream]
+        .reverse()
+        .find((e) => e.event.type === "call.intended" && e.event.approval !== undefined)?.event;
+      if (intent?.type !== "call.intended") continue;
+      const by = { by: HARNESS_BY, basedOnVersion };
+      try {
+        if (mode === "deny") await op.deny(row.runId, intent.callId, { ...by, note: "torture: denied" });
+        else
+          await op.approve(row.runId, intent.callId, {
+            ...by,
+            ...(mode === "edit"
+              ? { args: { ...(intent.args as object), amount: 42 }, note: "torture: edited" }
+              : {}),
+          });
+        approvalsDecided.add(row.runId);
+      } catch {
+        // A stale version (the run moved on): the next pass decides it if it still waits.
+        approvalsRefused++;
+      }
+    }
+  };
+  let approving = false;
+  const approver = approvalKind
+    ? setInterval(() => {
+        if (approving) return;
+        approving = true;
+        void approvalPass()
+          .catch((error: unknown) => errors.push(`approving: ${(error as Error).message}`))
+          .finally(() => {
+            approving = false;
+          });
+      }, 200)
+    : undefined;
   let signalling = false;
   let killedAfterSignalCommit = 0;
   const signaller = signalKind
@@ -943,6 +1006,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   }
   const timedOut = Date.now() >= deadline;
   if (signaller) clearInterval(signaller);
+  if (approver) clearInterval(approver);
+  while (approving) await sleep(10);
   const schedulesAlive = scheduleKind ? await schedulesQueued() : false;
   if (schedulesAlive) errors.push("a schedule's queued ticks were still waiting at the end");
   while (signalling) await sleep(10);
@@ -1027,7 +1092,17 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     if (to > from) windows.push({ from, to });
     return windows;
   });
-  const waits = checkWaitKinds(waitKinds, events, { signals, alive });
+  const payFile = join(dir, "witness", "pay.txt");
+  const approvalEffects = existsSync(payFile)
+    ? readFileSync(payFile, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => {
+          const [label = "", amount = "", key = ""] = l.split(" ");
+          return { label, amount: Number(amount), key };
+        })
+    : [];
+  const waits = checkWaitKinds(waitKinds, events, { signals, alive, approvalEffects });
   const pause = pauseKind
     ? {
         ...checkPause(events, effectKeys, HARNESS_BY, pauseSeen),
@@ -1168,6 +1243,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
             crashPoints: crashPointKills,
             byCrashPoint: crashPointsFired,
             afterSignalCommit: killedAfterSignalCommit,
+            ...(approvalKind ? { approvalsDecided: approvalsDecided.size, approvalsRefused } : {}),
           },
         }
       : {}),

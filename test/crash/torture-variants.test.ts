@@ -172,3 +172,24 @@ describe("crash torture, the schedule kind (fixed seed, short)", () => {
     expect(result.summary.killedAtCrashPoint["after-tick-admit"], result.said).toBe(1);
   }, 300_000);
 });
+
+describe("crash torture, the approval kind (fixed seed, short)", () => {
+  it("approval on libSQL: a call awaiting approval, the owner killed while parked on it and at after-approval-wake; approved with edited arguments from a second runtime, denied from a holdfast deny killed at after-approval: no effect before its approval, the edit is what ran, once; the denied call never ran; every check clean", () => {
+    const result = torture(["--faults", "approval", "--trials", "2", "--seed", "73"]);
+    expect(result.summary.faultKinds).toEqual(["approval"]);
+    expectClean(result);
+    expect(result.summary.approval.problems, result.said).toEqual([]);
+    const counts = result.summary.approval.counts;
+    expect(counts, result.said).toMatchObject({
+      awaited: 2,
+      approved: 1,
+      edited: 1,
+      denied: 1,
+      effects: 1,
+      finished: 2,
+    });
+    expect(result.summary.waitKills.whileAwaitingApproval, result.said).toBe(1);
+    expect(result.summary.waitKills.approverAtAfterApproval, result.said).toBe(1);
+    expect(result.summary.killedAtCrashPoint["after-approval-wake"], result.said).toBe(1);
+  }, 300_000);
+});

@@ -119,7 +119,7 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.pause.resumed, context).toBe(summary.pause.paused);
     expect(run.status, context).toBe(0);
   }, 280_000);
-  it("sleep, signal and schedule across three workers: runs parked on sleeps and signal waits woken by any worker, workers killed at the wake-up's crash points, right after a signal's commit and across schedule ticks, signals before the wait, twice with one id, none (timeouts), after the end refused: no timer fired twice or early, none lost, each signal consumed once, no tick recorded, admitted or run twice, none lost while a worker was up", async () => {
+  it("sleep, signal, schedule and approval across three workers: runs parked on sleeps and signal waits woken by any worker, workers killed at the wake-up's crash points, right after a signal's commit and across schedule ticks, signals before the wait, twice with one id, none (timeouts), after the end refused: no timer fired twice or early, none lost, each signal consumed once, no tick recorded, admitted or run twice, none lost while a worker was up", async () => {
     await requirePg();
     const run = spawnSync(
       process.execPath,
@@ -140,7 +140,7 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
         "--lease-ms",
         "3000",
         "--faults",
-        "sleep,signal,schedule",
+        "sleep,signal,schedule,approval",
         "--seed",
         "64",
         "--json",
@@ -152,7 +152,7 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(line.startsWith("{"), `${run.stderr}\n${run.stdout}`).toBe(true);
     const summary = JSON.parse(line);
     const context = JSON.stringify({ ...summary, stderr: run.stderr.slice(-2000) });
-    expect(summary.faultKinds).toEqual(["sleep", "signal", "schedule"]);
+    expect(summary.faultKinds).toEqual(["sleep", "signal", "schedule", "approval"]);
     expect(summary.errors, context).toEqual([]);
     expect(summary.duplicates, context).toBe(0);
     expect(summary.lost, context).toBe(0);
@@ -187,6 +187,12 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
     expect(summary.schedule.counts.schedules, context).toBe(3);
     expect(summary.schedule.counts.owed, context).toBeGreaterThanOrEqual(5);
     expect(summary.schedule.counts.runs, context).toBe(summary.schedule.counts.runsFinished);
+    // Each torture run that got past its signal wait awaited approval of its pay call, decided by
+    // the operator's runtime (approved, edited, denied); none ran before its approval, each ended.
+    expect(summary.approval.problems, context).toEqual([]);
+    expect(summary.approval.counts.awaited, context).toBeGreaterThanOrEqual(4);
+    expect(summary.approval.counts.finished, context).toBe(summary.approval.counts.awaited);
+    expect(summary.approval.counts.effects, context).toBe(summary.approval.counts.approved);
     expect(run.status, context).toBe(0);
   }, 280_000);
 });
