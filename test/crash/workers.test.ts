@@ -193,14 +193,21 @@ describe("multi-worker torture on PostgreSQL (fixed seed, short)", () => {
       context,
     ).toEqual([]);
     expect(summary.schedule.counts.schedules, context).toBe(3);
-    expect(summary.schedule.counts.owed, context).toBeGreaterThanOrEqual(5);
+    // How many ticks fall while a worker is up depends on how fast the workers start under load;
+    // that every one of them is recorded is the check's (its problems above), that ticks ran is here.
+    expect(summary.schedule.counts.ticks, context).toBeGreaterThanOrEqual(5);
     expect(summary.schedule.counts.runs, context).toBe(summary.schedule.counts.runsFinished);
     // Each torture run that got past its signal wait awaited approval of its pay call, decided by
     // the operator's runtime (approved, edited, denied); none ran before its approval, each ended.
     expect(summary.approval.problems, context).toEqual([]);
     expect(summary.approval.counts.awaited, context).toBeGreaterThanOrEqual(4);
     expect(summary.approval.counts.finished, context).toBe(summary.approval.counts.awaited);
-    expect(summary.approval.counts.effects, context).toBe(summary.approval.counts.approved);
+    // An approved call's effect runs at most once; a kill during it may leave it in doubt (held), so
+    // an approved call has no effect only when its run was held (the check proves none ran early).
+    expect(summary.approval.counts.effects, context).toBeLessThanOrEqual(summary.approval.counts.approved);
+    expect(summary.approval.counts.effects, context).toBeGreaterThanOrEqual(
+      summary.approval.counts.approved - summary.held,
+    );
     expect(run.status, context).toBe(0);
   }, 280_000);
 });
