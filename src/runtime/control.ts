@@ -105,6 +105,23 @@ export const cancelRun = async (
   const request = decodeInput(ControlRequestSchema, raw, "cancel request");
   const by = core.masker.maskString(request.by.trim());
   const note = core.masker.maskString((request.note ?? "").trim());
+  // A run that became held between the read and the request is cancelled as a held run is: the
+  // stop decision (decision 0043), read again rather than refused ("cancel it again") to the caller.
+  let outcome = await cancelOnce(core, runId, by, note);
+  for (let again = 0; again < HELD_RETRIES && !outcome.accepted && outcome.status === "held"; again++)
+    outcome = await cancelOnce(core, runId, by, note);
+  return outcome;
+};
+
+/** How often a cancel that met a run just held is tried again before the refusal is returned. */
+const HELD_RETRIES = 3;
+
+const cancelOnce = async (
+  core: ControlCore,
+  runId: string,
+  by: string,
+  note: string,
+): Promise<ControlOutcome> => {
   let fold = await load(core, runId);
   if (!fold) return prunedOutcome(runId, "cancel");
   if (statusOf(fold) === "held" && core.isLive(runId)) {
@@ -131,7 +148,7 @@ export const cancelRun = async (
           accepted: false,
           runId,
           status,
-          message: `run ${runId} became held meanwhile; cancel it again to stop it`,
+          message: `run ${runId} became held meanwhile and its execution here has not let go of it; cancel it again to stop it`,
         };
       if (contextOf(current).cancelRequested)
         return {
