@@ -26,6 +26,7 @@ import {
   type Runtime,
   type WithdrawnResult,
 } from "../src/index.js";
+import { moduleSource } from "../src/tools.js";
 
 const lines = (path: string) =>
   existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
@@ -99,6 +100,8 @@ export const getWeather = defineTool({
   description: "Today's weather in a city",
   args: Schema.Struct({ city: Schema.String }),
   disposition: "replay",
+  // The pin covers this file and the helpers it imports, not only the text of `run`.
+  ...moduleSource(import.meta.url),
   retry: { attempts: 3 }, // a DefiniteFailure (the service said no) is tried again after a durable backoff
   run: async ({ city }) => ({ city, sky: "sunny", celsius: 24 }),
 });

@@ -102,6 +102,7 @@ export {
   NotAwaitingApproval,
   NoteRequired,
   OutcomeUnknown,
+  PreflightRefused,
   QueuedInputAdmitted,
   QueuedInputNotFound,
   RebuildRefused,

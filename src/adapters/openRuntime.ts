@@ -17,16 +17,19 @@ import {
   type DecisionOutcome,
   Engine,
   type PreflightFinding,
+  preflightOf,
   type QueuedHandle,
   type RecoveryReport,
   type RunHandle,
   type RunResult,
+  refusingFindings,
   type Schedules,
   type SignalOutcome,
   type SignalRequest,
   type SubmitRequest,
   type WithdrawOutcome,
 } from "../runtime/engine.js";
+import { PreflightRefused } from "../runtime/errors.js";
 import { decodeInput } from "../runtime/input.js";
 import type { Journal, PruneReport, RetentionPolicy } from "../runtime/Journal.js";
 import { MIN_LEASE_MS } from "../runtime/leaseBounds.js";
@@ -58,6 +61,13 @@ export interface RuntimeOptions {
    * it, with an unchanged pin, are replayed after a crash.
    */
   readonly allowlist?: string | Readonly<Record<string, string>>;
+  /**
+   * What a preflight finding does (DESIGN §6): `report` (default) opens anyway — a tool whose pin
+   * does not match loses replay (its calls are held) — and warns once (`HOLDFAST_PREFLIGHT`);
+   * `refuse` fails the open with `PreflightRefused` listing every tool whose safe-list entry does
+   * not match, before anything is opened, recovered or claimed. A `run-text-only` warning never refuses.
+   */
+  readonly preflight?: "report" | "refuse";
   /** Secret values by name; masked as `«secret:NAME»` before anything is written. */
   readonly secrets?: Readonly<Record<string, string>>;
   /** This process's worker id (default `HOLDFAST_WORKER_ID`, else a random one). */
@@ -343,8 +353,29 @@ const RuntimeOptionsSchema = Schema.Struct({
     ),
   ),
   tracing: Schema.optional(Schema.Boolean),
+  preflight: Schema.optional(Schema.Literal("report", "refuse")),
   cancelGraceMs: Schema.optional(Schema.Int.pipe(Schema.between(0, 3_600_000))),
 });
+
+/** The findings warned about in this process already: each once, however many runtimes open. */
+const warned = new Set<string>();
+
+let warnings = true;
+
+/** For the CLI, which prints each finding as a line of its own report: no process warning besides. */
+export const reportPreflightYourself = (): void => {
+  warnings = false;
+};
+
+const warnPreflight = (findings: ReadonlyArray<PreflightFinding>): void => {
+  if (!warnings) return;
+  for (const finding of findings) {
+    const key = `${finding.tool}\u0000${finding.detail}`;
+    if (warned.has(key)) continue;
+    warned.add(key);
+    process.emitWarning(`holdfast preflight: ${finding.detail}`, { code: "HOLDFAST_PREFLIGHT" });
+  }
+};
 
 /** A sortable, readable run id: time, then randomness. */
 const newRunId = (): string => `${Date.now().toString(36)}-${randomBytes(5).toString("hex")}`;
@@ -363,6 +394,11 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
   const allowlist =
     typeof options.allowlist === "object" ? options.allowlist : loadAllowlist(options.allowlist);
   if (options.alerts !== undefined) checkAlertOptions(options.alerts);
+  const findings = preflightOf(options.tools ?? [], allowlist);
+  const refusing = refusingFindings(findings);
+  if (checked.preflight === "refuse" && refusing.length > 0)
+    throw new PreflightRefused({ findings: refusing });
+  warnPreflight(findings);
   const tracing = checked.tracing === false ? null : await loadTracing();
   const stored: Journal = await openStore(options.store);
   const journal = tracing ? traceJournal(stored, tracing) : stored;

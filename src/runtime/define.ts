@@ -100,6 +100,11 @@ export interface ToolDef<A = unknown, I = unknown, R = unknown> {
   readonly reconciler: Reconciler<A> | null;
   /** SHA-256 of the tool's source; recorded in every intent (the allowlist pins it). */
   readonly pin: string;
+  /**
+   * The pin covers only the text of `run` (no `source` given): an edit to a helper it calls, or to
+   * the argument Schema, does not change it. The preflight warns for such a tool asking for replay.
+   */
+  readonly pinnedByRunText: boolean;
   /** The Schema of the tool's result: checks a result a person supplies with `confirmed-completed`. */
   readonly result: Schema.Schema.AnyNoContext | null;
   /** What the intent records beside the arguments, for a tool without a reconciler (see {@link ToolSpec.probe}). */
@@ -245,6 +250,7 @@ export const defineTool = <A, I, R, RI = unknown>(spec: ToolSpec<A, I, R, RI>): 
     disposition,
     reconciler: spec.reconciler ?? null,
     pin: sha256Hex(spec.source ?? spec.run.toString()),
+    pinnedByRunText: spec.source === undefined,
     result: (spec.result as Schema.Schema.AnyNoContext | undefined) ?? null,
     ...(spec.probe ? { probe: spec.probe } : {}),
     ...(spec.retry === undefined ? {} : { retry: resolveRetry(`tool "${spec.name}"`, spec.retry, "tool") }),

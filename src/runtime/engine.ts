@@ -133,9 +133,18 @@ export const DEFAULT_MAX_INTERRUPTIONS = 3;
 /** A registered tool whose replay status does not hold (reported at start-up, never silent). */
 export interface PreflightFinding {
   readonly tool: string;
-  readonly problem: "not-allowlisted" | "pin-mismatch";
+  /**
+   * `not-allowlisted` and `pin-mismatch`: the tool's calls are recorded as `hold` (it loses replay);
+   * `preflight: "refuse"` refuses to open on them. `run-text-only`: a warning — the pin covers only
+   * the text of `run`, so an edit to a helper or to its Schema would not void the safe-list entry.
+   */
+  readonly problem: "not-allowlisted" | "pin-mismatch" | "run-text-only";
   readonly detail: string;
 }
+
+/** The findings `preflight: "refuse"` refuses to open on (a warning alone never refuses). */
+export const refusingFindings = (findings: ReadonlyArray<PreflightFinding>): PreflightFinding[] =>
+  findings.filter((finding) => finding.problem !== "run-text-only");
 
 /**
  * The engine behind `openRuntime`, wiring admission (admit.ts), execution (execute.ts, turn.ts),
@@ -629,30 +638,43 @@ const uniqueByName = <T extends { readonly name: string }>(
 };
 
 /** Every registered tool asking for replay, checked against the safe list (DESIGN §6 preflight). */
-const preflightOf = (
-  tools: ReadonlyMap<string, AnyToolDef>,
+export const preflightOf = (
+  tools: ReadonlyMap<string, AnyToolDef> | ReadonlyArray<AnyToolDef>,
   allowlist: Readonly<Record<string, string>>,
 ): PreflightFinding[] =>
   [...tools.values()].flatMap((tool): PreflightFinding[] => {
     if (tool.disposition !== "replay") return [];
-    const listed = allowlist[tool.name];
-    if (!listed) {
-      return [
-        {
-          tool: tool.name,
-          problem: "not-allowlisted",
-          detail: `tool "${tool.name}" asks for replay but is not on the safe list; its calls are recorded as "hold" (add it with \`holdfast allowlist add ${tool.name}\`)`,
-        },
-      ];
-    }
-    if (listed !== tool.pin) {
-      return [
-        {
-          tool: tool.name,
-          problem: "pin-mismatch",
-          detail: `tool "${tool.name}" changed since it was allowlisted (source ${tool.pin.slice(0, 12)}, safe list ${listed.slice(0, 12)}); it loses replay until it is audited and re-pinned`,
-        },
-      ];
-    }
-    return [];
+    const runTextOnly: PreflightFinding[] = tool.pinnedByRunText
+      ? [
+          {
+            tool: tool.name,
+            problem: "run-text-only",
+            detail: `tool "${tool.name}" asks for replay but its pin covers only the text of its run function: an edit to a helper it calls or to its argument Schema would not change the pin; spread \`...moduleSource(import.meta.url)\` (holdfast/tools) into its defineTool`,
+          },
+        ]
+      : [];
+    return [...runTextOnly, ...mismatchOf(tool, allowlist)];
   });
+
+const mismatchOf = (tool: AnyToolDef, allowlist: Readonly<Record<string, string>>): PreflightFinding[] => {
+  const listed = allowlist[tool.name];
+  if (!listed) {
+    return [
+      {
+        tool: tool.name,
+        problem: "not-allowlisted",
+        detail: `tool "${tool.name}" asks for replay but is not on the safe list; its calls are recorded as "hold" (add it with \`holdfast allowlist add ${tool.name}\`)`,
+      },
+    ];
+  }
+  if (listed !== tool.pin) {
+    return [
+      {
+        tool: tool.name,
+        problem: "pin-mismatch",
+        detail: `tool "${tool.name}" changed since it was allowlisted (source ${tool.pin.slice(0, 12)}, safe list ${listed.slice(0, 12)}); it loses replay until it is audited and re-pinned`,
+      },
+    ];
+  }
+  return [];
+};

@@ -139,6 +139,24 @@ export class FencedOut extends Data.TaggedError("FencedOut")<{
   }
 }
 
+/**
+ * `openRuntime({ preflight: "refuse" })` found tools whose safe-list entry does not match what is
+ * registered (a changed source, helper module or Schema voids the pin; a replay tool never listed).
+ * Nothing was opened, recovered or claimed.
+ */
+export class PreflightRefused extends Data.TaggedError("PreflightRefused")<{
+  readonly findings: ReadonlyArray<{
+    readonly tool: string;
+    readonly problem: string;
+    readonly detail: string;
+  }>;
+}> {
+  override get message(): string {
+    const n = this.findings.length;
+    return `the preflight refused to open: ${n} tool${n === 1 ? " does" : "s do"} not match the safe list (${this.findings.map((f) => f.detail).join(" · ")}); audit each tool and re-pin it (holdfast allowlist add <tool> --module …), or open with preflight "report" to run with their replay lost`;
+  }
+}
+
 /** The journal location cannot be used. */
 export class JournalUnavailable extends Data.TaggedError("JournalUnavailable")<{
   readonly location: string;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -157,12 +157,27 @@ describe("holdfast allowlist: a tool pinned by its module (in order, one module)
     return { code: result.code, statuses: Object.fromEntries(report.tools.map((t) => [t.tool, t.status])) };
   };
 
+  it("a replay tool pinned by its run text only is refused unless --run-text-only says it is meant", async () => {
+    const refused = await runCli(
+      ["allowlist", "add", "fetch_size", "--module", helperTools, "--file", helperList],
+      { process: true },
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('tool "fetch_size" is pinned by the text of its run function only');
+    expect(refused.stderr).toContain("moduleSource(import.meta.url)");
+    expect(existsSync(helperList)).toBe(false);
+  });
+
   it("both tools are added and check passes while nothing changed", async () => {
-    for (const tool of ["fetch_title", "fetch_size"]) {
+    for (const [tool, flags] of [
+      ["fetch_title", []],
+      ["fetch_size", ["--run-text-only"]],
+    ] as const) {
       // A process, as the checks: a pin of run's text depends on the loader that compiled it.
-      const added = await runCli(["allowlist", "add", tool, "--module", helperTools, "--file", helperList], {
-        process: true,
-      });
+      const added = await runCli(
+        ["allowlist", "add", tool, "--module", helperTools, "--file", helperList, ...flags],
+        { process: true },
+      );
       expect(added.code).toBe(0);
     }
     expect(await check()).toEqual({ code: 0, statuses: { fetch_size: "ok", fetch_title: "ok" } });

@@ -450,6 +450,10 @@ ${MODEL_ANSWER_HINT}, e.g.
     .configureOutput(usageOutput("holdfast allowlist add", streams))
     .requiredOption("--module <path>", "the ES module that exports the tool definition")
     .option("--file <path>", "the safe list file (default: ./holdfast.allowlist.json)")
+    .option(
+      "--run-text-only",
+      "list a replay tool whose pin covers only the text of its run function (no moduleSource), on purpose",
+    )
     .option("--json", "print one JSON document instead of text")
     .action(async (tool: string, options) =>
       setCode(await (await commands.allowlist()).allowlistAddCommand(tool, options, io)),
@@ -489,6 +493,14 @@ ${MODEL_ANSWER_HINT}, e.g.
       "POST a JSON alert here when a run becomes held, crash-looped or stalled (retried, each attempt recorded)",
     )
     .option("--panel-url <url>", "the panel's address alerts link to (e.g. http://127.0.0.1:4640)")
+    .addOption(
+      new Option(
+        "--preflight <mode>",
+        "report: start anyway, a tool whose safe-list pin does not match loses replay; refuse: do not start",
+      )
+        .choices(["report", "refuse"])
+        .default("report"),
+    )
     .option("--json", "print one JSON object per line")
     .action(async (options) => setCode(await (await commands.worker()).workerCommand(options, io)));
 

@@ -9,6 +9,8 @@ import { importUserModule } from "../userModule.js";
 export interface AllowlistOptions {
   readonly module: string;
   readonly file?: string;
+  /** `allowlist add`: list a replay tool whose pin covers only the text of its `run`, on purpose. */
+  readonly runTextOnly?: boolean;
   readonly json?: boolean;
 }
 
@@ -17,6 +19,8 @@ interface FoundTool {
   readonly name: string;
   readonly pin: string;
   readonly disposition: string;
+  /** The pin covers only the text of `run` (the tool gave no `source`). */
+  readonly pinnedByRunText: boolean;
 }
 
 export const AUDIT_NOTE =
@@ -52,6 +56,7 @@ const toolsOf = async (modulePath: string): Promise<Map<string, FoundTool>> => {
       name: value.name,
       pin: value.pin,
       disposition: String((value as { disposition?: unknown }).disposition ?? "hold"),
+      pinnedByRunText: (value as { pinnedByRunText?: unknown }).pinnedByRunText === true,
     });
   };
   for (const value of Object.values(exported)) {
@@ -78,6 +83,13 @@ export const allowlistAddCommand = async (
       ExitCode.failed,
       `${resolve(options.module)} exports no tool named "${tool}"; tools found: ${names.join(", ") || "(none)"}`,
       "export the tool definition itself (e.g. `export const sendEmail = defineTool({ … })`), not only a factory",
+    );
+  }
+  if (found.disposition === "replay" && found.pinnedByRunText && !options.runTextOnly) {
+    throw new CliError(
+      ExitCode.failed,
+      `tool "${tool}" is pinned by the text of its run function only: an edit to a helper it calls or to its argument Schema would not change the pin, so the safe list would go on replaying the changed tool; nothing was written to ${file}`,
+      "spread `...moduleSource(import.meta.url)` (from holdfast/tools) into its defineTool so the pin covers its module, or pass --run-text-only if run is all there is to audit",
     );
   }
   const entries = loadAllowlist(file);

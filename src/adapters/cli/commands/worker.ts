@@ -5,7 +5,7 @@ import type { RecoveryReport, RunResult } from "../../../runtime/engine.js";
 import type { Claim, Journal } from "../../../runtime/Journal.js";
 import { checkAlertOptions } from "../../alerts.js";
 import { isWorkerDead, localWorkerId } from "../../localWorker.js";
-import { openRuntime, type Runtime } from "../../openRuntime.js";
+import { openRuntime, type Runtime, reportPreflightYourself } from "../../openRuntime.js";
 import { maskUrl, openStore, resolveStore } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
 import { describeFailure } from "../failure.js";
@@ -31,6 +31,8 @@ export interface WorkerOptions {
   readonly notifyUrl?: string;
   /** The panel's address alerts link to. */
   readonly panelUrl?: string;
+  /** `refuse`: do not start when a tool's safe-list entry does not match (default `report`). */
+  readonly preflight?: "report" | "refuse";
   readonly json?: boolean;
 }
 
@@ -256,12 +258,15 @@ const runWorker = async (
   };
 
   const store = resolveStore(options.store ?? options.db).store;
+  // The findings are lines of this worker's own report (below), not process warnings besides.
+  reportPreflightYourself();
   const runtime: Runtime = await openRuntime({
     store,
     agents,
     tools,
     secrets,
     workerId,
+    preflight: options.preflight ?? "report",
     ...(options.allowlist === undefined ? {} : { allowlist: options.allowlist }),
     recovery: {
       onOpen: false,
