@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -6,67 +5,10 @@ import { runCli } from "../cli/cliProcess.js";
 import { filesystemServer, testServer } from "../support/mcp.js";
 import { useTempDir } from "../support/tmp.js";
 import { useServers } from "./given.js";
+import { killedAfterIntent, line, worker } from "./workerProcess.js";
 
 const tempDir = useTempDir();
 const given = useServers();
-
-const ROOT = join(import.meta.dirname, "..", "..");
-const WORKER = join(ROOT, "test", "support", "mcp-worker.ts");
-
-interface Lines {
-  readonly signal: NodeJS.Signals | null;
-  readonly lines: ReadonlyArray<Record<string, unknown>>;
-  readonly stderr: string;
-}
-
-/** Run the MCP worker process to its end, or to its death by SIGKILL at a crash point. */
-const worker = (env: Record<string, string>): Promise<Lines> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
-      cwd: ROOT,
-      env: { ...process.env, HOLDFAST_CRASH_AT: "", HOLDFAST_CRASH_CALL: "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (_code, signal) =>
-      resolve({
-        signal,
-        stderr,
-        lines: stdout
-          .split("\n")
-          .filter((l) => l.startsWith("{"))
-          .map((l) => JSON.parse(l) as Record<string, unknown>),
-      }),
-    );
-  });
-
-const line = (result: Lines, kind: string) => {
-  const found = result.lines.find((l) => l.kind === kind);
-  if (!found) throw new Error(`the worker printed no ${kind} line; stderr: ${result.stderr}`);
-  return found as Record<string, unknown>;
-};
-
-/** Given a first process that submits a call of `tool` and is SIGKILLed right after its intent. */
-const killedAfterIntent = async (env: Record<string, string>, tool: string, args: unknown) => {
-  const first = await worker({
-    ...env,
-    HF_ACTION: "submit",
-    HF_TOOL: tool,
-    HF_ARGS: JSON.stringify(args),
-    HOLDFAST_CRASH_AT: "after-intent",
-    HOLDFAST_CRASH_CALL: `mcp__${tool}`,
-  });
-  expect(first.signal).toBe("SIGKILL");
-  return line(first, "submitted").runId as string;
-};
 
 const lookups = (witness: string) =>
   existsSync(witness) ? readFileSync(witness, "utf8").split("\n").filter(Boolean) : [];

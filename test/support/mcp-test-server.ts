@@ -7,8 +7,11 @@
  *     HF_MCP_SCHEMA=v2 gives `lookup` a second argument;
  *   - an outside witness: every `lookup` that runs appends a line to HF_MCP_WITNESS.
  * `retire` removes a tool from the server, as a server that drops a tool between listing and call.
+ * With HF_MCP_STORE (a JSON file, kept across server processes): `put` stores a value under a key
+ * with the request's holdfast idempotency key (and appends `put <key>` to HF_MCP_WITNESS), `get`
+ * answers what is stored — a write and the read that can prove it, for reconcilers.
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
@@ -44,9 +47,37 @@ const retire: Tool = {
   annotations: { readOnlyHint: false, destructiveHint: true },
 };
 
+const put: Tool = {
+  name: "put",
+  description: "Store a value under a key",
+  inputSchema: {
+    type: "object",
+    properties: { key: { type: "string" }, value: { type: "string" } },
+    required: ["key", "value"],
+  },
+  annotations: { readOnlyHint: false, idempotentHint: false },
+};
+
+const get: Tool = {
+  name: "get",
+  description: "What is stored under a key, and by which request",
+  inputSchema: { type: "object", properties: { key: { type: "string" } }, required: ["key"] },
+  annotations: { readOnlyHint: true },
+};
+
+const store = env.HF_MCP_STORE;
+type Stored = Record<string, { value: string; by: string | null }>;
+const readStore = (): Stored => (store && existsSync(store) ? JSON.parse(readFileSync(store, "utf8")) : {});
+
 const tools = new Map<string, Tool>([
   [lookup.name, lookup],
   [retire.name, retire],
+  ...(store
+    ? ([
+        [put.name, put],
+        [get.name, get],
+      ] as const)
+    : []),
 ]);
 
 const server = new Server(
@@ -66,6 +97,22 @@ server.setRequestHandler(CallToolRequestSchema, async (request) => {
     return { content: [{ type: "text", text: `retired ${args.tool}` }] };
   }
   if (typeof args.key !== "string") throw new McpError(ErrorCode.InvalidParams, "key must be a string");
+  if (name === "put" && store) {
+    if (typeof args.value !== "string") throw new McpError(ErrorCode.InvalidParams, "value must be a string");
+    const by = request.params._meta?.["holdfast/idempotency-key"];
+    writeFileSync(
+      store,
+      JSON.stringify({ ...readStore(), [args.key]: { value: args.value, by: by ?? null } }),
+    );
+    if (env.HF_MCP_WITNESS) appendFileSync(env.HF_MCP_WITNESS, `put ${args.key}\n`);
+    return { content: [{ type: "text", text: `stored ${args.key}` }] };
+  }
+  if (name === "get" && store) {
+    const found = readStore()[args.key];
+    return {
+      content: [{ type: "text", text: JSON.stringify(found ? { found: true, ...found } : { found: false }) }],
+    };
+  }
   if (env.HF_MCP_WITNESS) appendFileSync(env.HF_MCP_WITNESS, `lookup ${args.key}\n`);
   return { content: [{ type: "text", text: `value of ${args.key}` }] };
 });

@@ -8,15 +8,38 @@
  *   HF_TOOL, HF_ARGS      the MCP tool the agent calls after listing the tools, and its arguments (JSON)
  *   HF_REPLAY             the MCP tools that ask for replay, comma-separated
  *   HF_SAFE               the safe list as JSON, holdfast tool name → pin
+ *   HF_RECONCILE          "put": the test server's `put` gets a reconciler that reads `get` (HF_MCP_STORE is passed on)
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL   crash points (SIGKILL)
  * Prints one JSON object per line: the pins the server's tools have now, the preflight findings,
  * then what happened.
  */
-import { mcpToolset } from "../../src/adapters/mcp/index.js";
+import { type McpReconciler, mcpToolset } from "../../src/adapters/mcp/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { connect, filesystemServer, testServer } from "./mcp.js";
 
 const env = process.env;
+
+/**
+ * The test server keeps, with each stored value, the idempotency key of the request that stored
+ * it: `get` proves whether this attempt's `put` ran. Absent is proof it did not, here: the server
+ * that received the request was a child of the killed process and died with it.
+ */
+const putReconciler: McpReconciler = {
+  probe: (args) => ({ key: args.key }),
+  check: async ({ args, read, idempotencyKey }) => {
+    const answer = await read("get", { key: String(args.key) });
+    const first = answer.content[0];
+    const stored = JSON.parse(first?.type === "text" ? first.text : "{}") as { found: boolean; by?: string };
+    if (!stored.found) return { outcome: "not-completed", evidence: { key: args.key, stored: false } };
+    if (stored.by === idempotencyKey)
+      return {
+        outcome: "completed",
+        result: { content: [{ type: "text", text: `stored ${String(args.key)}` }] },
+        evidence: { key: args.key, storedBy: stored.by },
+      };
+    return { outcome: "unknown", evidence: { key: args.key, storedBy: stored.by ?? null } };
+  },
+};
 const out = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
 
 const main = async () => {
@@ -24,7 +47,7 @@ const main = async () => {
     env.HF_SERVER === "test"
       ? testServer(
           Object.fromEntries(
-            ["HF_MCP_VERSION", "HF_MCP_SCHEMA", "HF_MCP_WITNESS"].flatMap((k) =>
+            ["HF_MCP_VERSION", "HF_MCP_SCHEMA", "HF_MCP_WITNESS", "HF_MCP_STORE"].flatMap((k) =>
               env[k] ? [[k, env[k] as string]] : [],
             ),
           ),
@@ -32,7 +55,11 @@ const main = async () => {
       : filesystemServer(env.HF_ROOT!);
   const { client } = await connect(server);
   const replay = (env.HF_REPLAY ?? "").split(",").filter(Boolean);
-  const toolset = await mcpToolset(client, { prefix: "mcp", replay });
+  const toolset = await mcpToolset(client, {
+    prefix: "mcp",
+    replay,
+    ...(env.HF_RECONCILE === "put" ? { reconcilers: { put: putReconciler } } : {}),
+  });
   out({ kind: "pins", pins: Object.fromEntries(toolset.tools.map((t) => [t.name, t.pin])) });
 
   const agent = defineAgent({

@@ -5,6 +5,9 @@ import {
   type AnyToolDef,
   type CallContext,
   defineTool,
+  type ReconcileContext,
+  type Reconciler,
+  type ReconcileVerdict,
   type ToolDef,
   type Turn,
 } from "../../runtime/define.js";
@@ -54,6 +57,49 @@ export interface McpToolsetOptions {
    * gives up and asks the server to cancel; the call stays in doubt, since the tool may have run.
    */
   readonly timeoutMs?: number;
+  /**
+   * What can prove what happened to an in-doubt call of a tool, by the tool's name on the server
+   * (decision 0075): the tool gets disposition `reconcile`. `check` runs during recovery, on the
+   * toolset of the process that recovers, and may call other tools of the same server through
+   * `read` (e.g. read a file after a write); every `read` — tool, arguments, answer — is recorded
+   * with the verdict as its evidence. A tool cannot both ask for replay and have a reconciler.
+   */
+  readonly reconcilers?: Readonly<Record<string, McpReconciler>>;
+}
+
+/** How an MCP tool's in-doubt call is reconciled ({@link McpToolsetOptions.reconcilers}). */
+export interface McpReconciler {
+  /**
+   * Worked out before the request, on the real arguments: what `check` needs later (a resource's
+   * version, a count). Recorded in the intent (masked) beside what the server listed for the tool.
+   */
+  readonly probe?: (args: McpArguments, context: CallContext) => unknown;
+  /**
+   * Answer `completed` (with the result the agent gets, e.g. a `CallToolResult`), `not-completed`
+   * (only when the reads prove the request cannot take effect any more) or `unknown` (the run is
+   * held). A throw, or a `read` that fails, is `unknown`.
+   */
+  readonly check: (call: McpReconcileCall) => Promise<ReconcileVerdict>;
+  /** How long `check` may take, in ms (default: the toolset's `timeoutMs`). */
+  readonly timeoutMs?: number;
+}
+
+/** What an {@link McpReconciler}'s `check` is told, and the server's other tools to ask. */
+export interface McpReconcileCall extends ReconcileContext {
+  /** The intent's arguments as stored (masked). */
+  readonly args: McpArguments;
+  /** What `probe` returned before the request (as stored), or null. */
+  readonly probe: unknown;
+  /** Call another tool of the same server (not journaled as a call; recorded in the evidence). An `isError` answer throws. */
+  readonly read: (tool: string, args?: McpArguments) => Promise<CallToolResult>;
+}
+
+/** One `read` of a reconciler's check, as the evidence records it. */
+export interface McpReconcileRead {
+  readonly tool: string;
+  readonly args: McpArguments;
+  readonly result: CallToolResult | null;
+  readonly error?: string;
 }
 
 /** A connected MCP server's tools as holdfast tools. */
@@ -76,6 +122,91 @@ export interface McpToolset {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+
+/**
+ * A reconciler's `read`: one tools/call of another listed tool, outside the journal (recovery is
+ * asking, not acting), each request and answer kept for the evidence.
+ */
+const readOnce = async (
+  client: Client,
+  infos: ReadonlyArray<McpToolInfo>,
+  reads: McpReconcileRead[],
+  tool: string,
+  args: McpArguments,
+  timeoutMs: number,
+): Promise<CallToolResult> => {
+  const info = infos.find((i) => i.tool === tool);
+  const at: McpRequestAt = {
+    server: info?.server ?? { name: "?", version: "?" },
+    method: "tools/call",
+    tool,
+  };
+  const record = (result: CallToolResult | null, error?: string) =>
+    reads.push({ tool, args, result, ...(error === undefined ? {} : { error }) });
+  if (!info) {
+    const error = new McpToolNotListed({ server: at.server, tool, listed: infos.map((i) => i.tool) });
+    record(null, error.message);
+    throw error;
+  }
+  if (!client.transport) {
+    record(null, "the MCP connection is closed");
+    throw notSent(at, "the MCP connection is closed");
+  }
+  let result: CallToolResult;
+  try {
+    result = (await client.request(
+      { method: "tools/call", params: { name: tool, arguments: { ...args } } },
+      CallToolResultSchema,
+      { timeout: timeoutMs },
+    )) as CallToolResult;
+  } catch (error) {
+    const failure = failureOf(error, at);
+    record(null, failure.message);
+    throw failure;
+  }
+  record(result);
+  if (result.isError === true) throw isErrorFailure(result, at);
+  return result;
+};
+
+/** The probe an MCP tool with a reconciler records: what the server listed, and the reconciler's own. */
+interface ReconcilingProbe {
+  readonly listed: ReturnType<typeof probeOf>;
+  readonly reconcile: unknown;
+}
+
+const reconcilerOf = (
+  client: Client,
+  info: McpToolInfo,
+  infos: ReadonlyArray<McpToolInfo>,
+  spec: McpReconciler,
+  timeoutMs: number,
+): Reconciler<McpArguments> => ({
+  name: `mcp:${info.holdfastName}`,
+  probe: (args, context) => ({
+    listed: probeOf(info),
+    reconcile: spec.probe ? (spec.probe(args, context) ?? null) : null,
+  }),
+  timeoutMs: spec.timeoutMs ?? timeoutMs,
+  check: async (probe, context) => {
+    const reads: McpReconcileRead[] = [];
+    const stored = (probe ?? {}) as Partial<ReconcilingProbe>;
+    try {
+      const verdict = await spec.check({
+        ...context,
+        args: (context.args ?? {}) as McpArguments,
+        probe: stored.reconcile ?? null,
+        read: (tool, args = {}) => readOnce(client, infos, reads, tool, args, timeoutMs),
+      });
+      return { ...verdict, evidence: { reads, found: verdict.evidence ?? null } } as ReconcileVerdict;
+    } catch (error) {
+      return {
+        outcome: "unknown",
+        evidence: { reads, error: error instanceof Error ? error.message : String(error) },
+      };
+    }
+  },
+});
 
 /** The listing's name in `replay`: a method, which no tool name can be (MCP tool names have no "/"). */
 const LISTING = "tools/list";
@@ -214,17 +345,35 @@ export const mcpToolset = async (client: Client, options: McpToolsetOptions = {}
       `mcpToolset({ replay }) names ${unlisted.map((n) => `"${n}"`).join(", ")}, which ${server.name} ${server.version} does not list; listed: ${infos.map((i) => i.tool).join(", ") || "none"}`,
     );
   }
+  const reconcilers = options.reconcilers ?? {};
+  for (const [name, spec] of Object.entries(reconcilers)) {
+    if (!infos.some((i) => i.tool === name))
+      throw new TypeError(
+        `mcpToolset({ reconcilers }) names "${name}", which ${server.name} ${server.version} does not list; listed: ${infos.map((i) => i.tool).join(", ") || "none"}`,
+      );
+    if (replay.has(name))
+      throw new TypeError(
+        `mcpToolset: "${name}" both asks for replay and has a reconciler; a call in doubt is either run again (replay) or explained (reconciler): choose one`,
+      );
+    if (typeof spec?.check !== "function")
+      throw new TypeError(`mcpToolset({ reconcilers }): the reconciler of "${name}" needs a check function`);
+  }
   const dispositionOf = (name: string) => (replay.has(name) ? "replay" : "hold");
 
   const tools = infos.map((info): McpToolDef => {
+    const reconciling = Object.hasOwn(reconcilers, info.tool) ? reconcilers[info.tool] : undefined;
     const def = defineTool<McpArguments, McpArguments, CallToolResult>({
       name: info.holdfastName,
       description: info.description ?? info.title ?? "",
       args: argumentsSchema(info),
-      // Asked for here, granted by the runtime only while the safe list holds this pin (else: hold).
-      disposition: dispositionOf(info.tool),
       source: toolPinSource(server, info.tool, info.inputSchemaDigest),
-      probe: () => probeOf(info),
+      ...(reconciling
+        ? { reconciler: reconcilerOf(client, info, infos, reconciling, timeoutMs) }
+        : {
+            // Asked for here, granted by the runtime only while the safe list holds this pin (else: hold).
+            disposition: dispositionOf(info.tool),
+            probe: () => probeOf(info),
+          }),
       run: (args, context) => callOnce(client, info, args, context, timeoutMs),
     });
     return { ...def, mcp: info };
