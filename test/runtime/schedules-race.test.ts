@@ -7,7 +7,7 @@ import { defineAgent, defineTool } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { Engine } from "../../src/runtime/engine.js";
 import type { Journal } from "../../src/runtime/Journal.js";
-import { tickSchedules, upsertSchedule } from "../../src/runtime/schedules.js";
+import { correctTick, tickSchedules, upsertSchedule } from "../../src/runtime/schedules.js";
 import { checkSchedule } from "../../torture/check-waits.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { useTempDir } from "../support/tmp.js";
@@ -263,5 +263,66 @@ describe.each(engines)("the race of two workers at one schedule version, on %s",
     expect(row?.nextDueAt).toBe(tick(4));
     expect(audit.findings).toEqual([]);
     expect(check.problems).toEqual([]);
+  });
+});
+
+describe.each(engines)("the audit of ticks against admissions, on %s", (_name, storeOf) => {
+  it("finds a run admitted for a tick recorded skipped, and a record naming a run not admitted for it; a correction clears the first", async () => {
+    const store = await storeOf();
+    const a = engineWith(await openStore(store), "a");
+    await upsertSchedule(a, { id: "s", everyMs: 10_000, agent: "job", input: {} }, () => T0);
+    gate(`s@${tick(1)}`);
+    await tickSchedules(a, T0 + 10_050);
+    await tickSchedules(a, T0 + 20_050);
+    open(`s@${tick(1)}`);
+    await settled(a);
+    // What the losing worker of the race leaves when it dies before correcting: tick 2's run.
+    const orphan = await a.submit({
+      chatId: "schedule-s",
+      inputId: `s@${tick(2)}`,
+      agent: "job",
+      content: {},
+    });
+    await orphan.result;
+    const before = (await auditJournal(a.journal)).findings;
+    expect(before).toMatchObject([
+      {
+        kind: "schedule-mismatch",
+        streamId: scheduleStreamId("s"),
+        detail: expect.stringMatching(
+          new RegExp(`run ${orphan.runId} was admitted for tick ${tick(2)}, which is recorded skipped`),
+        ),
+      },
+    ]);
+    // Its correction (what the worker does when it lives) makes the journal audit clean.
+    expect(await correctTick(a, "s", tick(2))).toBe(true);
+    expect(await correctTick(a, "s", tick(2))).toBe(false);
+    expect((await auditJournal(a.journal)).findings).toEqual([]);
+    expect((await a.schedules.get("s"))?.ticks).toEqual({ admitted: 2, queued: 0, skipped: 0, missed: 0 });
+    // A tick recorded admitted naming a run never admitted for it.
+    const head = (await a.journal.streamHead(scheduleStreamId("s")))!.version;
+    await a.journal.append({
+      streamId: scheduleStreamId("s"),
+      expectedVersion: head,
+      events: [
+        {
+          type: "schedule.ticked",
+          scheduleId: "s",
+          tickAt: tick(3),
+          inputId: `s@${tick(3)}`,
+          outcome: "admitted",
+          admittedRunId: "run-nobody",
+          missed: 0,
+          nextDueAt: tick(4),
+          by: "hand",
+        },
+      ],
+    });
+    expect((await auditJournal(a.journal)).findings).toMatchObject([
+      {
+        kind: "schedule-mismatch",
+        detail: expect.stringMatching(/tick .* names run run-nobody, which was not admitted for it/),
+      },
+    ]);
   });
 });
