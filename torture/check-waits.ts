@@ -351,6 +351,9 @@ const RUN_ENDS = ["run.completed", "run.failed", "run.cancelled", "run.stopped"]
  *    chat is a tick's (`<id>@<tick>`), named by that tick's record (`admitted`, or `queued` then
  *    admitted by the queue) — or it is the tick still pending (admitted, its record not written
  *    when the schedule was paused); a tick recorded `admitted` names the run admitted for it;
+ *    a tick recorded `skipped` or `missed`, or passed over, whose run stands is named by a
+ *    `schedule.tick-corrected` (the race of two workers at one version, decision 0060): at most one
+ *    per tick, never for a tick recorded `admitted` or `queued`, its `was` what the stream said;
  *  - **no tick lost while a process was up**: a tick at T is recorded when a process with the agent
  *    was up from before T to T + {@link TICK_OWED_MS} and the schedule was active then — or passed
  *    over by a later record that counted it missed (a tick pass late by more than a period under
@@ -373,6 +376,7 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
     runs: 0,
     runsFinished: 0,
     pendingAtEnd: 0,
+    corrected: 0,
   };
   type Run = { runId: string; inputId: string; admittedAt: number; endedAt: number | null; status: string };
   const runsByChat = new Map<string, Run[]>();
@@ -430,7 +434,7 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
     let lastTick = -Infinity;
     let activeSince: number | null = upsert.paused ? null : Date.parse(stream[0]!.recordedAt);
     const active: Array<{ from: number; to: number }> = [];
-    const recorded = new Map<number, { outcome: string; runId?: string }>();
+    const recorded = new Map<number, { outcome: string; corrected?: boolean }>();
     for (const { event, recordedAt } of stream) {
       const at = Date.parse(recordedAt);
       if (event.type === "schedule.paused" || event.type === "schedule.deleted") {
@@ -445,6 +449,29 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
       if (event.type === "schedule.upserted" && event !== upsert && !event.paused && activeSince === null) {
         activeSince = at;
         due = event.nextDueAt === null ? null : Date.parse(event.nextDueAt);
+      }
+      if (event.type === "schedule.tick-corrected") {
+        // The worker whose run of a tick stands corrected what the stream said of it (decision 0060).
+        counts.corrected++;
+        const tick = Date.parse(event.tickAt);
+        const what = `${streamId}: tick ${event.tickAt} corrected`;
+        const before = recorded.get(tick);
+        if (event.inputId !== `${id}@${event.tickAt}`)
+          problems.push(`${what} under input id ${event.inputId}`);
+        if (before?.corrected) problems.push(`${what} twice`);
+        else if (before?.outcome === "admitted" || before?.outcome === "queued")
+          problems.push(`${what}, it was recorded ${before.outcome}`);
+        else if ((event.was === "skipped" || event.was === "missed") !== (before !== undefined))
+          problems.push(`${what} as once ${event.was}, recorded ${before?.outcome ?? "nowhere"}`);
+        else if (before !== undefined && before.outcome !== event.was)
+          problems.push(`${what} as once ${event.was}, recorded ${before.outcome}`);
+        if (event.outcome === "admitted") {
+          const list = byInput.get(event.inputId) ?? [];
+          if (event.admittedRunId !== list[0]?.runId)
+            problems.push(`${what} to run ${event.admittedRunId}, its run is ${list[0]?.runId ?? "none"}`);
+        }
+        recorded.set(tick, { outcome: event.outcome, corrected: true });
+        continue;
       }
       if (event.type !== "schedule.ticked") continue;
       counts.ticks++;

@@ -134,6 +134,8 @@ interface WorkerProcess {
   /** When it reported started (its runtime open: it ticks schedules from then), and when it exited. */
   startedAt: number | null;
   endedAt: number | null;
+  /** When it was sent SIGTERM at the end: it closes from then (a closing runtime ticks nothing). */
+  stoppedAt: number | null;
   exited: boolean;
   killedAt: number | null;
   /** When it stopped itself at its pause point (null: not paused now). */
@@ -337,6 +339,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       started: false,
       startedAt: null,
       endedAt: null,
+      stoppedAt: null,
       exited: false,
       killedAt: null,
       pausedAt: null,
@@ -1033,7 +1036,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   while (slots.some((w) => w && !w.exited && !w.started) && Date.now() < startBy) await sleep(50);
   stopping = true;
   const finals = slots.filter((w): w is WorkerProcess => w !== null && !w.exited);
-  for (const w of finals) w.child.kill("SIGTERM");
+  for (const w of finals) {
+    w.stoppedAt = Date.now();
+    w.child.kill("SIGTERM");
+  }
   for (const w of finals) {
     const ended = await Promise.race([w.exit, sleep(30_000).then(() => null)]);
     if (ended === null) {
@@ -1077,12 +1083,18 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         problems: queueChecks.flatMap((q, i) => q.problems.map((p) => `chat-${i}: ${p}`)),
       }
     : undefined;
-  // When a worker could tick: from its start to its death or stop, less the spans it was stopped.
+  // When a worker could tick: from its start to its death or to the SIGTERM that stopped it (its
+  // runtime closes from then and ticks nothing, however long the close takes under load), less the
+  // spans it was stopped.
   const alive: AliveWindow[] = processes.flatMap((w) => {
     if (w.startedAt === null) return [];
     const windows: AliveWindow[] = [];
     let from = w.startedAt;
-    const to = Math.min(w.killedAt ?? Number.POSITIVE_INFINITY, w.endedAt ?? Date.now());
+    const to = Math.min(
+      w.killedAt ?? Number.POSITIVE_INFINITY,
+      w.stoppedAt ?? Number.POSITIVE_INFINITY,
+      w.endedAt ?? Date.now(),
+    );
     for (const span of pauseSpans
       .filter((p) => p.workerId === w.workerId && p.to > from && p.from < to)
       .sort((a, b) => a.from - b.from)) {

@@ -82,6 +82,32 @@ export const ScheduleTicked = Schema.Struct({
   by: Schema.String,
 });
 
+/**
+ * What a tick's record said before a correction (decision 0060, "the race of two workers"): the
+ * tick was recorded `skipped` or `missed`, was `passedOver` by a later tick's record (counted in its
+ * `missed`), or had no record and was counted nowhere (`none`: a pause or a delete came first).
+ */
+export const ScheduleTickWas = Schema.Literal("skipped", "missed", "passedOver", "none");
+
+/**
+ * A tick's record corrected by the worker whose run of it stands (decision 0060): two workers read
+ * the schedule at one version; one recorded the tick `skipped` or `missed`, or a later tick, and the
+ * other admitted (or queued) this tick's run, its own `schedule.ticked` refused on the version. It
+ * read the stream again and appended this: the tick's run is `admittedRunId` (`admitted`), or its
+ * input waits in the chat's queue (`queued`); `was` is what the stream said of the tick before.
+ * It moves no next tick; at most one per tick, never for a tick recorded `admitted` or `queued`.
+ */
+export const ScheduleTickCorrected = Schema.Struct({
+  type: Schema.tag("schedule.tick-corrected"),
+  scheduleId: Schema.String,
+  tickAt: Schema.String,
+  inputId: Schema.String,
+  outcome: Schema.Literal("admitted", "queued"),
+  admittedRunId: Schema.optional(Schema.String),
+  was: ScheduleTickWas,
+  by: Schema.String,
+});
+
 /** The events of a schedule stream. */
 export const ScheduleEvent = Schema.Union(
   ScheduleUpserted,
@@ -89,5 +115,6 @@ export const ScheduleEvent = Schema.Union(
   ScheduleResumed,
   ScheduleDeleted,
   ScheduleTicked,
+  ScheduleTickCorrected,
 );
 export type ScheduleEvent = typeof ScheduleEvent.Type;

@@ -12,6 +12,8 @@ export interface ScheduleTick {
   readonly by: string;
   /** When it was recorded. */
   readonly recordedAt: string;
+  /** Present when a `schedule.tick-corrected` changed what this tick's record said (decision 0060). */
+  readonly corrected?: true;
 }
 
 /** A schedule as its stream says now (`schedule-<id>`, decision 0060); the `schedules` projection's row. */
@@ -97,6 +99,28 @@ export const evolveSchedule = (
         },
         version,
       };
+    case "schedule.tick-corrected": {
+      // The tick's run stands: it counts where it belongs, no longer where the record put it.
+      const was = e.was === "skipped" ? "skipped" : e.was === "none" ? null : "missed";
+      const ticks = { ...state.ticks, [e.outcome]: state.ticks[e.outcome] + 1 };
+      if (was !== null) ticks[was] = Math.max(0, ticks[was] - 1);
+      const last = state.lastTick;
+      return {
+        ...state,
+        lastTick:
+          last !== null && last.tickAt === e.tickAt
+            ? {
+                ...last,
+                outcome: e.outcome,
+                runId: e.admittedRunId ?? null,
+                activeRunId: null,
+                corrected: true,
+              }
+            : last,
+        ticks,
+        version,
+      };
+    }
     default:
       return state;
   }
@@ -119,6 +143,7 @@ export const schedulesProjection: Projection<ScheduleRow> = {
     "schedule.resumed",
     "schedule.deleted",
     "schedule.ticked",
+    "schedule.tick-corrected",
   ],
   keysOf: (recorded) => ("scheduleId" in recorded.event ? [String(recorded.event.scheduleId)] : []),
   evolve: (state, recorded, key) => {

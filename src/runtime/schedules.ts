@@ -510,24 +510,125 @@ const tickOne = async (core: EngineCore, scheduleId: string, nowMs: number, trie
       handled = await fire(core, row, upsert, chatId, tickInputId(scheduleId, iso(tickMs)));
     }
   }
-  await core.journal.append({
-    streamId: scheduleStreamId(scheduleId),
-    expectedVersion: row.version,
-    events: [
-      {
-        type: "schedule.ticked",
-        scheduleId,
-        tickAt: iso(tickMs),
-        inputId: tickInputId(scheduleId, iso(tickMs)),
-        ...handled,
-        missed,
-        nextDueAt: iso(next),
-        by: core.workerId,
-      },
-    ],
-  });
+  try {
+    await core.journal.append({
+      streamId: scheduleStreamId(scheduleId),
+      expectedVersion: row.version,
+      events: [
+        {
+          type: "schedule.ticked",
+          scheduleId,
+          tickAt: iso(tickMs),
+          inputId: tickInputId(scheduleId, iso(tickMs)),
+          ...handled,
+          missed,
+          nextDueAt: iso(next),
+          by: core.workerId,
+        },
+      ],
+    });
+  } catch (error) {
+    // Another worker recorded a tick on the version read. This worker's run of its tick (or its
+    // queued input) stands: the record the other wrote may say otherwise (decision 0060).
+    if (isWrongVersion(error) && (handled.outcome === "admitted" || handled.outcome === "queued"))
+      return correctTick(core, scheduleId, iso(tickMs));
+    throw error;
+  }
   crashPoint("after-tick-recorded");
   return true;
+};
+
+const isWrongVersion = (error: unknown): boolean =>
+  (error as { _tag?: unknown } | null)?._tag === "WrongExpectedVersion";
+
+/** What a schedule stream says of one tick (decision 0060): its record, whether it was passed over or corrected. */
+interface TickStory {
+  /** The outcome `schedule.ticked` recorded for the tick; null when none did. */
+  readonly recorded: EventOf<"schedule.ticked">["outcome"] | null;
+  /** A later tick's record counted it among the ticks it passed over (`missed`). */
+  readonly passedOver: boolean;
+  /** A `schedule.tick-corrected` names it already. */
+  readonly corrected: boolean;
+}
+
+/**
+ * Walk a schedule stream for one tick: the recorded next tick moves as the stream says (upserted,
+ * resumed, ticked; paused and deleted clear it), and a tick record counts as missed every tick from
+ * the next tick it was recorded on up to its own (decision 0060).
+ */
+export const tickStory = (events: ReadonlyArray<RecordedEvent>, tickAt: string): TickStory => {
+  const tickMs = Date.parse(tickAt);
+  let due: number | null = null;
+  let recorded: TickStory["recorded"] = null;
+  let passedOver = false;
+  let corrected = false;
+  for (const { event } of events) {
+    if (event.type === "schedule.upserted")
+      due = event.nextDueAt === null ? null : Date.parse(event.nextDueAt);
+    else if (event.type === "schedule.resumed") due = Date.parse(event.nextDueAt);
+    else if (event.type === "schedule.paused" || event.type === "schedule.deleted") due = null;
+    else if (event.type === "schedule.ticked") {
+      if (event.tickAt === tickAt) recorded = event.outcome;
+      else if (due !== null && due <= tickMs && tickMs < Date.parse(event.tickAt)) passedOver = true;
+      due = Date.parse(event.nextDueAt);
+    } else if (event.type === "schedule.tick-corrected" && event.tickAt === tickAt) corrected = true;
+  }
+  return { recorded, passedOver, corrected };
+};
+
+/**
+ * The worker whose run of a tick stands, its `schedule.ticked` refused on the version (decision
+ * 0060, "the race of two workers"): read the stream again and correct what it says of the tick —
+ * recorded `skipped` or `missed`, passed over by a later tick's record, or not recorded while the
+ * schedule is paused or deleted — with `schedule.tick-corrected` naming the run (or the queued
+ * input), on the version read, again when refused. A tick recorded `admitted` or `queued`, or
+ * corrected already, needs nothing; a tick not yet passed over is recorded by the next tick pass,
+ * which finds its run by its input id (decision 0064). Returns whether a correction was written here.
+ */
+export const correctTick = async (core: EngineCore, scheduleId: string, tickAt: string): Promise<boolean> => {
+  const chatId = scheduleChatId(scheduleId);
+  const inputId = tickInputId(scheduleId, tickAt);
+  for (let tries = 1; tries <= APPEND_TRIES; tries++) {
+    const { events, row } = await readSchedule(core.journal, scheduleId);
+    if (!row) return false;
+    const story = tickStory(events, tickAt);
+    if (story.corrected || story.recorded === "admitted" || story.recorded === "queued") return false;
+    let was: EventOf<"schedule.tick-corrected">["was"];
+    if (story.recorded !== null) was = story.recorded;
+    else if (story.passedOver) was = "passedOver";
+    else if (
+      row.status === "active" &&
+      row.nextDueAt !== null &&
+      Date.parse(tickAt) >= Date.parse(row.nextDueAt)
+    )
+      return false;
+    else was = "none";
+    const admission = await core.journal.admission(chatId, inputId);
+    if (!admission && !(await queuedInputIds(core, chatId)).has(inputId)) return false;
+    try {
+      await core.journal.append({
+        streamId: scheduleStreamId(scheduleId),
+        expectedVersion: row.version,
+        events: [
+          {
+            type: "schedule.tick-corrected",
+            scheduleId,
+            tickAt,
+            inputId,
+            ...(admission
+              ? { outcome: "admitted" as const, admittedRunId: admission.runId }
+              : { outcome: "queued" as const }),
+            was,
+            by: core.workerId,
+          },
+        ],
+      });
+      return true;
+    } catch (error) {
+      if (!isWrongVersion(error)) throw error;
+    }
+  }
+  return false;
 };
 
 const fire = async (

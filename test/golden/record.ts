@@ -25,6 +25,8 @@ import { contextOf, foldRun, statusOf } from "../../src/machines/index.js";
 import { callsOfRun, inlineProjections } from "../../src/projections/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { RunWriter, recordOutcome } from "../../src/runtime/dispatch.js";
+import { Engine } from "../../src/runtime/engine.js";
+import { correctTick, tickSchedules, upsertSchedule } from "../../src/runtime/schedules.js";
 import { openTestRuntime } from "../audit/given.js";
 import { runWorker } from "../support/processes.js";
 
@@ -606,6 +608,66 @@ const scheduled: Scenario = async (dir) => {
   return db;
 };
 
+/**
+ * The race of two workers at one schedule version, corrected (decision 0060): tick 1's run keeps the
+ * chat busy, so tick 2 is recorded `skipped`; the losing worker's run of tick 2 (admitted once the
+ * chat was free, its own record refused on the version) stands, and it corrects the record.
+ */
+const scheduleCorrected: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  let release: () => void = () => undefined;
+  const busy = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const hold = defineTool({
+    name: "hold",
+    args: Schema.Struct({ inputId: Schema.String }),
+    run: async ({ inputId }) => {
+      if (inputId.endsWith("12:00:10.000Z")) await busy;
+      return inputId;
+    },
+  });
+  const engine = new Engine({
+    journal: LibsqlJournal.open(db),
+    agents: [
+      defineAgent({
+        name: "ticker",
+        version: "1",
+        run: async (turn) => turn.tool(hold, { inputId: turn.inputId }),
+      }),
+    ],
+    tools: [hold],
+    secrets: {},
+    workerId: "audit-test-worker",
+    leaseMs: 5_000,
+    recoveryConcurrency: 1,
+    newRunId: (() => {
+      let n = 0;
+      return () => `raced-${++n}`;
+    })(),
+    isWorkerDead: () => false,
+  });
+  const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
+  await upsertSchedule(engine, { id: "raced", everyMs: 10_000, agent: "ticker", input: {} }, () => T0);
+  await tickSchedules(engine, T0 + 10_050);
+  await tickSchedules(engine, T0 + 20_050);
+  release();
+  while ((await engine.journal.activeRun("schedule-raced")) !== null)
+    await new Promise((r) => setTimeout(r, 20));
+  const tick2 = new Date(T0 + 20_000).toISOString();
+  const late = await engine.submit({
+    chatId: "schedule-raced",
+    inputId: `raced@${tick2}`,
+    agent: "ticker",
+    content: {},
+  });
+  await late.result;
+  if (!(await correctTick(engine, "raced", tick2)))
+    throw new Error("schedule-corrected: no correction written");
+  await engine.close();
+  return db;
+};
+
 const approved: Scenario = async (dir) => {
   const db = join(dir, "journal.db");
   const pay = defineTool({
@@ -705,6 +767,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   signalled,
   scheduled,
   approved,
+  "schedule-corrected": scheduleCorrected,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

@@ -163,6 +163,50 @@ describe("the torture's schedule check", () => {
     expect(problems).toMatch(/run x for tick s@.*:03\.000Z, recorded skipped/);
   });
 
+  it("takes a correction as the tick's record (decision 0060), and finds one twice, one of an admitted tick, one naming another run", () => {
+    const corrected = (tick: number, runId: string, was: string, extra: Ev = {}): Ev => ({
+      type: "schedule.tick-corrected",
+      scheduleId: "s",
+      tickAt: at(tick),
+      inputId: `s@${at(tick)}`,
+      outcome: "admitted",
+      admittedRunId: runId,
+      was,
+      by: "w2",
+      ...extra,
+    });
+    // Tick 3 recorded skipped (b was active); b ended, the other worker's run x of tick 3 stands.
+    const raced = (): Entry[] => {
+      const entries = good().filter(([st]) => st !== "run-c");
+      return [
+        ...entries.filter(([, e]) => !(e.type === "schedule.ticked" && e.tickAt === at(4))),
+        ["run-x", admitted("x", 3), 3.6],
+        [S, corrected(3, "x", "skipped"), 3.65],
+        ["run-x", done("x"), 3.7],
+      ];
+    };
+    const clean = checkSchedule(log(...raced()), { signals: [] });
+    expect(clean.problems).toEqual([]);
+    expect(clean.counts).toMatchObject({ corrected: 1 });
+    expect(
+      checkSchedule(log(...raced(), [S, corrected(3, "x", "skipped"), 3.8]), { signals: [] }).problems.join(
+        "\n",
+      ),
+    ).toMatch(/corrected twice/);
+    expect(
+      checkSchedule(log(...good(), [S, corrected(2, "b", "skipped"), 6.5]), UP).problems.join("\n"),
+    ).toMatch(/corrected, it was recorded admitted/);
+    const wrongRun = raced().map(
+      ([st, e, t]): Entry =>
+        e.type === "schedule.tick-corrected"
+          ? [st, { ...e, admittedRunId: "zz", was: "missed" }, t]
+          : [st, e, t],
+    );
+    const problems = checkSchedule(log(...wrongRun), { signals: [] }).problems.join("\n");
+    expect(problems).toMatch(/corrected to run zz, its run is x/);
+    expect(problems).toMatch(/corrected as once missed, recorded skipped/);
+  });
+
   it("finds a tick recorded admitted with another run, a missed tick under catch-up latest, a run not finished", () => {
     const entries = good().map(
       ([s, e, t]): Entry =>

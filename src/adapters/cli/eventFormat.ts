@@ -111,6 +111,8 @@ export const summarizeEvent = (event: AnyEvent): string => {
       return `schedule ${event.scheduleId}: ${event.cron !== undefined ? `cron ${event.cron} (${event.timezone})` : `every ${event.everyMs} ms`} for ${event.agent}${event.agentVersion === undefined ? "" : `@${event.agentVersion}`}, overlap ${event.overlap}, catch-up ${event.catchUp}, ${event.paused ? "paused" : `next tick ${event.nextDueAt}`}${event.by ? ` by ${event.by}` : ""}`;
     case "schedule.ticked":
       return `tick ${event.tickAt} ${event.outcome}${event.admittedRunId ? ` as run ${event.admittedRunId}` : ""}${event.activeRunId ? ` (run ${event.activeRunId} still active)` : ""}${event.missed > 0 ? `, ${event.missed} missed before it` : ""}; next ${event.nextDueAt}`;
+    case "schedule.tick-corrected":
+      return `tick ${event.tickAt} corrected to ${event.outcome}${event.admittedRunId ? ` as run ${event.admittedRunId}` : ""} (was ${event.was === "passedOver" ? "passed over" : event.was === "none" ? "not recorded" : event.was}) by ${event.by}`;
     case "schedule.resumed":
       return `resumed${event.by ? ` by ${event.by}` : ""}; next tick ${event.nextDueAt}`;
     case "schedule.paused":

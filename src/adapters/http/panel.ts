@@ -751,22 +751,35 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     const events = await reader.readStream(scheduleStreamId(row.scheduleId), {
       afterVersion: Math.max(0, row.version - RECENT_TICKS),
     });
-    return events
-      .map((e) => e.event)
-      .flatMap((e) =>
-        e.type === "schedule.ticked"
-          ? [
-              {
-                tickAt: e.tickAt,
-                outcome: e.outcome,
-                runId: e.admittedRunId ?? null,
-                activeRunId: e.activeRunId ?? null,
-                missed: e.missed,
-              },
-            ]
-          : [],
-      )
-      .reverse();
+    const ticks: Array<ScheduleEntry["recent"][number]> = [];
+    for (const { event: e } of events) {
+      if (e.type === "schedule.ticked")
+        ticks.push({
+          tickAt: e.tickAt,
+          outcome: e.outcome,
+          runId: e.admittedRunId ?? null,
+          activeRunId: e.activeRunId ?? null,
+          missed: e.missed,
+        });
+      // A tick's record corrected by the worker whose run of it stands (decision 0060).
+      if (e.type === "schedule.tick-corrected") {
+        const was = e.was === "passedOver" ? "passed over" : e.was === "none" ? "not recorded" : e.was;
+        const tick = {
+          tickAt: e.tickAt,
+          outcome: `${e.outcome} (corrected; was ${was})`,
+          runId: e.admittedRunId ?? null,
+          activeRunId: null,
+          missed: 0,
+        };
+        const i = ticks.findIndex((t) => t.tickAt === e.tickAt);
+        if (i >= 0) ticks[i] = { ...tick, missed: ticks[i]!.missed };
+        else {
+          const after = ticks.findIndex((t) => t.tickAt > e.tickAt);
+          ticks.splice(after < 0 ? ticks.length : after, 0, tick);
+        }
+      }
+    }
+    return ticks.reverse();
   };
 
   const schedulesPage = async (c: Context<Env>, session: Session, notice?: Html, status: 200 | 404 = 200) => {

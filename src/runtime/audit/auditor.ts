@@ -256,8 +256,11 @@ export class LogAuditor {
     this.previous = event;
     const wrong = misplaced(row.streamId, event);
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
-    else if (row.streamId.startsWith("run-")) this.runs.check(recorded, stream);
-    else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
+    else if (row.streamId.startsWith("run-")) {
+      this.runs.check(recorded, stream);
+      if (event.type === "run.admitted" && event.chatId.startsWith(SCHEDULE_STREAM_PREFIX))
+        this.schedules.noteAdmission(recorded);
+    } else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
       const breach = this.queues.check(recorded, before);
       if (breach) this.findings.add({ ...at, ...breach });
     } else if (row.streamId.startsWith(SCHEDULE_STREAM_PREFIX)) {
@@ -275,7 +278,10 @@ export class LogAuditor {
   private notePruned(entries: ReadonlyArray<PrunedHead>, position: number): void {
     for (const entry of entries) {
       this.headAnchor.notePruned(entry, position);
-      if (entry.streamId.startsWith("run-")) this.queues.runPruned(entry.streamId.slice(4));
+      if (entry.streamId.startsWith("run-")) {
+        this.queues.runPruned(entry.streamId.slice(4));
+        this.schedules.runPruned(entry.streamId.slice(4));
+      }
       const stream = this.streams.get(entry.streamId);
       if (stream) {
         stream.pruned = true;
@@ -373,6 +379,15 @@ export class LogAuditor {
     return found;
   }
 
+  /**
+   * Runs of a schedule's chat admitted for a tick the schedule passed, named by no record (decision
+   * 0060). The driver re-reads each schedule stream's head: one that moved during the audit (a
+   * correction may have come) is not a finding.
+   */
+  scheduleRunsUnnamed(): AuditFinding[] {
+    return this.schedules.unnamedRuns().filter((f) => !(f.streamId && this.streams.get(f.streamId)?.sealed));
+  }
+
   /** Record findings the driver confirmed (guard mismatches still true after re-reading). */
   confirm(findings: ReadonlyArray<AuditFinding>): void {
     for (const f of findings) this.findings.add(f);
@@ -381,6 +396,7 @@ export class LogAuditor {
   /** Close the audit. `moved`: events were appended after the audited log ended. */
   finish(moved: boolean): AuditReport {
     for (const finding of this.queues.finish()) this.findings.add(finding);
+    for (const finding of this.schedules.finish()) this.findings.add(finding);
     this.findings.settle(moved);
     const heads = this.currentHeads();
     const digest = headDigest(heads);

@@ -57,6 +57,7 @@ const SCHEDULE_TYPES = new Set([
   "schedule.resumed",
   "schedule.deleted",
   "schedule.ticked",
+  "schedule.tick-corrected",
 ]);
 
 /** Why an event does not belong in its stream, or null. */

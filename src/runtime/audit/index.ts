@@ -158,6 +158,13 @@ const auditWith = async (
     if ((head?.version ?? null) === finding.version) queues.push(finding);
   }
   auditor.confirm(queues);
+  const schedules: AuditFinding[] = [];
+  for (const finding of auditor.scheduleRunsUnnamed()) {
+    // A schedule that moved while the audit ran may have had its tick corrected meanwhile.
+    const head = finding.streamId ? await journal.streamHead(finding.streamId) : null;
+    if ((head?.version ?? null) === finding.version) schedules.push(finding);
+  }
+  auditor.confirm(schedules);
   const moved = (await journal.readAllRows({ after: auditor.lastPosition, limit: 1 })).length > 0;
   return auditor.finish(moved);
 };
