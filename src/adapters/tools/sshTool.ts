@@ -4,9 +4,10 @@ import { defineTool, type Reconciler, type ToolDef } from "../../runtime/define.
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { builtInSource } from "./moduleSource.js";
 import { receiptName, startedReceipt, voidedReceipt } from "./receipts.js";
-import { connect, knownKeys, runScript, type SshTarget, targetName } from "./sshConnection.js";
+import { connect, knownKeys, runScript, targetName } from "./sshConnection.js";
+import type { SshTarget } from "./sshTarget.js";
 
-export type { SshTarget } from "./sshConnection.js";
+export type { SshTarget } from "./sshTarget.js";
 
 /** The arguments of `ssh`: the command, run with `sh` on the remote host. */
 export const SshArgs = Schema.Struct({ command: Schema.NonEmptyString });
