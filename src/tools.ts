@@ -31,6 +31,13 @@ export {
   type ShellToolOptions,
 } from "./adapters/tools/shellTool.js";
 export {
+  makeSshTool,
+  SshArgs,
+  type SshResult,
+  type SshTarget,
+  type SshToolOptions,
+} from "./adapters/tools/sshTool.js";
+export {
   makeWriteFileTool,
   WriteFileArgs,
   type WriteFileResult,

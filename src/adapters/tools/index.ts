@@ -12,6 +12,13 @@ export {
 } from "./shellEnvironment.js";
 export { makeShellTool, ShellArgs, type ShellResult, type ShellToolOptions } from "./shellTool.js";
 export {
+  makeSshTool,
+  SshArgs,
+  type SshResult,
+  type SshTarget,
+  type SshToolOptions,
+} from "./sshTool.js";
+export {
   makeWriteFileTool,
   WriteFileArgs,
   type WriteFileResult,
