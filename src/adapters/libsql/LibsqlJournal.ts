@@ -82,7 +82,7 @@ import { ownerOnly } from "./fileMode.js";
 import type { LibsqlJournalOptions, LibsqlReaderOptions } from "./options.js";
 import { CACHE_KIB, prepareJournalFile } from "./prepareFile.js";
 import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
-import { damageOf, sqliteCode } from "./sqlite.js";
+import { damageOf, STORAGE_HINT, sqliteCode, storageFailureOf } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -339,7 +339,7 @@ export class LibsqlJournal implements Journal {
         this.schedule(lockBackoff(attempt), startedAt, attempt + 1);
         return;
       }
-      const failure = isBusy(error) ? this.lockNotTaken(error) : error;
+      const failure = isBusy(error) ? this.lockNotTaken(error) : this.storageFailed(error);
       for (const p of this.queue.splice(0)) p.reject(failure);
       return;
     }
@@ -354,6 +354,8 @@ export class LibsqlJournal implements Journal {
           outcomes.push({ ok: this.applyAll(pending.requests) });
           if (savepoints) this.db.exec("RELEASE append_one");
         } catch (error) {
+          // The storage failing sinks the whole batch (SQLite may have rolled it back already).
+          if (storageFailureOf(error)) throw error;
           if (savepoints) {
             this.db.exec("ROLLBACK TO append_one");
             this.db.exec("RELEASE append_one");
@@ -369,8 +371,9 @@ export class LibsqlJournal implements Journal {
         this.db.exec("ROLLBACK");
       }
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      for (const p of batch) p.reject(error);
+      this.rollbackQuietly();
+      const failure = this.storageFailed(error);
+      for (const p of batch) p.reject(failure);
       return;
     }
     this.committed(outcomes);
@@ -756,7 +759,7 @@ export class LibsqlJournal implements Journal {
   /** A read that met a damaged file fails as the journal being unavailable, with what to do. */
   private damaged(error: unknown): unknown {
     const reason = damageOf(error);
-    if (!reason) return error;
+    if (!reason) return this.storageFailed(error);
     return new JournalUnavailable({
       location: this.location,
       reason,
@@ -813,7 +816,7 @@ export class LibsqlJournal implements Journal {
           this.db.exec("BEGIN IMMEDIATE");
           break;
         } catch (error) {
-          if (!isBusy(error)) throw error;
+          if (!isBusy(error)) throw this.storageFailed(error);
           if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error);
         }
         await sleep(lockBackoff(attempt));
@@ -826,8 +829,8 @@ export class LibsqlJournal implements Journal {
       this.db.exec("COMMIT");
       return result;
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      throw error;
+      this.rollbackQuietly();
+      throw this.storageFailed(error);
     }
   }
 
@@ -848,6 +851,24 @@ export class LibsqlJournal implements Journal {
       }
       await sleep(lockBackoff(attempt));
     }
+  }
+
+  /**
+   * Roll back what is left of a failed transaction. After a full disk or an I/O error SQLite may
+   * have rolled it back itself, and a ROLLBACK can fail in turn: the first error is the one to tell.
+   */
+  private rollbackQuietly(): void {
+    try {
+      if (this.db.inTransaction) this.db.exec("ROLLBACK");
+    } catch {
+      // Nothing more to undo, or the storage refuses even that: SQLite undoes it on the next open.
+    }
+  }
+
+  /** A full disk or an I/O error as `JournalUnavailable`, naming the cause; any other error as it is. */
+  private storageFailed(error: unknown): unknown {
+    const reason = storageFailureOf(error);
+    return reason ? new JournalUnavailable({ location: this.location, reason, hint: STORAGE_HINT }) : error;
   }
 
   private lockNotTaken(error: unknown, what: "write" | "read" = "write"): JournalUnavailable {
