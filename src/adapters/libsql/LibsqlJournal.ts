@@ -141,7 +141,7 @@ export class LibsqlJournal implements Journal {
   private readonly readOnly: boolean;
   private anchor: AnchorKeeper | null = null;
   private readonly checkpointEveryMs: number;
-  private lastCheckpoint = Date.now();
+  private lastCheckpoint = performance.now();
   private checkpointDue: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(
@@ -314,7 +314,7 @@ export class LibsqlJournal implements Journal {
     });
   }
 
-  private schedule(delayMs: number, startedAt = Date.now(), attempt = 0): void {
+  private schedule(delayMs: number, startedAt = performance.now(), attempt = 0): void {
     if (this.scheduled) return;
     this.scheduled = true;
     const run = () => {
@@ -335,7 +335,7 @@ export class LibsqlJournal implements Journal {
     try {
       this.db.exec("BEGIN IMMEDIATE");
     } catch (error) {
-      if (isBusy(error) && Date.now() - startedAt < this.lockWaitMs) {
+      if (isBusy(error) && performance.now() - startedAt < this.lockWaitMs) {
         this.schedule(lockBackoff(attempt), startedAt, attempt + 1);
         return;
       }
@@ -420,11 +420,11 @@ export class LibsqlJournal implements Journal {
   /** A PASSIVE checkpoint waits for nobody; after a burst of commits it runs once, off the commit path. */
   private scheduleCheckpoint(): void {
     if (this.checkpointDue || this.readOnly) return;
-    const wait = Math.max(0, this.lastCheckpoint + this.checkpointEveryMs - Date.now());
+    const wait = Math.max(0, this.lastCheckpoint + this.checkpointEveryMs - performance.now());
     this.checkpointDue = setTimeout(() => {
       this.checkpointDue = undefined;
       if (this.closed) return;
-      this.lastCheckpoint = Date.now();
+      this.lastCheckpoint = performance.now();
       try {
         this.db.pragma("wal_checkpoint(PASSIVE)");
       } catch {
@@ -646,7 +646,7 @@ export class LibsqlJournal implements Journal {
     options: ClaimOptions = {},
   ): Promise<ClaimResult> {
     return this.writeTransaction(() =>
-      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options))),
+      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options), options.trustExpiry)),
     );
   }
 
@@ -658,7 +658,9 @@ export class LibsqlJournal implements Journal {
   ): Promise<ReadonlyMap<string, NonNullable<ClaimResult>>> {
     if (runIds.length === 0) return new Map();
     return this.writeTransaction(() =>
-      this.runProgram(claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options))),
+      this.runProgram(
+        claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options), options.trustExpiry),
+      ),
     );
   }
 
@@ -773,7 +775,7 @@ export class LibsqlJournal implements Journal {
     // is lost (each gives up after lockWaitMs at most).
     while (this.queue.length > 0 || this.scheduled || this.lockWaiters > 0) {
       await sleep(5);
-      if (!this.scheduled && this.queue.length > 0) this.flush(Date.now());
+      if (!this.scheduled && this.queue.length > 0) this.flush(performance.now());
     }
     this.closed = true;
     if (this.checkpointDue) clearTimeout(this.checkpointDue);
@@ -808,7 +810,8 @@ export class LibsqlJournal implements Journal {
    */
   private async writeTransaction<T>(fn: () => T): Promise<T> {
     this.assertOpen();
-    const started = Date.now();
+    // Durations on the monotonic clock: a wall clock stepped meanwhile neither ends the wait at once nor stretches it.
+    const started = performance.now();
     this.lockWaiters += 1;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -817,7 +820,7 @@ export class LibsqlJournal implements Journal {
           break;
         } catch (error) {
           if (!isBusy(error)) throw this.storageFailed(error);
-          if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error);
+          if (performance.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error);
         }
         await sleep(lockBackoff(attempt));
       }
@@ -840,14 +843,14 @@ export class LibsqlJournal implements Journal {
    * brief: another connection rebuilding the WAL index after a crash.
    */
   private async read<T>(fn: () => T): Promise<T> {
-    const started = Date.now();
+    const started = performance.now();
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
       try {
         return fn();
       } catch (error) {
         if (!isBusy(error)) throw error;
-        if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error, "read");
+        if (performance.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error, "read");
       }
       await sleep(lockBackoff(attempt));
     }
