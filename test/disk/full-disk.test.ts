@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { Schema } from "effect";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
+import { errorReply } from "../../src/adapters/http/errors.js";
 import { defineAgent, defineTool, JournalUnavailable, openRuntime } from "../../src/index.js";
 import { cli } from "../readers/files.js";
 import { useSmallDisk } from "../support/smallDisk.js";
@@ -94,10 +95,15 @@ describe("a full disk under a libSQL journal", () => {
       expectDiskFull(await failureOf(waiting.result));
       expect(countOf(witness, "b-2")).toBe(0);
 
-      // The runtime is alive and refuses new work, saying why.
-      expectDiskFull(
-        await failureOf(rt.submit({ chatId: "c", inputId: "1", agent: "steps", content: { prefix: "c" } })),
+      // The runtime is alive and refuses new work, saying why; over HTTP, as 503.
+      const refusal = await failureOf(
+        rt.submit({ chatId: "c", inputId: "1", agent: "steps", content: { prefix: "c" } }),
       );
+      expectDiskFull(refusal);
+      expect(errorReply(refusal)).toMatchObject({
+        status: 503,
+        body: { error: { code: "journal-unavailable", message: expect.stringContaining("SQLITE_FULL") } },
+      });
       expect(witnessLines(witness)).toEqual(["b-1", "a-1", "a-2"]);
 
       // Space is back: recovery finds both runs.
