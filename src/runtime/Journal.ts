@@ -58,6 +58,12 @@ export interface Admission {
 export interface ClaimOptions {
   readonly takeOverFrom?: string;
   readonly takeOverIf?: (ownerWorkerId: string) => boolean;
+  /**
+   * `false`: a lease that looks expired by the clock is still taken as live, because this process
+   * saw its wall clock step lately and the owner may not have renewed on the new clock yet
+   * (decision 0071). Default `true`.
+   */
+  readonly trustExpiry?: boolean;
 }
 
 export interface Claim {

@@ -15,6 +15,8 @@ export type CrashPointName =
   | "mid-group-commit"
   | "after-interrupted"
   | "after-replay-authorized"
+  /** `holdfast backup`: the copy is written and verified under its temporary name, not yet linked to the target. */
+  | "backup-verified"
   | QueueCrashPointName
   | RetryCrashPointName
   | SignalCrashPointName

@@ -534,7 +534,7 @@ export class Engine implements EngineCore {
       agent,
       content: input,
     });
-    let deadline = Date.now() + this.leaseMs * 3;
+    let deadline = performance.now() + this.leaseMs * 3;
     for (;;) {
       const result = await this.wait(handle.runId);
       switch (result.status) {
@@ -560,11 +560,11 @@ export class Engine implements EngineCore {
         // due. The parent waits for it however long (polling once a second), never holding the
         // child call in doubt for a sleep (decision 0050).
         case "waiting":
-          deadline = Date.now() + this.leaseMs * 3;
+          deadline = performance.now() + this.leaseMs * 3;
           await new Promise((r) => setTimeout(r, 1_000));
           break;
         case "elsewhere":
-          if (Date.now() > deadline)
+          if (performance.now() > deadline)
             throw new Error(`child run ${handle.runId} did not settle (${result.state})`);
           await new Promise((r) => setTimeout(r, 100));
       }

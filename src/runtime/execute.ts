@@ -16,6 +16,7 @@ import {
   CallFailed,
   FencedOut,
   InvalidInput,
+  JournalUnavailable,
   LeaseLost,
   RunMovedOn,
   WrongExpectedVersion,
@@ -298,6 +299,10 @@ const finish = async (
     const { error } = ended;
     if (error instanceof LeaseLost || error instanceof FencedOut || error instanceof RunMovedOn)
       return elsewhere(runId, error.message);
+    // The journal refused a write (a full disk, an I/O error): the agent did not fail, the storage
+    // did. Nothing is recorded; the run stays active for recovery, which resumes it or holds it for
+    // the call whose outcome could not be written (decision 0070).
+    if (error instanceof JournalUnavailable) throw error;
     if (error instanceof CallFailed) {
       // A definite failure the agent did not handle: a person may grant a retry or stop the run.
       return hold(writer, [

@@ -17,9 +17,28 @@ interface ClaimBatch {
 
 interface Owned {
   readonly epoch: number;
-  /** Local deadline of the lease, measured from before the claim or the last renewal. */
+  /**
+   * Local deadline of the lease on the monotonic clock, measured from before the claim or the last
+   * renewal: a step of the wall clock neither shortens nor lengthens it (decision 0071).
+   */
   deadline: number;
 }
+
+/** The clocks an owner reads: the wall clock (`Date.now`) and a monotonic one (`performance.now`). */
+export interface OwnershipClock {
+  /** Milliseconds since the epoch; may step (an operator, NTP, a VM resumed). */
+  readonly wall: () => number;
+  /** Milliseconds from an arbitrary origin; never steps. */
+  readonly monotonic: () => number;
+}
+
+const systemClock: OwnershipClock = { wall: () => Date.now(), monotonic: () => performance.now() };
+
+/**
+ * How far the wall clock may move against the monotonic one between two readings before it counts
+ * as a step rather than a slew (NTP slews at most 0.5 ms a second).
+ */
+export const CLOCK_STEP_MS = 1_000;
 
 export interface OwnershipOptions {
   readonly journal: Journal;
@@ -27,6 +46,8 @@ export interface OwnershipOptions {
   readonly leaseMs: number;
   /** Whether a worker is known to be dead (its process gone); `false` when unknown. */
   readonly isWorkerDead: (workerId: string) => boolean;
+  /** The clocks (tests step the wall clock); the system's by default. */
+  readonly clock?: OwnershipClock;
 }
 
 /**
@@ -42,16 +63,29 @@ export class Ownership {
   private readonly owned = new Map<string, Owned>();
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private renewing: Promise<void> | null = null;
-  /** When the renewal whose answer the deadlines hold started. */
-  private renewedFrom = 0;
+  /** When the renewal whose answer the deadlines hold started (monotonic). */
+  private renewedFrom = Number.NEGATIVE_INFINITY;
+  private readonly clock: OwnershipClock;
+  /** The wall clock minus the monotonic one at the last reading: a change beyond {@link CLOCK_STEP_MS} is a step. */
+  private wallOffset: number;
+  /** When (monotonic) the wall clock was last seen to step; leases read by the wall clock are not trusted to have expired for a lease after it. */
+  private steppedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: OwnershipOptions) {
     this.journal = options.journal;
     this.workerId = options.workerId;
     this.leaseMs = options.leaseMs;
     this.isWorkerDead = options.isWorkerDead;
+    this.clock = options.clock ?? systemClock;
+    this.wallOffset = this.clock.wall() - this.clock.monotonic();
     // A quarter of the lease: a renewal late by up to half the lease still leaves the margin.
-    this.heartbeat = setInterval(() => void this.renew(), Math.max(50, Math.floor(options.leaseMs / 4)));
+    this.heartbeat = setInterval(
+      () => {
+        this.watchWallClock();
+        void this.renew();
+      },
+      Math.max(50, Math.floor(options.leaseMs / 4)),
+    );
     this.heartbeat.unref?.();
   }
 
@@ -83,9 +117,13 @@ export class Ownership {
   ): Promise<ReadonlyMap<string, Claim & { readonly previous: Claim | null }>> {
     // A release of one of these runs still on its way lands first: it must not let go of this claim.
     await Promise.all(runIds.map((runId) => this.releases.get(runId)));
-    const startedAt = Date.now();
+    const startedAt = this.clock.monotonic();
+    // Leases in the journal end at wall-clock times: just after this process saw its wall clock
+    // step, a lease that looks expired may be a live owner's that has not renewed on the new clock.
+    const trustExpiry = !this.wallClockSteppedLately();
     const claims = await this.journal.claimMany(runIds, this.workerId, this.leaseMs, {
       takeOverIf: this.takeOverIf,
+      ...(trustExpiry ? {} : { trustExpiry }),
     });
     for (const [runId, claim] of claims) {
       this.owned.set(runId, { epoch: claim.epoch, deadline: startedAt + this.leaseMs });
@@ -119,7 +157,23 @@ export class Ownership {
   mayStartEffect(runId: string): boolean {
     const owned = this.owned.get(runId);
     if (!owned) return true;
-    return Date.now() + safetyMarginMs(this.leaseMs) < owned.deadline;
+    return this.clock.monotonic() + safetyMarginMs(this.leaseMs) < owned.deadline;
+  }
+
+  /**
+   * Read both clocks; a wall clock that moved against the monotonic one by more than
+   * {@link CLOCK_STEP_MS} since the last reading stepped (forward or back).
+   */
+  watchWallClock(): void {
+    const offset = this.clock.wall() - this.clock.monotonic();
+    if (Math.abs(offset - this.wallOffset) > CLOCK_STEP_MS) this.steppedAt = this.clock.monotonic();
+    this.wallOffset = offset;
+  }
+
+  /** Whether the wall clock stepped within the last lease: every owner has renewed on the new clock since. */
+  wallClockSteppedLately(): boolean {
+    this.watchWallClock();
+    return this.clock.monotonic() - this.steppedAt < this.leaseMs;
   }
 
   /**
@@ -202,7 +256,7 @@ export class Ownership {
 
   /** One renewal of every claim held here; the runs renewed, or null when the renewal failed. */
   private async renewOnce(): Promise<ReadonlySet<string> | null> {
-    const startedAt = Date.now();
+    const startedAt = this.clock.monotonic();
     let renewed: Set<string>;
     try {
       renewed = new Set(await this.journal.renewClaims(this.workerId, this.leaseMs));

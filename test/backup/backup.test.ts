@@ -1,9 +1,14 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BackupNotVerified, BackupTargetExists, backupJournal } from "../../src/adapters/libsql/backup.js";
+import {
+  BackupNotVerified,
+  BackupTargetExists,
+  BackupTargetUnusable,
+  backupJournal,
+} from "../../src/adapters/libsql/backup.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { runStreamId } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
@@ -12,8 +17,11 @@ import { type Given, givenJournal } from "../audit/given.js";
 import { copyJournal, rowsOf, tamper } from "../audit/tamper.js";
 import { expectTwoLineError, runCli, useTempDir } from "../cli/cliProcess.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
+import { runScript } from "../support/processes.js";
+import { useSmallDisk } from "../support/smallDisk.js";
 
 const tempDir = useTempDir();
+const smallDisk = useSmallDisk();
 const schemas = usePgSchemas();
 let template: Given;
 let templateDir: string;
@@ -70,6 +78,51 @@ describe("backups", () => {
       expect(await journal.readStream("system")).toEqual([]);
     });
     expect(readFileSync(target, "utf8")).toBe("keep me");
+  });
+
+  it("a backup to a disk that fills up fails saying so and leaves no file there, at the target name or any other; nothing is recorded", async () => {
+    const dir = tempDir();
+    const db = copyJournal(template.db, dir);
+    const source = statSync(db).size;
+    // Room for a part of the copy, not all of it.
+    const disk = smallDisk(Math.max(8, Math.floor(source / 1024 / 2)));
+    const target = join(disk.dir, "backup.db");
+    await withJournal(db, async (journal) => {
+      const failure = await backupJournal(journal, target).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(failure).toBeInstanceOf(BackupTargetUnusable);
+      expect((failure as BackupTargetUnusable).reason).toContain("the disk is full (SQLITE_FULL");
+      expect(readdirSync(disk.dir)).toEqual([]);
+      expect(await journal.readStream("system")).toEqual([]);
+    });
+    const cli = await runCli(["backup", target, "--db", db]);
+    expect(cli.code).toBe(1);
+    expect(expectTwoLineError(cli.stderr).reason).toContain("the disk is full");
+    expect(readdirSync(disk.dir)).toEqual([]);
+  });
+
+  it("a backup killed after its copy verified, before it was linked, leaves nothing at the target name (only its .partial- file)", async () => {
+    const dir = tempDir();
+    const db = copyJournal(template.db, dir);
+    const target = join(dir, "backup.db");
+    const killed = await runScript(join(import.meta.dirname, "..", "support", "backup-process.ts"), {
+      HF_DB: db,
+      HF_TARGET: target,
+      HOLDFAST_CRASH_AT: "backup-verified",
+    });
+    expect(killed.signal, killed.stderr).toBe("SIGKILL");
+    const left = readdirSync(dir).filter((f) => f.startsWith("backup.db"));
+    expect(left).not.toContain("backup.db");
+    expect(left.some((f) => f.startsWith("backup.db.partial-"))).toBe(true);
+    // The next backup to the same name goes through.
+    const again = await runScript(join(import.meta.dirname, "..", "support", "backup-process.ts"), {
+      HF_DB: db,
+      HF_TARGET: target,
+    });
+    expect(again.code, again.stderr).toBe(0);
+    expect(existsSync(target)).toBe(true);
   });
 
   it("a backup of a journal that does not audit clean is refused, the copy removed, nothing recorded", async () => {

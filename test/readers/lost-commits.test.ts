@@ -4,6 +4,7 @@ import Database from "libsql";
 import { describe, expect, it, vi } from "vitest";
 import { anchorPathOf, readAnchor, writeAnchor } from "../../src/adapters/libsql/anchor.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { readOnlyUri } from "../../src/adapters/libsql/readOnly.js";
 import type { AnyEvent } from "../../src/events/index.js";
 import { defineAgent, LostCommits, openReader, openRuntime } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
@@ -98,6 +99,44 @@ describe("lost commits are findings, not a shorter clean journal", () => {
     const { db, head } = await openJournalCopy();
     rmSync(`${db}-wal`);
     await expectLost(db, head);
+  });
+
+  it("a WAL lost whole before any checkpoint leaves an empty database: lost commits at the anchor's position for writers, readers and holdfast audit, not 'not a holdfast journal'", async () => {
+    const dir = tempDir();
+    const live = LibsqlJournal.open(join(dir, "journal.db"), { checkpointEveryMs: 600_000 });
+    let head: HeadAnchor | undefined;
+    try {
+      for (let i = 0; i < 3; i++) head = headOf(await appendOne(live));
+      // The file as a copy without its WAL finds it: every commit is still in the WAL.
+      const db = copyJournalFiles(join(dir, "journal.db"), tempDir());
+      rmSync(`${db}-wal`);
+      const before = journalBytes(db);
+      const tables = new Database(readOnlyUri(db));
+      expect(
+        Number((tables.prepare("SELECT count(*) AS n FROM sqlite_schema").get() as { n: number }).n),
+      ).toBe(0);
+      tables.close();
+      for (const open of [
+        async () => LibsqlJournal.open(db),
+        () => openRuntime({ store: db }),
+        () => openReader({ store: db }),
+      ]) {
+        const refused = await open().then(
+          () => null,
+          (error: unknown) => error,
+        );
+        expect(refused).toBeInstanceOf(LostCommits);
+        expect(refused).toMatchObject({ anchorPosition: head!.position, anchorHash: head!.hash });
+      }
+      const audit = await cli(["audit", "--db", db]);
+      expect(audit.code).toBe(3);
+      expect(audit.stderr).toContain("lost committed events");
+      expect(audit.stderr).toContain(`position ${head!.position}`);
+      expect(audit.stderr).not.toContain("not a holdfast journal");
+      expect(journalBytes(db)).toEqual(before);
+    } finally {
+      await live.close();
+    }
   });
 
   it("an emptied file is refused, never made a fresh journal, and its WAL is kept", async () => {

@@ -62,6 +62,18 @@ export const errorReply = (
       body: { error: { code: error.code, message: error.message, ...error.extra } },
     };
   }
+  // The store refused (a full disk, a lost connection): the service is unavailable, not broken.
+  if (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { _tag?: unknown })._tag === "JournalUnavailable"
+  ) {
+    const { reason, hint } = error as unknown as { reason: string; hint: string };
+    return {
+      status: 503,
+      body: { error: { code: "journal-unavailable", message: oneLine(reason), hint: oneLine(hint) } },
+    };
+  }
   if (typeof error === "object" && error !== null && typeof (error as { _tag?: unknown })._tag === "string") {
     const tagged = error as Record<string, unknown> & { _tag: string; message: string };
     const status = STATUS_BY_TAG[tagged._tag];

@@ -82,7 +82,7 @@ import { ownerOnly } from "./fileMode.js";
 import type { LibsqlJournalOptions, LibsqlReaderOptions } from "./options.js";
 import { CACHE_KIB, prepareJournalFile } from "./prepareFile.js";
 import { checkReadableFile, readableJournalKey, readOnlyUri } from "./readOnly.js";
-import { damageOf, sqliteCode } from "./sqlite.js";
+import { damageOf, STORAGE_HINT, sqliteCode, storageFailureOf } from "./sqlite.js";
 
 type Db = InstanceType<typeof Database>;
 
@@ -141,7 +141,7 @@ export class LibsqlJournal implements Journal {
   private readonly readOnly: boolean;
   private anchor: AnchorKeeper | null = null;
   private readonly checkpointEveryMs: number;
-  private lastCheckpoint = Date.now();
+  private lastCheckpoint = performance.now();
   private checkpointDue: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(
@@ -314,7 +314,7 @@ export class LibsqlJournal implements Journal {
     });
   }
 
-  private schedule(delayMs: number, startedAt = Date.now(), attempt = 0): void {
+  private schedule(delayMs: number, startedAt = performance.now(), attempt = 0): void {
     if (this.scheduled) return;
     this.scheduled = true;
     const run = () => {
@@ -335,11 +335,11 @@ export class LibsqlJournal implements Journal {
     try {
       this.db.exec("BEGIN IMMEDIATE");
     } catch (error) {
-      if (isBusy(error) && Date.now() - startedAt < this.lockWaitMs) {
+      if (isBusy(error) && performance.now() - startedAt < this.lockWaitMs) {
         this.schedule(lockBackoff(attempt), startedAt, attempt + 1);
         return;
       }
-      const failure = isBusy(error) ? this.lockNotTaken(error) : error;
+      const failure = isBusy(error) ? this.lockNotTaken(error) : this.storageFailed(error);
       for (const p of this.queue.splice(0)) p.reject(failure);
       return;
     }
@@ -354,6 +354,8 @@ export class LibsqlJournal implements Journal {
           outcomes.push({ ok: this.applyAll(pending.requests) });
           if (savepoints) this.db.exec("RELEASE append_one");
         } catch (error) {
+          // The storage failing sinks the whole batch (SQLite may have rolled it back already).
+          if (storageFailureOf(error)) throw error;
           if (savepoints) {
             this.db.exec("ROLLBACK TO append_one");
             this.db.exec("RELEASE append_one");
@@ -369,8 +371,9 @@ export class LibsqlJournal implements Journal {
         this.db.exec("ROLLBACK");
       }
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      for (const p of batch) p.reject(error);
+      this.rollbackQuietly();
+      const failure = this.storageFailed(error);
+      for (const p of batch) p.reject(failure);
       return;
     }
     this.committed(outcomes);
@@ -417,11 +420,11 @@ export class LibsqlJournal implements Journal {
   /** A PASSIVE checkpoint waits for nobody; after a burst of commits it runs once, off the commit path. */
   private scheduleCheckpoint(): void {
     if (this.checkpointDue || this.readOnly) return;
-    const wait = Math.max(0, this.lastCheckpoint + this.checkpointEveryMs - Date.now());
+    const wait = Math.max(0, this.lastCheckpoint + this.checkpointEveryMs - performance.now());
     this.checkpointDue = setTimeout(() => {
       this.checkpointDue = undefined;
       if (this.closed) return;
-      this.lastCheckpoint = Date.now();
+      this.lastCheckpoint = performance.now();
       try {
         this.db.pragma("wal_checkpoint(PASSIVE)");
       } catch {
@@ -643,7 +646,7 @@ export class LibsqlJournal implements Journal {
     options: ClaimOptions = {},
   ): Promise<ClaimResult> {
     return this.writeTransaction(() =>
-      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options))),
+      this.runProgram(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options), options.trustExpiry)),
     );
   }
 
@@ -655,7 +658,9 @@ export class LibsqlJournal implements Journal {
   ): Promise<ReadonlyMap<string, NonNullable<ClaimResult>>> {
     if (runIds.length === 0) return new Map();
     return this.writeTransaction(() =>
-      this.runProgram(claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options))),
+      this.runProgram(
+        claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options), options.trustExpiry),
+      ),
     );
   }
 
@@ -756,7 +761,7 @@ export class LibsqlJournal implements Journal {
   /** A read that met a damaged file fails as the journal being unavailable, with what to do. */
   private damaged(error: unknown): unknown {
     const reason = damageOf(error);
-    if (!reason) return error;
+    if (!reason) return this.storageFailed(error);
     return new JournalUnavailable({
       location: this.location,
       reason,
@@ -770,7 +775,7 @@ export class LibsqlJournal implements Journal {
     // is lost (each gives up after lockWaitMs at most).
     while (this.queue.length > 0 || this.scheduled || this.lockWaiters > 0) {
       await sleep(5);
-      if (!this.scheduled && this.queue.length > 0) this.flush(Date.now());
+      if (!this.scheduled && this.queue.length > 0) this.flush(performance.now());
     }
     this.closed = true;
     if (this.checkpointDue) clearTimeout(this.checkpointDue);
@@ -805,7 +810,8 @@ export class LibsqlJournal implements Journal {
    */
   private async writeTransaction<T>(fn: () => T): Promise<T> {
     this.assertOpen();
-    const started = Date.now();
+    // Durations on the monotonic clock: a wall clock stepped meanwhile neither ends the wait at once nor stretches it.
+    const started = performance.now();
     this.lockWaiters += 1;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -813,8 +819,8 @@ export class LibsqlJournal implements Journal {
           this.db.exec("BEGIN IMMEDIATE");
           break;
         } catch (error) {
-          if (!isBusy(error)) throw error;
-          if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error);
+          if (!isBusy(error)) throw this.storageFailed(error);
+          if (performance.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error);
         }
         await sleep(lockBackoff(attempt));
       }
@@ -826,8 +832,8 @@ export class LibsqlJournal implements Journal {
       this.db.exec("COMMIT");
       return result;
     } catch (error) {
-      if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      throw error;
+      this.rollbackQuietly();
+      throw this.storageFailed(error);
     }
   }
 
@@ -837,17 +843,35 @@ export class LibsqlJournal implements Journal {
    * brief: another connection rebuilding the WAL index after a crash.
    */
   private async read<T>(fn: () => T): Promise<T> {
-    const started = Date.now();
+    const started = performance.now();
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
       try {
         return fn();
       } catch (error) {
         if (!isBusy(error)) throw error;
-        if (Date.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error, "read");
+        if (performance.now() - started >= this.lockWaitMs) throw this.lockNotTaken(error, "read");
       }
       await sleep(lockBackoff(attempt));
     }
+  }
+
+  /**
+   * Roll back what is left of a failed transaction. After a full disk or an I/O error SQLite may
+   * have rolled it back itself, and a ROLLBACK can fail in turn: the first error is the one to tell.
+   */
+  private rollbackQuietly(): void {
+    try {
+      if (this.db.inTransaction) this.db.exec("ROLLBACK");
+    } catch {
+      // Nothing more to undo, or the storage refuses even that: SQLite undoes it on the next open.
+    }
+  }
+
+  /** A full disk or an I/O error as `JournalUnavailable`, naming the cause; any other error as it is. */
+  private storageFailed(error: unknown): unknown {
+    const reason = storageFailureOf(error);
+    return reason ? new JournalUnavailable({ location: this.location, reason, hint: STORAGE_HINT }) : error;
   }
 
   private lockNotTaken(error: unknown, what: "write" | "read" = "write"): JournalUnavailable {

@@ -1,12 +1,25 @@
-import { chmodSync, closeSync, existsSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { dirname, resolve } from "node:path";
 import * as Data from "effect/Data";
 import Database from "libsql";
 import { SYSTEM_STREAM } from "../../events/index.js";
 import type { AuditReport } from "../../runtime/audit.js";
+import { crashPoint } from "../../runtime/crash.js";
 import { auditStore } from "../auditStore.js";
 import { LibsqlJournal } from "./LibsqlJournal.js";
 import { readOnlyUri } from "./readOnly.js";
+import { storageFailureOf } from "./sqlite.js";
 
 /** The target of a backup exists already: holdfast never overwrites one. */
 export class BackupTargetExists extends Data.TaggedError("BackupTargetExists")<{ readonly path: string }> {
@@ -21,7 +34,7 @@ export class BackupTargetUnusable extends Data.TaggedError("BackupTargetUnusable
   readonly reason: string;
 }> {
   override get message(): string {
-    return `cannot write a backup to ${this.path}: ${this.reason}; choose a path in an existing, writable folder`;
+    return `cannot write a backup to ${this.path}: ${this.reason}; choose a path in an existing, writable folder with room for the copy`;
   }
 }
 
@@ -60,11 +73,24 @@ const removeCopy = (path: string): void => {
   for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
 };
 
+/** Flush a file (or a folder's entries) to the disk. */
+const syncPath = (path: string): void => {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+};
+
 /**
- * Back up a libSQL journal (DESIGN §9): `VACUUM INTO` a new file made with mode 0600 (an existing
- * path is refused), then open the copy as a journal, run SQLite's full integrity check and the
- * holdfast audit on it; only a clean copy counts, and only then is `backup.written` (path, head
- * digest, event count) appended to the source's `system` stream.
+ * Back up a libSQL journal (DESIGN §9): `VACUUM INTO` a new file under a temporary name next to the
+ * target (`<target>.partial-<random>`, mode 0600), then run SQLite's full integrity check and the
+ * holdfast audit on it; only a clean copy counts. It is then synced and linked to the target name
+ * (never over an existing file) and its folder synced: a file at the target name is always a whole,
+ * verified copy — a full disk, a failure or a kill on the way leaves none (a failure removes the
+ * temporary file; a kill may leave it, under its `.partial-` name). Only then is `backup.written`
+ * (path, head digest, event count) appended to the source's `system` stream.
  *
  * @example
  * const report = await backupJournal(journal, "/backups/journal-2025-06-01.db");
@@ -80,23 +106,40 @@ export const backupJournal = async (
   const folder = dirname(path);
   if (!existsSync(folder) || !statSync(folder).isDirectory())
     throw new BackupTargetUnusable({ path, reason: `the folder ${folder} does not exist` });
+  const partial = `${path}.partial-${randomBytes(4).toString("hex")}`;
   try {
     // Made here, exclusively and 0600, before SQLite writes into it: VACUUM INTO fills an empty file.
-    closeSync(openSync(path, "wx", 0o600));
+    closeSync(openSync(partial, "wx", 0o600));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") throw new BackupTargetExists({ path });
     throw new BackupTargetUnusable({ path, reason: `the file cannot be created (${code ?? String(error)})` });
   }
   let audit: AuditReport;
   try {
-    journal.unsafeDatabase().prepare("VACUUM INTO ?").run(path);
-    chmodSync(path, 0o600);
-    audit = await verifyCopy(path, options.onProgress);
+    try {
+      journal.unsafeDatabase().prepare("VACUUM INTO ?").run(partial);
+    } catch (error) {
+      const full = storageFailureOf(error);
+      if (full) throw new BackupTargetUnusable({ path, reason: `${full}; the partial copy was removed` });
+      throw error;
+    }
+    chmodSync(partial, 0o600);
+    audit = await verifyCopy(partial, path, options.onProgress);
+    syncPath(partial);
+    crashPoint("backup-verified");
+    try {
+      linkSync(partial, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new BackupTargetExists({ path });
+      throw error;
+    }
+    syncPath(folder);
   } catch (error) {
-    removeCopy(path);
+    if (error instanceof BackupTargetUnusable || error instanceof BackupTargetExists) throw error;
     if (error instanceof BackupNotVerified) throw error;
     throw new BackupNotVerified({ path, reason: error instanceof Error ? error.message : String(error) });
+  } finally {
+    removeCopy(partial);
   }
   const appended = await journal.append({
     streamId: SYSTEM_STREAM,
@@ -129,11 +172,15 @@ const integrityProblems = (path: string): string[] => {
  * Check every page of the copy and audit it, read-only; throws `BackupNotVerified` unless clean.
  * Verifying writes nothing: the copy stays as `VACUUM INTO` made it, with no anchor beside it.
  */
-const verifyCopy = async (path: string, onProgress?: (events: number) => void): Promise<AuditReport> => {
-  const problems = integrityProblems(path);
+const verifyCopy = async (
+  copyPath: string,
+  path: string,
+  onProgress?: (events: number) => void,
+): Promise<AuditReport> => {
+  const problems = integrityProblems(copyPath);
   if (problems.length > 0)
     throw new BackupNotVerified({ path, reason: `integrity check: ${problems.slice(0, 3).join("; ")}` });
-  const copy = LibsqlJournal.openReadOnly(path);
+  const copy = LibsqlJournal.openReadOnly(copyPath);
   try {
     const audit = await auditStore(copy, onProgress ? { onProgress } : {});
     if (!audit.clean) {

@@ -2,7 +2,8 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { pathToFileURL } from "node:url";
 import type Database from "libsql";
-import { JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
+import { describeAnchor } from "../../runtime/anchor.js";
+import { JournalTooNew, JournalUnavailable, LostCommits } from "../../runtime/errors.js";
 import { readAnchor } from "./anchor.js";
 import { APPLICATION_ID, LATEST_SCHEMA_VERSION } from "./migrations.js";
 import { fileIdentity, storedFingerprintKey } from "./sqlite.js";
@@ -58,6 +59,25 @@ export const checkReadableFile = (location: string): void => {
 };
 
 /**
+ * A database with no tables next to a head anchor that records events is a journal whose WAL was
+ * lost whole (nothing had been checkpointed into the file yet): lost commits, named with the
+ * anchor's position, not "not a holdfast journal".
+ */
+const refuseEmptiedJournal = (location: string): void => {
+  const reading = readAnchor(location);
+  if (reading.kind !== "anchored" || reading.anchor.position === 0) return;
+  throw new LostCommits({
+    location,
+    anchorPosition: reading.anchor.position,
+    anchorHash: reading.anchor.hash,
+    anchorStreamId: reading.anchor.streamId,
+    anchorVersion: reading.anchor.version,
+    journalLastPosition: 0,
+    detail: `the journal file is an empty database, but its head anchor ${reading.path} records ${describeAnchor(reading.anchor)} as committed: its WAL, which held every commit, is gone (removed, or left behind when the file was copied)`,
+  });
+};
+
+/**
  * On a read-only connection: the file must be a holdfast journal of exactly this schema version
  * (no migration runs here). Returns the fingerprint key.
  */
@@ -68,6 +88,7 @@ export const readableJournalKey = (db: Db, location: string): Uint8Array => {
     unavailable,
     "Point --db at a holdfast journal.",
   );
+  if (tables === 0) refuseEmptiedJournal(location);
   if (tables === 0 || applicationId !== APPLICATION_ID)
     throw unavailable(
       tables === 0

@@ -24,6 +24,26 @@ export const damageOf = (error: unknown): string | null => {
   return `the file is damaged (${code}: ${error instanceof Error ? error.message : String(error)})`;
 };
 
+/**
+ * A driver error that says the storage below the file failed — the disk is full (`SQLITE_FULL`),
+ * an I/O error (`SQLITE_IOERR…`, ENOSPC and EIO among them) — as the reason for a
+ * `JournalUnavailable`; null for any other error. A full disk is definite (SQLite wrote no commit
+ * record); an I/O error during a commit is not (the commit may be durable).
+ */
+export const storageFailureOf = (error: unknown): string | null => {
+  const code = sqliteCode(error);
+  const detail = `${code}: ${error instanceof Error ? error.message : String(error)}`;
+  if (code === "SQLITE_FULL")
+    return `the disk is full (${detail}): the write was refused and rolled back, nothing of it was committed`;
+  if (code.startsWith("SQLITE_IOERR"))
+    return `the storage failed (${detail}): whether the last write was committed is unknown until the journal is read again`;
+  return null;
+};
+
+/** What to do about a storage failure, for the `hint` of a `JournalUnavailable`. */
+export const STORAGE_HINT =
+  'Free space on (or repair) the file system that holds the journal and its -wal file; holdfast refuses new work until then and goes on once writes succeed. Calls whose outcome could not be written stay in doubt: recovery holds their runs for a decision (docs/operations.md, "When the disk is full").';
+
 /** What a journal file says of itself, read without changing anything. */
 export interface FileIdentity {
   readonly userVersion: number;

@@ -603,7 +603,9 @@ export class PostgresJournal implements Journal {
     options: ClaimOptions = {},
   ): Promise<ClaimResult> {
     this.assertOpen();
-    return this.transaction(claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options)));
+    return this.transaction(
+      claimProgram(SQL, runId, workerId, leaseMs, takeOverOf(options), options.trustExpiry),
+    );
   }
 
   /** Several rows change: the append lock first, as for renewing and releasing (below). */
@@ -616,7 +618,10 @@ export class PostgresJournal implements Journal {
     this.assertOpen();
     if (runIds.length === 0) return new Map();
     return this.transaction(
-      afterLock(this.lockAppends, claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options))),
+      afterLock(
+        this.lockAppends,
+        claimManyProgram(SQL, runIds, workerId, leaseMs, takeOverOf(options), options.trustExpiry),
+      ),
     );
   }
 

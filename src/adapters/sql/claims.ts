@@ -31,9 +31,10 @@ export function* claimProgram(
   workerId: string,
   leaseMs: number,
   takeOver: TakeOver,
+  trustExpiry = true,
 ): Program<ClaimResult> {
   const at = yield* now();
-  return yield* claimAt(sql, runId, workerId, at, at + leaseMs, takeOver);
+  return yield* claimAt(sql, runId, workerId, at, at + leaseMs, takeOver, trustExpiry);
 }
 
 /**
@@ -47,12 +48,13 @@ export function* claimManyProgram(
   workerId: string,
   leaseMs: number,
   takeOver: TakeOver,
+  trustExpiry = true,
 ): Program<Map<string, NonNullable<ClaimResult>>> {
   // One clock reading for the batch: every lease of it ends together.
   const at = yield* now();
   const claimed = new Map<string, NonNullable<ClaimResult>>();
   for (const runId of [...new Set(runIds)].sort()) {
-    const claim = yield* claimAt(sql, runId, workerId, at, at + leaseMs, takeOver);
+    const claim = yield* claimAt(sql, runId, workerId, at, at + leaseMs, takeOver, trustExpiry);
     if (claim) claimed.set(runId, claim);
   }
   return claimed;
@@ -65,6 +67,7 @@ function* claimAt(
   at: number,
   leaseUntil: number,
   takeOver: TakeOver,
+  trustExpiry: boolean,
 ): Program<ClaimResult> {
   // Two attempts: a first claim racing another first claim sees the winner's row on the second.
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -84,7 +87,8 @@ function* claimAt(
       yield* run(sql.updateClaim, [workerId, previous.epoch, leaseUntil, runId]);
       return { runId, workerId, epoch: previous.epoch, leaseUntil, previous };
     }
-    if (previous.leaseUntil > at && !mayTakeOver(takeOver, previous.workerId)) return null;
+    const live = previous.leaseUntil > at || !trustExpiry;
+    if (live && !mayTakeOver(takeOver, previous.workerId)) return null;
     yield* run(sql.updateClaim, [workerId, previous.epoch + 1, leaseUntil, runId]);
     return { runId, workerId, epoch: previous.epoch + 1, leaseUntil, previous };
   }
