@@ -74,6 +74,7 @@ const workerEnv = (side: ReturnType<typeof remote>, gate: boolean) => ({
 
 const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8);
 
+// Each child process pays tsx and an SSH handshake; on a loaded machine that is slow, never wrong.
 describe("ssh: a command on a real OpenSSH server, reconciled from its remote receipts", () => {
   it("a command runs once and its exit code and output are the outcome; the reconciler reads the same from the receipts", async () => {
     const side = remote();
@@ -125,30 +126,34 @@ describe("ssh: a command on a real OpenSSH server, reconciled from its remote re
   it("a dropped connection never re-sends: the call is in doubt; a new connection finds start without exit (unknown), then the exit receipt (completed)", async () => {
     const side = remote();
     const ssh = toolFor(side.receipts, { hostKey: sshd.hostKeyFingerprint });
-    const running = ssh.run({ command: gated(side.witness, side.gate) }, callContext("r/0#1"));
-    const settled = running.then(
-      () => null,
-      (error: Error) => error,
-    );
-    await until(() => side.runs() === 1, "the command started");
-    expect(sshd.dropSessions()).toBeGreaterThan(0);
-    const error = await settled;
-    expect(error).toBeInstanceOf(Error);
-    expect(error?.name).not.toBe("DefiniteFailure");
-    expect(error?.message).toMatch(/in doubt/);
-    const probe = probeOf(ssh, {}, "r/0#1");
-    expect(await checkOf(ssh, probe, "r/0#1")).toMatchObject({
-      outcome: "unknown",
-      evidence: { startReceipt: true, exitReceipt: false },
-    });
-    // The command, cut off from its connection, goes on and ends: its exit receipt decides.
-    writeFileSync(side.gate, "");
-    await until(() => existsSync(join(side.folder("r/0#1"), "exit")), "the exit receipt");
-    expect(await checkOf(ssh, probe, "r/0#1")).toMatchObject({
-      outcome: "completed",
-      result: { exitCode: 7, stdout: "finished\n", stderr: "" },
-    });
-    expect(side.runs()).toBe(1);
+    try {
+      const running = ssh.run({ command: gated(side.witness, side.gate) }, callContext("r/0#1"));
+      const settled = running.then(
+        () => null,
+        (error: Error) => error,
+      );
+      await until(() => side.runs() === 1, "the command started");
+      expect(sshd.dropSessions()).toBeGreaterThan(0);
+      const error = await settled;
+      expect(error).toBeInstanceOf(Error);
+      expect(error?.name).not.toBe("DefiniteFailure");
+      expect(error?.message).toMatch(/in doubt/);
+      const probe = probeOf(ssh, {}, "r/0#1");
+      expect(await checkOf(ssh, probe, "r/0#1")).toMatchObject({
+        outcome: "unknown",
+        evidence: { startReceipt: true, exitReceipt: false },
+      });
+      // The command, cut off from its connection, goes on and ends: its exit receipt decides.
+      writeFileSync(side.gate, "");
+      await until(() => existsSync(join(side.folder("r/0#1"), "exit")), "the exit receipt");
+      expect(await checkOf(ssh, probe, "r/0#1")).toMatchObject({
+        outcome: "completed",
+        result: { exitCode: 7, stdout: "finished\n", stderr: "" },
+      });
+      expect(side.runs()).toBe(1);
+    } finally {
+      writeFileSync(side.gate, "");
+    }
   });
 
   it("law 10: an attempt the reconciler found not started is voided on the remote host; its late owner never runs it", async () => {
@@ -174,29 +179,33 @@ describe("ssh: a command on a real OpenSSH server, reconciled from its remote re
   it("killed by SIGKILL after its start receipt: recovery over a new connection finds start without exit and holds the run", async () => {
     const side = remote();
     const env = workerEnv(side, true);
-    const worker = startScript(WORKER, { ...env, HF_ACTION: "submit" });
     try {
-      await until(() => side.runs() === 1, "the command started");
-      expect(existsSync(join(side.folder(readdirSync(side.receipts)[0]!), "start"))).toBe(true);
+      const worker = startScript(WORKER, { ...env, HF_ACTION: "submit" });
+      try {
+        await until(() => side.runs() === 1, "the command started");
+        expect(existsSync(join(side.folder(readdirSync(side.receipts)[0]!), "start"))).toBe(true);
+      } finally {
+        await worker.kill();
+      }
+      const recovered = await runScript(WORKER, { ...env, HF_ACTION: "recover" });
+      expect(recovered.code, recovered.stderr).toBe(0);
+      const report = lineOf(recovered, "recovery")?.report as { held: Array<{ reasons: unknown[] }> };
+      expect(report.held).toEqual([
+        expect.objectContaining({
+          reasons: [
+            expect.objectContaining({
+              code: "reconcile-unknown",
+              detail: expect.stringMatching(/cannot tell.*"exitReceipt":false.*"startReceipt":true/),
+            }),
+          ],
+        }),
+      ]);
+      expect(side.runs()).toBe(1);
     } finally {
-      await worker.kill();
+      // The remote command waits for the gate: let it end whatever the assertions said.
+      writeFileSync(side.gate, "");
     }
-    const recovered = await runScript(WORKER, { ...env, HF_ACTION: "recover" });
-    expect(recovered.code, recovered.stderr).toBe(0);
-    const report = lineOf(recovered, "recovery")?.report as { held: Array<{ reasons: unknown[] }> };
-    expect(report.held).toEqual([
-      expect.objectContaining({
-        reasons: [
-          expect.objectContaining({
-            code: "reconcile-unknown",
-            detail: expect.stringMatching(/cannot tell.*"exitReceipt":false.*"startReceipt":true/),
-          }),
-        ],
-      }),
-    ]);
-    expect(side.runs()).toBe(1);
-    writeFileSync(side.gate, "");
-  });
+  }, 240_000);
 
   it("killed before its start receipt: provably not started (voided on the remote host), runs once after recovery, and the key never reaches the journal", async () => {
     const side = remote();
@@ -230,7 +239,7 @@ describe("ssh: a command on a real OpenSSH server, reconciled from its remote re
     const journal = filesUnder([side.dir]).filter((f) => f.includes("journal.db"));
     expect(journal.length).toBeGreaterThan(0);
     expect(byteScan(journal, { SSH_KEY: sshd.privateKey })).toEqual([]);
-  });
+  }, 240_000);
 
   it("a completed run's receipts are removed once its outcome is recorded", async () => {
     const side = remote();
@@ -243,5 +252,5 @@ describe("ssh: a command on a real OpenSSH server, reconciled from its remote re
       () => !existsSync(side.receipts) || readdirSync(side.receipts).length === 0,
       "receipts removed",
     );
-  });
+  }, 240_000);
 });
