@@ -16,6 +16,7 @@ import {
   CallFailed,
   FencedOut,
   InvalidInput,
+  JournalUnavailable,
   LeaseLost,
   RunMovedOn,
   WrongExpectedVersion,
@@ -298,6 +299,14 @@ const finish = async (
     const { error } = ended;
     if (error instanceof LeaseLost || error instanceof FencedOut || error instanceof RunMovedOn)
       return elsewhere(runId, error.message);
+    // The store went away under the agent (a PostgreSQL restart, a cut connection): that is no
+    // failure of the run. It stays active, unfailed, for recovery to resume once the store answers
+    // (decision 0068); an append that would fail it now could land the moment the store is back.
+    if (error instanceof JournalUnavailable)
+      return elsewhere(
+        runId,
+        `the journal became unavailable while the run executed (${error.reason}); recovery resumes it`,
+      );
     if (error instanceof CallFailed) {
       // A definite failure the agent did not handle: a person may grant a retry or stop the run.
       return hold(writer, [
