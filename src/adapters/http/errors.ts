@@ -35,6 +35,9 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   RetryLimitExceeded: 422,
 };
 
+const isTag = (error: unknown, tag: string): boolean =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === tag;
+
 const KEBAB = (tag: string): string => tag.replace(/([a-z])([A-Z])/g, "$1-$2").toLowerCase();
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ").trim();
@@ -60,6 +63,21 @@ export const errorReply = (
     return {
       status: error.status,
       body: { error: { code: error.code, message: error.message, ...error.extra } },
+    };
+  }
+  if (isTag(error, "JournalUnavailable") || isTag(error, "JournalClosed")) {
+    // The store is away (a PostgreSQL restart, a cut connection): the server stays up and says so;
+    // the client tries again. The location is masked already; the reason names no secret.
+    const unavailable = error as { location: string; reason?: string; hint?: string };
+    return {
+      status: 503,
+      body: {
+        error: {
+          code: "journal-unavailable",
+          message: `the journal ${unavailable.location} is unavailable${unavailable.reason ? `: ${oneLine(unavailable.reason)}` : ""}`,
+          hint: "The server stays up and answers once the store is back; try again shortly.",
+        },
+      },
     };
   }
   if (typeof error === "object" && error !== null && typeof (error as { _tag?: unknown })._tag === "string") {
@@ -90,5 +108,6 @@ export const errorReply = (
 export const sendError = (c: Context, error: unknown) => {
   const { status, body } = errorReply(error);
   if (status === 500) console.error("holdfast serve:", error);
+  if (status === 503) c.header("Retry-After", "2");
   return c.json(body, status);
 };
