@@ -20,6 +20,7 @@ import {
   CallTimedOut,
   DefiniteFailure,
   FencedOut,
+  JournalUnavailable,
   LeaseLost,
   RunCancelled,
   RunHeld,
@@ -202,6 +203,13 @@ export const runAttempt = async <R>(
     // Law 1: the effect starts only after this commit.
     await slot.appendWith([intent], []);
   } catch (error) {
+    // Whether the intent is stored nobody can tell now (decision 0068): its effect is not started,
+    // and nothing more is written by this execution — the run stays in doubt, never "not started",
+    // for recovery to classify once the journal answers (it finds the intent or it does not).
+    if (error instanceof JournalUnavailable && error.written === "unknown")
+      host.ownershipLost(
+        `whether the intent of ${callId} was committed is unknown (${error.reason}); its effect was not started and the run is left in doubt for recovery`,
+      );
     // A sibling held the run while this intent waited for its turn: nothing was started.
     const fold = host.writer.fold;
     if (statusOf(fold) !== "running") {
@@ -705,7 +713,19 @@ const settle = async (
   callId: string,
   outcome: Extract<AnyEvent, { type: "call.completed" | "call.failed" }>,
 ): Promise<void> => {
-  const where = await recordOutcome(host.writer, outcome);
+  let where: Awaited<ReturnType<typeof recordOutcome>>;
+  try {
+    where = await recordOutcome(host.writer, outcome);
+  } catch (error) {
+    // The effect happened and its outcome could not be recorded (the journal stayed away through
+    // every retry): the call stays in doubt, and this execution writes nothing more — no run.failed
+    // that would bury it. Recovery holds the run for it once the journal answers.
+    if (error instanceof JournalUnavailable)
+      host.ownershipLost(
+        `the outcome of ${callId} could not be recorded (${error.reason}); the call stays in doubt for recovery`,
+      );
+    throw error;
+  }
   if (where === "recorded" || where === "duplicate") return;
   if (where === "after-prune") host.runPruned();
   else host.ownershipLost();

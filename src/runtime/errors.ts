@@ -157,11 +157,17 @@ export class PreflightRefused extends Data.TaggedError("PreflightRefused")<{
   }
 }
 
-/** The journal location cannot be used. */
+/**
+ * The journal location cannot be used. `written: "unknown"` marks an append whose commit got no
+ * answer and could not be read back either (decision 0068): its events may or may not be stored,
+ * so nothing may assume either — an effect whose intent it carried is not started, and the run is
+ * left in doubt for recovery.
+ */
 export class JournalUnavailable extends Data.TaggedError("JournalUnavailable")<{
   readonly location: string;
   readonly reason: string;
   readonly hint: string;
+  readonly written?: "unknown";
 }> {
   override get message(): string {
     return `journal ${this.location}: ${this.reason}. ${this.hint}`;

@@ -301,7 +301,7 @@ const finish = async (
       return elsewhere(runId, error.message);
     // The journal refused a write (a full disk, an I/O error): the agent did not fail, the storage
     // did. Nothing is recorded; the run stays active for recovery, which resumes it or holds it for
-    // the call whose outcome could not be written (decision 0070).
+    // the call whose outcome could not be written (decisions 0069, 0070): `runtime.wait` answers `elsewhere`, the run's result rejects with the reason.
     if (error instanceof JournalUnavailable) throw error;
     if (error instanceof CallFailed) {
       // A definite failure the agent did not handle: a person may grant a retry or stop the run.

@@ -1,6 +1,7 @@
 import * as Schema from "effect/Schema";
 import type { EventType, RecordedEvent } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
+import { JournalUnavailable } from "./errors.js";
 import { decodeInput } from "./input.js";
 import type { JournalReader } from "./Journal.js";
 
@@ -59,6 +60,8 @@ export const subscribe = (
   let buffer: RecordedEvent[] = [];
   let closed = false;
   let dirty = false;
+  /** Reads in a row that found the store unavailable: the wait before the next one doubles. */
+  let outage = 0;
   let wake: (() => void) | null = null;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const unlisten = journal.onCommitted(() => {
@@ -103,7 +106,22 @@ export const subscribe = (
       const ready = buffer.shift();
       if (ready) return { done: false, value: ready };
       dirty = false;
-      const page = await journal.readAll({ after: cursor, limit: bufferSize });
+      let page: ReadonlyArray<RecordedEvent>;
+      try {
+        page = await journal.readAll({ after: cursor, limit: bufferSize });
+        outage = 0;
+      } catch (error) {
+        // The store is away (a PostgreSQL restart, a cut connection): wait and read again from the
+        // same cursor, so the subscriber sees every event once the store answers — no gap, no end.
+        if (!(error instanceof JournalUnavailable)) throw error;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, Math.min(5_000, pollMs * 2 ** Math.min(outage++, 8)));
+        });
+        if (timer) clearTimeout(timer);
+        wake = null;
+        continue;
+      }
       for (const e of page) {
         // The cursor moves past an event only once it is matched: a filter read that fails (a
         // journal down, a seal error) is retried on the next call, never skipped.

@@ -35,6 +35,9 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   RetryLimitExceeded: 422,
 };
 
+const isTag = (error: unknown, tag: string): boolean =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === tag;
+
 const KEBAB = (tag: string): string => tag.replace(/([a-z])([A-Z])/g, "$1-$2").toLowerCase();
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ").trim();
@@ -62,16 +65,21 @@ export const errorReply = (
       body: { error: { code: error.code, message: error.message, ...error.extra } },
     };
   }
-  // The store refused (a full disk, a lost connection): the service is unavailable, not broken.
-  if (
-    typeof error === "object" &&
-    error !== null &&
-    (error as { _tag?: unknown })._tag === "JournalUnavailable"
-  ) {
-    const { reason, hint } = error as unknown as { reason: string; hint: string };
+  if (isTag(error, "JournalUnavailable") || isTag(error, "JournalClosed")) {
+    // The store is away (a PostgreSQL restart, a cut connection, a full disk): the server stays up and says so;
+    // the client tries again. The location is masked already; the reason names no secret.
+    const unavailable = error as { location: string; reason?: string; hint?: string };
     return {
       status: 503,
-      body: { error: { code: "journal-unavailable", message: oneLine(reason), hint: oneLine(hint) } },
+      body: {
+        error: {
+          code: "journal-unavailable",
+          message: `the journal ${unavailable.location} is unavailable${unavailable.reason ? `: ${oneLine(unavailable.reason)}` : ""}`,
+          hint: unavailable.hint
+            ? oneLine(unavailable.hint)
+            : "The server stays up and answers once the store is back; try again shortly.",
+        },
+      },
     };
   }
   if (typeof error === "object" && error !== null && typeof (error as { _tag?: unknown })._tag === "string") {
@@ -102,5 +110,6 @@ export const errorReply = (
 export const sendError = (c: Context, error: unknown) => {
   const { status, body } = errorReply(error);
   if (status === 500) console.error("holdfast serve:", error);
+  if (status === 503) c.header("Retry-After", "2");
   return c.json(body, status);
 };

@@ -73,11 +73,12 @@ import {
 import { announceProgram, livenessProgram, withdrawProgram } from "../sql/runtimes.js";
 import { postgresDialect, statements } from "../sql/statements.js";
 import { connectWithRetry } from "./connect.js";
+import { readBackLostCommit } from "./lostCommit.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { CommitListener, commitChannel } from "./notify.js";
 import type { PostgresJournalOptions } from "./options.js";
-import { appendOwned, OwnedAppends, type OwnedPlan } from "./ownedAppend.js";
-import { checkout, describe, ended, giveBack, prepared } from "./pooled.js";
+import { answerOwned, appendOwned, OwnedAppends, type OwnedPlan } from "./ownedAppend.js";
+import { checkout, describe, ended, giveBack, prepared, refusedBeforeCommit } from "./pooled.js";
 import { readableSchemaKey } from "./readOnly.js";
 import { maskUrl } from "./url.js";
 
@@ -87,7 +88,14 @@ interface Pending {
   readonly requests: ReadonlyArray<AppendRequest>;
   readonly resolve: (results: AppendResult[]) => void;
   readonly reject: (error: unknown) => void;
+  /** How many of its commits were lost and read back as not written (each then sent again). */
+  resent?: number;
 }
+
+/** How often a batch whose commit was read back as not written is sent again before its callers hear so. */
+const RESENDS = 3;
+/** How long a lost commit is read back for, by default (decision 0068). */
+const READ_BACK_MS = 30_000;
 
 const SQL = statements(postgresDialect);
 const NOW_MS = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now";
@@ -246,13 +254,34 @@ export class PostgresJournal implements Journal {
       // transaction path, for its caller alone.
       plan = null;
     }
-    if (
-      plan &&
-      (await appendOwned(this.pool, this.schema, this.location, this.owned!, plan, batch, () => {
+    if (plan) {
+      const onCommitted = () => {
         for (const listener of this.committedListeners) listener("here");
-      }))
-    )
-      return;
+      };
+      const owned = await appendOwned(
+        this.pool,
+        this.schema,
+        this.location,
+        this.owned!,
+        plan,
+        batch,
+        onCommitted,
+      );
+      if (owned === "answered") return;
+      if (owned !== "refused") {
+        await this.settleLost(batch, owned.eventIds, owned.lost, (positions) => {
+          answerOwned(
+            this.location,
+            this.owned!,
+            plan,
+            batch,
+            owned.eventIds.map((id) => positions.get(id)!),
+            onCommitted,
+          );
+        });
+        return;
+      }
+    }
     let client: pg.PoolClient;
     try {
       client = await checkout(this.pool);
@@ -289,20 +318,77 @@ export class PostgresJournal implements Journal {
       await client.query("ROLLBACK").catch(() => {});
       giveBack(client, true);
       const lost = !(error instanceof pg.DatabaseError);
-      const failure =
-        committing && lost
-          ? new JournalUnavailable({
-              location: this.location,
-              reason: `the connection failed during COMMIT (${describe(error)}); the batch may or may not have been written`,
-              hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
-            })
-          : lost
-            ? this.unavailable(error, "nothing of this batch was written")
-            : error;
+      // A FATAL (a terminated session, a shutdown) during COMMIT may come after the commit, too.
+      if (committing && (lost || !refusedBeforeCommit(error))) {
+        const eventIds = outcomes.flatMap((o) =>
+          "ok" in o ? o.ok.flatMap((r) => r.recorded.map((e) => e.eventId)) : [],
+        );
+        await this.settleLost(batch, eventIds, describe(error), () =>
+          this.answerCommitted(batch, outcomes, written),
+        );
+        return;
+      }
+      const failure = lost ? this.unavailable(error, "nothing of this batch was written") : error;
       for (const p of batch) p.reject(failure);
       return;
     }
     giveBack(client);
+    this.answerCommitted(batch, outcomes, written);
+  }
+
+  /**
+   * A batch whose commit got no answer (decision 0068): read its events back before anything else
+   * happens. Committed: its callers are answered as if the reply had come. Not written: it is sent
+   * again, first in the queue (the transaction path reads everything afresh and refuses what it
+   * must: a claim or a version that moved meanwhile). Nobody can tell within the window: the callers
+   * hear `JournalUnavailable { written: "unknown" }`.
+   */
+  private async settleLost(
+    batch: Pending[],
+    eventIds: ReadonlyArray<string>,
+    cause: string,
+    committed: (positions: ReadonlyMap<string, number>) => void,
+  ): Promise<void> {
+    const windowMs = this.options.commitReadBackMs ?? READ_BACK_MS;
+    const found = await readBackLostCommit(this.pool, this.schema, eventIds, windowMs);
+    this.options.onLostCommit?.(found.committed);
+    if (found.committed === true) {
+      committed(found.positions);
+      return;
+    }
+    if (found.committed === false && batch.every((p) => (p.resent ?? 0) < RESENDS)) {
+      for (const p of batch) p.resent = (p.resent ?? 0) + 1;
+      this.queue.unshift(...batch);
+      return;
+    }
+    const streams = [...new Set(batch.flatMap((p) => p.requests.map((r) => r.streamId)))].join(", ");
+    const failure =
+      found.committed === false
+        ? this.unavailable(
+            new Error(cause),
+            `the append to ${streams} was lost ${RESENDS + 1} times and read back as not written each time; nothing of it was written`,
+          )
+        : found.committed === "partly"
+          ? new JournalUnavailable({
+              location: this.location,
+              reason: `the connection failed during the COMMIT of an append to ${streams} (${cause}), and only ${found.found} of its ${eventIds.length} events were read back`,
+              hint: "Run `holdfast audit` on this journal before going on.",
+            })
+          : new JournalUnavailable({
+              location: this.location,
+              reason: `the connection failed during the COMMIT of an append to ${streams} (${cause}), and its events could not be read back within ${Math.round(windowMs / 1000)} s (${found.lastError}); it may or may not have been written`,
+              hint: "Check that PostgreSQL is running and reachable. Do not assume the events are absent: a worker starts no effect whose intent this was, and recovery reads the stream once PostgreSQL answers.",
+              written: "unknown",
+            });
+    for (const p of batch) p.reject(failure);
+  }
+
+  /** Answer a batch's callers after the COMMIT that holds their events (or one read back). */
+  private answerCommitted(
+    batch: ReadonlyArray<Pending>,
+    outcomes: ReadonlyArray<{ ok: AppendResult[] } | { error: unknown }>,
+    written: Map<AppendRequest | "batch", ProjectionRowWrite[]>,
+  ): void {
     if (outcomes.some((o) => "ok" in o)) for (const listener of this.committedListeners) listener("here");
     this.owned?.learnRows(written.get("batch") ?? []);
     batch.forEach((pending, i) => {
@@ -422,7 +508,7 @@ export class PostgresJournal implements Journal {
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       giveBack(client, true);
-      throw error instanceof pg.DatabaseError || isTagged(error)
+      throw refusedBeforeCommit(error) || isTagged(error)
         ? error
         : this.unavailable(error, "whether the change was made is unknown; read it back");
     }
@@ -715,8 +801,8 @@ export class PostgresJournal implements Journal {
     try {
       return (await this.pool.query<R>(prepared(sql, params))).rows;
     } catch (error) {
-      if (!(error instanceof pg.DatabaseError) && !isTagged(error))
-        throw this.unavailable(error, "nothing was read");
+      // A FATAL (the server shutting down or restarting ended the session) is a lost connection too.
+      if (!refusedBeforeCommit(error) && !isTagged(error)) throw this.unavailable(error, "nothing was read");
       throw error;
     }
   }

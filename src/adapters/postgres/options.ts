@@ -26,6 +26,15 @@ export interface PostgresJournalOptions {
    * worker paused mid-commit (SIGSTOP, a long GC) cannot hold the append lock for everyone.
    */
   readonly idleInTransactionMs?: number;
+  /**
+   * How long an append whose COMMIT got no answer (the connection died after sending it) is read
+   * back for before its callers hear "may or may not have been written" (decision 0068). Default
+   * 30 000 ms: longer than the server's idle-in-transaction timeout, after which a transaction
+   * whose client vanished before COMMIT is rolled back.
+   */
+  readonly commitReadBackMs?: number;
+  /** Told what each read-back of a lost commit found (tests, and a place to count them). */
+  readonly onLostCommit?: (committed: boolean | "partly" | "unknown") => void;
   /** Where the payload keys are read from (default `process.env`); see src/adapters/keys.ts. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Check at open that the keys read this journal (default true; the audit opens without). */

@@ -307,12 +307,17 @@ export interface Caller {
 const APPEND_OWNED_PARAMETERS = Array.from({ length: 24 }, () => "?").join(", ");
 
 /**
- * Run owners' appends in one autocommitted statement (see the top of this file), all or none. True
- * when the callers are answered: committed, or lost with the connection (which may have
- * committed). False when the statement wrote nothing — an assumption had moved, or the server
- * refused it — and the batch goes the transaction path, which reads everything afresh and
- * refuses what it must.
+ * What became of an owned append: its callers answered; refused (the statement wrote nothing — an
+ * assumption had moved, or the server refused it — and the batch goes the transaction path, which
+ * reads everything afresh and refuses what it must); or lost with the connection after the
+ * statement left, so it may have committed: the journal reads its events back (decision 0068).
  */
+export type OwnedAppendResult =
+  | "answered"
+  | "refused"
+  | { readonly lost: string; readonly eventIds: ReadonlyArray<string> };
+
+/** Run owners' appends in one autocommitted statement (see the top of this file), all or none. */
 export const appendOwned = async (
   pool: pg.Pool,
   schema: string,
@@ -321,7 +326,7 @@ export const appendOwned = async (
   plan: OwnedPlan,
   batch: ReadonlyArray<Caller>,
   onCommitted: () => void,
-): Promise<boolean> => {
+): Promise<OwnedAppendResult> => {
   const streams = plan.requests.map((r) => r.request.streamId);
   const forget = () => {
     for (const streamId of streams) owned.forget(streamId);
@@ -330,7 +335,7 @@ export const appendOwned = async (
   try {
     client = await checkout(pool);
   } catch {
-    return false;
+    return "refused";
   }
   let positions: ReadonlyArray<string> | null;
   try {
@@ -346,36 +351,49 @@ export const appendOwned = async (
     if (refusedBeforeCommit(error) && !ended.has(client)) {
       // A statement the server refused with an ERROR, in autocommit, wrote nothing.
       giveBack(client);
-      return false;
+      return "refused";
     }
     giveBack(client, true);
-    const failure = new JournalUnavailable({
-      location,
-      reason: `the connection failed during an append to ${streams.join(", ")} (${describe(error)}); it may or may not have been written`,
-      hint: "Reopen the journal and read the stream before deciding anything; do not assume the events are absent.",
-    });
-    for (const pending of batch) pending.reject(failure);
-    return true;
+    return {
+      lost: describe(error),
+      eventIds: plan.requests.flatMap((r) => r.prepared.map((e) => e.eventId)),
+    };
   }
   giveBack(client);
   if (!positions) {
     forget();
-    return false;
+    return "refused";
   }
+  return answerOwned(location, owned, plan, batch, positions.map(Number), onCommitted);
+};
+
+/**
+ * Answer the callers of a plan that committed with these positions (one per event, in the plan's
+ * order): as the statement returned them, or as a lost commit's events were read back.
+ */
+export const answerOwned = (
+  location: string,
+  owned: OwnedAppends,
+  plan: OwnedPlan,
+  batch: ReadonlyArray<Caller>,
+  positions: ReadonlyArray<number>,
+  onCommitted: () => void,
+): "answered" => {
+  const streams = plan.requests.map((r) => r.request.streamId);
   let results: AppendResult[];
   try {
-    results = owned.committed(plan, positions.map(Number));
+    results = owned.committed(plan, positions);
   } catch (error) {
-    forget();
+    for (const streamId of streams) owned.forget(streamId);
     const failure = new JournalUnavailable({
       location,
       reason: `the append to ${streams.join(", ")} was committed but ${describe(error)}`,
       hint: "Run `holdfast audit` on this journal before going on.",
     });
     for (const pending of batch) pending.reject(failure);
-    return true;
+    return "answered";
   }
   onCommitted();
   for (const [i, pending] of batch.entries()) pending.resolve([results[i]!]);
-  return true;
+  return "answered";
 };
