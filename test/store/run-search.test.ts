@@ -121,7 +121,10 @@ const held = (runId: string, seq: number): AnyEvent => ({
   reasons: [{ code: "in-doubt", callId: `${runId}/${seq}`, detail: "no outcome" }],
 });
 
-/** Admit runs in commits of 250 (each its own chat unless `chatOf` says), optionally finished. */
+/**
+ * Admit runs in commits of 250 (each its own chat unless `chatOf` says); finished, each by its own
+ * append, all at once (on PostgreSQL the group commit's batch statements write them).
+ */
 const admitMany = async (
   journal: Journal,
   runIds: ReadonlyArray<string>,
@@ -132,12 +135,16 @@ const admitMany = async (
       runIds.slice(from, from + 250).map((runId) => ({
         streamId: `run-${runId}`,
         expectedVersion: "no-stream" as const,
-        events: [
-          admittedAs(runId, options.chatOf?.(runId) ?? `chat-${runId}`, options.agent),
-          ...(options.finish ? [completed(runId)] : []),
-        ],
+        events: [admittedAs(runId, options.chatOf?.(runId) ?? `chat-${runId}`, options.agent)],
       })),
     );
+  if (options.finish)
+    for (let from = 0; from < runIds.length; from += 250)
+      await Promise.all(
+        runIds
+          .slice(from, from + 250)
+          .map((runId) => journal.append({ streamId: `run-${runId}`, expectedVersion: 1, events: [completed(runId)] })),
+      );
 };
 
 /** A moment strictly between what came before and what comes after (times have milliseconds). */
@@ -287,6 +294,9 @@ for (const { engine, store: storeOf } of engines)
           "a500",
         ]);
         expect(await runsPage(journal, { limit: 1 })).toMatchObject({ total: 2001, totalCapped: false });
+        // Every run's completion reached the index, however its commit wrote it.
+        expect(await runsPage(journal, { status: "completed", limit: 1 })).toMatchObject({ total: 2001 });
+        expect(await runsPage(journal, { status: "running", limit: 1 })).toMatchObject({ total: 0 });
       });
 
       it("retention removes a run's index row with its runs row; a rebuild restores the index", async () => {
