@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { AnyEvent } from "../../src/events/index.js";
 import { runsPage } from "../../src/adapters/http/views.js";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openStore } from "../../src/adapters/store.js";
+import type { AnyEvent } from "../../src/events/index.js";
 import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
 import type { Journal } from "../../src/runtime/Journal.js";
 import { freshKey, keyEnv, NO_KEYS } from "../support/keys.js";
@@ -128,7 +128,11 @@ const held = (runId: string, seq: number): AnyEvent => ({
 const admitMany = async (
   journal: Journal,
   runIds: ReadonlyArray<string>,
-  options: { readonly chatOf?: (runId: string) => string; readonly finish?: boolean; readonly agent?: string } = {},
+  options: {
+    readonly chatOf?: (runId: string) => string;
+    readonly finish?: boolean;
+    readonly agent?: string;
+  } = {},
 ): Promise<void> => {
   for (let from = 0; from < runIds.length; from += 250)
     await journal.appendAll(
@@ -143,7 +147,9 @@ const admitMany = async (
       await Promise.all(
         runIds
           .slice(from, from + 250)
-          .map((runId) => journal.append({ streamId: `run-${runId}`, expectedVersion: 1, events: [completed(runId)] })),
+          .map((runId) =>
+            journal.append({ streamId: `run-${runId}`, expectedVersion: 1, events: [completed(runId)] }),
+          ),
       );
 };
 
@@ -259,9 +265,19 @@ for (const { engine, store: storeOf } of engines)
         ]);
         // The owner holds its run: the owner's own append moves the index too (on PostgreSQL, the
         // one-statement append of a run owner, decision 0034).
-        await journal.append({ streamId: "run-owned", expectedVersion: 1, events: [intended("owned", 0)], fence });
+        await journal.append({
+          streamId: "run-owned",
+          expectedVersion: 1,
+          events: [intended("owned", 0)],
+          fence,
+        });
         const t3 = await tick();
-        await journal.append({ streamId: "run-owned", expectedVersion: 2, events: [held("owned", 0)], fence });
+        await journal.append({
+          streamId: "run-owned",
+          expectedVersion: 2,
+          events: [held("owned", 0)],
+          fence,
+        });
         expect(await ids({ status: "held" })).toEqual(["owned"]);
         expect(await ids({ status: "held", holdReason: "in-doubt" })).toEqual(["owned"]);
         expect(await ids({ status: "held", holdReason: "corrupt" })).toEqual([]);
@@ -270,8 +286,15 @@ for (const { engine, store: storeOf } of engines)
         expect(page).toMatchObject({ total: 4, held: 1, stalled: 4 });
         expect(page.runs).toHaveLength(3);
         const rest = await runsPage(journal, { status: "stalled", limit: 3, cursor: page.next! });
-        expect([...page.runs, ...rest.runs].map((r) => r.runId).sort()).toEqual(["mid-1", "mid-2", "mid-3", "mid-4"]);
-        await expect(runsPage(journal, { from: "yesterday-ish" })).rejects.toThrow(/from: "yesterday-ish" is not a time/);
+        expect([...page.runs, ...rest.runs].map((r) => r.runId).sort()).toEqual([
+          "mid-1",
+          "mid-2",
+          "mid-3",
+          "mid-4",
+        ]);
+        await expect(runsPage(journal, { from: "yesterday-ish" })).rejects.toThrow(
+          /from: "yesterday-ish" is not a time/,
+        );
       });
 
       it("finds a run by chat and time range among 2,000 runs", async () => {
@@ -280,11 +303,17 @@ for (const { engine, store: storeOf } of engines)
         const before = Array.from({ length: 1000 }, (_, i) => `a${i}`);
         const after = Array.from({ length: 1000 }, (_, i) => `b${i}`);
         // The chat has a run on each side of the range, and one inside it.
-        await admitMany(journal, before, { finish: true, chatOf: (id) => (id === "a500" ? "needle" : `chat-${id}`) });
+        await admitMany(journal, before, {
+          finish: true,
+          chatOf: (id) => (id === "a500" ? "needle" : `chat-${id}`),
+        });
         const from = await tick();
         await admitMany(journal, ["target"], { chatOf: () => "needle", finish: true });
         const to = await tick();
-        await admitMany(journal, after, { finish: true, chatOf: (id) => (id === "b7" ? "needle" : `chat-${id}`) });
+        await admitMany(journal, after, {
+          finish: true,
+          chatOf: (id) => (id === "b7" ? "needle" : `chat-${id}`),
+        });
         const page = await runsPage(journal, { chat: "needle", from, to });
         expect(page.runs.map((r) => r.runId)).toEqual(["target"]);
         expect(page.runs[0]).toMatchObject({ chatId: "needle", status: "completed" });
@@ -350,7 +379,10 @@ for (const { engine, store: storeOf } of engines)
           expect(rows).toHaveLength(2);
           const text = JSON.stringify(rows);
           expect(text).not.toContain("secret-chat");
-          for (const row of rows) expect(String(row.chat_key)).toMatch(/^k1\.[0-9a-f]{8}\.[A-Za-z0-9_-]{43}$/);
-          expect((await runsPage(journal, { chat: "secret-chat-s2" })).runs.map((r) => r.runId)).toEqual(["s2"]);
+          for (const row of rows)
+            expect(String(row.chat_key)).toMatch(/^k1\.[0-9a-f]{8}\.[A-Za-z0-9_-]{43}$/);
+          expect((await runsPage(journal, { chat: "secret-chat-s2" })).runs.map((r) => r.runId)).toEqual([
+            "s2",
+          ]);
         });
     });

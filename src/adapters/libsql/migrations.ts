@@ -276,14 +276,16 @@ SELECT key, status, agent,
   CASE WHEN length(upto) > 1 THEN substr(upto, 1, length(upto) - 1) ELSE agent END,
   chat, created, updated, position
 FROM (
-  SELECT key, position,
-    json_extract(value, '$.status') AS status,
-    json_extract(value, '$.agent') AS agent,
-    rtrim(json_extract(value, '$.agent'), replace(json_extract(value, '$.agent'), '@', '')) AS upto,
-    json_extract(value, '$.chatId') AS chat,
-    json_extract(value, '$.admittedAt') AS created,
-    json_extract(value, '$.updatedAt') AS updated
-  FROM projections WHERE name = 'runs' AND substr(value, 1, 11) <> '{"$sealed":'
+  SELECT key, position, status, agent, rtrim(agent, replace(agent, '@', '')) AS upto, chat, created, updated
+  FROM (
+    SELECT key, position,
+      coalesce(json_extract(value, '$.status'), '') AS status,
+      coalesce(json_extract(value, '$.agent'), '') AS agent,
+      coalesce(json_extract(value, '$.chatId'), '') AS chat,
+      coalesce(json_extract(value, '$.admittedAt'), '') AS created,
+      coalesce(json_extract(value, '$.updatedAt'), '') AS updated
+    FROM projections WHERE name = 'runs' AND substr(value, 1, 11) <> '{"$sealed":'
+  )
 );
 INSERT INTO meta (key, value) SELECT 'run_search_unfilled', '1'
 WHERE EXISTS (SELECT 1 FROM projections WHERE name = 'runs' AND substr(value, 1, 11) = '{"$sealed":');

@@ -88,8 +88,9 @@ $fn$;
 const appendOwnedSearch = (
   s: string,
 ): string => `  INSERT INTO ${s}.run_search (run_id, status, agent, agent_name, chat_key, created_at, updated_at, position)
-  SELECT w.key, j->>'status', j->>'agent', regexp_replace(j->>'agent', '^(.+)@[^@]*$', '\\1'), j->>'chatId',
-    j->>'admittedAt', j->>'updatedAt', w.position
+  SELECT w.key, coalesce(j->>'status', ''), coalesce(j->>'agent', ''),
+    regexp_replace(coalesce(j->>'agent', ''), '^(.+)@[^@]*$', '\\1'), coalesce(j->>'chatId', ''),
+    coalesce(j->>'admittedAt', ''), coalesce(j->>'updatedAt', ''), w.position
   FROM unnest(p_row_names, p_row_keys, v_values, v_row_positions) AS w(name, key, value, position)
   CROSS JOIN LATERAL (SELECT w.value::jsonb AS j) AS parsed
   WHERE w.name = 'runs'
@@ -333,8 +334,9 @@ CREATE INDEX run_search_by_agent ON ${s}.run_search (agent, created_at, run_id);
 CREATE INDEX run_search_by_agent_name ON ${s}.run_search (agent_name, created_at, run_id);
 CREATE INDEX run_search_by_updated ON ${s}.run_search (updated_at);
 INSERT INTO ${s}.run_search (run_id, status, agent, agent_name, chat_key, created_at, updated_at, position)
-SELECT p.key, j->>'status', j->>'agent', regexp_replace(j->>'agent', '^(.+)@[^@]*$', '\\1'), j->>'chatId',
-  j->>'admittedAt', j->>'updatedAt', p.position
+SELECT p.key, coalesce(j->>'status', ''), coalesce(j->>'agent', ''),
+  regexp_replace(coalesce(j->>'agent', ''), '^(.+)@[^@]*$', '\\1'), coalesce(j->>'chatId', ''),
+  coalesce(j->>'admittedAt', ''), coalesce(j->>'updatedAt', ''), p.position
 FROM ${s}.projections p CROSS JOIN LATERAL (SELECT p.value::jsonb AS j) AS parsed
 WHERE p.name = 'runs' AND left(p.value, 11) <> '{"$sealed":';
 INSERT INTO ${s}.meta (key, value) SELECT 'run_search_unfilled', '1'

@@ -23,7 +23,14 @@ import type { AppendRequest, AppendResult, Fence } from "../../runtime/Journal.j
 import { describeExpected, expectedVersionMatches, type GuardWrite, guardWritesFor } from "./guard.js";
 import { all, get, type Program, run, UniqueViolation } from "./program.js";
 import type { AdmissionRow, ClaimRow, FencedHeadRow, HeadRow } from "./rows.js";
-import { type RunSearchRow, SEARCHED_PROJECTION, searchRowOf, writeSearchRows } from "./search.js";
+import {
+  type RunSearchRow,
+  SEARCHED_PROJECTION,
+  searchRowOf,
+  searchValues,
+  withSearchRows,
+  writeSearchRows,
+} from "./search.js";
 import type { Statements } from "./statements.js";
 
 /** Told the projection rows a program wrote (the PostgreSQL owner's memory). */
@@ -360,13 +367,21 @@ export function* applyProjections(
 ): Program<ProjectionRowWrite[]> {
   const rows = yield* foldProjectionRows(sql, recorded, projections, ring, prefetched);
   const per = sql.projectionRowsPerStatement;
+  // The run index follows the runs rows in the same commit (decision 0073). Where each statement
+  // is a round trip (PostgreSQL), the index rows ride in the last projection statement.
+  let search = searchRowsOf(rows);
   for (let from = 0; from < rows.length; from += per) {
     const chunk = rows.slice(from, from + per);
     const values = chunk.flatMap(({ name, key, value, position }) => [name, key, value, position]);
-    yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
+    if (per > 1 && from + per >= rows.length && search.length > 0 && search.length <= per) {
+      yield* run(withSearchRows(sql.upsertProjectionsOf(chunk.length), search.length), [
+        ...values,
+        ...search.flatMap(searchValues),
+      ]);
+      search = [];
+    } else yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
   }
-  // The run index follows the runs rows in the same commit, batched as they are (decision 0073).
-  yield* writeSearchRows(searchRowsOf(rows), per);
+  yield* writeSearchRows(search, per);
   return rows;
 }
 

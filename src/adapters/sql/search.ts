@@ -36,16 +36,21 @@ export const agentNameOf = (agent: string): string => {
 };
 
 /** The index row of a runs projection row; the chat id is digested when a key seals the journal. */
-export const searchRowOf = (row: RunRow, ring: Keyring | null): RunSearchRow => ({
-  runId: row.runId,
-  status: row.status,
-  agent: row.agent,
-  agentName: agentNameOf(row.agent),
-  chatKey: ring ? ring.searchDigest(row.chatId) : row.chatId,
-  createdAt: row.admittedAt,
-  updatedAt: row.updatedAt,
-  position: row.position,
-});
+export const searchRowOf = (row: RunRow, ring: Keyring | null): RunSearchRow => {
+  // A row of an older shape may lack a field: the index holds "" rather than refuse the commit.
+  const agent = row.agent ?? "";
+  const chat = row.chatId ?? "";
+  return {
+    runId: row.runId,
+    status: row.status ?? "",
+    agent,
+    agentName: agentNameOf(agent),
+    chatKey: ring ? ring.searchDigest(chat) : chat,
+    createdAt: row.admittedAt ?? "",
+    updatedAt: row.updatedAt ?? "",
+    position: row.position,
+  };
+};
 
 const COLUMNS = "run_id, status, agent, agent_name, chat_key, created_at, updated_at, position";
 /**
@@ -78,6 +83,14 @@ export const SEARCH_SQL = {
   unmarkUnfilled: "DELETE FROM meta WHERE key = 'run_search_unfilled'",
 } as const;
 
+/**
+ * A projection upsert followed by the upsert of `count` index rows in one statement (PostgreSQL: a
+ * data-modifying WITH part runs once, to completion), bound as the projection's values, then the
+ * index rows'.
+ */
+export const withSearchRows = (upsertProjections: string, count: number): string =>
+  `WITH projected AS (${upsertProjections} RETURNING 1) ${SEARCH_SQL.upsert(count)}`;
+
 /** Write the index rows, `per` to a statement (the dialect's projection batching). */
 export function* writeSearchRows(rows: ReadonlyArray<RunSearchRow>, per: number): Program<void> {
   for (let from = 0; from < rows.length; from += per) {
@@ -86,7 +99,8 @@ export function* writeSearchRows(rows: ReadonlyArray<RunSearchRow>, per: number)
   }
 }
 
-const searchValues = (r: RunSearchRow): unknown[] => [
+/** An index row's values in the order of {@link SEARCH_SQL.upsert}. */
+export const searchValues = (r: RunSearchRow): unknown[] => [
   r.runId,
   r.status,
   r.agent,
