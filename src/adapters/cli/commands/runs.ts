@@ -86,20 +86,23 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
     await io.out.line(
       table(
         ["run", "chat", "agent", "status", "owner", "calls", "updated"],
-        rows.map((run) => [
-          run.runId,
-          run.chatId,
-          run.agent,
-          statusText(run),
-          ownerColumn(run),
-          run.calls,
-          run.updatedAt,
-        ]),
+        // The newest page, its newest run last: next to the prompt, as before paging.
+        rows
+          .toReversed()
+          .map((run) => [
+            run.runId,
+            run.chatId,
+            run.agent,
+            statusText(run),
+            ownerColumn(run),
+            run.calls,
+            run.updatedAt,
+          ]),
       ),
     );
     const total = page.totalCapped ? `more than ${page.total}` : String(page.total);
     await io.out.line(
-      `${rows.length} of ${total} run${page.total === 1 ? "" : "s"}${filtered ? " matching" : ""}, newest first${more.length > 0 ? `; ${more.join("; ")}` : ""}`,
+      `${rows.length} of ${total} run${page.total === 1 ? "" : "s"}${filtered ? " matching" : ""}, the newest last${more.length > 0 ? `; ${more.join("; ")}` : ""}`,
     );
     if (page.held > 0) {
       await io.out.line(
