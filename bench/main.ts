@@ -14,6 +14,7 @@ import { concurrencySection } from "./sections/concurrency.js";
 import { FloorProbe } from "./sections/floor.js";
 import { postgresSection } from "./sections/postgres.js";
 import { recoverySection } from "./sections/recovery.js";
+import { searchSection } from "./sections/search.js";
 import { sequentialSection } from "./sections/sequential.js";
 import { serverSection } from "./sections/server.js";
 import { subscriptionsSection } from "./sections/subscriptions.js";
@@ -31,6 +32,7 @@ const SECTIONS: ReadonlyArray<Section> = [
   subscriptionsSection,
   postgresSection,
   serverSection,
+  searchSection,
 ];
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");

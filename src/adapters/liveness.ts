@@ -23,6 +23,11 @@ export interface Liveness {
   /** The live runtimes that have the agent. */
   runtimesFor(agent: string): LiveRuntime[];
   /**
+   * The runs a live owner runs (a claim whose owner is neither gone nor past its lease): an active
+   * run not among them is stalled. The run search leaves them out to find the stalled ones.
+   */
+  liveOwned(): string[];
+  /**
    * What happens next to the run (decision 0053): `status` as it is after the action (default the
    * row's), with the live owner the read found.
    */
@@ -41,6 +46,13 @@ export const readLiveness = async (reader: JournalReader): Promise<Liveness> => 
     now: snapshot.now,
     of,
     runtimesFor,
+    liveOwned: () =>
+      snapshot.claims
+        .filter(
+          (c) =>
+            !livenessOf({ runId: c.runId, status: "running", updatedAt: "" }, snapshot, isWorkerDead).stalled,
+        )
+        .map((c) => c.runId),
     next: (run, options = {}) => {
       const live = of(run);
       const status = options.status ?? run.status;

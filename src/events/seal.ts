@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from "node:crypto";
 import * as Data from "effect/Data";
 
 /**
@@ -56,6 +56,10 @@ const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 const SALT_BYTES = 16;
 const SUBKEY_INFO = "holdfast hf2 subkey";
+/** The derivation of the key search digests are made with (one per payload key). */
+const SEARCH_INFO = "holdfast search digest";
+/** `k1.<keyId>.<hmac>`: a keyed digest a search index keeps instead of a value. */
+const SEARCH_FORMAT = "k1";
 
 /**
  * How many values one derived key seals before the next is drawn. AES-GCM with random IVs is
@@ -102,6 +106,7 @@ export class Keyring {
   private readonly sealsPerSubkey: number;
   private subkey: { readonly salt: string; readonly key: Buffer; left: number } | null = null;
   private readonly opened = new Map<string, Buffer>();
+  private readonly searchKeys = new Map<string, Buffer>();
 
   constructor(current: Uint8Array, old: ReadonlyArray<Uint8Array> = [], options: KeyringOptions = {}) {
     for (const key of [current, ...old])
@@ -153,6 +158,30 @@ export class Keyring {
       this.remember(name, subkey);
     }
     return subkey;
+  }
+
+  /**
+   * The keyed digests a search index keeps instead of `text` (a chat id of a sealed journal), one per
+   * key of the ring, the current key's first: `k1.<keyId>.<hmac>`, an HMAC-SHA256 under a key derived
+   * from the payload key (never the key itself). The index stores the current key's; a search looks
+   * for every key's, so rows written before a key rotation are still found.
+   */
+  searchDigests(text: string): string[] {
+    return this.keyIds.map((id) => this.searchDigestWith(id, text));
+  }
+
+  /** {@link Keyring.searchDigests} under the current key: what the index stores. */
+  searchDigest(text: string): string {
+    return this.searchDigestWith(this.currentId, text);
+  }
+
+  private searchDigestWith(id: string, text: string): string {
+    let key = this.searchKeys.get(id);
+    if (!key) {
+      key = Buffer.from(hkdfSync("sha256", this.byId.get(id)!, Buffer.alloc(0), SEARCH_INFO, KEY_BYTES));
+      this.searchKeys.set(id, key);
+    }
+    return `${SEARCH_FORMAT}.${id}.${createHmac("sha256", key).update(text, "utf8").digest("base64url")}`;
   }
 
   private sealingSubkey(): { readonly salt: string; readonly key: Buffer; left: number } {

@@ -1,4 +1,5 @@
 import type { AnyEvent, Keyring, RecordedEvent, StoredRow } from "../events/index.js";
+import type { RunRow } from "../projections/index.js";
 
 /** A waiting run's row in the due index (decision 0050). */
 export interface DueWait {
@@ -78,6 +79,45 @@ export interface StreamHead {
   readonly streamId: string;
   readonly version: number;
   readonly hash: string;
+}
+
+/** Where a run sits in the runs list's order (newest admitted first): a keyset page's bound. */
+export interface RunSearchKey {
+  readonly createdAt: string;
+  readonly runId: string;
+}
+
+/**
+ * A search of the run index (decision 0073). Every field narrows; none: every run. Times are ISO
+ * 8601 (UTC, as `Date.toISOString` writes them), `from` inclusive, `to` exclusive.
+ */
+export interface RunSearch {
+  /** Run ids starting with this. */
+  readonly idPrefix?: string;
+  /** The chat's index keys: its id, and on a sealed journal its keyed digest under each key. */
+  readonly chatKeys?: ReadonlyArray<string>;
+  /** An agent by name (any version), or by name and version. */
+  readonly agent?: { readonly name: string; readonly version?: string };
+  /** Any of these statuses. */
+  readonly statuses?: ReadonlyArray<string>;
+  /** Not these runs (the stalled search leaves out the runs a live owner runs). */
+  readonly notRunIds?: ReadonlyArray<string>;
+  /** Which time `from` and `to` bound: admission (default) or the last change. */
+  readonly timeOf?: "created" | "updated";
+  readonly from?: string;
+  readonly to?: string;
+  /** The page after this run (older), or… */
+  readonly after?: RunSearchKey;
+  /** …the page before it (newer). */
+  readonly before?: RunSearchKey;
+  readonly limit: number;
+}
+
+/** One page of a run search: each run's key in the order and its runs row; whether more lie beyond. */
+export interface RunSearchResult {
+  readonly rows: ReadonlyArray<{ readonly key: RunSearchKey; readonly row: RunRow }>;
+  /** Whether runs lie beyond the page in the direction read (older for `after`, newer for `before`). */
+  readonly more: boolean;
 }
 
 /** A stored projection row as the database holds it (the value undecoded: the audit compares it). */
@@ -347,6 +387,14 @@ export interface JournalReader {
   dueSchedules(nowMs: number, limit: number): Promise<ReadonlyArray<DueSchedule>>;
   projection<S>(name: string, key: string): Promise<S | null>;
   projectionRows<S>(name: string): Promise<ReadonlyArray<S>>;
+  /**
+   * One page of runs from the run index (decision 0073), newest admitted first, keyset-paged:
+   * reads the page's rows only, never every run.
+   */
+  searchRuns(query: RunSearch): Promise<RunSearchResult>;
+  /** How many runs match each search (paging ignored), each counted up to 10,001: one read. */
+  countRuns(queries: ReadonlyArray<RunSearch>): Promise<ReadonlyArray<number>>;
+
   /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */
   projectionPage(
     name: string,

@@ -54,6 +54,31 @@ describe("holdfast runs", () => {
     expect(held).toEqual([]);
   });
 
+  it("--chat, --agent, --id and a time range search the runs; a time that is not one is a usage error", async () => {
+    const { db, runId } = demoJournal();
+    const [run] = JSON.parse((await runCli(["runs", "--db", db, "--json"])).stdout) as Array<
+      RunJson & { admittedAt: string }
+    >;
+    const ids = async (...args: string[]) =>
+      (JSON.parse((await runCli(["runs", "--db", db, "--json", ...args])).stdout) as RunJson[]).map(
+        (r) => r.runId,
+      );
+    expect(await ids("--chat", run!.chatId)).toEqual([runId]);
+    expect(await ids("--chat", "no-such-chat")).toEqual([]);
+    expect(await ids("--agent", "demo")).toEqual([runId]);
+    expect(await ids("--agent", "demo@2")).toEqual([]);
+    expect(await ids("--id", runId.slice(0, 4))).toEqual([runId]);
+    expect(
+      await ids("--from", run!.admittedAt, "--to", new Date(Date.parse(run!.admittedAt) + 1).toISOString()),
+    ).toEqual([runId]);
+    expect(await ids("--to", run!.admittedAt)).toEqual([]);
+    const table = await runCli(["runs", "--db", db, "--chat", run!.chatId]);
+    expect(table.stdout).toContain("1 of 1 run matching, the newest last");
+    const wrong = await runCli(["runs", "--db", db, "--from", "soon"]);
+    expect(wrong.code).toBe(2);
+    expect(expectTwoLineError(wrong.stderr).reason).toContain('--from "soon" is not a time');
+  });
+
   it("an invalid --status is a usage error: exit 2, the allowed values, no stack trace", async () => {
     const { db } = demoJournal();
     const result = await runCli(["runs", "--db", db, "--status", "sleeping"]);

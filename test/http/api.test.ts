@@ -99,7 +99,7 @@ describe("the JSON API: who may ask", () => {
 });
 
 describe("the JSON API: reads", () => {
-  it("health, the runs list (held first, filtered, paginated) and a run with its evidence and decisions", async () => {
+  it("health, the runs list (filtered, searched, paged both ways) and a run with its evidence and decisions", async () => {
     const g = await setUp();
     const held = await g.submit("pair");
     const failed = await g.submit("flaky");
@@ -122,11 +122,24 @@ describe("the JSON API: reads", () => {
     expect((await body(await g.request("/api/runs?status=completed"))).runs).toEqual([]);
     const first = await body(await g.request("/api/runs?limit=1"));
     expect(first.runs).toHaveLength(1);
-    expect(first.next).toBe("1");
+    expect(first).toMatchObject({ next: expect.stringMatching(/^[A-Za-z0-9_-]+$/), prev: null });
     const second = await body(await g.request(`/api/runs?limit=1&cursor=${first.next}`));
     expect(second.runs).toHaveLength(1);
     expect(second.next).toBeNull();
     expect(second.runs[0].runId).not.toBe(first.runs[0].runId);
+    // Keyset pages both ways: the previous page of the second is the first again.
+    const back = await body(await g.request(`/api/runs?limit=1&cursor=${second.prev}`));
+    expect(back).toMatchObject({ runs: first.runs, prev: null, next: first.next });
+    // A search: id prefix and a time range; a time that is not one is refused, naming the field.
+    const byId = await body(await g.request(`/api/runs?id=${held.runId.slice(0, 6)}`));
+    expect(byId.runs.map((r: { runId: string }) => r.runId)).toContain(held.runId);
+    const later = await body(
+      await g.request(`/api/runs?from=${new Date(Date.now() + 60_000).toISOString()}`),
+    );
+    expect(later).toMatchObject({ runs: [], total: 0 });
+    const wrong = await g.request("/api/runs?from=soon");
+    expect(wrong.status).toBe(422);
+    expect(await body(wrong)).toMatchObject({ error: { code: "invalid-input", field: "from" } });
 
     const view = await body(await g.request(`/api/runs/${held.runId}`));
     expect(view.run).toMatchObject({ runId: held.runId, status: "held" });

@@ -173,6 +173,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         "pruned_runs",
         "queue_pending",
         "run_guard",
+        "run_search",
         "runtimes",
         "schedules_due",
         "waits_due",
@@ -189,6 +190,7 @@ describe("PostgreSQL journal: schema and migrations", () => {
         { id: 8, name: "the runtime registry" },
         { id: 9, name: "schedules by next tick" },
         { id: 10, name: "alerts and their delivery attempts" },
+        { id: 11, name: "the run index" },
       ]);
       const functions = await client.query<{ routine_name: string }>(
         "SELECT routine_name FROM information_schema.routines WHERE routine_schema = $1 ORDER BY routine_name",

@@ -118,10 +118,20 @@ const buildProgram = (io: Io, streams: Streams, setCode: (code: number) => void)
     .action(async (options) => setCode(await (await commands.demo()).demoCommand(options, io)));
 
   command("runs")
-    .description("list runs and their status")
+    .description(
+      "list runs and their status, newest first, one page at a time; search by id, chat, agent, status, time",
+    )
     .addOption(new Option("--status <status>", "only runs with this status").choices(RUN_STATUSES))
+    .option("--id <prefix>", "only runs whose id starts with this")
+    .option("--chat <chatId>", "only the runs of this chat")
+    .option("--agent <name[@version]>", "only runs of this agent (any version, or this one)")
+    .option("--from <time>", "only runs admitted at this time or after (ISO 8601, e.g. 2026-12-05T06:00:00Z)")
+    .option("--to <time>", "only runs admitted before this time")
+    .option("--updated", "--from and --to bound the run's last change instead of its admission")
+    .option("--limit <n>", "at most this many runs (default 50, at most 500)", positiveInt("--limit"))
+    .option("--cursor <cursor>", "the page after (or before) another: the cursor a page prints")
     .option("--db <path>", DB_HELP)
-    .option("--json", "print a JSON array instead of a table")
+    .option("--json", "print the page's runs as a JSON array instead of a table")
     .action(async (options) => setCode(await (await commands.runs()).runsCommand(options, io)));
 
   command("show [runId]")

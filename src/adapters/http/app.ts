@@ -64,7 +64,7 @@ import {
   signalUrlToken,
   tokenMatches,
 } from "./security.js";
-import { nextAfter, runsPage, runView } from "./views.js";
+import { InvalidRunsQuery, nextAfter, runsPage, runView } from "./views.js";
 
 export interface AppOptions {
   /** Reads: a read-only journal (never recovery, claims or writes). */
@@ -324,7 +324,11 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
 
   app.get("/api/runs", async (c) => {
     const query = decodeWith(RunsQuery, c.req.query(), "query");
-    const page = await runsPage(options.reader, present(query));
+    const page = await runsPage(options.reader, present(query)).catch((error: unknown) => {
+      if (error instanceof InvalidRunsQuery)
+        throw new ApiError(422, "invalid-input", `query: ${error.message}`, { field: error.field });
+      throw error;
+    });
     return c.json(encodeWith(RunsPage, page as typeof RunsPage.Type));
   });
 

@@ -8,7 +8,15 @@ import { ownerText, stalledDetail, stalledText, versionMissingText } from "../..
 import type { ChatQueue } from "../../runtime/queue.js";
 import type { LiveRunRow } from "../liveness.js";
 import type { Session } from "./security.js";
-import { type ApprovalView, approvalOf, type CallView, type RunView, runsPage } from "./views.js";
+import {
+  type ApprovalView,
+  approvalOf,
+  type CallView,
+  InvalidRunsQuery,
+  type RunsPage,
+  type RunView,
+  runsPage,
+} from "./views.js";
 
 /** The Recovery panel's pages, rendered on the server (escaped by `hono/html`); the routes are in panel.ts. */
 
@@ -154,14 +162,19 @@ export const ownerLabel = (run: LiveRunRow): Html | string =>
 export const runsSection = async (reader: JournalReader, query: Record<string, string>): Promise<Html> => {
   const status = RUN_STATUSES.find((s) => s === query.status);
   const text = (query.q ?? "").trim();
-  const held = (await runsPage(reader, { status: "held", limit: 500 })).runs.filter(
-    (run) =>
-      text === "" ||
-      [run.runId, run.chatId, run.agent, ...run.heldReasons.map((r) => `${r.code} ${r.detail}`)].some((s) =>
-        s.includes(text),
-      ),
-  );
-  const stalled = (await runsPage(reader, { status: "stalled", limit: 500 })).runs;
+  // "Needs you": oldest first, they have waited longest.
+  const oldestFirst = (a: LiveRunRow, b: LiveRunRow) =>
+    a.updatedAt.localeCompare(b.updatedAt) || a.runId.localeCompare(b.runId);
+  const held = (await runsPage(reader, { status: "held", limit: 500 })).runs
+    .toSorted(oldestFirst)
+    .filter(
+      (run) =>
+        text === "" ||
+        [run.runId, run.chatId, run.agent, ...run.heldReasons.map((r) => `${r.code} ${r.detail}`)].some((s) =>
+          s.includes(text),
+        ),
+    );
+  const stalled = (await runsPage(reader, { status: "stalled", limit: 500 })).runs.toSorted(oldestFirst);
   // Tool calls that wait for a person's approval (decision 0057), oldest first, beside held runs.
   const approvals: ApprovalView[] = [];
   for (const run of (await runsPage(reader, { status: "waiting", limit: 500 })).runs) {
@@ -175,24 +188,35 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
       approvals.push(approval);
   }
   approvals.sort((a, b) => a.since.localeCompare(b.since));
-  const page = await runsPage(reader, {
-    ...(status === undefined ? {} : { status }),
-    limit: 100,
-    ...(query.cursor && /^\d+$/.test(query.cursor) ? { cursor: query.cursor } : {}),
-  });
+  // The search of every run (decision 0073): the form's fields, newest first, Previous/Next.
+  const field = (name: string): string => (query[name] ?? "").trim();
+  const search: Record<string, string> = {};
+  for (const name of ["id", "chat", "agent", "from", "to"]) if (field(name)) search[name] = field(name);
+  if (status) search.status = status;
+  if (field("time") === "updated") search.time = "updated";
+  let page: RunsPage;
+  let problem: string | null = null;
+  try {
+    page = await runsPage(reader, {
+      ...search,
+      ...(status === undefined ? {} : { status }),
+      ...(search.time === "updated" ? { time: "updated" as const } : {}),
+      limit: 100,
+      ...(query.cursor && /^[A-Za-z0-9_-]+$/.test(query.cursor) ? { cursor: query.cursor } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof InvalidRunsQuery)) throw error;
+    problem = error.message;
+    page = await runsPage(reader, { limit: 100 });
+  }
   const qs = (extra: Record<string, string>) =>
-    new URLSearchParams({ ...(status ? { status } : {}), ...(text ? { q: text } : {}), ...extra }).toString();
-  return html`<div id="runs" hx-get="/?${qs({ fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
+    new URLSearchParams({ ...search, ...(text ? { q: text } : {}), ...extra }).toString();
+  return html`<div id="runs" hx-get="/?${qs({ ...(query.cursor ? { cursor: query.cursor } : {}), fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
     <h1>Needs you <span class="muted">(${held.length + stalled.length + approvals.length})</span></h1>
     <form class="filters" method="get" action="/">
       <label>Filter held runs <input type="text" name="q" value="${text}" placeholder="run, chat, agent or reason" /></label>
-      <label>All runs with status
-        <select name="status">
-          <option value="">any</option>
-          ${RUN_STATUSES.map((s) => html`<option value="${s}" ${s === status ? "selected" : ""}>${s}</option>`)}
-        </select>
-      </label>
-      <button type="submit" class="secondary">Apply</button>
+      ${Object.entries(search).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`)}
+      <button type="submit" class="secondary">Filter</button>
     </form>
     ${
       approvals.length === 0
@@ -253,9 +277,32 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
           </tbody>
         </table>`
     }
-    <h2>All runs <span class="muted">(${page.total})</span></h2>
+    <h2>All runs <span class="muted">(${page.totalCapped ? `more than ${page.total}` : page.total}${Object.keys(search).length > 0 ? " matching" : ""})</span></h2>
+    <form class="filters" id="search" method="get" action="/" role="search">
+      <label>Run id starts with <input type="text" name="id" value="${search.id ?? ""}" /></label>
+      <label>Chat <input type="text" name="chat" value="${search.chat ?? ""}" /></label>
+      <label>Agent <input type="text" name="agent" value="${search.agent ?? ""}" placeholder="name or name@version" /></label>
+      <label>Status
+        <select name="status">
+          <option value="">any</option>
+          ${RUN_STATUSES.map((s) => html`<option value="${s}" ${s === status ? "selected" : ""}>${s}</option>`)}
+        </select>
+      </label>
+      <label>From <input type="text" name="from" value="${search.from ?? ""}" placeholder="2026-12-05T06:00:00Z" /></label>
+      <label>To <input type="text" name="to" value="${search.to ?? ""}" placeholder="(now)" /></label>
+      <label>Times are
+        <select name="time">
+          <option value="created">admitted</option>
+          <option value="updated" ${search.time === "updated" ? "selected" : ""}>last changed</option>
+        </select>
+      </label>
+      ${text ? html`<input type="hidden" name="q" value="${text}" />` : ""}
+      <button type="submit" class="secondary">Search</button>
+      ${Object.keys(search).length > 0 ? html`<a href="/${text ? `?${new URLSearchParams({ q: text })}` : ""}">Clear</a>` : ""}
+    </form>
+    ${problem === null ? "" : html`<p class="error" role="alert" id="search-problem">The search was not run: ${problem}. Every run is shown.</p>`}
     <table id="all-runs">
-      <caption class="visually-hidden">Runs, held first, then newest first</caption>
+      <caption class="visually-hidden">Runs, newest first</caption>
       <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Owner</th><th scope="col">Chat</th><th scope="col">Agent</th><th scope="col">Calls</th><th scope="col">Updated</th></tr></thead>
       <tbody>
         ${page.runs.map(
@@ -271,7 +318,10 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
         )}
       </tbody>
     </table>
-    ${page.next === null ? "" : html`<p><a href="/?${qs({ cursor: page.next })}">Next page</a></p>`}
+    <nav class="pages" aria-label="Pages of runs">
+      ${page.prev === null ? "" : html`<a id="runs-prev" rel="prev" href="/?${qs({ cursor: page.prev })}">Previous page</a>`}
+      ${page.next === null ? "" : html`<a id="runs-next" rel="next" href="/?${qs({ cursor: page.next })}">Next page</a>`}
+    </nav>
   </div>`;
 };
 

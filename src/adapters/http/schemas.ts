@@ -145,12 +145,16 @@ export const NextStep = Schema.Struct({
 }).annotations({ identifier: "NextStep" });
 
 export const RunsQuery = Schema.Struct({
+  id: Schema.optional(Schema.NonEmptyString),
   status: Schema.optional(Schema.Union(RunStatus, Schema.Literal("stalled"))),
   holdReason: Schema.optional(HoldReason.fields.code),
   chat: Schema.optional(Schema.NonEmptyString),
   agent: Schema.optional(Schema.NonEmptyString),
+  from: Schema.optional(Schema.NonEmptyString),
+  to: Schema.optional(Schema.NonEmptyString),
+  time: Schema.optional(Schema.Literal("created", "updated")),
   limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
-  cursor: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+$/))),
+  cursor: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]+$/))),
 }).annotations({ identifier: "RunsQuery" });
 
 export const RunsPage = Schema.Struct({
@@ -158,7 +162,9 @@ export const RunsPage = Schema.Struct({
   held: Schema.Number,
   stalled: Schema.Number,
   total: Schema.Number,
+  totalCapped: Schema.Boolean,
   next: Schema.NullOr(Schema.String),
+  prev: Schema.NullOr(Schema.String),
 }).annotations({ identifier: "RunsPage" });
 
 const DecisionChoice = Schema.Struct({

@@ -3,27 +3,37 @@ import { runStreamId } from "../../events/index.js";
 import { type CallStatus, contextOf, foldRun, type RunContext } from "../../machines/index.js";
 import type { RunRow } from "../../projections/index.js";
 import { RunNotFound } from "../../runtime/errors.js";
-import type { JournalReader } from "../../runtime/Journal.js";
+import type { JournalReader, RunSearch, RunSearchKey } from "../../runtime/Journal.js";
 import type { NextStep } from "../../runtime/liveness.js";
 import { DECISION_MEANINGS, type HeldCommand, heldCommands } from "../cli/commands/decide.js";
 import { eventLine, summarizeEvent } from "../cli/eventFormat.js";
 import { type LiveRunRow, readLiveness } from "../liveness.js";
 
-/** What the runs list can be filtered by. */
+/** What the runs list can be searched by (decision 0073). Every field narrows. */
 export interface RunsQuery {
+  /** Runs whose id starts with this. */
+  readonly id?: string;
   /** A status, or `stalled`: an active run whose owner is provably gone, or that nobody owns. */
   readonly status?: RunRow["status"] | "stalled";
-  /** Runs held for this reason (`in-doubt`, `indefinite-failure`, …). */
+  /** Held runs held for this reason (`in-doubt`, `indefinite-failure`, …). */
   readonly holdReason?: HoldReason["code"];
+  /** The chat id, exactly. */
   readonly chat?: string;
   /** An agent's name (any version) or `name@version`. */
   readonly agent?: string;
+  /** Runs admitted (or, with `time: "updated"`, last changed) at this time or after (ISO 8601). */
+  readonly from?: string;
+  /** … and before this time (ISO 8601). */
+  readonly to?: string;
+  /** Which time `from` and `to` bound: `created` (admission, the default) or `updated`. */
+  readonly time?: "created" | "updated";
   /** At most this many (default 50, at most 500). */
   readonly limit?: number;
-  /** The `next` of the previous page. */
+  /** The `next` or `prev` of a page: the page after it, or before it. */
   readonly cursor?: string;
 }
 
+/** One page of the runs list: newest admitted first, keyset-paged both ways. */
 export interface RunsPage {
   readonly runs: ReadonlyArray<LiveRunRow>;
   /** Held runs in the whole journal (the "Needs you" count), whatever the filter. */
@@ -32,43 +42,165 @@ export interface RunsPage {
   readonly stalled: number;
   /** The journal's clock when the owners were read (ms since the epoch). */
   readonly now: number;
+  /** Runs matching the filter, counted up to {@link COUNT_CAP}; past it, `totalCapped`. */
   readonly total: number;
-  /** Pass as `cursor` for the next page; null on the last one. */
+  /** Whether more than {@link COUNT_CAP} runs match (`total` is then the cap). */
+  readonly totalCapped: boolean;
+  /** Pass as `cursor` for the next (older) page; null on the last one. */
   readonly next: string | null;
+  /** Pass as `cursor` for the previous (newer) page; null on the first one. */
+  readonly prev: string | null;
 }
 
-/** Held runs first (oldest first: they have waited longest), then the rest, newest first. */
-const order = (a: RunRow, b: RunRow): number => {
-  const heldA = a.status === "held" ? 0 : 1;
-  const heldB = b.status === "held" ? 0 : 1;
-  if (heldA !== heldB) return heldA - heldB;
-  if (heldA === 0)
-    return a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : a.runId < b.runId ? -1 : 1;
-  return a.position !== b.position ? b.position - a.position : a.runId < b.runId ? -1 : 1;
+/** Counted up to this many; the runs list says "more than" past it. */
+export const COUNT_CAP = 10_000;
+
+/** A runs list query that cannot be answered: which field, and what is accepted. */
+export class InvalidRunsQuery extends Error {
+  override readonly name = "InvalidRunsQuery";
+  constructor(
+    readonly field: string,
+    detail: string,
+  ) {
+    super(`${field}: ${detail}`);
+  }
+}
+
+/** Statuses whose runs can be stalled (`runtime/liveness`: only these have an owner to look at). */
+const OWNED_STATUSES = ["running", "interrupted"] as const;
+
+/** A cursor: the direction and the run it is relative to, opaque to callers (base64url JSON). */
+const encodeCursor = (direction: "n" | "p", key: RunSearchKey): string =>
+  Buffer.from(JSON.stringify([direction, key.createdAt, key.runId])).toString("base64url");
+
+const decodeCursor = (cursor: string): { direction: "n" | "p"; key: RunSearchKey } => {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 3 &&
+      (parsed[0] === "n" || parsed[0] === "p") &&
+      typeof parsed[1] === "string" &&
+      typeof parsed[2] === "string"
+    )
+      return { direction: parsed[0], key: { createdAt: parsed[1], runId: parsed[2] } };
+  } catch {
+    // Said below.
+  }
+  throw new InvalidRunsQuery(
+    "cursor",
+    "is not a cursor of the runs list; pass the `next` or `prev` of a page as it was given, or leave it out for the first page",
+  );
 };
 
-/** One page of runs, held first, with the filters applied. The cursor is the offset, opaque to callers. */
+/** A time bound as the index stores times (UTC ISO 8601, milliseconds). */
+const instant = (field: string, text: string | undefined): string | undefined => {
+  if (text === undefined || text.trim() === "") return undefined;
+  const ms = Date.parse(text.trim());
+  if (Number.isNaN(ms))
+    throw new InvalidRunsQuery(
+      field,
+      `${JSON.stringify(text)} is not a time; give an ISO 8601 time such as 2026-12-05T06:00:00Z, or a date such as 2026-12-05 (UTC midnight)`,
+    );
+  return new Date(ms).toISOString();
+};
+
+/**
+ * The search of the run index a query makes, without paging: the chat by its index keys (its id,
+ * and its keyed digests on a sealed journal), `stalled` as the owned statuses less the runs a live
+ * owner runs.
+ */
+const searchOf = (journal: JournalReader, query: RunsQuery, liveOwned: ReadonlyArray<string>): RunSearch => {
+  const agent = query.agent?.trim();
+  const at = agent ? agent.lastIndexOf("@") : -1;
+  const from = instant("from", query.from);
+  const to = instant("to", query.to);
+  const statuses =
+    query.status === "stalled"
+      ? [...OWNED_STATUSES]
+      : query.status !== undefined
+        ? [query.status]
+        : query.holdReason !== undefined
+          ? ["held"]
+          : undefined;
+  return {
+    limit: 0,
+    ...(query.id?.trim() ? { idPrefix: query.id.trim() } : {}),
+    ...(query.chat !== undefined && query.chat !== ""
+      ? { chatKeys: [query.chat, ...(journal.keyring?.searchDigests(query.chat) ?? [])] }
+      : {}),
+    ...(agent
+      ? { agent: at > 0 ? { name: agent.slice(0, at), version: agent.slice(at + 1) } : { name: agent } }
+      : {}),
+    ...(statuses ? { statuses } : {}),
+    ...(query.status === "stalled" ? { notRunIds: liveOwned } : {}),
+    ...(query.time === "updated" ? { timeOf: "updated" as const } : {}),
+    ...(from === undefined ? {} : { from }),
+    ...(to === undefined ? {} : { to }),
+  };
+};
+
+/**
+ * One page of runs, newest admitted first, with the filters applied, from the run index (decision
+ * 0073): reads the page's rows and three counts, never every run. Held and stalled runs have their
+ * own sections in the panel ("Needs you"); here they stand in the order with the rest, so a page
+ * never moves under the reader. `holdReason` is checked on the held rows read (it is sealed with the
+ * row), so a page may read further than its length to fill it.
+ */
 export const runsPage = async (journal: JournalReader, query: RunsQuery = {}): Promise<RunsPage> => {
   const liveness = await readLiveness(journal);
-  const all = (await journal.projectionRows<RunRow>("runs")).map(liveness.of);
-  const held = all.filter((run) => run.status === "held").length;
-  const stalled = all.filter((run) => run.stalled).length;
-  const matching = all
-    .filter(
-      (run) =>
-        (query.status === undefined ||
-          (query.status === "stalled" ? run.stalled : run.status === query.status)) &&
-        (query.chat === undefined || run.chatId === query.chat) &&
-        (query.agent === undefined || run.agent === query.agent || run.agent.startsWith(`${query.agent}@`)) &&
-        (query.holdReason === undefined || run.heldReasons.some((r) => r.code === query.holdReason)),
-    )
-    .toSorted(order);
-  const limit = Math.min(500, Math.max(1, query.limit ?? 50));
-  const offset = query.cursor === undefined ? 0 : Number.parseInt(query.cursor, 10);
-  const start = Number.isSafeInteger(offset) && offset > 0 ? offset : 0;
-  const runs = matching.slice(start, start + limit);
-  const next = start + limit < matching.length ? String(start + limit) : null;
-  return { runs, held, stalled, now: liveness.now, total: matching.length, next };
+  const liveOwned = liveness.liveOwned();
+  const search = searchOf(journal, query, liveOwned);
+  const limit = Math.min(500, Math.max(1, Math.trunc(query.limit ?? 50)));
+  const cursor = query.cursor ? decodeCursor(query.cursor) : null;
+  const backwards = cursor?.direction === "p";
+  const keep = (run: LiveRunRow): boolean =>
+    (query.status !== "stalled" || run.stalled) &&
+    (query.holdReason === undefined || run.heldReasons.some((r) => r.code === query.holdReason));
+
+  const found: Array<{ key: RunSearchKey; run: LiveRunRow }> = [];
+  let bound = cursor?.key;
+  let more = false;
+  // One read fills the page, unless rows the index cannot tell apart (a hold reason) are left out.
+  for (;;) {
+    const result = await journal.searchRuns({
+      ...search,
+      limit: limit + 1 - found.length,
+      ...(bound ? (backwards ? { before: bound } : { after: bound }) : {}),
+    });
+    const rows = backwards ? [...result.rows].reverse() : result.rows;
+    for (const { key, row } of rows) {
+      const run = liveness.of(row);
+      if (keep(run)) found.push({ key, run });
+    }
+    bound = rows.at(-1)?.key;
+    if (found.length > limit || !result.more || !bound) {
+      more = found.length > limit || (found.length === limit && result.more);
+      break;
+    }
+  }
+  const page = found.slice(0, limit);
+  if (backwards) page.reverse();
+  const first = page.at(0);
+  const last = page.at(-1);
+  // Forward: a previous page exists when this one was reached by a cursor; backward: a next one does.
+  const olderExists = backwards ? cursor !== null : more;
+  const newerExists = backwards ? more : cursor !== null;
+  const [total, held, stalled] = await journal.countRuns([
+    search,
+    { limit: 0, statuses: ["held"] },
+    { limit: 0, statuses: [...OWNED_STATUSES], notRunIds: liveOwned },
+  ]);
+  return {
+    runs: page.map((p) => p.run),
+    held: Math.min(held ?? 0, COUNT_CAP),
+    stalled: Math.min(stalled ?? 0, COUNT_CAP),
+    now: liveness.now,
+    total: Math.min(total ?? 0, COUNT_CAP),
+    totalCapped: (total ?? 0) > COUNT_CAP,
+    next: olderExists && last ? encodeCursor("n", last.key) : null,
+    prev: newerExists && first ? encodeCursor("p", first.key) : null,
+  };
 };
 
 export interface DecisionChoice {

@@ -1,7 +1,13 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
-import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
+import {
+  decodeRow,
+  type Keyring,
+  type RecordedEvent,
+  SealError,
+  type StoredRow,
+} from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalUnavailable } from "../../runtime/errors.js";
@@ -28,6 +34,8 @@ import type {
   PruneOptions,
   PruneReport,
   RetentionPolicy,
+  RunSearch,
+  RunSearchResult,
   RuntimeAnnouncement,
   StoredProjectionRow,
   StreamHead,
@@ -75,6 +83,12 @@ import {
   toStored,
 } from "../sql/rows.js";
 import { announceProgram, livenessProgram, withdrawProgram } from "../sql/runtimes.js";
+import {
+  countRunsProgram,
+  fillSearchProgram,
+  searchRunsProgram,
+  searchUnfilledProgram,
+} from "../sql/search.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
 import { AnchorKeeper, readAnchor } from "./anchor.js";
 import { refuseVanishedJournal, verifyAnchor } from "./anchorCheck.js";
@@ -223,6 +237,7 @@ export class LibsqlJournal implements Journal {
       const key = prepareJournalFile(db, location, options);
       const journal = new LibsqlJournal(db, location, key, keyring, options);
       if (options.keyCheck !== false) journal.runProgram(keyCheckProgram(SQL, keyring));
+      if (keyring) journal.fillSearch(keyring);
       journal.anchor = LibsqlJournal.keepAnchor(db, location);
       // From here SQLite never waits for a lock inside a call, which would stop the event loop:
       // the journal retries on timers instead (F10).
@@ -439,6 +454,22 @@ export class LibsqlJournal implements Journal {
   }
 
   /** Run a shared write program on this connection (the caller holds the write transaction). */
+  /**
+   * Index the sealed runs rows the run index migration could not read (decision 0073), once, with
+   * the key; a row the key does not open is left for `holdfast rebuild`, which says why.
+   */
+  private fillSearch(keyring: Keyring): void {
+    if (!this.runProgram(searchUnfilledProgram())) return;
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      this.runProgram(fillSearchProgram(keyring, 1));
+      this.db.exec("COMMIT");
+    } catch (error) {
+      this.db.exec("ROLLBACK");
+      if (!(error instanceof SealError)) throw error;
+    }
+  }
+
   private runProgram<T>(program: Program<T>): T {
     return runSync(program, (step) => this.execute(step));
   }
@@ -628,6 +659,16 @@ export class LibsqlJournal implements Journal {
   async projection<S>(name: string, key: string): Promise<S | null> {
     const row = await this.read(() => this.row<ProjectionRowSql>(SQL.projection, name, key));
     return row ? (JSON.parse(openStoredProjection(this.keyring, name, { key, ...row })) as S) : null;
+  }
+
+  async searchRuns(query: RunSearch): Promise<RunSearchResult> {
+    return this.read(() =>
+      this.readTransaction(() => this.runProgram(searchRunsProgram(query, this.keyring))),
+    );
+  }
+
+  async countRuns(queries: ReadonlyArray<RunSearch>): Promise<ReadonlyArray<number>> {
+    return this.read(() => this.runProgram(countRunsProgram(queries)));
   }
 
   async projectionRows<S>(name: string): Promise<ReadonlyArray<S>> {

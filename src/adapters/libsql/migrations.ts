@@ -246,6 +246,51 @@ CREATE TABLE alerts (
 CREATE INDEX alerts_due ON alerts (next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
 `,
     },
+    {
+      id: 10,
+      name: "the run index",
+      // One row per run (decision 0073), holding no secret: status, agent, times, position, and the
+      // chat id — as a keyed digest when the journal is sealed. Written in the commit of the run's
+      // runs row, so the runs list reads one page through these indexes, never every row. Filled here
+      // from the runs rows that are not sealed; sealed ones (unreadable without the key) are marked,
+      // and the first writer opened with the key indexes them.
+      sql: `
+CREATE TABLE run_search (
+  run_id     TEXT PRIMARY KEY,
+  status     TEXT NOT NULL,
+  agent      TEXT NOT NULL,
+  agent_name TEXT NOT NULL,
+  chat_key   TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  position   INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX run_search_by_created ON run_search (created_at, run_id);
+CREATE INDEX run_search_by_status ON run_search (status, created_at, run_id);
+CREATE INDEX run_search_by_chat ON run_search (chat_key, created_at, run_id);
+CREATE INDEX run_search_by_agent ON run_search (agent, created_at, run_id);
+CREATE INDEX run_search_by_agent_name ON run_search (agent_name, created_at, run_id);
+CREATE INDEX run_search_by_updated ON run_search (updated_at);
+INSERT INTO run_search (run_id, status, agent, agent_name, chat_key, created_at, updated_at, position)
+SELECT key, status, agent,
+  CASE WHEN length(upto) > 1 THEN substr(upto, 1, length(upto) - 1) ELSE agent END,
+  chat, created, updated, position
+FROM (
+  SELECT key, position, status, agent, rtrim(agent, replace(agent, '@', '')) AS upto, chat, created, updated
+  FROM (
+    SELECT key, position,
+      coalesce(json_extract(value, '$.status'), '') AS status,
+      coalesce(json_extract(value, '$.agent'), '') AS agent,
+      coalesce(json_extract(value, '$.chatId'), '') AS chat,
+      coalesce(json_extract(value, '$.admittedAt'), '') AS created,
+      coalesce(json_extract(value, '$.updatedAt'), '') AS updated
+    FROM projections WHERE name = 'runs' AND substr(value, 1, 11) <> '{"$sealed":'
+  )
+);
+INSERT INTO meta (key, value) SELECT 'run_search_unfilled', '1'
+WHERE EXISTS (SELECT 1 FROM projections WHERE name = 'runs' AND substr(value, 1, 11) = '{"$sealed":');
+`,
+    },
   ];
 
 /** The schema version a journal has after every migration: the last migration's id. */

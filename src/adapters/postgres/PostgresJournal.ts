@@ -1,6 +1,12 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
+import {
+  decodeRow,
+  type Keyring,
+  type RecordedEvent,
+  SealError,
+  type StoredRow,
+} from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
@@ -23,6 +29,8 @@ import type {
   PruneOptions,
   PruneReport,
   RetentionPolicy,
+  RunSearch,
+  RunSearchResult,
   RuntimeAnnouncement,
   StoredProjectionRow,
   StreamHead,
@@ -71,6 +79,12 @@ import {
   toStored,
 } from "../sql/rows.js";
 import { announceProgram, livenessProgram, withdrawProgram } from "../sql/runtimes.js";
+import {
+  countRunsProgram,
+  fillSearchProgram,
+  searchRunsProgram,
+  searchUnfilledProgram,
+} from "../sql/search.js";
 import { postgresDialect, statements } from "../sql/statements.js";
 import { connectWithRetry } from "./connect.js";
 import { readBackLostCommit } from "./lostCommit.js";
@@ -194,6 +208,7 @@ export class PostgresJournal implements Journal {
         : await migrate(pool, location, schema);
       const journal = new PostgresJournal(pool, location, schema, key, keyring, options);
       if (options.keyCheck !== false) await journal.read(keyCheckProgram(SQL, keyring));
+      if (keyring && !options.readOnly) await journal.fillSearch(keyring);
       return journal;
     } catch (error) {
       await pool.end().catch(() => {});
@@ -572,6 +587,16 @@ export class PostgresJournal implements Journal {
     return (await this.rows<EventRow>(SQL.all, [options.after, options.limit])).map(toStored);
   }
 
+  async searchRuns(query: RunSearch): Promise<RunSearchResult> {
+    this.assertOpen();
+    return this.read(searchRunsProgram(query, this.keyring));
+  }
+
+  async countRuns(queries: ReadonlyArray<RunSearch>): Promise<ReadonlyArray<number>> {
+    this.assertOpen();
+    return this.read(countRunsProgram(queries));
+  }
+
   async projectionPage(
     name: string,
     options: { readonly after: string | null; readonly limit: number },
@@ -592,6 +617,19 @@ export class PostgresJournal implements Journal {
   // ---------------------------------------------------------------- maintenance
 
   /** Appends take this lock first thing; maintenance takes it too, so they wait for each other. */
+  /**
+   * Index the sealed runs rows the run index migration could not read (decision 0073), once, with
+   * the key; a row the key does not open is left for `holdfast rebuild`, which says why.
+   */
+  private async fillSearch(keyring: Keyring): Promise<void> {
+    if (!(await this.read(searchUnfilledProgram()))) return;
+    try {
+      await this.transaction(afterLock(this.lockAppends, fillSearchProgram(keyring, 16)));
+    } catch (error) {
+      if (!(error instanceof SealError)) throw error;
+    }
+  }
+
   private get lockAppends(): string {
     return `SELECT pg_advisory_xact_lock(hashtext('holdfast.append.${this.schema}'))`;
   }

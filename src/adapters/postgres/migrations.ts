@@ -13,6 +13,101 @@ export interface PostgresMigration {
   readonly sql: (schema: string) => string;
 }
 
+/** Migration 5's `append_owned`, kept as written: migration 11 replaces it with one that also writes the run index. */
+const appendOwnedFunction = (s: string): string => `
+CREATE FUNCTION ${s}.append_owned(
+  p_runs text[], p_workers text[], p_epochs integer[],
+  p_streams text[], p_versions integer[], p_heads text[],
+  p_event_streams text[], p_event_versions integer[], p_event_ids text[], p_types text[],
+  p_schema_versions integer[], p_recorded_at text[], p_data text[], p_prev_hashes text[], p_hashes text[],
+  p_row_names text[], p_row_keys text[], p_row_known text[], p_row_known_positions bigint[],
+  p_row_values text[], p_row_events integer[], p_row_first integer[], p_row_last integer[],
+  p_stand_ins text[]
+) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_positions bigint[];
+  v_value text;
+  v_values text[] := '{}';
+  v_row_positions bigint[] := '{}';
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('holdfast.append.${s}'));
+  -- The claims locked shared in run order, as a batch's read locks them.
+  PERFORM 1 FROM ${s}.claims WHERE run_id = ANY(p_runs) ORDER BY run_id FOR SHARE;
+  IF (
+    SELECT count(*) FROM unnest(p_runs, p_workers, p_epochs) AS f(run_id, worker_id, epoch)
+    JOIN ${s}.claims c ON c.run_id = f.run_id AND c.worker_id = f.worker_id AND c.epoch = f.epoch
+  ) <> cardinality(p_runs) THEN
+    RETURN NULL;
+  END IF;
+  IF EXISTS (
+    SELECT 1 FROM unnest(p_streams, p_versions, p_heads) AS w(stream_id, version, hash)
+    LEFT JOIN LATERAL (
+      SELECT e.version, e.hash FROM ${s}.events e WHERE e.stream_id = w.stream_id ORDER BY e.version DESC LIMIT 1
+    ) AS h ON true
+    WHERE h.version IS DISTINCT FROM w.version OR h.hash IS DISTINCT FROM w.hash
+  ) THEN
+    RETURN NULL;
+  END IF;
+  IF EXISTS (
+    SELECT 1 FROM unnest(p_row_names, p_row_keys, p_row_known, p_row_known_positions) AS w(name, key, known, known_position)
+    LEFT JOIN ${s}.projections p ON p.name = w.name AND p.key = w.key
+    WHERE p.value IS DISTINCT FROM w.known OR p.position IS DISTINCT FROM w.known_position
+  ) THEN
+    RETURN NULL;
+  END IF;
+  WITH inserted AS (
+    INSERT INTO ${s}.events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash)
+    SELECT stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash
+    FROM unnest(p_event_streams, p_event_versions, p_event_ids, p_types, p_schema_versions, p_recorded_at, p_data, p_prev_hashes, p_hashes)
+      WITH ORDINALITY AS e(stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash, n)
+    ORDER BY n
+    RETURNING position, stream_id, version
+  )
+  SELECT array_agg(i.position ORDER BY e.n) INTO v_positions
+  FROM inserted i
+  JOIN unnest(p_event_streams, p_event_versions) WITH ORDINALITY AS e(stream_id, version, n)
+    ON e.stream_id = i.stream_id AND e.version = i.version;
+  FOR r IN 1 .. coalesce(array_length(p_row_names, 1), 0) LOOP
+    v_value := p_row_values[r];
+    FOR i IN p_row_first[r] .. p_row_last[r] LOOP
+      v_value := replace(v_value, p_stand_ins[i], v_positions[i]::text);
+    END LOOP;
+    v_values[r] := v_value;
+    v_row_positions[r] := v_positions[p_row_events[r]];
+  END LOOP;
+  INSERT INTO ${s}.projections (name, key, value, position)
+  SELECT * FROM unnest(p_row_names, p_row_keys, v_values, v_row_positions)
+  ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position;
+  PERFORM pg_notify('${commitChannel(s)}', '');
+  RETURN v_positions;
+END;
+$fn$;
+`;
+
+/** The run index rows of the runs rows `append_owned` wrote (its rows are never sealed: no key). */
+const appendOwnedSearch = (
+  s: string,
+): string => `  INSERT INTO ${s}.run_search (run_id, status, agent, agent_name, chat_key, created_at, updated_at, position)
+  SELECT w.key, coalesce(j->>'status', ''), coalesce(j->>'agent', ''),
+    regexp_replace(coalesce(j->>'agent', ''), '^(.+)@[^@]*$', '\\1'), coalesce(j->>'chatId', ''),
+    coalesce(j->>'admittedAt', ''), coalesce(j->>'updatedAt', ''), w.position
+  FROM unnest(p_row_names, p_row_keys, v_values, v_row_positions) AS w(name, key, value, position)
+  CROSS JOIN LATERAL (SELECT w.value::jsonb AS j) AS parsed
+  WHERE w.name = 'runs'
+  ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, position = excluded.position;
+`;
+
+/** Migration 5's function with the run index written before the notification. */
+const appendOwnedWithSearch = (s: string): string => {
+  const base = appendOwnedFunction(s);
+  const notify = "  PERFORM pg_notify(";
+  if (!base.includes("CREATE FUNCTION") || !base.includes(notify))
+    throw new Error("migration 11 no longer finds the parts of append_owned it extends");
+  return base
+    .replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+    .replace(notify, () => `${appendOwnedSearch(s)}${notify}`);
+};
+
 export const MIGRATIONS: ReadonlyArray<PostgresMigration> = [
   {
     id: 1,
@@ -136,75 +231,7 @@ DELETE FROM ${s}.projections WHERE name = 'calls';
     // function returns NULL, having written nothing, if one has moved. The caller folded the rows
     // with a stand-in position per event (p_stand_ins), replaced here, for each row, in its own
     // request's events (p_row_first … p_row_last) by the positions the insert hands out.
-    sql: (s) => `
-CREATE FUNCTION ${s}.append_owned(
-  p_runs text[], p_workers text[], p_epochs integer[],
-  p_streams text[], p_versions integer[], p_heads text[],
-  p_event_streams text[], p_event_versions integer[], p_event_ids text[], p_types text[],
-  p_schema_versions integer[], p_recorded_at text[], p_data text[], p_prev_hashes text[], p_hashes text[],
-  p_row_names text[], p_row_keys text[], p_row_known text[], p_row_known_positions bigint[],
-  p_row_values text[], p_row_events integer[], p_row_first integer[], p_row_last integer[],
-  p_stand_ins text[]
-) RETURNS bigint[] LANGUAGE plpgsql AS $fn$
-DECLARE
-  v_positions bigint[];
-  v_value text;
-  v_values text[] := '{}';
-  v_row_positions bigint[] := '{}';
-BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext('holdfast.append.${s}'));
-  -- The claims locked shared in run order, as a batch's read locks them.
-  PERFORM 1 FROM ${s}.claims WHERE run_id = ANY(p_runs) ORDER BY run_id FOR SHARE;
-  IF (
-    SELECT count(*) FROM unnest(p_runs, p_workers, p_epochs) AS f(run_id, worker_id, epoch)
-    JOIN ${s}.claims c ON c.run_id = f.run_id AND c.worker_id = f.worker_id AND c.epoch = f.epoch
-  ) <> cardinality(p_runs) THEN
-    RETURN NULL;
-  END IF;
-  IF EXISTS (
-    SELECT 1 FROM unnest(p_streams, p_versions, p_heads) AS w(stream_id, version, hash)
-    LEFT JOIN LATERAL (
-      SELECT e.version, e.hash FROM ${s}.events e WHERE e.stream_id = w.stream_id ORDER BY e.version DESC LIMIT 1
-    ) AS h ON true
-    WHERE h.version IS DISTINCT FROM w.version OR h.hash IS DISTINCT FROM w.hash
-  ) THEN
-    RETURN NULL;
-  END IF;
-  IF EXISTS (
-    SELECT 1 FROM unnest(p_row_names, p_row_keys, p_row_known, p_row_known_positions) AS w(name, key, known, known_position)
-    LEFT JOIN ${s}.projections p ON p.name = w.name AND p.key = w.key
-    WHERE p.value IS DISTINCT FROM w.known OR p.position IS DISTINCT FROM w.known_position
-  ) THEN
-    RETURN NULL;
-  END IF;
-  WITH inserted AS (
-    INSERT INTO ${s}.events (stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash)
-    SELECT stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash
-    FROM unnest(p_event_streams, p_event_versions, p_event_ids, p_types, p_schema_versions, p_recorded_at, p_data, p_prev_hashes, p_hashes)
-      WITH ORDINALITY AS e(stream_id, version, event_id, type, schema_version, recorded_at, data, prev_hash, hash, n)
-    ORDER BY n
-    RETURNING position, stream_id, version
-  )
-  SELECT array_agg(i.position ORDER BY e.n) INTO v_positions
-  FROM inserted i
-  JOIN unnest(p_event_streams, p_event_versions) WITH ORDINALITY AS e(stream_id, version, n)
-    ON e.stream_id = i.stream_id AND e.version = i.version;
-  FOR r IN 1 .. coalesce(array_length(p_row_names, 1), 0) LOOP
-    v_value := p_row_values[r];
-    FOR i IN p_row_first[r] .. p_row_last[r] LOOP
-      v_value := replace(v_value, p_stand_ins[i], v_positions[i]::text);
-    END LOOP;
-    v_values[r] := v_value;
-    v_row_positions[r] := v_positions[p_row_events[r]];
-  END LOOP;
-  INSERT INTO ${s}.projections (name, key, value, position)
-  SELECT * FROM unnest(p_row_names, p_row_keys, v_values, v_row_positions)
-  ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, position = excluded.position;
-  PERFORM pg_notify('${commitChannel(s)}', '');
-  RETURN v_positions;
-END;
-$fn$;
-`,
+    sql: (s) => appendOwnedFunction(s),
   },
   {
     id: 6,
@@ -282,6 +309,39 @@ CREATE TABLE ${s}.alerts (
 );
 CREATE INDEX alerts_due ON ${s}.alerts (next_at) WHERE delivered_at IS NULL AND gave_up_at IS NULL;
 `,
+  },
+  {
+    id: 11,
+    name: "the run index",
+    // As libSQL's migration 10 (decision 0073): one row per run, no secret in it, written with the
+    // run's runs row — by the shared append path, and by append_owned, replaced here. Filled from the
+    // runs rows that are not sealed; sealed ones are marked for the first writer with the key.
+    sql: (s) => `
+CREATE TABLE ${s}.run_search (
+  run_id     text COLLATE "C" PRIMARY KEY,
+  status     text COLLATE "C" NOT NULL,
+  agent      text COLLATE "C" NOT NULL,
+  agent_name text COLLATE "C" NOT NULL,
+  chat_key   text COLLATE "C" NOT NULL,
+  created_at text COLLATE "C" NOT NULL,
+  updated_at text COLLATE "C" NOT NULL,
+  position   bigint NOT NULL
+);
+CREATE INDEX run_search_by_created ON ${s}.run_search (created_at, run_id);
+CREATE INDEX run_search_by_status ON ${s}.run_search (status, created_at, run_id);
+CREATE INDEX run_search_by_chat ON ${s}.run_search (chat_key, created_at, run_id);
+CREATE INDEX run_search_by_agent ON ${s}.run_search (agent, created_at, run_id);
+CREATE INDEX run_search_by_agent_name ON ${s}.run_search (agent_name, created_at, run_id);
+CREATE INDEX run_search_by_updated ON ${s}.run_search (updated_at);
+INSERT INTO ${s}.run_search (run_id, status, agent, agent_name, chat_key, created_at, updated_at, position)
+SELECT p.key, coalesce(j->>'status', ''), coalesce(j->>'agent', ''),
+  regexp_replace(coalesce(j->>'agent', ''), '^(.+)@[^@]*$', '\\1'), coalesce(j->>'chatId', ''),
+  coalesce(j->>'admittedAt', ''), coalesce(j->>'updatedAt', ''), p.position
+FROM ${s}.projections p CROSS JOIN LATERAL (SELECT p.value::jsonb AS j) AS parsed
+WHERE p.name = 'runs' AND left(p.value, 11) <> '{"$sealed":';
+INSERT INTO ${s}.meta (key, value) SELECT 'run_search_unfilled', '1'
+WHERE EXISTS (SELECT 1 FROM ${s}.projections WHERE name = 'runs' AND left(value, 11) = '{"$sealed":');
+${appendOwnedWithSearch(s)}`,
   },
 ];
 

@@ -244,7 +244,8 @@ export class OwnedAppends {
 
   /** Projection rows as a committed append left them (stored in the clear: no payload keys). */
   learnRows(rows: ReadonlyArray<ProjectionRowWrite>): void {
-    for (const row of rows) this.rows.set(rowId(row.name, row.key), { ...row });
+    for (const { name, key, value, position } of rows)
+      this.rows.set(rowId(name, key), { name, key, value, position });
   }
 
   /** Something this journal knew of a stream may be wrong: ask the database next time. */

@@ -12,7 +12,7 @@ import {
   sealPayload,
   sealProjectionValue,
 } from "../../events/index.js";
-import { type AnyProjection, handles } from "../../projections/index.js";
+import { type AnyProjection, handles, type RunRow } from "../../projections/index.js";
 import {
   ActiveRunExists,
   DuplicateAdmission,
@@ -23,6 +23,14 @@ import type { AppendRequest, AppendResult, Fence } from "../../runtime/Journal.j
 import { describeExpected, expectedVersionMatches, type GuardWrite, guardWritesFor } from "./guard.js";
 import { all, get, type Program, run, UniqueViolation } from "./program.js";
 import type { AdmissionRow, ClaimRow, FencedHeadRow, HeadRow } from "./rows.js";
+import {
+  type RunSearchRow,
+  SEARCHED_PROJECTION,
+  searchRowOf,
+  searchValues,
+  withSearchRows,
+  writeSearchRows,
+} from "./search.js";
 import type { Statements } from "./statements.js";
 
 /** Told the projection rows a program wrote (the PostgreSQL owner's memory). */
@@ -359,11 +367,21 @@ export function* applyProjections(
 ): Program<ProjectionRowWrite[]> {
   const rows = yield* foldProjectionRows(sql, recorded, projections, ring, prefetched);
   const per = sql.projectionRowsPerStatement;
+  // The run index follows the runs rows in the same commit (decision 0073). Where each statement
+  // is a round trip (PostgreSQL), the index rows ride in the last projection statement.
+  let search = searchRowsOf(rows);
   for (let from = 0; from < rows.length; from += per) {
     const chunk = rows.slice(from, from + per);
     const values = chunk.flatMap(({ name, key, value, position }) => [name, key, value, position]);
-    yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
+    if (per > 1 && from + per >= rows.length && search.length > 0 && search.length <= per) {
+      yield* run(withSearchRows(sql.upsertProjectionsOf(chunk.length), search.length), [
+        ...values,
+        ...search.flatMap(searchValues),
+      ]);
+      search = [];
+    } else yield* run(per === 1 ? sql.upsertProjection : sql.upsertProjectionsOf(chunk.length), values);
   }
+  yield* writeSearchRows(search, per);
   return rows;
 }
 
@@ -373,7 +391,13 @@ export interface ProjectionRowWrite {
   readonly key: string;
   readonly value: string;
   readonly position: number;
+  /** For a runs row: its row of the run index, written with it (decision 0073). */
+  readonly search?: RunSearchRow;
 }
+
+/** The run index rows of these projection rows (those of runs rows). */
+export const searchRowsOf = (rows: ReadonlyArray<ProjectionRowWrite>): RunSearchRow[] =>
+  rows.flatMap((r) => (r.search ? [r.search] : []));
 
 /**
  * The final state of every inline projection row the events touch: each row read once (those read
@@ -431,6 +455,7 @@ export function* foldProjectionRows(
     key,
     value: sealProjectionValue(ring, { name, key, position }, JSON.stringify(state)),
     position,
+    ...(name === SEARCHED_PROJECTION && state ? { search: searchRowOf(state as RunRow, ring) } : {}),
   }));
 }
 

@@ -14,12 +14,14 @@ import {
   recordedOf,
   refuseReleaseWithoutFence,
   rowId,
+  searchRowsOf,
   versionBefore,
   wantedRows,
 } from "./append.js";
 import { describeExpected, expectedVersionMatches, guardWritesFor } from "./guard.js";
 import { all, type Program, run } from "./program.js";
 import type { ClaimRow, HeadRow } from "./rows.js";
+import { searchColumns } from "./search.js";
 import type { ListStatements, Statements } from "./statements.js";
 
 /** What became of one caller's requests (all of them, or none). */
@@ -215,6 +217,7 @@ export function* batchProgram(
       releases.map((f) => f.workerId),
       releases.map((f) => f.runId),
       sealedSince,
+      ...searchColumns(searchRowsOf(writes)),
     ]);
   return outcomes as GroupOutcome[];
 }

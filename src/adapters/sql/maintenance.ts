@@ -34,6 +34,7 @@ import { appendAllProgram, applyProjections } from "./append.js";
 import { all, get, type Program, run } from "./program.js";
 import { RunFoldCheck } from "./RunFoldCheck.js";
 import { type EventRow, toStored } from "./rows.js";
+import { deleteSearchRows, SEARCH_SQL, SEARCHED_PROJECTION } from "./search.js";
 import type { Statements } from "./statements.js";
 
 /**
@@ -193,6 +194,11 @@ function* rebuildBody(
   for (const projection of projections)
     before.set(projection.name, (yield* storedDigest(projection.name, ring)).digest);
   for (const projection of projections) yield* run(MAINTENANCE.deleteProjection, [projection.name]);
+  // The run index follows the runs rows: rebuilt with them (decision 0073).
+  if (projections.some((p) => p.name === SEARCHED_PROJECTION)) {
+    yield* run(SEARCH_SQL.deleteAll, []);
+    yield* run(SEARCH_SQL.unmarkUnfilled, []);
+  }
   const folds = new RunFoldCheck();
   let after = 0;
   for (;;) {
@@ -384,6 +390,7 @@ function* dropProjectionRows(
     }
     for (const chunk of chunksOf(doomed, PER_STATEMENT))
       yield* run(MAINTENANCE.deleteProjectionRows(chunk.length), [projection.name, ...chunk]);
+    if (projection.name === SEARCHED_PROJECTION) yield* deleteSearchRows(doomed);
   }
   if (refold.size === 0) return;
   const chatOf = new Map<string, string>();
@@ -629,8 +636,10 @@ export function* dropStreamProgram(
     ring,
   );
   yield* run(MAINTENANCE.deleteEvents, [streamId]);
-  for (const [name, keys] of owned)
+  for (const [name, keys] of owned) {
     for (const key of keys) yield* run(MAINTENANCE.deleteProjectionRow, [name, key]);
+    if (name === SEARCHED_PROJECTION) yield* deleteSearchRows([...keys]);
+  }
   yield* run(MAINTENANCE.unmarkRetention, []);
   return { ...head, recorded: { streamId: SYSTEM_STREAM, version: appended!.nextVersion } };
 }

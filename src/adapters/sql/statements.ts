@@ -35,7 +35,8 @@ export interface Dialect {
  * ids, row names, row keys; one row per part as `fencedHeadAndRows` (a head's name is its stream).
  * `insertEvents`: one list per column of `insertEvent`, returning each row's stream, version and
  * position. `write`: rows (names, keys, values, positions), finished run ids, released claims
- * (run ids, then worker ids and run ids as pairs), and the first sealed position or null.
+ * (run ids, then worker ids and run ids as pairs), the first sealed position or null, and the run
+ * index rows (`searchColumns`).
  */
 export interface ListStatements {
   readonly read: string;
@@ -67,9 +68,13 @@ const postgresLists: ListStatements = {
     "rel AS (UPDATE claims SET worker_id = NULL, lease_until = 0 WHERE run_id = ANY(?::text[]) " +
     "AND (worker_id, run_id) IN (SELECT * FROM unnest(?::text[], ?::text[])) RETURNING 1), " +
     "sealed AS (INSERT INTO meta (key, value) SELECT 'sealed_since', v FROM (SELECT CAST(? AS TEXT) AS v) AS s " +
-    "WHERE v IS NOT NULL ON CONFLICT (key) DO NOTHING RETURNING 1) " +
+    "WHERE v IS NOT NULL ON CONFLICT (key) DO NOTHING RETURNING 1), " +
+    // The run index follows the runs rows (decision 0073): its columns as arrays, last.
+    "ix AS (INSERT INTO run_search (run_id, status, agent, agent_name, chat_key, created_at, updated_at, position) " +
+    "SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[]) " +
+    "ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, position = excluded.position RETURNING 1) " +
     "SELECT (SELECT count(*) FROM up) AS rows, (SELECT count(*) FROM fin) AS finished, " +
-    "(SELECT count(*) FROM rel) AS released, (SELECT count(*) FROM sealed) AS sealed",
+    "(SELECT count(*) FROM rel) AS released, (SELECT count(*) FROM sealed) AS sealed, (SELECT count(*) FROM ix) AS indexed",
 };
 
 export const libsqlDialect: Dialect = {
