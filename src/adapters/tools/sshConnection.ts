@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Client, type ClientChannel, type ConnectConfig } from "ssh2";
+import type { Client, ClientChannel, ConnectConfig } from "ssh2";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import type { SshTarget } from "./sshTarget.js";
 
@@ -41,9 +41,10 @@ export const targetName = (target: SshTarget): string => `${target.user}@${targe
  * `DefiniteFailure`: nothing has been sent to run yet. A wrong host key is refused before
  * authentication (no credential is offered to an impostor).
  */
-export const connect = (target: SshTarget, known: ReadonlyArray<KnownKey>): Promise<Client> =>
-  new Promise((resolve, reject) => {
-    const client = new Client();
+export const connect = async (target: SshTarget, known: ReadonlyArray<KnownKey>): Promise<Client> => {
+  const ssh2 = await loadSsh2(target);
+  return new Promise((resolve, reject) => {
+    const client = new ssh2.Client();
     let presented: string | null = null;
     let settled = false;
     const fail = (message: string) => {
@@ -93,6 +94,24 @@ export const connect = (target: SshTarget, known: ReadonlyArray<KnownKey>): Prom
       fail(`could not connect to ${targetName(target)}: ${(error as Error).message}; nothing was run`);
     }
   });
+};
+
+/**
+ * `ssh2`, an optional peer dependency: loaded when the tool first connects, so that holdfast and
+ * its other tools install and start without it (it builds native code on install). Missing, the
+ * call fails definitely — nothing was sent — saying what to install.
+ */
+const loadSsh2 = async (target: SshTarget): Promise<typeof import("ssh2")> => {
+  try {
+    const loaded = (await import("ssh2")) as typeof import("ssh2") & { default?: typeof import("ssh2") };
+    return loaded.Client ? loaded : (loaded.default ?? loaded);
+  } catch (error) {
+    throw new DefiniteFailure(
+      `the SSH tool needs the ssh2 package, which is not installed (${(error as Error).message}); install it next to holdfast (\`npm i ssh2@1.17.0\`); nothing was sent to ${targetName(target)}`,
+      { target: targetName(target), sent: false },
+    );
+  }
+};
 
 /** Quote one word for a POSIX shell. */
 export const shellQuote = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
