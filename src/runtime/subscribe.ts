@@ -109,10 +109,18 @@ export const subscribe = (
       let page: ReadonlyArray<RecordedEvent>;
       try {
         page = await journal.readAll({ after: cursor, limit: bufferSize });
+        for (const e of page) {
+          // The cursor moves past an event only once it is matched: a filter read that fails (a
+          // journal down, a seal error) is retried on the next call, never skipped.
+          const wanted = await matches(e);
+          cursor = e.position;
+          if (wanted) buffer.push(e);
+        }
         outage = 0;
       } catch (error) {
-        // The store is away (a PostgreSQL restart, a cut connection): wait and read again from the
-        // same cursor, so the subscriber sees every event once the store answers — no gap, no end.
+        // The store is away (a PostgreSQL restart, a cut connection), for the page or for a chat
+        // filter's read: wait and read again from the cursor (events matched so far are kept), so
+        // the subscriber sees every event once the store answers — no gap, no end.
         if (!(error instanceof JournalUnavailable)) throw error;
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -121,13 +129,6 @@ export const subscribe = (
         if (timer) clearTimeout(timer);
         wake = null;
         continue;
-      }
-      for (const e of page) {
-        // The cursor moves past an event only once it is matched: a filter read that fails (a
-        // journal down, a seal error) is retried on the next call, never skipped.
-        const wanted = await matches(e);
-        cursor = e.position;
-        if (wanted) buffer.push(e);
       }
       if (buffer.length > 0 || page.length === bufferSize) continue;
       if (closed) return { done: true, value: undefined };

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { digestOf } from "../../src/events/index.js";
-import { openReader } from "../../src/index.js";
+import { defineAgent, openReader, openRuntime } from "../../src/index.js";
 import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";
 import { expectTwoLineError, runCli, useSharedDemoJournal, useTempDir } from "./cliProcess.js";
 
@@ -32,6 +32,30 @@ describe("holdfast runs", () => {
     expect(runs).toEqual([
       expect.objectContaining({ runId, agent: "demo@1", status: "completed", calls: 6 }),
     ]);
+  });
+
+  it("--json gives every matching run, oldest first, past the index's page of 500; --limit gives one page, newest first", async () => {
+    const db = join(tempDir(), "many.db");
+    const runtime = await openRuntime({
+      store: db,
+      agents: [defineAgent({ name: "quick", version: "1", run: async () => "ok" })],
+    });
+    const submitted: string[] = [];
+    try {
+      for (let i = 0; i < 503; i++) {
+        const handle = await runtime.submit({ chatId: `c${i}`, inputId: "1", agent: "quick", content: null });
+        await handle.result;
+        submitted.push(handle.runId);
+      }
+    } finally {
+      await runtime.close();
+    }
+    const all = JSON.parse((await runCli(["runs", "--db", db, "--json"])).stdout) as RunJson[];
+    expect(all.map((r) => r.runId)).toEqual(submitted);
+    const page = JSON.parse(
+      (await runCli(["runs", "--db", db, "--json", "--limit", "2"])).stdout,
+    ) as RunJson[];
+    expect(page.map((r) => r.runId)).toEqual(submitted.slice(-2).toReversed());
   });
 
   it("prints a table with one row per run", async () => {

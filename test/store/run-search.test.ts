@@ -371,6 +371,39 @@ for (const { engine, store: storeOf } of engines)
       });
 
       if (keyed)
+        it("one runs row the key cannot open is named in a warning and does not keep every other sealed run out of the index", async () => {
+          const store = await freshStore();
+          const first = await opened(store);
+          await admitMany(first, ["s1", "s2", "s3"]);
+          await first.close();
+          journals.splice(0);
+          await store.beforeIndex();
+          // s1's row replaced by s2's sealed value: it no longer opens as s1's (a tampered or misplaced row).
+          const rows = await store.raw("SELECT key, value FROM projections WHERE name = 'runs' ORDER BY key");
+          const s2 = rows.find((r) => r.key === "s2")!;
+          await store.raw(
+            `UPDATE projections SET value = '${String(s2.value)}' WHERE name = 'runs' AND key = 's1' RETURNING key`,
+          );
+          const warnings: string[] = [];
+          const onWarning = (w: Error & { code?: string }) => {
+            if (w.code === "HOLDFAST_RUN_INDEX") warnings.push(w.message);
+          };
+          process.on("warning", onWarning);
+          try {
+            const reopened = await opened(store);
+            const listed = (await runsPage(reopened, {})).runs.map((r) => r.runId).sort();
+            expect(listed).toEqual(["s2", "s3"]);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            expect(warnings).toEqual([
+              expect.stringContaining("1 runs row could not be opened with the key"),
+            ]);
+            expect(warnings[0]).toContain("(s1)");
+          } finally {
+            process.off("warning", onWarning);
+          }
+        });
+
+      if (keyed)
         it("a sealed journal's index holds no chat id in clear, and a search by chat still finds the run", async () => {
           const store = await freshStore();
           const journal = await opened(store);

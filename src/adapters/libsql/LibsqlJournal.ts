@@ -1,13 +1,7 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "libsql";
-import {
-  decodeRow,
-  type Keyring,
-  type RecordedEvent,
-  SealError,
-  type StoredRow,
-} from "../../events/index.js";
+import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { crashPoint } from "../../runtime/crash.js";
 import { JournalClosed, JournalUnavailable } from "../../runtime/errors.js";
@@ -88,6 +82,7 @@ import {
   fillSearchProgram,
   searchRunsProgram,
   searchUnfilledProgram,
+  warnUnreadable,
 } from "../sql/search.js";
 import { libsqlDialect, statements } from "../sql/statements.js";
 import { AnchorKeeper, readAnchor } from "./anchor.js";
@@ -461,13 +456,15 @@ export class LibsqlJournal implements Journal {
   private fillSearch(keyring: Keyring): void {
     if (!this.runProgram(searchUnfilledProgram())) return;
     this.db.exec("BEGIN IMMEDIATE");
+    let unreadable: ReadonlyArray<string>;
     try {
-      this.runProgram(fillSearchProgram(keyring, 1));
+      unreadable = this.runProgram(fillSearchProgram(keyring, 1)).unreadable;
       this.db.exec("COMMIT");
     } catch (error) {
       this.db.exec("ROLLBACK");
-      if (!(error instanceof SealError)) throw error;
+      throw error;
     }
+    warnUnreadable(this.location, unreadable);
   }
 
   private runProgram<T>(program: Program<T>): T {

@@ -1,12 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import {
-  decodeRow,
-  type Keyring,
-  type RecordedEvent,
-  SealError,
-  type StoredRow,
-} from "../../events/index.js";
+import { decodeRow, type Keyring, type RecordedEvent, type StoredRow } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import { JournalClosed, JournalTooNew, JournalUnavailable } from "../../runtime/errors.js";
 import type {
@@ -84,6 +78,7 @@ import {
   fillSearchProgram,
   searchRunsProgram,
   searchUnfilledProgram,
+  warnUnreadable,
 } from "../sql/search.js";
 import { postgresDialect, statements } from "../sql/statements.js";
 import { connectWithRetry } from "./connect.js";
@@ -623,11 +618,10 @@ export class PostgresJournal implements Journal {
    */
   private async fillSearch(keyring: Keyring): Promise<void> {
     if (!(await this.read(searchUnfilledProgram()))) return;
-    try {
-      await this.transaction(afterLock(this.lockAppends, fillSearchProgram(keyring, 16)));
-    } catch (error) {
-      if (!(error instanceof SealError)) throw error;
-    }
+    const { unreadable } = await this.transaction(
+      afterLock(this.lockAppends, fillSearchProgram(keyring, 16)),
+    );
+    warnUnreadable(this.location, unreadable);
   }
 
   private get lockAppends(): string {

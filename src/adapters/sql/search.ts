@@ -261,12 +261,25 @@ export function* searchUnfilledProgram(): Program<boolean> {
  * Index the runs rows that have no index row yet (sealed rows the migration could not read), page
  * by page, and clear the mark. Runs in a write transaction of a journal with the key.
  */
-export function* fillSearchProgram(ring: Keyring | null, per: number): Program<number> {
+export function* fillSearchProgram(
+  ring: Keyring | null,
+  per: number,
+): Program<{ readonly filled: number; readonly unreadable: ReadonlyArray<string> }> {
   let after = "";
   let filled = 0;
+  const unreadable: string[] = [];
   for (;;) {
     const page = yield* all<StoredRunsRow>(SEARCH_SQL.unindexed, [after, 500]);
-    const rows = page.map((row) => searchRowOf(openRunsRow(ring, row), ring));
+    const rows: ReturnType<typeof searchRowOf>[] = [];
+    for (const row of page) {
+      // One row the key does not open (tampered, restored from another copy, a retired key) is
+      // left out and named; it never keeps every other run out of the index.
+      try {
+        rows.push(searchRowOf(openRunsRow(ring, row), ring));
+      } catch {
+        unreadable.push(row.key);
+      }
+    }
     yield* writeSearchRows(rows, per);
     filled += rows.length;
     const last = page.at(-1);
@@ -274,5 +287,15 @@ export function* fillSearchProgram(ring: Keyring | null, per: number): Program<n
     after = last.key;
   }
   yield* run(SEARCH_SQL.unmarkUnfilled, []);
-  return filled;
+  return { filled, unreadable };
 }
+
+/** Say once which runs rows the run index could not open: they are not listed until a rebuild. */
+export const warnUnreadable = (location: string, unreadable: ReadonlyArray<string>): void => {
+  if (unreadable.length === 0) return;
+  const shown = unreadable.slice(0, 10).join(", ");
+  process.emitWarning(
+    `journal ${location}: ${unreadable.length} runs row${unreadable.length === 1 ? "" : "s"} could not be opened with the key and ${unreadable.length === 1 ? "is" : "are"} left out of the run index (${shown}${unreadable.length > 10 ? ", …" : ""}); run \`holdfast audit\`, then \`holdfast rebuild\`, which says why`,
+    { code: "HOLDFAST_RUN_INDEX" },
+  );
+};

@@ -42,16 +42,19 @@ const ownerColumn = (run: LiveRunRow): string =>
 export const runsCommand = async (options: RunsOptions, io: Io): Promise<number> =>
   withExistingReader(options.db, async (journal) => {
     let page: RunsPage;
+    const query = {
+      ...(options.id === undefined ? {} : { id: options.id }),
+      ...(options.status === undefined ? {} : { status: options.status }),
+      ...(options.chat === undefined ? {} : { chat: options.chat }),
+      ...(options.agent === undefined ? {} : { agent: options.agent }),
+      ...(options.from === undefined ? {} : { from: options.from }),
+      ...(options.to === undefined ? {} : { to: options.to }),
+      ...(options.updated ? { time: "updated" as const } : {}),
+    };
     try {
       page = await runsPage(journal, {
-        ...(options.id === undefined ? {} : { id: options.id }),
-        ...(options.status === undefined ? {} : { status: options.status }),
-        ...(options.chat === undefined ? {} : { chat: options.chat }),
-        ...(options.agent === undefined ? {} : { agent: options.agent }),
-        ...(options.from === undefined ? {} : { from: options.from }),
-        ...(options.to === undefined ? {} : { to: options.to }),
-        ...(options.updated ? { time: "updated" as const } : {}),
-        limit: options.limit ?? 50,
+        ...query,
+        limit: options.limit ?? (options.json && options.cursor === undefined ? 500 : 50),
         ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
       });
     } catch (error) {
@@ -68,8 +71,19 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
       ...(page.prev === null ? [] : [`newer: --cursor ${page.prev}`]),
     ];
     if (options.json) {
-      // One JSON array, as before; scripts that page use `GET /api/runs` (its `next` and `prev`).
-      await io.out.json(rows);
+      // One JSON array, as before paging: every matching run, oldest first — unless --limit or
+      // --cursor asks for one page (newest first; `GET /api/runs` gives its `next` and `prev`).
+      if (options.limit !== undefined || options.cursor !== undefined) {
+        await io.out.json(rows);
+        return 0;
+      }
+      const all = [...rows];
+      for (let next = page.next; next !== null; ) {
+        const more = await runsPage(journal, { ...query, limit: 500, cursor: next });
+        all.push(...more.runs);
+        next = more.next;
+      }
+      await io.out.json(all.toReversed());
       return 0;
     }
     const filtered =
