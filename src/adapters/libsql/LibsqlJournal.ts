@@ -909,7 +909,15 @@ export class LibsqlJournal implements Journal {
   /** A full disk or an I/O error as `JournalUnavailable`, naming the cause; any other error as it is. */
   private storageFailed(error: unknown): unknown {
     const reason = storageFailureOf(error);
-    return reason ? new JournalUnavailable({ location: this.location, reason, hint: STORAGE_HINT }) : error;
+    if (!reason) return error;
+    // An I/O error may have come during the commit, which may be durable: nothing may assume either
+    // way (decision 0068), so the effect of an intent it carried is not started. A full disk is definite.
+    return new JournalUnavailable({
+      location: this.location,
+      reason,
+      hint: STORAGE_HINT,
+      ...(sqliteCode(error).startsWith("SQLITE_IOERR") ? { written: "unknown" as const } : {}),
+    });
   }
 
   private lockNotTaken(error: unknown, what: "write" | "read" = "write"): JournalUnavailable {
