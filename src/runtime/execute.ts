@@ -176,8 +176,21 @@ const executeOnce = async (deps: ExecuteDeps, run: Execution): Promise<RunResult
     return (
       (await prunedResult(deps.journal, runId)) ?? elsewhere(runId, "the run is no longer in the journal")
     );
-  if (turn.ownershipWasLost)
+  if (turn.ownershipWasLost) {
+    // The journal refused a write this execution needed (an outcome, an intent of unknown fate): it
+    // stopped writing, and the run's result rejects with the reason; `wait` reads the run as it is
+    // (decisions 0069, 0070). Recovery resumes it, or holds it for the call in doubt.
+    if ("error" in ended && ended.error instanceof JournalUnavailable) {
+      const { location, hint, written } = ended.error;
+      throw new JournalUnavailable({
+        location,
+        reason: turn.lostBecause ?? ended.error.reason,
+        hint,
+        ...(written ? { written } : {}),
+      });
+    }
     return elsewhere(runId, turn.lostBecause ?? "this worker lost the run to another owner");
+  }
   try {
     const status = statusOf(writer.fold);
     const { cancelRequested, pauseRequested } = contextOf(writer.fold);

@@ -119,6 +119,8 @@ describe("a full disk under a libSQL journal", () => {
       const fresh = await rt.submit({ chatId: "c", inputId: "1", agent: "steps", content: { prefix: "c" } });
       expect(await fresh.result).toMatchObject({ status: "completed" });
     } finally {
+      // A failed expectation must not leave the gated run waiting: close would wait for it.
+      gate.resolve();
       if (reader.inTransaction) reader.exec("ROLLBACK");
       reader.close();
       await rt.close();

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
-import { defineAgent } from "../../src/index.js";
+import { defineAgent, JournalUnavailable } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { Engine } from "../../src/runtime/engine.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
@@ -122,14 +122,22 @@ describe("an intent whose commit's result never came back (PostgreSQL)", () => {
       agent: "once",
       content: { label: "x" },
     });
-    const result = await handle.result;
+    // The result rejects with the reason; the run is left active.
+    const refusal = await handle.result.then(
+      () => null,
+      (error: unknown) => error,
+    );
     await cutDone;
     expect(found).toEqual(["unknown"]);
-    expect(result).toMatchObject({ status: "elsewhere" });
-    expect((result as { state: string }).state).toMatch(/whether the intent of .* was committed is unknown/);
+    expect(refusal).toBeInstanceOf(JournalUnavailable);
+    expect((refusal as JournalUnavailable).reason).toMatch(
+      /whether the intent of .* was committed is unknown/,
+    );
+    expect((refusal as JournalUnavailable).written).toBe("unknown");
     expect(countOf(witness, "x")).toBe(0);
     // PostgreSQL is back: the intent is there with no outcome, the run still active — never failed.
     cut.heal();
+    expect(await engine.wait(handle.runId)).toMatchObject({ status: "elsewhere" });
     await engine.close();
     const after = await workerVia(cut, schema, witness);
     expect(await typesOf(after.journal, handle.runId)).toEqual(["run.admitted", "call.intended"]);

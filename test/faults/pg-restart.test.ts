@@ -118,7 +118,7 @@ describe("PostgreSQL restarts under a running worker", () => {
     const ended = await Promise.all(results);
     expect(ended.filter((r) => r.status === "failed")).toEqual([]);
     for (const r of ended as Array<{ status: string; error?: { _tag?: string } }>)
-      if (r.status === "threw") expect(r.error?._tag).toBe("JournalUnavailable");
+      if (r.status === "threw") expect(r.error?._tag, String(r.error)).toBe("JournalUnavailable");
 
     expect(rows.map((r) => r.status).filter((s) => !settled.has(s))).toEqual([]);
     // No effect twice; a completed run did each of its steps exactly once.
