@@ -327,9 +327,11 @@ export class PostgresJournal implements Journal {
     } catch (error) {
       await client.query("ROLLBACK").catch(() => {});
       giveBack(client, true);
-      const lost = !(error instanceof pg.DatabaseError);
+      // Only an ERROR refused a statement (or our own tagged refusal): anything else — a FATAL of a
+      // terminated session or a shutdown (57P01), a dropped socket — lost the connection (0069).
+      const lost = !refusedBeforeCommit(error) && !isTagged(error);
       // A FATAL (a terminated session, a shutdown) during COMMIT may come after the commit, too.
-      if (committing && (lost || !refusedBeforeCommit(error))) {
+      if (committing && lost) {
         const eventIds = outcomes.flatMap((o) =>
           "ok" in o ? o.ok.flatMap((r) => r.recorded.map((e) => e.eventId)) : [],
         );
