@@ -87,7 +87,15 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS } from "./migrations.js";
 import { CommitListener, commitChannel } from "./notify.js";
 import type { PostgresJournalOptions } from "./options.js";
 import { answerOwned, appendOwned, OwnedAppends, type OwnedPlan } from "./ownedAppend.js";
-import { checkout, describe, ended, giveBack, prepared, refusedBeforeCommit } from "./pooled.js";
+import {
+  checkout,
+  describe,
+  ended,
+  giveBack,
+  outOfResources,
+  prepared,
+  refusedBeforeCommit,
+} from "./pooled.js";
 import { readableSchemaKey } from "./readOnly.js";
 import { maskUrl } from "./url.js";
 
@@ -340,7 +348,9 @@ export class PostgresJournal implements Journal {
         );
         return;
       }
-      const failure = lost ? this.unavailable(error, "nothing of this batch was written") : error;
+      const failure = lost
+        ? this.unavailable(error, "nothing of this batch was written")
+        : (outOfResources(error, this.location) ?? error);
       for (const p of batch) p.reject(failure);
       return;
     }
@@ -453,7 +463,7 @@ export class PostgresJournal implements Journal {
             this.keyring,
             (rows) => written.set("batch", [...rows]),
           );
-          results = await runAsync(program, (step) => execute(client, step));
+          results = await runAsync(program, (step) => execute(client, step, this.location));
         } catch (error) {
           this.options.onBatchRerun?.(error);
           return "again";
@@ -477,7 +487,7 @@ export class PostgresJournal implements Journal {
         );
         const ok = await runAsync(program, (step) => {
           statements += 1;
-          return execute(client, step).catch((error: unknown) => {
+          return execute(client, step, this.location).catch((error: unknown) => {
             statementFailed = true;
             throw error;
           });
@@ -501,7 +511,7 @@ export class PostgresJournal implements Journal {
   }
 
   private runProgram<T>(client: pg.ClientBase, program: Program<T>): Promise<T> {
-    return runAsync(program, (step) => execute(client, step));
+    return runAsync(program, (step) => execute(client, step, this.location));
   }
 
   private async transaction<T>(program: Program<T>): Promise<T> {
@@ -521,7 +531,7 @@ export class PostgresJournal implements Journal {
       await client.query("ROLLBACK").catch(() => {});
       giveBack(client, true);
       throw refusedBeforeCommit(error) || isTagged(error)
-        ? error
+        ? (outOfResources(error, this.location) ?? error)
         : this.unavailable(error, "whether the change was made is unknown; read it back");
     }
   }
@@ -837,7 +847,7 @@ export class PostgresJournal implements Journal {
     } catch (error) {
       // A FATAL (the server shutting down or restarting ended the session) is a lost connection too.
       if (!refusedBeforeCommit(error) && !isTagged(error)) throw this.unavailable(error, "nothing was read");
-      throw error;
+      throw outOfResources(error, this.location) ?? error;
     }
   }
 
@@ -871,7 +881,7 @@ function* afterLock<T>(lock: string, program: Program<T>): Program<T> {
 const isTagged = (error: unknown): boolean =>
   typeof error === "object" && error !== null && ("_tag" in error || error instanceof UniqueViolation);
 
-const execute = async (client: pg.ClientBase, step: SqlStep): Promise<unknown> => {
+const execute = async (client: pg.ClientBase, step: SqlStep, location: string): Promise<unknown> => {
   if (step.kind === "now") {
     const result = await client.query<{ now: string }>(NOW_MS);
     return Number(result.rows[0]?.now);
@@ -883,7 +893,7 @@ const execute = async (client: pg.ClientBase, step: SqlStep): Promise<unknown> =
     return undefined;
   } catch (error) {
     const key = uniqueKeyOf(error);
-    throw key ? new UniqueViolation(key, describe(error)) : error;
+    throw key ? new UniqueViolation(key, describe(error)) : (outOfResources(error, location) ?? error);
   }
 };
 

@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
+import { JournalUnavailable } from "../../runtime/errors.js";
 import { numberPlaceholders } from "../sql/statements.js";
 
 /** Connections the server ended while checked out, and their error listeners. */
@@ -39,6 +40,29 @@ export const refusedBeforeCommit = (error: unknown): boolean =>
   error.severity === "ERROR" &&
   !String(error.code).startsWith("57") &&
   !String(error.code).startsWith("08");
+
+/**
+ * PostgreSQL refused a statement for want of resources — class 53: its disk is full (53100), it is
+ * out of memory (53200) or of connections (53300): the store is unavailable, not the request wrong.
+ * Refused with an ERROR, so nothing of the statement's transaction is written (decision 0070, the
+ * PostgreSQL side): `JournalUnavailable` without `written: "unknown"`. Null for any other error.
+ */
+export const outOfResources = (error: unknown, location: string): JournalUnavailable | null => {
+  if (!(error instanceof pg.DatabaseError) || !String(error.code).startsWith("53")) return null;
+  const what =
+    error.code === "53100"
+      ? "its disk is full"
+      : error.code === "53200"
+        ? "it is out of memory"
+        : error.code === "53300"
+          ? "it has no connection left"
+          : "it lacks a resource";
+  return new JournalUnavailable({
+    location,
+    reason: `PostgreSQL refused the statement because ${what} (${error.code}: ${error.message}); nothing of it was written`,
+    hint: 'Free space on (or add resources to) the PostgreSQL server; holdfast refuses new work until then and goes on once writes succeed. Calls whose outcome could not be written stay in doubt: recovery holds their runs for a decision (docs/operations.md, "When the disk is full").',
+  });
+};
 
 /** Statement names and numbered texts by SQL text; the journal's texts are few, a bound keeps it so. */
 const named = new Map<string, { readonly name: string; readonly text: string }>();
