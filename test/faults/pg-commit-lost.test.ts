@@ -155,6 +155,35 @@ describe("an intent whose commit's result never came back (PostgreSQL)", () => {
   });
 });
 
+describe("a read-back into a silent network (PostgreSQL)", () => {
+  it("a blackhole after the commit: every read-back statement is bounded by the window (a pooled connection into the silence does not wait forever); the effect is not started", async () => {
+    const witness = `${tempDir()}/witness`;
+    const cut = await proxy();
+    const schema = schemas.fresh();
+    const { engine, found } = await workerVia(cut, schema, witness, 1_000);
+    // Warm the pool, so the read-back finds idle connections that now lead into the blackhole.
+    const warm = await engine.submit({ chatId: "c0", inputId: "i0", agent: "once", content: { label: "w" } });
+    expect(await warm.result).toMatchObject({ status: "completed" });
+    const cutDone = cut.cutAtCommit("call.intended", "after", "blackhole");
+    const handle = await engine.submit({
+      chatId: "c1",
+      inputId: "i1",
+      agent: "once",
+      content: { label: "x" },
+    });
+    const refusal = await handle.result.then(
+      () => null,
+      (error: unknown) => error,
+    );
+    await cutDone;
+    expect(found).toEqual(["unknown"]);
+    expect(refusal).toBeInstanceOf(JournalUnavailable);
+    expect((refusal as JournalUnavailable).written).toBe("unknown");
+    expect(countOf(witness, "x")).toBe(0);
+    cut.heal();
+  });
+});
+
 describe("an outcome whose commit's result never came back (PostgreSQL)", () => {
   it("committed: it is not appended twice", async () => {
     const witness = `${tempDir()}/witness`;

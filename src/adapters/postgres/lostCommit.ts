@@ -60,19 +60,26 @@ const readOnce = async (
   pool: pg.Pool,
   schema: string,
   eventIds: ReadonlyArray<string>,
-  lockTimeoutMs: number,
+  remainingMs: number,
 ): Promise<Map<string, number>> => {
   const client = await checkout(pool);
+  // Every statement is bounded by what is left of the window, on the client's side too: a pooled
+  // connection that leads into a silent network (a partition holds every packet) never answers, and
+  // the server's lock_timeout cannot end a wait the server never hears of.
+  const timeout = Math.max(1, Math.ceil(remainingMs));
+  const query = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) =>
+    client.query<R>({ text, ...(values ? { values } : {}), query_timeout: timeout } as pg.QueryConfig);
   let broken = true;
   try {
-    await client.query(`BEGIN; SET LOCAL lock_timeout = ${Math.ceil(lockTimeoutMs)}`);
-    await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.append.${schema}`]);
-    const rows = await client.query<{ event_id: string; position: string }>(READ_BACK, [[...eventIds]]);
-    await client.query("COMMIT");
+    await query(`BEGIN; SET LOCAL lock_timeout = ${timeout}`);
+    await query("SELECT pg_advisory_xact_lock(hashtext($1))", [`holdfast.append.${schema}`]);
+    const rows = await query<{ event_id: string; position: string }>(READ_BACK, [[...eventIds]]);
+    await query("COMMIT");
     broken = false;
     return new Map(rows.rows.map((row) => [row.event_id, Number(row.position)]));
   } finally {
-    if (broken) await client.query("ROLLBACK").catch(() => {});
+    // A failed read is not rolled back over the same connection (it may be the silent one): the
+    // connection is destroyed, and the server ends its transaction with it.
     giveBack(client, broken);
   }
 };
