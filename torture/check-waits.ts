@@ -53,6 +53,13 @@ export interface WaitsSeen {
   readonly approvalEffects?: ReadonlyArray<ApprovalEffect>;
   /** The `schedule` kind: when a process with the schedules' agent was up (a tick then is owed). */
   readonly alive?: ReadonlyArray<AliveWindow>;
+  /**
+   * The `schedule` kind: when the harness began winding the schedules down (ms). It then waited for
+   * the tick passes to cover every tick up to this moment (each recorded, or passed over by a later
+   * record) before pausing them; the ticks after it, up to the pause, are not owed — a pass late
+   * under load would record them after the pause cut them off. Absent: owed up to the pause.
+   */
+  readonly ticksOwedUntil?: number;
 }
 
 type Entry = { readonly index: number; readonly event: RecordedEvent["event"]; readonly recordedAt: string };
@@ -357,7 +364,8 @@ const RUN_ENDS = ["run.completed", "run.failed", "run.cancelled", "run.stopped"]
  *  - **no tick lost while a process was up**: a tick at T is recorded when a process with the agent
  *    was up from before T to T + {@link TICK_OWED_MS} and the schedule was active then — or passed
  *    over by a later record that counted it missed (a tick pass late by more than a period under
- *    load: counted in `passedOverWhileUp`, not a failure); every tick's run finished;
+ *    load: counted in `passedOverWhileUp`, not a failure); up to `seen.ticksOwedUntil` when the
+ *    harness gives it (the moment it began winding the schedules down); every tick's run finished;
  *  - **overlap `skip`**: no two runs of the schedule active at once (by journal order: the next
  *    admitted only after the previous one ended; a held run stays active).
  */
@@ -563,7 +571,7 @@ export const checkSchedule = (events: ReadonlyArray<RecordedEvent>, seen: WaitsS
     // Ticks owed: a process was up from their time to well after it, and the schedule was active.
     const first = upsert.nextDueAt === null ? null : Date.parse(upsert.nextDueAt);
     if (first === null || !seen.alive) continue;
-    const end = Math.max(...(seen.alive ?? []).map((w) => w.to), 0);
+    const end = Math.min(Math.max(...seen.alive.map((w) => w.to), 0), seen.ticksOwedUntil ?? Infinity);
     for (let t = first; t <= end; t = next(t) ?? Infinity) {
       const up = seen.alive.some((w) => w.from <= t && w.to >= t + TICK_OWED_MS);
       const on = active.some((w) => w.from <= t && w.to > t + TICK_OWED_MS);

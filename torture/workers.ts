@@ -172,6 +172,12 @@ const runCli = (
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The schedule kind's end: how long the harness waits for the tick passes to cover every tick up to
+ * the moment it winds the schedules down, before it pauses them anyway.
+ */
+const TICKS_CATCH_UP_MS = 60_000;
+
 const seeded = (seed: number) => {
   let a = seed >>> 0;
   return () => {
@@ -962,9 +968,29 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   }
   await feed(options.runs);
   await decideHeld(10);
-  // The schedule kind: no tick after the waves; the ticks' runs and queues settle below.
+  // The schedule kind: no tick after the waves; the ticks' runs and queues settle below. Before the
+  // pause, the tick passes catch up to now: on a loaded machine they run seconds late, and a pause
+  // that cut one off would leave its ticks with no record (while the same lag mid-run is a record
+  // that passes them over). Every tick up to the wind-down is owed; the ones after it are not.
+  let scheduleWindDown: { readonly at: number; readonly caughtUpMs: number | null } | undefined;
   if (scheduleKind) {
     const op = await operatorRuntime();
+    const at = Date.now();
+    const caughtUp = async () => {
+      for (const { id } of TORTURE_SCHEDULES) {
+        const next = (await op.schedules.get(id))?.nextDueAt;
+        if (next !== null && next !== undefined && Date.parse(next) <= at) return false;
+      }
+      return true;
+    };
+    const until = at + TICKS_CATCH_UP_MS;
+    let caught = await caughtUp();
+    while (!caught && Date.now() < until) {
+      await sleep(100);
+      caught = await caughtUp();
+    }
+    // Not caught up within the bound: the ticks no pass covered are reported lost by the check.
+    scheduleWindDown = { at, caughtUpMs: caught ? Date.now() - at : null };
     for (const { id } of TORTURE_SCHEDULES) await op.schedules.pause(id, { by: HARNESS_BY });
   }
   /** The schedule kind: queued ticks still waiting behind a run that is not held. */
@@ -1114,7 +1140,12 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           return { label, amount: Number(amount), key };
         })
     : [];
-  const waits = checkWaitKinds(waitKinds, events, { signals, alive, approvalEffects });
+  const waits = checkWaitKinds(waitKinds, events, {
+    signals,
+    alive,
+    approvalEffects,
+    ...(scheduleWindDown ? { ticksOwedUntil: scheduleWindDown.at } : {}),
+  });
   const pause = pauseKind
     ? {
         ...checkPause(events, effectKeys, HARNESS_BY, pauseSeen),
@@ -1248,6 +1279,15 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     ...(queued ? { queue: queued } : {}),
     ...(pause ? { pause } : {}),
     ...waits,
+    ...(scheduleWindDown
+      ? {
+          /** The schedule kind's end: ticks owed up to `at`; how long the tick passes took to cover them (null: not within the bound). */
+          scheduleWindDown: {
+            at: new Date(scheduleWindDown.at).toISOString(),
+            caughtUpMs: scheduleWindDown.caughtUpMs,
+          },
+        }
+      : {}),
     ...(waitKinds.length > 0
       ? {
           /** Where the wait kinds killed workers besides the waves: at a wake-up crash point, after a signal's commit. */

@@ -148,6 +148,31 @@ describe("the torture's schedule check", () => {
     expect(checkSchedule(log(...entries), down).problems.join("\n")).not.toMatch(/lost/);
   });
 
+  it("owes no tick after the harness began winding the schedules down, and every tick before it", () => {
+    // Ticks 1 and 2 recorded; the passes lag, and the harness pauses at 8 s: ticks 3–5 have no record.
+    const entries: Entry[] = [
+      [S, upserted(), 0.2],
+      ["run-a", admitted("a", 1), 1.2],
+      [S, ticked(1, "admitted", { admittedRunId: "a" }), 1.3],
+      ["run-a", done("a"), 1.8],
+      [S, ticked(2, "skipped", { activeRunId: "x" }), 2.3],
+      [S, paused, 8],
+    ];
+    const up = { signals: [], alive: [{ from: ms(0), to: ms(8) }] };
+    // Without the moment, the pause cut off a late pass and its ticks count as lost.
+    expect(checkSchedule(log(...entries), up).problems.join("\n")).toMatch(
+      /:03\.000Z lost[\s\S]*:04\.000Z lost[\s\S]*:05\.000Z lost/,
+    );
+    // Winding down from 2.5 s (every tick up to then covered): the later ticks are not owed.
+    const windDown = checkSchedule(log(...entries), { ...up, ticksOwedUntil: ms(2.5) });
+    expect(windDown.problems).toEqual([]);
+    expect(windDown.counts).toMatchObject({ owed: 2 });
+    // A tick before the moment with no record is lost all the same.
+    const late = checkSchedule(log(...entries), { ...up, ticksOwedUntil: ms(3.2) }).problems.join("\n");
+    expect(late).toMatch(/:03\.000Z lost/);
+    expect(late).not.toMatch(/:04\.000Z/);
+  });
+
   it("finds two runs of an overlap-skip schedule active at once", () => {
     const entries = good().filter(([s, e]) => !(s === "run-a" && e.type === "run.completed"));
     entries.push(["run-a", done("a"), 6.5]);
