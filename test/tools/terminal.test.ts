@@ -186,6 +186,26 @@ describe("terminal: one bash per chat in a real pty, every command under receipt
     expect(s.runs()).toBe(1);
   });
 
+  it("a session that dies before it takes the command: the tool voids the attempt itself, a definite failure; nothing ran", async () => {
+    const s = side();
+    const terminal = toolFor(s);
+    // Before its next prompt the shell arms a DEBUG trap that kills it at the next line it reads.
+    await terminal.run({ command: `PROMPT_COMMAND='trap "kill -9 \\$\\$" DEBUG'` }, callContext("r/0#1"));
+    await expect(
+      terminal.run({ command: `echo ran >>'${s.witness}'` }, callContext("r/1#1")),
+    ).rejects.toMatchObject({
+      name: "DefiniteFailure",
+      message: expect.stringContaining("before it took the command"),
+    });
+    expect(s.runs()).toBe(0);
+    expect(await checkOf(terminal, probeOf(terminal, {}, "r/1#1"), "r/1#1")).toMatchObject({
+      outcome: "not-completed",
+      evidence: { startReceipt: "voided earlier" },
+    });
+    const next = await terminal.run({ command: "echo fine" }, callContext("r/2#1"));
+    expect(next).toMatchObject({ stdout: "fine\n", session: { opened: true } });
+  });
+
   it("law 10: an attempt the reconciler found not started is voided; the session never runs it", async () => {
     const s = side();
     const terminal = toolFor(s);
@@ -205,18 +225,42 @@ describe("terminal: one bash per chat in a real pty, every command under receipt
     expect(next).toMatchObject({ stdout: "fine\n", session: { opened: false } });
   });
 
-  it("a timeout hangs the session up: the call is in doubt; the command is stopped and its receipts say 129", async () => {
+  it("the call's abort (its timeout) hangs the session up: the call is in doubt; the command is stopped and its receipts say 129", async () => {
     const s = side();
-    const terminal = toolFor(s, { timeoutMs: 1_500 });
-    const error = await settle(terminal.run({ command: gated(s) }, callContext("r/0#1")));
+    const terminal = toolFor(s);
+    const abort = new AbortController();
+    const running = settle(
+      terminal.run({ command: gated(s) }, { ...callContext("r/0#1"), signal: abort.signal }),
+    );
+    await until(() => s.runs() === 1, "the command started");
+    abort.abort();
+    const error = await running;
     expect(error?.name).not.toBe("DefiniteFailure");
-    expect(error?.message).toMatch(/timed out .*in doubt/);
+    expect(error?.message).toMatch(/was aborted .*hung up.*in doubt/);
     await until(() => existsSync(join(s.folder("r/0#1"), "exit")), "the exit receipt");
     expect(await checkOf(terminal, probeOf(terminal, {}, "r/0#1"), "r/0#1")).toMatchObject({
       outcome: "completed",
       result: { exitCode: 129, stdout: "partial\n" },
     });
     expect(readFileSync(join(s.folder("r/0#1"), "stdout"), "utf8")).not.toContain("finished");
+    const next = await terminal.run({ command: "echo again" }, callContext("r/1#1"));
+    expect(next.session).toMatchObject({
+      opened: true,
+      replaced: { why: expect.stringContaining("hung up") },
+    });
+  });
+
+  it("the tool's own timeout takes the same path: the call is in doubt, and the next command opens a new session", async () => {
+    const s = side();
+    const terminal = toolFor(s, { timeoutMs: 300 });
+    const error = await settle(terminal.run({ command: gated(s) }, callContext("r/0#1")));
+    expect(error?.message).toMatch(/timed out after 300 ms.*in doubt/);
+    writeFileSync(s.gate, "");
+    const next = await terminal.run({ command: "echo again" }, callContext("r/1#1"));
+    expect(next.session).toMatchObject({
+      opened: true,
+      replaced: { why: expect.stringContaining("timed out") },
+    });
   });
 });
 

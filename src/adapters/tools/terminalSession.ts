@@ -219,6 +219,9 @@ export const openSession = async (options: OpenSession): Promise<Session> => {
   }
   // What the terminal shows is never read (outputs come from the receipts), only drained.
   term.onData(() => {});
+  // A write or read error on a pty whose bash is gone must not throw out of node-pty's handler
+  // (it rethrows when nobody listens): the session's end is seen through onExit instead.
+  (term as IPty & { on(event: "error", listener: (error: Error) => void): void }).on("error", () => {});
   let ended: SessionEnd | null = null;
   let hungUp: string | null = null;
   const exited = new Promise<SessionEnd>((resolve) => {
@@ -250,6 +253,7 @@ export const openSession = async (options: OpenSession): Promise<Session> => {
     },
     exited,
     type: (lines) => {
+      if (hungUp || ended) return;
       for (const line of lines) term.write(`${line}\r`);
     },
     hangUp: (why) => {
