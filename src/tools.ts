@@ -38,6 +38,14 @@ export {
   type SshToolOptions,
 } from "./adapters/tools/sshTool.js";
 export {
+  makeTerminalTool,
+  TerminalArgs,
+  type TerminalResult,
+  type TerminalSessionNote,
+  type TerminalTool,
+  type TerminalToolOptions,
+} from "./adapters/tools/terminalTool.js";
+export {
   makeWriteFileTool,
   WriteFileArgs,
   type WriteFileResult,

@@ -19,6 +19,14 @@ export {
   type SshToolOptions,
 } from "./sshTool.js";
 export {
+  makeTerminalTool,
+  TerminalArgs,
+  type TerminalResult,
+  type TerminalSessionNote,
+  type TerminalTool,
+  type TerminalToolOptions,
+} from "./terminalTool.js";
+export {
   makeWriteFileTool,
   WriteFileArgs,
   type WriteFileResult,
