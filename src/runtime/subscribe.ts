@@ -43,6 +43,39 @@ export interface SubscribeOptions {
   readonly pollMs?: number;
 }
 
+const runOf = (e: RecordedEvent): string | null =>
+  "runId" in e.event && typeof e.event.runId === "string" ? e.event.runId : null;
+
+/**
+ * Whether an event passes a filter, for one subscriber in position order: a chat filter learns each
+ * run's chat from its `run.admitted` and reads the runs row once for a run admitted before the
+ * subscriber started (a read that may fail with the store: the caller retries the same event).
+ */
+export const eventMatcher = (
+  journal: JournalReader,
+  filter: SubscriptionFilter,
+): ((e: RecordedEvent) => Promise<boolean>) => {
+  const chatOfRun = new Map<string, string | null>();
+  return async (e) => {
+    if (filter.types && !filter.types.includes(e.event.type)) return false;
+    if (filter.streamIds && !filter.streamIds.includes(e.streamId)) return false;
+    const runId = runOf(e);
+    if (filter.runIds && (runId === null || !filter.runIds.includes(runId))) return false;
+    if (filter.chatIds) {
+      let chatId: string | null =
+        "chatId" in e.event && typeof e.event.chatId === "string" ? e.event.chatId : null;
+      if (chatId === null && runId !== null) {
+        if (!chatOfRun.has(runId))
+          chatOfRun.set(runId, (await journal.projection<RunRow>("runs", runId))?.chatId ?? null);
+        chatId = chatOfRun.get(runId) ?? null;
+      }
+      if (e.event.type === "run.admitted") chatOfRun.set(e.event.runId, e.event.chatId);
+      if (chatId === null || !filter.chatIds.includes(chatId)) return false;
+    }
+    return true;
+  };
+};
+
 /**
  * Every event after a position, then live events as they are committed: one cursor over the global
  * order, so the switch from catch-up to live has no gap and no duplicate. Ends when `return()` is
@@ -68,29 +101,7 @@ export const subscribe = (
     dirty = true;
     wake?.();
   });
-  const chatOfRun = new Map<string, string | null>();
-
-  const runOf = (e: RecordedEvent): string | null =>
-    "runId" in e.event && typeof e.event.runId === "string" ? e.event.runId : null;
-
-  const matches = async (e: RecordedEvent): Promise<boolean> => {
-    if (filter.types && !filter.types.includes(e.event.type)) return false;
-    if (filter.streamIds && !filter.streamIds.includes(e.streamId)) return false;
-    const runId = runOf(e);
-    if (filter.runIds && (runId === null || !filter.runIds.includes(runId))) return false;
-    if (filter.chatIds) {
-      let chatId: string | null =
-        "chatId" in e.event && typeof e.event.chatId === "string" ? e.event.chatId : null;
-      if (chatId === null && runId !== null) {
-        if (!chatOfRun.has(runId))
-          chatOfRun.set(runId, (await journal.projection<RunRow>("runs", runId))?.chatId ?? null);
-        chatId = chatOfRun.get(runId) ?? null;
-      }
-      if (e.event.type === "run.admitted") chatOfRun.set(e.event.runId, e.event.chatId);
-      if (chatId === null || !filter.chatIds.includes(chatId)) return false;
-    }
-    return true;
-  };
+  const matches = eventMatcher(journal, filter);
 
   const release = () => {
     closed = true;

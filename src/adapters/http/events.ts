@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { RecordedEvent } from "../../events/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
-import { type SubscriptionFilter, subscribe } from "../../runtime/subscribe.js";
+import { SharedTail } from "../../runtime/sharedTail.js";
+import type { SubscriptionFilter } from "../../runtime/subscribe.js";
 import { eventLine } from "../cli/eventFormat.js";
 
 export interface LiveOptions {
@@ -23,9 +24,19 @@ export interface LiveQuery {
   readonly filter: SubscriptionFilter;
 }
 
-/** Streams open now, to end them when the server closes. */
+/** Streams open now, to end them when the server closes; one shared tail of the journal feeds them all. */
 export class LiveStreams {
   readonly #open = new Set<() => void>();
+  readonly #tails = new WeakMap<JournalReader, SharedTail>();
+  /** The one tail of `journal` every stream of this server reads from (decision 0079). */
+  tailOf(journal: JournalReader, pollMs: number | undefined): SharedTail {
+    let tail = this.#tails.get(journal);
+    if (!tail) {
+      tail = new SharedTail(journal, { pollMs: pollMs ?? 200, pageSize: 256 });
+      this.#tails.set(journal, tail);
+    }
+    return tail;
+  }
   add(stop: () => void): () => void {
     this.#open.add(stop);
     return () => this.#open.delete(stop);
@@ -51,6 +62,32 @@ const withTimeout = async (work: Promise<unknown>, ms: number): Promise<boolean>
   }
 };
 
+/** What an event is sent as: the SSE `event:` and `data:`. */
+export interface SseMessage {
+  readonly event: string;
+  readonly data: string;
+}
+type Render = (recorded: RecordedEvent) => SseMessage;
+
+/** The API's message: the event's type, and the event as `holdfast events --json` prints it. */
+export const eventMessage: Render = (recorded) => ({
+  event: recorded.event.type,
+  data: JSON.stringify(eventLine(recorded)),
+});
+
+/** The panel's message: only that something changed, and where. */
+export const changedMessage: Render = (recorded) => ({ event: "journal", data: String(recorded.position) });
+
+const renders = new WeakMap<Render, WeakMap<RecordedEvent, SseMessage>>();
+const renderedBy = (render: Render): WeakMap<RecordedEvent, SseMessage> => {
+  let cache = renders.get(render);
+  if (!cache) {
+    cache = new WeakMap();
+    renders.set(render, cache);
+  }
+  return cache;
+};
+
 /**
  * A Server-Sent Events stream of the journal: every event after `after` (a reconnecting client's
  * `Last-Event-ID` wins), then live ones as they commit; `id:` is the event's position, `event:` its
@@ -65,20 +102,15 @@ export const liveEvents = (
   query: LiveQuery,
   streams: LiveStreams,
   options: LiveOptions = {},
-  render: (recorded: RecordedEvent) => { event: string; data: string } = (recorded) => ({
-    event: recorded.event.type,
-    data: JSON.stringify(eventLine(recorded)),
-  }),
+  render: Render = eventMessage,
 ) => {
+  const cache = renderedBy(render);
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const slowClientMs = options.slowClientMs ?? 30_000;
   return streamSSE(c, async (stream) => {
-    const events = subscribe(journal, {
-      after: query.after,
-      filter: query.filter,
-      bufferSize: 256,
-      pollMs: options.pollMs ?? 200,
-    });
+    const events = streams
+      .tailOf(journal, options.pollMs)
+      .subscribe({ after: query.after, filter: query.filter });
     let stopped = false;
     const stop = (): void => {
       if (stopped) return;
@@ -100,7 +132,12 @@ export const liveEvents = (
     try {
       for await (const recorded of events) {
         if (stopped) break;
-        const message = render(recorded);
+        // Rendered once per event for every client of the same render (the events are the tail's).
+        let message = cache.get(recorded);
+        if (!message) {
+          message = render(recorded);
+          cache.set(recorded, message);
+        }
         const sent = await withTimeout(
           stream.writeSSE({ id: String(recorded.position), event: message.event, data: message.data }),
           slowClientMs,

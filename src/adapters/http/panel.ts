@@ -12,7 +12,7 @@ import { listQueue } from "../../runtime/queue.js";
 import { listSchedules } from "../../runtime/schedules.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
 import { ApiError, errorReply } from "./errors.js";
-import { type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
+import { changedMessage, type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
 import {
   banner,
   CONTROL_ACTIONS,
@@ -239,7 +239,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       },
       options.streams,
       options.live,
-      (recorded) => ({ event: "journal", data: String(recorded.position) }),
+      changedMessage,
     );
   });
 
