@@ -38,7 +38,14 @@ const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Pkg;
 /** One known export per subpath: a missing subpath or export fails the test by name. */
 const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
   ".": ["openRuntime", "openReader", "defineTool", "defineAgent", "CheckpointInvalid"],
-  "./tools": ["makeShellTool", "makeSshTool", "makeWriteFileTool", "makeHttpTool", "moduleSource"],
+  "./tools": [
+    "makeShellTool",
+    "makeSshTool",
+    "makeBrowserTool",
+    "makeWriteFileTool",
+    "makeHttpTool",
+    "moduleSource",
+  ],
   "./audit": ["auditJournal", "parseExpectedHead", "openStoreReader", "temporarySpill", "auditInBoundedHeap"],
   "./mcp": ["mcpToolset", "McpCallInDoubt"],
   "./ai": ["journaledModel", "journaledMiddleware", "journaledTools", "fromAiTool", "effectInputSchema"],
