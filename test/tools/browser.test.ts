@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { makeBrowserTool } from "../../src/adapters/tools/index.js";
 import { DefiniteFailure } from "../../src/runtime/errors.js";
 import { CHROMIUM } from "../http/browser/chromium.js";
-import { lineOf, runScript } from "../support/processes.js";
+import { lineOf, type ProcessResult, runScript } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";
 import { callContext, checkOf, probeOf } from "./calls.js";
 
@@ -88,6 +88,8 @@ const workerEnv = (extra: Record<string, string> = {}) => ({
 });
 
 type Held = { held: Array<{ reasons: Array<{ code: string; detail: string }> }> };
+/** The runs recovery held, as the worker reported them. */
+const heldOf = (result: ProcessResult) => (lineOf(result, "recovery")?.report as Held | undefined)?.held;
 
 describe("browser tool (real Chromium, a local site that counts its form submits)", () => {
   it("navigate, fill and submit complete and the site counts the order once, with the call's idempotency key; the read sees it", async () => {
@@ -116,8 +118,7 @@ describe("browser tool (real Chromium, a local site that counts its form submits
     expect(submits).toHaveLength(1);
     const recovered = await runScript(WORKER, { ...env, HF_ACTION: "recover" });
     expect(recovered.code, recovered.stderr).toBe(0);
-    const report = lineOf(recovered, "recovery")?.report as Held;
-    expect(report.held).toEqual([
+    expect(heldOf(recovered)).toEqual([
       expect.objectContaining({ reasons: [expect.objectContaining({ code: "in-doubt" })] }),
     ]);
     expect(submits).toHaveLength(1);
@@ -136,7 +137,7 @@ describe("browser tool (real Chromium, a local site that counts its form submits
     expect(submits).toHaveLength(1);
     const recovered = await runScript(WORKER, { ...env, HF_ACTION: "recover" });
     expect(recovered.code, recovered.stderr).toBe(0);
-    expect((lineOf(recovered, "recovery")?.report as Held).held).toEqual([]);
+    expect(heldOf(recovered)).toEqual([]);
     expect(lineOf(recovered, "recovered")?.results).toEqual([
       expect.objectContaining({
         status: "completed",
@@ -191,7 +192,7 @@ describe("browser tool (real Chromium, a local site that counts its form submits
     expect(first.signal, first.stderr).toBe("SIGKILL");
     const unlisted = await runScript(WORKER, { ...held, HF_ACTION: "recover" });
     expect(unlisted.code, unlisted.stderr).toBe(0);
-    expect((lineOf(unlisted, "recovery")?.report as Held).held).toEqual([
+    expect(heldOf(unlisted)).toEqual([
       expect.objectContaining({
         reasons: [
           expect.objectContaining({ code: "in-doubt", detail: expect.stringContaining("disposition hold") }),
@@ -206,7 +207,7 @@ describe("browser tool (real Chromium, a local site that counts its form submits
     expect(submits).toHaveLength(1);
     const replayed = await runScript(WORKER, { ...listed, HF_ACTION: "recover" });
     expect(replayed.code, replayed.stderr).toBe(0);
-    expect((lineOf(replayed, "recovery")?.report as Held).held).toEqual([]);
+    expect(heldOf(replayed)).toEqual([]);
     expect(lineOf(replayed, "recovered")?.results).toEqual([
       expect.objectContaining({
         status: "completed",
@@ -223,7 +224,7 @@ describe("browser tool (real Chromium, a local site that counts its form submits
       expect(login.code, login.stderr).toBe(0);
       const who = await runScript(WORKER, { ...env, HF_ACTION: "submit", HF_INPUT: "who" });
       expect(who.code, who.stderr).toBe(0);
-      return (lineOf(who, "result")?.result as { output: string }).output;
+      return (lineOf(who, "result")?.result as { output?: string } | undefined)?.output;
     };
     expect(await twoProcesses({})).toBe("nobody");
     const profile = join(tempDir(), "profile", "browser");
