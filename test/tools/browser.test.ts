@@ -59,6 +59,12 @@ beforeAll(async () => {
         `<ul>${submits.map((s) => `<li data-name="${s.name}">order of ${s.name}</li>`).join("")}</ul><p>${submits.length} orders</p>`,
       );
     }
+    if (req.method === "GET" && url.pathname === "/submitted") {
+      const key = url.searchParams.get("key");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ found: submits.some((s) => s.key === key) }));
+      return;
+    }
     if (req.method === "GET" && url.pathname === "/login") {
       return html(200, "Welcome", "<p>signed in</p>", {
         "set-cookie": "who=alice; Max-Age=3600; Path=/; HttpOnly; SameSite=Lax",
@@ -180,6 +186,54 @@ describe("browser tool (real Chromium, a local site that counts its form submits
       await browser.close();
     }
   }, 180_000);
+
+  it("a probe's request, made by the probe's page, proves an action not done or done; an action with no probe of its own answers unknown", async () => {
+    const browser = makeBrowserTool({
+      executablePath: CHROMIUM,
+      probes: {
+        submit: {
+          url: `${site}/form`,
+          request: { url: (call) => `${site}/submitted?key=${encodeURIComponent(call.idempotencyKey)}` },
+          check: (answer) =>
+            (JSON.parse(answer.response?.body ?? "{}") as { found?: boolean }).found ? "done" : "not-done",
+        },
+      },
+    });
+    try {
+      const submit = { action: "submit", selector: "form" } as const;
+      const probe = probeOf(browser.act, submit, "r/2#1");
+      expect(probe).toEqual({
+        action: "submit",
+        probe: { url: `${site}/form`, request: { url: `${site}/submitted?key=r%2F2%231`, method: "GET" } },
+      });
+      expect(await checkOf(browser.act, probe, "r/2#1")).toMatchObject({
+        outcome: "not-completed",
+        evidence: {
+          answer: {
+            url: `${site}/form`,
+            status: 200,
+            title: "Order",
+            response: { status: 200, body: '{"found":false}' },
+          },
+          verdict: "not-done",
+        },
+      });
+      submits.push({ name: "alice", key: "r/2#1" });
+      expect(await checkOf(browser.act, probe, "r/2#1")).toMatchObject({
+        outcome: "completed",
+        result: { action: "submit", url: `${site}/form`, title: "Order", byProbe: true },
+        evidence: { answer: { response: { body: '{"found":true}' } }, verdict: "done" },
+      });
+      const click = probeOf(browser.act, { action: "click", selector: "#name" }, "r/3#1");
+      expect(click).toEqual({ action: "click", probe: null });
+      expect(await checkOf(browser.act, click, "r/3#1")).toEqual({
+        outcome: "unknown",
+        evidence: { action: "click", probe: null, reason: 'no probe is declared for "click"' },
+      });
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
 
   it("a `text` read in doubt is replayed once the safe list holds its pin (without it, its intent asks to hold and it is held); the submit is not sent again", async () => {
     const held = workerEnv();
