@@ -308,6 +308,12 @@ describe("browser tool (real Chromium, a local site that counts its form submits
       );
       expect(refused).toBeInstanceOf(DefiniteFailure);
       expect(refused.message).toMatch(/ERR_CONNECTION_REFUSED/);
+      // A read that asks for replay fails definitely: it changed nothing.
+      const unread = await browser.read
+        .run({ action: "text", url: `${site}/form`, selector: "#nothing" }, callContext("r/4#1"))
+        .catch((e) => e);
+      expect(unread).toBeInstanceOf(DefiniteFailure);
+      expect(unread.message).toMatch(/text failed/);
       expect(submits).toEqual([]);
     } finally {
       await browser.close();

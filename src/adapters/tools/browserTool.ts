@@ -481,7 +481,19 @@ export const makeBrowserTool = (options: BrowserToolOptions = {}): BrowserTools 
     args: BrowserReadArgs,
     disposition: options.replayReads === false ? "hold" : "replay",
     ...builtInSource(import.meta.url),
-    run: read,
+    // A read that asks for replay changes nothing by the author's word: its failure is definite
+    // (the agent sees it), not a doubt that would hold the run.
+    run:
+      options.replayReads === false
+        ? read
+        : (args, context) =>
+            read(args, context).catch((error: unknown) => {
+              if (error instanceof DefiniteFailure) throw error;
+              throw new DefiniteFailure(
+                `the browser's ${args.action} failed (${firstLine(error)}); a read changes nothing`,
+                { action: args.action },
+              );
+            }),
   });
   return {
     act: actTool,
