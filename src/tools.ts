@@ -11,6 +11,20 @@
  * const runtime = await openRuntime({ agents: [agent], tools: [shell, writeFile] });
  */
 
+export {
+  BrowserActArgs,
+  type BrowserAction,
+  type BrowserActResult,
+  type BrowserProbe,
+  type BrowserProbeAnswer,
+  type BrowserProbeCall,
+  type BrowserProbeVerdict,
+  BrowserReadArgs,
+  type BrowserReadResult,
+  type BrowserToolOptions,
+  type BrowserTools,
+  makeBrowserTool,
+} from "./adapters/tools/browserTool.js";
 export type { FileState } from "./adapters/tools/fileState.js";
 export {
   HttpArgs,

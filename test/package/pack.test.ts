@@ -42,6 +42,7 @@ const KNOWN_EXPORTS: Readonly<Record<string, ReadonlyArray<string>>> = {
     "makeShellTool",
     "makeSshTool",
     "makeTerminalTool",
+    "makeBrowserTool",
     "makeWriteFileTool",
     "makeHttpTool",
     "moduleSource",

@@ -57,7 +57,7 @@ const appendMany = async (journal: LibsqlJournal, n: number, versions: Map<strin
   }
 };
 
-const everything = async (journal: LibsqlJournal): Promise<RecordedEvent[]> =>
+const everything = async (journal: LibsqlJournal): Promise<ReadonlyArray<RecordedEvent>> =>
   journal.readAll({ after: 0, limit: 100_000 });
 
 describe("a shared tail", () => {
@@ -73,7 +73,10 @@ describe("a shared tail", () => {
       streamIds: i % 3 === 0 ? [`s${i % 4}`] : undefined,
     }));
     const subs = specs.map((spec) =>
-      tail.subscribe({ after: spec.after, ...(spec.streamIds ? { filter: { streamIds: spec.streamIds } } : {}) }),
+      tail.subscribe({
+        after: spec.after,
+        ...(spec.streamIds ? { filter: { streamIds: spec.streamIds } } : {}),
+      }),
     );
     const appending = appendMany(journal, 60, versions);
     await appending;

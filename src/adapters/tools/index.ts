@@ -1,3 +1,17 @@
+export {
+  BrowserActArgs,
+  type BrowserAction,
+  type BrowserActResult,
+  type BrowserProbe,
+  type BrowserProbeAnswer,
+  type BrowserProbeCall,
+  type BrowserProbeVerdict,
+  BrowserReadArgs,
+  type BrowserReadResult,
+  type BrowserToolOptions,
+  type BrowserTools,
+  makeBrowserTool,
+} from "./browserTool.js";
 export type { FileState } from "./fileState.js";
 export {
   HttpArgs,
