@@ -17,7 +17,7 @@ import {
 } from "./decide.js";
 import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
-import { DefiniteFailure, RunNotFound } from "./errors.js";
+import { DefiniteFailure, JournalUnavailable, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
 import { handled } from "./handled.js";
 import { decodeInput } from "./input.js";
@@ -536,7 +536,15 @@ export class Engine implements EngineCore {
     });
     let deadline = performance.now() + this.leaseMs * 3;
     for (;;) {
-      const result = await this.wait(handle.runId);
+      let result: RunResult;
+      try {
+        result = await this.wait(handle.runId);
+      } catch (error) {
+        // The child's execution stopped for the journal (decision 0069): the child is active and
+        // recovery goes on with it, as for `elsewhere` — not a reason to hold the parent's call.
+        if (!(error instanceof JournalUnavailable)) throw error;
+        result = { status: "elsewhere", runId: handle.runId, state: error.reason };
+      }
       switch (result.status) {
         case "completed":
           return result.output;

@@ -40,10 +40,14 @@ export class SharedTail {
   #floor = 0;
   #head = 0;
   #started = false;
+  /** Bumped when the last subscriber leaves: a read begun before must not refill the ring. */
+  #generation = 0;
   #reading: Promise<void> | null = null;
-  #subscribers = 0;
+  /** Every subscriber's cursor. */
+  readonly #cursors = new Set<{ cursor: number }>();
   #dirty = false;
-  #wake: (() => void) | null = null;
+  /** The next commit (or poll), shared by everyone waiting for one. */
+  #commit: { readonly promise: Promise<void>; readonly resolve: () => void } | null = null;
   #unlisten: (() => void) | null = null;
 
   constructor(journal: JournalReader, options: SharedTailOptions = {}) {
@@ -55,7 +59,12 @@ export class SharedTail {
 
   /** Subscribers open now. */
   get subscribers(): number {
-    return this.#subscribers;
+    return this.#cursors.size;
+  }
+
+  /** Events the ring holds now (it is emptied when the last subscriber leaves). */
+  get held(): number {
+    return this.#ring.length;
   }
 
   /**
@@ -64,7 +73,7 @@ export class SharedTail {
    */
   subscribe(options: SharedSubscription = {}): AsyncIterableIterator<RecordedEvent> {
     const matches = eventMatcher(this.#journal, options.filter ?? {});
-    let cursor = options.after ?? 0;
+    const me = { cursor: options.after ?? 0 };
     let buffer: RecordedEvent[] = [];
     let closed = false;
     let outage = 0;
@@ -72,16 +81,31 @@ export class SharedTail {
     const stopped = new Promise<void>((resolve) => {
       stop = resolve;
     });
-    this.#join(cursor);
+    this.#join(me);
 
     /** Match a page in order; the cursor moves past an event only once it is matched. */
     const take = async (page: ReadonlyArray<RecordedEvent>): Promise<void> => {
       for (const e of page) {
-        if (e.position <= cursor) continue;
+        if (e.position <= me.cursor) continue;
         const wanted = await matches(e);
-        cursor = e.position;
+        me.cursor = e.position;
         if (wanted) buffer.push(e);
       }
+    };
+
+    /** Its own page, as a subscription of its own reads it; nothing there: wait for a commit. */
+    const ownPage = async (): Promise<void> => {
+      const page = await this.#journal.readAll({ after: me.cursor, limit: this.#pageSize });
+      if (page.length > 0) return take(page);
+      // Nothing after it at all, so nothing is between it and the floor either: a ring that holds
+      // nothing may start here (a subscriber that had moved the tail ahead of every commit is then
+      // served from its own reads instead, below).
+      if (me.cursor < this.#floor && this.#ring.length === 0 && !this.#reading) {
+        this.#floor = me.cursor;
+        this.#head = me.cursor;
+        return;
+      }
+      await Promise.race([this.#nextCommit(), stopped]);
     };
 
     const next = async (): Promise<IteratorResult<RecordedEvent>> => {
@@ -90,17 +114,18 @@ export class SharedTail {
         const ready = buffer.shift();
         if (ready) return { done: false, value: ready };
         try {
-          if (cursor < this.#floor) {
-            // Behind the ring: its own page, as a subscription of its own reads it. Nothing there
-            // (the ring moved ahead to a later subscriber's position than anything yet committed):
-            // wait for commits as a subscription would.
-            const page = await this.#journal.readAll({ after: cursor, limit: this.#pageSize });
-            if (page.length === 0) await Promise.race([sleep(this.#pollMs), stopped]);
-            else await take(page);
-          } else if (cursor < this.#head) {
-            await take(this.#ringAfter(cursor));
+          if (me.cursor < this.#floor) {
+            // Behind the ring (a reconnect from long ago, a subscriber that fell behind).
+            await ownPage();
+          } else if (me.cursor < this.#head) {
+            await take(this.#ringAfter(me.cursor));
+          } else if (me.cursor > this.#head && this.#othersInRing(me)) {
+            // Ahead of the tail while others read the ring: the tail stays theirs, and this one
+            // reads its own pages until the tail reaches it (a position past every commit, from
+            // another journal or a restored copy, costs only its own reads).
+            await ownPage();
           } else {
-            await Promise.race([this.#advance(cursor), stopped]);
+            await Promise.race([this.#advance(me.cursor), stopped]);
           }
           outage = 0;
         } catch (error) {
@@ -116,7 +141,7 @@ export class SharedTail {
       closed = true;
       buffer = [];
       stop?.();
-      this.#leave();
+      this.#leave(me);
     };
 
     return {
@@ -147,25 +172,58 @@ export class SharedTail {
     return this.#ring.slice(low, low + this.#pageSize);
   }
 
-  #join(cursor: number): void {
-    this.#subscribers += 1;
+  /** Whether another subscriber reads the ring, or waits at its head. */
+  #othersInRing(me: { cursor: number }): boolean {
+    for (const other of this.#cursors)
+      if (other !== me && other.cursor >= this.#floor && other.cursor <= this.#head) return true;
+    return false;
+  }
+
+  #join(me: { cursor: number }): void {
+    this.#cursors.add(me);
     if (!this.#started) {
       this.#started = true;
-      this.#floor = cursor;
-      this.#head = cursor;
+      this.#floor = me.cursor;
+      this.#head = me.cursor;
     }
     this.#unlisten ??= this.#journal.onCommitted(() => {
       this.#dirty = true;
-      this.#wake?.();
+      const commit = this.#commit;
+      this.#commit = null;
+      commit?.resolve();
     });
   }
 
-  #leave(): void {
-    this.#subscribers -= 1;
-    if (this.#subscribers > 0) return;
+  #leave(me: { cursor: number }): void {
+    this.#cursors.delete(me);
+    if (this.#cursors.size > 0) return;
+    // Nobody left: nothing is kept for the next one (events, their rendered messages), and the
+    // next subscriber starts the tail where it stands.
     this.#unlisten?.();
     this.#unlisten = null;
-    this.#wake?.();
+    this.#generation += 1;
+    this.#ring = [];
+    this.#started = false;
+    const commit = this.#commit;
+    this.#commit = null;
+    commit?.resolve();
+  }
+
+  /** Resolves at the next commit this process hears of, or after `pollMs` (other processes' commits). */
+  #nextCommit(): Promise<void> {
+    if (!this.#commit) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      const timer = setTimeout(() => {
+        if (this.#commit?.promise === promise) this.#commit = null;
+        resolve();
+      }, this.#pollMs);
+      promise.then(() => clearTimeout(timer));
+      this.#commit = { promise, resolve };
+    }
+    return this.#commit.promise;
   }
 
   /**
@@ -175,8 +233,8 @@ export class SharedTail {
   async #advance(cursor: number): Promise<void> {
     if (this.#reading) return this.#reading;
     if (cursor > this.#head) {
-      // A subscriber ahead of the tail (resuming from a later position): the tail moves to it, and
-      // anyone behind the new floor reads its own pages until it catches up.
+      // Ahead of the tail, and nobody else reads the ring: the tail moves to it (anyone behind the
+      // new floor reads its own pages until it catches up).
       this.#ring = [];
       this.#floor = cursor;
       this.#head = cursor;
@@ -189,7 +247,9 @@ export class SharedTail {
 
   async #readPage(): Promise<void> {
     this.#dirty = false;
+    const generation = this.#generation;
     const page = await this.#journal.readAll({ after: this.#head, limit: this.#pageSize });
+    if (generation !== this.#generation) return;
     if (page.length > 0) {
       this.#ring.push(...page);
       this.#head = page.at(-1)!.position;
@@ -200,15 +260,8 @@ export class SharedTail {
       }
       return;
     }
-    if (this.#dirty || this.#subscribers === 0) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.#pollMs);
-      this.#wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.#wake = null;
+    if (this.#dirty || this.#cursors.size === 0) return;
+    await this.#nextCommit();
   }
 }
 

@@ -4,6 +4,7 @@ import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import type { AnyEvent, RecordedEvent } from "../../src/events/index.js";
 import type { JournalReader } from "../../src/runtime/Journal.js";
 import { SharedTail } from "../../src/runtime/sharedTail.js";
+import { subscribe } from "../../src/runtime/subscribe.js";
 import { useTempDir } from "../support/tmp.js";
 
 /*
@@ -92,9 +93,19 @@ describe("a shared tail", () => {
       ).toEqual(wanted[i]!.map((e) => e.position));
     for (const sub of subs) await sub.return?.();
     expect(tail.subscribers).toBe(0);
-    // Own subscriptions would read at least one page per subscriber per 8 events (20 × 100 / 8 =
-    // 250 reads); the tail's reads are far fewer.
-    expect(reads()).toBeLessThan(150);
+    // The same twenty as subscriptions of their own, over the same journal, read more pages.
+    const own = counted(journal);
+    const subscriptions = specs.map((spec) =>
+      subscribe(own.reader, {
+        after: spec.after,
+        bufferSize: 8,
+        ...(spec.streamIds ? { filter: { streamIds: spec.streamIds } } : {}),
+      }),
+    );
+    const ownGot = await Promise.all(subscriptions.map((sub, i) => take(sub, wanted[i]!.length)));
+    for (const sub of subscriptions) await sub.return?.();
+    expect(ownGot.map((events) => events.length)).toEqual(wanted.map((events) => events.length));
+    expect(reads()).toBeLessThan(own.reads());
     await journal.close();
   });
 
@@ -137,6 +148,35 @@ describe("a shared tail", () => {
     expect(lateGot.map((e) => e.position)).toEqual(full.slice(26).map((e) => e.position));
     await early.return?.();
     await late.return?.();
+    await journal.close();
+  });
+
+  it("a subscriber resuming from past every commit does not take the tail from the others: commits still cost one read for all; the last to leave empties the ring", async () => {
+    const journal = LibsqlJournal.open(join(tempDir(), "j.db"));
+    const versions = new Map<string, number>();
+    await appendMany(journal, 5, versions);
+    const head = (await everything(journal)).at(-1)!.position;
+    const { reader, reads } = counted(journal);
+    const tail = new SharedTail(reader, { pollMs: 60_000 });
+    const subs = Array.from({ length: 30 }, () => tail.subscribe({ after: head }));
+    const bogus = tail.subscribe({ after: Number.MAX_SAFE_INTEGER });
+    const bogusNext = bogus.next();
+    for (let round = 1; round <= 3; round++) {
+      const waiting = subs.map((sub) => sub.next());
+      while (reads() === 0) await new Promise((r) => setTimeout(r, 5));
+      const before = reads();
+      await appendMany(journal, 1, versions);
+      const results = await Promise.all(waiting);
+      expect(results.map((r) => (r.done ? null : r.value.position))).toEqual(subs.map(() => head + round));
+      // One read for the thirty, one for the subscriber past the end (it reads its own), and at
+      // most one more where a commit raced a look.
+      expect(reads() - before, `round ${round}`).toBeLessThanOrEqual(4);
+    }
+    await bogus.return?.();
+    expect(await bogusNext).toEqual({ done: true, value: undefined });
+    for (const sub of subs) await sub.return?.();
+    expect(tail.subscribers).toBe(0);
+    expect(tail.held).toBe(0);
     await journal.close();
   });
 
