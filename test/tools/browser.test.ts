@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { BrowserSession } from "../../src/adapters/tools/browserSession.js";
 import { makeBrowserTool } from "../../src/adapters/tools/index.js";
 import { DefiniteFailure } from "../../src/runtime/errors.js";
 import { CHROMIUM } from "../http/browser/chromium.js";
@@ -18,8 +19,12 @@ const WORKER = join(import.meta.dirname, "..", "support", "browser-worker.ts");
  * idempotency key the browser sent), the list of orders, and a cookie login.
  */
 const submits: Array<{ name: string; key: string | undefined }> = [];
+/** The approvals the site counted (`GET /approve?order=N`), each answered by a redirect. */
+const approvals: string[] = [];
 let server: Server;
 let site = "";
+/** A port nothing listens on: a server's, closed again. */
+let closedPort = 0;
 const page = (title: string, body: string) =>
   `<!doctype html><html><head><title>${title}</title></head><body>${body}</body></html>`;
 
@@ -65,6 +70,13 @@ beforeAll(async () => {
       res.end(JSON.stringify({ found: submits.some((s) => s.key === key) }));
       return;
     }
+    if (req.method === "GET" && url.pathname === "/approve") {
+      // The approval takes effect, then the browser is sent to a port that refuses it.
+      approvals.push(url.searchParams.get("order") ?? "");
+      res.writeHead(302, { location: `http://127.0.0.1:${closedPort}/approved` });
+      res.end();
+      return;
+    }
     if (req.method === "GET" && url.pathname === "/login") {
       return html(200, "Welcome", "<p>signed in</p>", {
         "set-cookie": "who=alice; Max-Age=3600; Path=/; HttpOnly; SameSite=Lax",
@@ -78,12 +90,17 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   site = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  closedPort = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
 });
 afterAll(async () => {
   await new Promise<void>((resolve) => server?.close(() => resolve()));
 });
 afterEach(() => {
   submits.length = 0;
+  approvals.length = 0;
 });
 
 const workerEnv = (extra: Record<string, string> = {}) => ({
@@ -298,14 +315,10 @@ describe("browser tool (real Chromium, a local site that counts its form submits
       const missing = await run({ action: "submit", selector: "form#nothing" }, "r/2#1").catch((e) => e);
       expect(missing).toBeInstanceOf(DefiniteFailure);
       expect(missing.message).toMatch(/no element matches/);
-      // A port nothing listens on: the server's, closed for a moment by a second server's port.
-      const closed = createServer();
-      await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-      const port = (closed.address() as AddressInfo).port;
-      await new Promise<void>((resolve) => closed.close(() => resolve()));
-      const refused = await run({ action: "navigate", url: `http://127.0.0.1:${port}/` }, "r/3#1").catch(
-        (e) => e,
-      );
+      const refused = await run(
+        { action: "navigate", url: `http://127.0.0.1:${closedPort}/` },
+        "r/3#1",
+      ).catch((e) => e);
       expect(refused).toBeInstanceOf(DefiniteFailure);
       expect(refused.message).toMatch(/ERR_CONNECTION_REFUSED/);
       // A read that asks for replay fails definitely: it changed nothing.
@@ -315,6 +328,54 @@ describe("browser tool (real Chromium, a local site that counts its form submits
       expect(unread).toBeInstanceOf(DefiniteFailure);
       expect(unread.message).toMatch(/text failed/);
       expect(submits).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
+
+  it("a navigate whose request reached the site, then was redirected to a refused port, is in doubt, not a definite failure", async () => {
+    const browser = makeBrowserTool({ executablePath: CHROMIUM, timeoutMs: 5_000 });
+    try {
+      const error = await browser.act
+        .run({ action: "navigate", url: `${site}/approve?order=17` }, callContext("r/0#1"))
+        .catch((e: unknown) => e);
+      // The site counted the approval: the call took effect, so it must not say "nothing was sent".
+      expect(approvals).toEqual(["17"]);
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(DefiniteFailure);
+      expect((error as Error).message).toMatch(/ERR_CONNECTION_REFUSED.*in doubt/);
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
+
+  it("a crashed page is closed and forgotten: the chat's next page is a new, blank one", async () => {
+    const session = new BrowserSession({ executablePath: CHROMIUM });
+    try {
+      const { page, fresh } = await session.page("c");
+      expect(fresh).toBe(true);
+      await page.goto(`${site}/form`);
+      const crashed = new Promise<void>((resolve) => page.once("crash", () => resolve()));
+      await page.goto("chrome://crash").catch(() => undefined);
+      await crashed;
+      const next = await session.page("c");
+      expect(next.fresh).toBe(true);
+      expect(next.page).not.toBe(page);
+      expect(next.page.url()).toBe("about:blank");
+    } finally {
+      await session.close();
+    }
+  }, 120_000);
+
+  it("an action whose key header the browser refuses fails definitely, before anything is sent", async () => {
+    const browser = makeBrowserTool({ executablePath: CHROMIUM, timeoutMs: 5_000, keyHeader: "Bad Header" });
+    try {
+      const error = await browser.act
+        .run({ action: "navigate", url: `${site}/approve?order=18` }, callContext("r/0#1"))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DefiniteFailure);
+      expect((error as Error).message).toMatch(/nothing was sent/);
+      expect(approvals).toEqual([]);
     } finally {
       await browser.close();
     }

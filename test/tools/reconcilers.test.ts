@@ -62,6 +62,20 @@ describe("built-in reconcilers", () => {
     expect((await check(shell, probe)).outcome).toBe("unknown");
   });
 
+  it("shell: output over 2 GiB is read only up to maxOutputBytes, by the call and by the reconciler", async () => {
+    const work = workDir();
+    const shell = makeShellTool(work, { maxOutputBytes: 4 });
+    const context = ctx("r/2#1");
+    // A sparse file: 3 GiB long, nothing written to disk.
+    const result = await shell.run({ command: "truncate -s 3G /dev/stdout" }, context);
+    const stdout = `\0\0\0\0\n… [${3 * 1024 ** 3 - 4} more bytes not kept]`;
+    expect(result).toMatchObject({ exitCode: 0, stdout });
+    expect(await check(shell, probeOf(shell, {}, context))).toMatchObject({
+      outcome: "completed",
+      result: { exitCode: 0, stdout },
+    });
+  });
+
   it("shell: the exit receipt is written by the wrapper even when nobody waits for the command", async () => {
     const work = workDir();
     const shell = makeShellTool(work, { timeoutMs: 60_000 });

@@ -12,6 +12,8 @@ import { useTempDir } from "../support/tmp.js";
 import { callContext, checkOf, probeOf } from "./calls.js";
 
 const tempDir = useTempDir();
+/** The system's sync, which the test's own sync (first on PATH) calls. */
+const SYNC = ["/usr/bin/sync", "/bin/sync"].find((path) => existsSync(path)) ?? "sync";
 const WORKER = join(import.meta.dirname, "..", "support", "terminal-worker.ts");
 
 /** Wait (for at most 30 s, a guard against a hang, not a timing claim) until `ready` holds. */
@@ -120,6 +122,80 @@ describe("terminal: one bash per chat in a real pty, every command under receipt
     const terminal = toolFor(s, { maxOutputBytes: 4 });
     const result = await terminal.run({ command: "printf 0123456789; printf ab >&2" }, callContext("r/0#1"));
     expect(result).toMatchObject({ exitCode: 0, stdout: "0123\n… [6 more bytes not kept]", stderr: "ab" });
+  });
+
+  it("what a command sets in its shell cannot break the receipts of the next: PATH, noclobber, errexit, nounset, aliases, IFS", async () => {
+    const s = side();
+    const terminal = toolFor(s, { timeoutMs: 15_000 });
+    const first = await terminal.run(
+      { command: "export PATH=/nonexistent; echo done-it" },
+      callContext("r/0#1"),
+    );
+    expect(first).toMatchObject({ exitCode: 0, stdout: "done-it\n" });
+    const options = "set -C -e -u; alias eval='echo aliased'; IFS=0123456789; echo set";
+    expect(await terminal.run({ command: options }, callContext("r/1#1"))).toMatchObject({ exitCode: 0 });
+    // Under noclobber the output files exist already when the command's redirect opens them.
+    const second = await terminal.run(
+      { command: `echo ran >>'${s.witness}'; echo ok` },
+      callContext("r/2#1"),
+    );
+    expect(second).toMatchObject({ exitCode: 0, stdout: "ok\n", session: { opened: false } });
+    expect(s.runs()).toBe(1);
+    // Under errexit a failing command ends the shell, as in a terminal: its receipt is written first.
+    const failed = await terminal.run({ command: "echo failing; false" }, callContext("r/3#1"));
+    expect(failed).toMatchObject({ exitCode: 1, stdout: "failing\n", session: { opened: false } });
+    const after = await terminal.run({ command: "echo still" }, callContext("r/4#1"));
+    expect(after).toMatchObject({
+      exitCode: 0,
+      stdout: "still\n",
+      session: { opened: true, replaced: { id: first.session.id, why: "bash exited with code 1" } },
+    });
+  });
+
+  it("a session that sets PATH without the tools the receipts need does not start: a definite failure, nothing run", async () => {
+    const s = side();
+    const terminal = toolFor(s, {
+      env: { set: { PATH: join(s.dir, "empty") } },
+      shell: "/bin/bash",
+      timeoutMs: 15_000,
+    });
+    await expect(
+      terminal.run({ command: `echo ran >>'${s.witness}'` }, callContext("r/0#1")),
+    ).rejects.toMatchObject({ name: "DefiniteFailure", message: expect.stringContaining("did not start") });
+    expect(s.runs()).toBe(0);
+  });
+
+  it("a hang-up while the exit receipt is written (between sync and rename) waits for it: the receipt is whole and the session then ends", async () => {
+    const s = side();
+    // A sync that hangs its shell up the first time it syncs an exit receipt.
+    const bin = join(s.dir, "bin");
+    mkdirSync(bin);
+    const mark = join(s.dir, "hung-up");
+    writeFileSync(
+      join(bin, "sync"),
+      `#!/bin/sh\ncase "$1" in *exit.tmp) [ -e '${mark}' ] || { : >'${mark}'; kill -HUP $PPID; } ;; esac\nexec ${SYNC} "$@"\n`,
+      { mode: 0o755 },
+    );
+    const terminal = toolFor(s, { env: { set: { PATH: `${bin}:${process.env.PATH ?? ""}` } } });
+    const first = await terminal.run({ command: "echo hi" }, callContext("r/0#1"));
+    expect(existsSync(mark)).toBe(true);
+    expect(first).toMatchObject({ exitCode: 0, stdout: "hi\n" });
+    const next = await terminal.run({ command: "echo again" }, callContext("r/1#1"));
+    expect(next).toMatchObject({
+      stdout: "again\n",
+      session: { opened: true, replaced: { why: "bash exited with code 129" } },
+    });
+  });
+
+  it("output over 2 GiB is read only up to maxOutputBytes: the outcome is kept", async () => {
+    const s = side();
+    const terminal = toolFor(s, { maxOutputBytes: 4 });
+    // A sparse file: 3 GiB long, nothing written to disk.
+    const result = await terminal.run({ command: "truncate -s 3G /dev/stdout" }, callContext("r/0#1"));
+    expect(result).toMatchObject({
+      exitCode: 0,
+      stdout: `\0\0\0\0\n… [${3 * 1024 ** 3 - 4} more bytes not kept]`,
+    });
   });
 
   it("a command that calls exit ends the session with its receipt; the next command opens a new session and says so", async () => {

@@ -39,7 +39,8 @@ const loadPlaywright = async (): Promise<typeof import("playwright-core")> => {
 /**
  * One browser for the tools of one `makeBrowserTool`: launched on first use, one page (tab) per
  * chat. A browser that closes or crashes is forgotten: the next call launches a new one, whose
- * pages are blank (and whose cookies are empty unless the profile is persistent).
+ * pages are blank (and whose cookies are empty unless the profile is persistent). A page that
+ * crashes is closed and forgotten: the chat's next call gets a new, blank page.
  */
 export class BrowserSession {
   private context: Promise<BrowserContext> | null = null;
@@ -63,6 +64,8 @@ export class BrowserSession {
           context = await browser.newContext();
         }
       } catch (error) {
+        // A browser that launched but gave no context would be left running: close it.
+        await browser?.close().catch(() => undefined);
         throw new DefiniteFailure(
           `the browser could not be started (${executablePath}: ${(error as Error).message.split("\n")[0]}); nothing was done`,
           { sent: false },
@@ -93,6 +96,12 @@ export class BrowserSession {
     if (known && !known.isClosed()) return { page: known, fresh: false };
     const page = await (await this.browser()).newPage();
     this.pages.set(chatId, page);
+    // A crashed page never reports itself closed: close it and forget it, so the chat's next call
+    // gets a new (blank) page instead of a dead one.
+    page.once("crash", () => {
+      if (this.pages.get(chatId) === page) this.pages.delete(chatId);
+      page.close().catch(() => undefined);
+    });
     return { page, fresh: true };
   }
 

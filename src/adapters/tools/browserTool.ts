@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema";
-import type { Page } from "playwright-core";
+import type { Page, Request, Response } from "playwright-core";
 import { type CallContext, defineTool, type Reconciler, type ToolDef } from "../../runtime/define.js";
 import { DefiniteFailure } from "../../runtime/errors.js";
 import { BrowserSession, type BrowserSessionOptions } from "./browserSession.js";
@@ -343,9 +343,23 @@ export const makeBrowserTool = (options: BrowserToolOptions = {}): BrowserTools 
     },
   };
 
+  /** The chat's page: a failure to get it comes before any action, so nothing was sent. */
+  const pageFor = async (chatId: string, action: string) => {
+    try {
+      const opened = await session.page(chatId);
+      opened.page.setDefaultTimeout(timeoutMs);
+      return opened;
+    } catch (error) {
+      if (error instanceof DefiniteFailure) throw error;
+      throw new DefiniteFailure(
+        `the browser's page could not be opened (${firstLine(error)}); "${action}" was not done, nothing was sent`,
+        { sent: false, action },
+      );
+    }
+  };
+
   const act = async (args: BrowserActArgs, context: CallContext): Promise<BrowserActResult> => {
-    const { page, fresh } = await session.page(context.chatId);
-    page.setDefaultTimeout(timeoutMs);
+    const { page, fresh } = await pageFor(context.chatId, args.action);
     if (args.action !== "navigate" && (fresh || page.url() === "about:blank")) {
       throw new DefiniteFailure(
         `the chat's page is blank: the browser session was lost (a restart, a browser that closed) or never navigated; "${args.action}" was not done; navigate first`,
@@ -365,24 +379,54 @@ export const makeBrowserTool = (options: BrowserToolOptions = {}): BrowserTools 
     // Law 10: the effect starts only while the lease holds.
     context.checkLease();
     if (options.keyHeader !== undefined) {
-      await page.setExtraHTTPHeaders({ [options.keyHeader]: context.idempotencyKey });
+      try {
+        await page.setExtraHTTPHeaders({ [options.keyHeader]: context.idempotencyKey });
+      } catch (error) {
+        throw new DefiniteFailure(
+          `the key header ${JSON.stringify(options.keyHeader)} could not be set (${firstLine(error)}); "${args.action}" was not done, nothing was sent`,
+          { sent: false, action: args.action },
+        );
+      }
     }
     try {
       const done = (extra: Partial<BrowserActResult> = {}) =>
         page.title().then((title) => ({ action: args.action, url: page.url(), title, ...extra }));
       switch (args.action) {
         case "navigate": {
+          // What the navigation's requests met, watched while it lasts: the proof that nothing
+          // reached the site is a failed main-frame request that was not a redirect's, with no
+          // response at all for the navigation (a 302 means the site answered, and acted).
+          const mainFrame = page.mainFrame();
+          const failed: Request[] = [];
+          let answered = false;
+          const onFailed = (request: Request) => {
+            if (request.isNavigationRequest() && request.frame() === mainFrame) failed.push(request);
+          };
+          const onResponse = (response: Response) => {
+            const request = response.request();
+            if (request.isNavigationRequest() && request.frame() === mainFrame) answered = true;
+          };
+          page.on("requestfailed", onFailed);
+          page.on("response", onResponse);
           let response: Awaited<ReturnType<Page["goto"]>>;
           try {
             response = await page.goto(args.url, { waitUntil: "load" });
           } catch (error) {
             const message = firstLine(error);
-            if (NEVER_SENT.test(message))
+            const neverSent =
+              NEVER_SENT.test(message) &&
+              !answered &&
+              failed.length > 0 &&
+              failed.every((request) => request.redirectedFrom() === null);
+            if (neverSent)
               throw new DefiniteFailure(`${args.url} could not be reached (${message}); nothing was sent`, {
                 sent: false,
                 action: "navigate",
               });
             throw error;
+          } finally {
+            page.off("requestfailed", onFailed);
+            page.off("response", onResponse);
           }
           return done({ status: response?.status() ?? null });
         }
@@ -429,8 +473,7 @@ export const makeBrowserTool = (options: BrowserToolOptions = {}): BrowserTools 
   };
 
   const read = async (args: BrowserReadArgs, context: CallContext): Promise<BrowserReadResult> => {
-    const { page, fresh } = await session.page(context.chatId);
-    page.setDefaultTimeout(timeoutMs);
+    const { page, fresh } = await pageFor(context.chatId, args.action);
     if (args.url !== undefined) {
       await page.goto(args.url, { waitUntil: "load" });
     } else if (fresh || page.url() === "about:blank") {

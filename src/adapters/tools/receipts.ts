@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
 import {
   closeSync,
+  fstatSync,
   fsyncSync,
   linkSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
   rmSync,
   unlinkSync,
   writeFileSync,
@@ -136,4 +138,32 @@ export const clearAttempt = (folder: string): void => {
   }
   for (const name of names)
     if (name !== "start") rmSync(join(folder, name), { recursive: true, force: true });
+};
+
+/**
+ * The first `limit` bytes of an output file as text, saying how many more it had; `""` when there
+ * is no file. Only those bytes are read, whatever the file's size (a command may write gigabytes).
+ */
+export const readCapped = (path: string, limit: number): string => {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "";
+    throw error;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(Math.min(limit, size));
+    let got = 0;
+    while (got < buffer.byteLength) {
+      const read = readSync(fd, buffer, got, buffer.byteLength - got, got);
+      if (read === 0) break;
+      got += read;
+    }
+    const text = buffer.subarray(0, got).toString("utf8");
+    return size > got ? `${text}\n… [${size - got} more bytes not kept]` : text;
+  } finally {
+    closeSync(fd);
+  }
 };

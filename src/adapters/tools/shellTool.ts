@@ -10,6 +10,7 @@ import {
   clearAttempt,
   createReceipt,
   ensureFolder,
+  readCapped,
   readReceipt,
   receiptFolder,
   startedReceipt,
@@ -51,13 +52,6 @@ export interface ShellToolOptions {
 }
 
 const signalNumber = (signal: NodeJS.Signals): number => constants.signals[signal] ?? 0;
-
-const readCapped = (path: string, limit: number): string => {
-  if (!existsSync(path)) return "";
-  const data = readFileSync(path);
-  const text = data.subarray(0, limit).toString("utf8");
-  return data.byteLength > limit ? `${text}\n… [${data.byteLength - limit} more bytes not kept]` : text;
-};
 
 /**
  * The wrapper the command runs under: output goes to files in the receipt folder (so nothing is

@@ -10,7 +10,12 @@ import { ensureFolder, writeNewFile } from "./receipts.js";
  * `__hf_c`, then one line runs it at the top level of the shell (so `cd`, `export` and the rest
  * of its state stay for the next command):
  *
- *     __hf_begin FOLDER START KEY SESSION && { eval "$__hf_c"; } >FOLDER/stdout 2>FOLDER/stderr </dev/null; __hf_end $?
+ *     \__hf_begin FOLDER START KEY SESSION && { \eval "$__hf_c"; } >|FOLDER/stdout 2>|FOLDER/stderr </dev/null; \__hf_end "$?" || :
+ *
+ * What a command leaves in its shell must not break the wrapper of the next: the programs it needs
+ * are found once here (`type -P`; one missing ends bash before it is ready) and called by absolute
+ * path, its redirects are `>|` (noclobber), its names are quoted (aliases) or `builtin`, and its
+ * calls run under `|| :` (errexit). A hang-up while a receipt is written waits for it (`__hf_hold`).
  *
  * `__hf_begin` takes the start receipt (written and synced under a temporary name, then `ln`ed to
  * `start`, which fails when the name exists, as `O_EXCL` does); if it cannot, it answers in
@@ -24,59 +29,76 @@ const PRELUDE = [
   "set +o history +H",
   "unset HISTFILE PROMPT_COMMAND",
   "PS1='' PS2=''",
-  "__hf_R=",
-  '__hf_answer() { printf %s "$2" >"$1/.refused.tmp" && mv "$1/.refused.tmp" "$1/refused"; }',
+  "__hf_R= __hf_hup=",
+  // The programs the receipts need, found once: a command may change PATH for its next ones.
+  "for __hf_p in mv ln sync rm grep mkdir; do",
+  '  __hf_x=$(type -P "$__hf_p") || { printf "holdfast: %s not found on PATH\\n" "$__hf_p" >&2; exit 127; }',
+  '  eval "__hf_$__hf_p=\\$__hf_x"',
+  "done",
+  "unset __hf_p __hf_x",
+  '__hf_answer() { builtin printf %s "$2" >|"$1/.refused.tmp" && "$__hf_mv" -f "$1/.refused.tmp" "$1/refused"; }',
   "__hf_take() {",
   '  local t="$1/.start.$$.$RANDOM.tmp"',
-  '  printf %s "$2" >"$t" || return 2',
-  '  sync "$t" 2>/dev/null',
-  '  if ln "$t" "$1/start" 2>/dev/null; then rm -f "$t"; sync "$1" 2>/dev/null; return 0; fi',
-  '  rm -f "$t"',
+  '  builtin printf %s "$2" >|"$t" || return 2',
+  '  "$__hf_sync" "$t" 2>/dev/null',
+  '  if "$__hf_ln" "$t" "$1/start" 2>/dev/null; then "$__hf_rm" -f "$t"; "$__hf_sync" "$1" 2>/dev/null; return 0; fi',
+  '  "$__hf_rm" -f "$t"',
   "  return 1",
   "}",
+  // A hang-up while the wrapper writes a receipt waits for it (then acts): see __hf_hold.
+  "__hf_hold() { builtin trap '__hf_hup=1' HUP; }",
+  "__hf_release() {",
+  "  builtin trap '__hf_hangup' HUP",
+  '  if [ -n "$__hf_hup" ]; then __hf_hup=; __hf_hangup; fi',
+  "}",
   "__hf_begin() {",
+  "  __hf_hold",
   "  local mask taken",
-  "  mask=$(umask)",
-  "  umask 077",
-  '  mkdir -p "$1" 2>/dev/null',
+  "  mask=$(builtin umask)",
+  "  builtin umask 077",
+  '  "$__hf_mkdir" -p "$1" 2>/dev/null',
   '  __hf_take "$1" "$2"; taken=$?',
   '  if [ "$taken" = 0 ]; then',
-  '    printf %s "$4" >"$1/session"; : >"$1/stdout"; : >"$1/stderr"',
-  '    umask "$mask"',
-  "    trap '__hf_end $? ending' EXIT",
-  "    trap '__hf_hangup' HUP",
   "    __hf_R=$1",
-  '    export HOLDFAST_IDEMPOTENCY_KEY="$3"',
+  '    builtin printf %s "$4" >|"$1/session"; : >|"$1/stdout"; : >|"$1/stderr"',
+  '    builtin umask "$mask"',
+  "    builtin trap '__hf_end \"$?\" ending || :' EXIT",
+  '    builtin export HOLDFAST_IDEMPOTENCY_KEY="$3"',
+  "    __hf_release",
   "    return 0",
   "  fi",
   '  if [ "$taken" = 2 ]; then __hf_answer "$1" no-receipts',
-  '  elif grep -q \'"state":"voided"\' "$1/start" 2>/dev/null; then __hf_answer "$1" voided',
+  '  elif "$__hf_grep" -q \'"state":"voided"\' "$1/start" 2>/dev/null; then __hf_answer "$1" voided',
   '  else __hf_answer "$1" taken; fi',
-  '  umask "$mask"',
-  "  unset __hf_c",
+  '  builtin umask "$mask"',
+  "  builtin unset __hf_c",
+  "  __hf_release",
   "  return 1",
   "}",
   "__hf_end() {",
   '  [ -n "$__hf_R" ] || return "$1"',
+  "  __hf_hold",
   "  local mask R=$__hf_R",
   "  __hf_R=",
-  "  unset HOLDFAST_IDEMPOTENCY_KEY __hf_c",
-  "  mask=$(umask)",
-  "  umask 077",
-  // The shell ends after this command: the tool waits for it before the chat's next command.
-  '  if [ "$#" -gt 1 ]; then : >"$R/ending"; fi',
-  '  printf %s "$1" >"$R/exit.tmp"',
-  '  sync "$R/exit.tmp" 2>/dev/null',
-  '  mv "$R/exit.tmp" "$R/exit"',
-  '  sync "$R" 2>/dev/null',
-  '  umask "$mask"',
+  "  builtin unset HOLDFAST_IDEMPOTENCY_KEY __hf_c",
+  "  mask=$(builtin umask)",
+  "  builtin umask 077",
+  '  builtin printf %s "$1" >|"$R/exit.tmp"',
+  '  "$__hf_sync" "$R/exit.tmp" 2>/dev/null',
+  // The shell ends after this command (an exit, a hang-up held until now): the tool waits for it
+  // before the chat's next command.
+  '  if [ "$#" -gt 1 ] || [ -n "$__hf_hup" ]; then : >|"$R/ending"; fi',
+  '  "$__hf_mv" -f "$R/exit.tmp" "$R/exit"',
+  '  "$__hf_sync" "$R" 2>/dev/null',
+  '  builtin umask "$mask"',
+  "  __hf_release",
   '  return "$1"',
   "}",
-  "__hf_hangup() { __hf_end 129 ending; exit 129; }",
-  "trap '__hf_hangup' HUP",
+  "__hf_hangup() { __hf_end 129 ending || :; builtin exit 129; }",
+  "builtin trap '__hf_hangup' HUP",
   // The session is ready: the tool types nothing before this (a line typed before bash reads the
   // terminal would go through a line discipline that is not yet set as the session sets it).
-  ': >"$HOLDFAST_TERMINAL_READY"',
+  ': >|"$HOLDFAST_TERMINAL_READY"',
   "unset HOLDFAST_TERMINAL_READY",
   "",
 ].join("\n");
@@ -109,7 +131,7 @@ export const commandLines = (
   }
   const q = (text: string) => ansiQuote(Buffer.from(text, "utf8"));
   lines.push(
-    `__hf_begin ${q(folder)} ${q(startReceipt)} ${q(key)} ${q(sessionNote)} && { eval "$__hf_c"; } >"$__hf_R/stdout" 2>"$__hf_R/stderr" </dev/null; __hf_end $?`,
+    `\\__hf_begin ${q(folder)} ${q(startReceipt)} ${q(key)} ${q(sessionNote)} && { \\eval "$__hf_c"; } >|"$__hf_R/stdout" 2>|"$__hf_R/stderr" </dev/null; \\__hf_end "$?" || :`,
   );
   return lines;
 };

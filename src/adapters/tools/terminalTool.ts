@@ -8,6 +8,7 @@ import {
   clearAttempt,
   createReceipt,
   ensureFolder,
+  readCapped,
   readReceipt,
   receiptFolder,
   startedReceipt,
@@ -68,13 +69,6 @@ export interface TerminalToolOptions {
 export type TerminalTool = ToolDef<TerminalArgs, TerminalArgs, TerminalResult> & {
   /** Hang up every session (their commands are sent SIGHUP) and wait until their shells exit. */
   readonly close: () => Promise<void>;
-};
-
-const readCapped = (path: string, limit: number): string => {
-  if (!existsSync(path)) return "";
-  const data = readFileSync(path);
-  const text = data.subarray(0, limit).toString("utf8");
-  return data.byteLength > limit ? `${text}\n… [${data.byteLength - limit} more bytes not kept]` : text;
 };
 
 const readNote = (folder: string): TerminalSessionNote => {
