@@ -10,6 +10,7 @@
  * Prints one JSON object per line on stdout.
  */
 import { readFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { makeSshTool } from "../../src/adapters/tools/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 
@@ -37,7 +38,9 @@ const ssh = makeSshTool({
 
 const command = [
   `echo ran >>${quote(env.HF_WITNESS!)}`,
-  ...(env.HF_GATE ? [`while [ ! -e ${quote(env.HF_GATE)} ]; do sleep 0.05; done`] : []),
+  ...(env.HF_GATE
+    ? [`while [ ! -e ${quote(env.HF_GATE)} ] && [ -d ${quote(dirname(env.HF_GATE))} ]; do sleep 0.05; done`]
+    : []),
   'echo "done $HOLDFAST_IDEMPOTENCY_KEY"',
   "exit 4",
 ].join("; ");

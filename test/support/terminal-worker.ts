@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 /**
  * A holdfast process whose agent runs one command in the terminal tool, for the terminal crash
  * tests. Configured by environment:
@@ -19,7 +20,9 @@ const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
 
 const terminal = makeTerminalTool(env.HF_WORK!);
 
-const wait = env.HF_GATE ? `while [ ! -e ${quote(env.HF_GATE)} ]; do sleep 0.05; done` : "true";
+const wait = env.HF_GATE
+  ? `while [ ! -e ${quote(env.HF_GATE)} ] && [ -d ${quote(dirname(env.HF_GATE))} ]; do sleep 0.05; done`
+  : "true";
 const command = [
   `echo ran >>${quote(env.HF_WITNESS!)}`,
   env.HF_NOHUP ? `sh -c ${quote(`trap '' HUP; ${wait}`)}` : wait,

@@ -55,7 +55,7 @@ const inChat = (key: string, chatId: string): CallContext => ({ ...callContext(k
 
 /** A command that records the session's pid, counts itself and waits for the gate. */
 const gated = (s: ReturnType<typeof side>) =>
-  `echo $$ >'${s.pidFile}'; echo ran >>'${s.witness}'; echo partial; while [ ! -e '${s.gate}' ]; do sleep 0.05; done; echo finished; exit 7`;
+  `echo $$ >'${s.pidFile}'; echo ran >>'${s.witness}'; echo partial; while [ ! -e '${s.gate}' ] && [ -d '${s.dir}' ]; do sleep 0.05; done; echo finished; exit 7`;
 
 const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8);
 
@@ -237,7 +237,7 @@ describe("terminal: one bash per chat in a real pty, every command under receipt
     const s = side();
     const terminal = toolFor(s);
     // The running step ignores SIGHUP (as \`nohup\` would), so it outlives the hang-up.
-    const step = `sh -c "trap '' HUP; while [ ! -e '${s.gate}' ]; do sleep 0.05; done; echo step-done"`;
+    const step = `sh -c "trap '' HUP; while [ ! -e '${s.gate}' ] && [ -d '${s.dir}' ]; do sleep 0.05; done; echo step-done"`;
     const command = `echo $$ >'${s.pidFile}'; echo ran >>'${s.witness}'; ${step}; echo never`;
     const running = terminal.run({ command }, callContext("r/0#1"));
     try {
