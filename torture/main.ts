@@ -131,7 +131,7 @@ const OPTIONS = {
 } as const;
 const USAGE = `usage:
   npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
-  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--faults ${[...FAULT_KINDS, ...PG_FAULT_KINDS].join(",")}] [--seed S] [--json] [--keep]
+  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--max-seconds S] [--faults ${[...FAULT_KINDS, ...PG_FAULT_KINDS].join(",")}] [--seed S] [--json] [--keep]
 `;
 
 const parsed = (() => {
@@ -1155,6 +1155,7 @@ const multiWorker = async () => {
     faultKinds,
     storageFaults: storageFaults as PgFaultKind[],
     keep: values.keep,
+    ...(values["max-seconds"] !== undefined ? { maxWavesMs: Number(values["max-seconds"]) * 1000 } : {}),
     ...numbers,
     log: (line) => process.stderr.write(`${line}\n`),
   }).catch((error: unknown) => {

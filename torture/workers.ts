@@ -123,6 +123,8 @@ export interface WorkersTortureOptions {
   readonly keep: boolean;
   /** Give up waiting for the runs to settle after this long. */
   readonly timeoutMs?: number;
+  /** Start no kill wave after this long (`--max-seconds`): the runs settle and the record says so. */
+  readonly maxWavesMs?: number;
   /** Progress lines (stderr). */
   readonly log?: (line: string) => void;
 }
@@ -993,7 +995,14 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
 
   const snapshots: Outcomes[] = [];
   let kills = 0;
+  /** The waves stopped by `maxWavesMs` before all the kills asked for. */
+  let wavesStoppedAfter: number | null = null;
   for (let k = 0; k < options.kills; k++) {
+    if (options.maxWavesMs !== undefined && Date.now() - started >= options.maxWavesMs) {
+      wavesStoppedAfter = k;
+      log(`--max-seconds reached after ${k} waves: the runs settle now`);
+      break;
+    }
     if (k % 5 === 4) await decideHeld(3);
     await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
     if (pauseKind) await lookAtPaused(kills, false);
@@ -1420,6 +1429,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     childRuns: rows.length - topRows.length,
     inputsAdmitted: admitted.size,
     kills,
+    ...(wavesStoppedAfter !== null ? { killsAsked: options.kills, wavesStoppedByMaxSeconds: true } : {}),
     pauses,
     pausedMs: {
       min: pauseTimes.length ? Math.min(...pauseTimes) : null,
@@ -1496,7 +1506,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
     summary.runs < options.runs ||
-    summary.kills < options.kills ||
+    summary.kills < (wavesStoppedAfter ?? options.kills) ||
     summary.pauses < options.pauses ||
     summary.takeOvers.overBound.length > 0 ||
     storageFaults.some((k) => faultCounts[k] === 0) ||
