@@ -118,18 +118,57 @@ export const SIGNAL_NAME = "go";
 /** The `signal` kind's wait times out after this long without its signal: `{ timedOut: true }`. */
 export const SIGNAL_TIMEOUT_MS = 2_500;
 
-/** Fault kinds from a comma-separated list (`--faults`, `TORTURE_FAULTS`); throws on an unknown one. */
-export const faultKindsFrom = (list: string | undefined): FaultKind[] => {
-  const names = (list ?? "")
+/**
+ * The faults below holdfast (issue 35 item 6, decision 0080): played by the harness on the storage
+ * itself, not by the agent. The multi-worker harness plays the PostgreSQL ones on a private server
+ * reached through one TCP proxy per worker:
+ *  - `pg-restart`: the private server restarted fast (`pg_ctl restart -m fast`) or its postmaster
+ *    SIGKILLed and started again (crash recovery), at random moments between the kill waves;
+ *  - `partition`: one worker's proxy blackholed (both directions) or refusing, for a while shorter
+ *    or longer than the lease, then healed;
+ *  - `commit-lost`: one worker's connection cut right after (the server commits, the worker never
+ *    hears it) or right before (rolled back) the COMMIT of an append carrying an intent or an
+ *    outcome.
+ * `disk` and `clock` are named for the libSQL harness and not played yet: the harness refuses them.
+ */
+export const STORAGE_FAULT_KINDS = ["pg-restart", "partition", "commit-lost", "disk", "clock"] as const;
+export type StorageFaultKind = (typeof STORAGE_FAULT_KINDS)[number];
+/** The storage fault kinds the multi-worker PostgreSQL harness plays. */
+export const PG_FAULT_KINDS = [
+  "pg-restart",
+  "partition",
+  "commit-lost",
+] as const satisfies ReadonlyArray<StorageFaultKind>;
+export type PgFaultKind = (typeof PG_FAULT_KINDS)[number];
+
+const namesIn = (list: string | undefined): string[] =>
+  (list ?? "")
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s !== "");
+
+/** Fault kinds from a comma-separated list (`--faults`, `TORTURE_FAULTS`); throws on an unknown one. */
+export const faultKindsFrom = (list: string | undefined): FaultKind[] => {
+  const names = namesIn(list);
   for (const name of names)
     if (!(FAULT_KINDS as ReadonlyArray<string>).includes(name))
       throw new Error(
-        `unknown fault kind "${name}": the kinds are ${FAULT_KINDS.map((k) => `"${k}"`).join(", ")}`,
+        `unknown fault kind "${name}": the kinds are ${[...FAULT_KINDS, ...STORAGE_FAULT_KINDS].map((k) => `"${k}"`).join(", ")}`,
       );
   return [...new Set(names)] as FaultKind[];
+};
+
+/**
+ * `--faults` split into the ordinary day's kinds (the agent plays them) and the storage fault kinds
+ * (the harness plays them); throws on an unknown name.
+ */
+export const splitFaults = (
+  list: string | undefined,
+): { readonly kinds: FaultKind[]; readonly storage: StorageFaultKind[] } => {
+  const names = namesIn(list);
+  const storage = names.filter((n) => (STORAGE_FAULT_KINDS as ReadonlyArray<string>).includes(n));
+  const kinds = faultKindsFrom(names.filter((n) => !storage.includes(n)).join(","));
+  return { kinds, storage: [...new Set(storage)] as StorageFaultKind[] };
 };
 
 /** The backoff kind's call: its retry policy (recorded in its intent) and the refusals it meets. */

@@ -31,6 +31,10 @@
  * With --workers (or --store), the multi-worker torture instead (torture/workers.ts):
  *   npm run torture -- --store postgres://… --workers 3 [--runs 200] [--kills 30] [--pauses 30] [--lease-ms 3000] [--faults backoff,cancel,queue,pause] [--seed S] [--json] [--keep]
  *     (with `queue`, each of the --runs chats also gets three queued inputs: four runs of the agent per chat)
+ *   npm run torture -- --store postgres://… --workers 3 --faults pg-restart,partition,commit-lost
+ *     the faults below holdfast (decision 0080): the workers use a private PostgreSQL server (the
+ *     --store URL is not used for them), each through its own TCP proxy; between the kill waves the
+ *     server is restarted or SIGKILLed, a worker is partitioned, a worker's commit is cut
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -83,11 +87,14 @@ import {
   FAULT_KINDS,
   FAULTS,
   type FaultKind,
-  faultKindsFrom,
   HARNESS_BY,
   makeTortureDefinitions,
+  PG_FAULT_KINDS,
+  type PgFaultKind,
   QUEUED_INPUTS,
   SIGNAL_NAME,
+  type StorageFaultKind,
+  splitFaults,
   TORTURE_CHAT,
   TORTURE_ERROR_TEXTS,
   TORTURE_SECRET,
@@ -124,7 +131,7 @@ const OPTIONS = {
 } as const;
 const USAGE = `usage:
   npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
-  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--faults ${FAULT_KINDS.join(",")}] [--seed S] [--json] [--keep]
+  npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--max-seconds S] [--faults ${[...FAULT_KINDS, ...PG_FAULT_KINDS].join(",")}] [--seed S] [--json] [--keep]
 `;
 
 const parsed = (() => {
@@ -154,14 +161,29 @@ const aiAgent = variant === "ai" || variant === "ai-stream";
 /** Variants whose held runs a person decides through the API, and which then run on. */
 const decides = variant === "ai-stream" || variant === "mcp";
 /** The ordinary day's fault kinds this torture plays (the classic agent's, in both harnesses). */
-const faultKinds: FaultKind[] = (() => {
+const { kinds: faultKinds, storage: storageFaults } = ((): {
+  kinds: FaultKind[];
+  storage: StorageFaultKind[];
+} => {
   try {
-    return faultKindsFrom(values.faults);
+    return splitFaults(values.faults);
   } catch (error) {
     process.stderr.write(`torture: --faults: ${(error as Error).message}\n`);
     process.exit(2);
   }
 })();
+/** The faults below holdfast: only the multi-worker PostgreSQL harness plays them (disk, clock: not yet). */
+const notPlayed = storageFaults.filter((k) =>
+  values.workers === undefined && values.store === undefined
+    ? true
+    : !(PG_FAULT_KINDS as ReadonlyArray<string>).includes(k),
+);
+if (notPlayed.length > 0) {
+  process.stderr.write(
+    `torture: --faults ${notPlayed.join(",")}: not played by this harness (the multi-worker PostgreSQL harness plays ${PG_FAULT_KINDS.join(", ")})\n`,
+  );
+  process.exit(2);
+}
 if (faultKinds.length > 0 && variant !== "classic") {
   process.stderr.write("torture: --faults plays on the classic agent only (drop --agent)\n");
   process.exit(2);
@@ -1131,7 +1153,9 @@ const multiWorker = async () => {
     store,
     seed,
     faultKinds,
+    storageFaults: storageFaults as PgFaultKind[],
     keep: values.keep,
+    ...(values["max-seconds"] !== undefined ? { maxWavesMs: Number(values["max-seconds"]) * 1000 } : {}),
     ...numbers,
     log: (line) => process.stderr.write(`${line}\n`),
   }).catch((error: unknown) => {

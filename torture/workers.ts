@@ -39,6 +39,16 @@
  * half the waves send a parked run's signal and kill a worker right after its commit, before any
  * worker wakes it. A signal sent to some runs that ended must be refused. The checks are
  * torture/check-waits.ts's, over the whole journal.
+ *
+ * The faults below holdfast (`--faults pg-restart,partition,commit-lost`, decision 0080): the
+ * workers use a private PostgreSQL server (test/support/privatePg.ts; never the shared one), each
+ * worker slot through its own TCP proxy (test/support/tcpProxy.ts), while the harness reads the
+ * server directly. After each wave's kill and restart: `pg-restart` restarts the server fast or
+ * SIGKILLs its postmaster and starts it again; `partition` blackholes (or makes refuse) one
+ * worker's proxy for a while shorter or longer than the lease, healed in the background; and
+ * `commit-lost` cuts one worker's connection right after or right before the COMMIT of an append
+ * carrying an intent or an outcome. The same checks, plus: no worker died on its own, no run
+ * failed for an outage; a take-over during a fault is not held to the lease + 2 s bound.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -60,6 +70,8 @@ import type { RecordedEvent } from "../src/events/index.js";
 import type { RunRow } from "../src/projections/index.js";
 import { SCHEDULE_CRASH_POINTS, WAKE_CRASH_POINTS } from "../src/runtime/crash.js";
 import type { Journal } from "../src/runtime/Journal.js";
+import { type PrivatePg, startPrivatePg } from "../test/support/privatePg.js";
+import { startTcpProxy, type TcpProxy } from "../test/support/tcpProxy.js";
 import {
   auditFindings,
   checkBackoff,
@@ -76,6 +88,7 @@ import {
   type FaultKind,
   HARNESS_BY,
   makeTortureDefinitions,
+  type PgFaultKind,
   QUEUED_AGENT,
   QUEUED_INPUTS,
   SIGNAL_NAME,
@@ -101,10 +114,17 @@ export interface WorkersTortureOptions {
   readonly leaseMs: number;
   /** The ordinary day's fault kinds the agent plays (torture/definitions.ts FAULT_KINDS); none: as before. */
   readonly faultKinds?: ReadonlyArray<FaultKind>;
+  /**
+   * The faults below holdfast the harness plays (decision 0080); any: the workers run on a private
+   * PostgreSQL server through a proxy each, and `store` is not used.
+   */
+  readonly storageFaults?: ReadonlyArray<PgFaultKind>;
   /** Keep the schema and the trial folder afterwards. */
   readonly keep: boolean;
   /** Give up waiting for the runs to settle after this long. */
   readonly timeoutMs?: number;
+  /** Start no kill wave after this long (`--max-seconds`): the runs settle and the record says so. */
+  readonly maxWavesMs?: number;
   /** Progress lines (stderr). */
   readonly log?: (line: string) => void;
 }
@@ -120,7 +140,44 @@ export interface TakeOver {
   readonly ms: number;
   /** A worker was paused (SIGSTOP) while this run waited to be taken over. */
   readonly peerPaused: boolean;
+  /** A storage fault (a restart, a partition) overlapped the wait: the bound does not apply. */
+  readonly duringFault: boolean;
 }
+
+/** An error of the store being away (a restart, a cut), which the harness's own reads wait out. */
+const isOutage = (error: unknown): boolean => {
+  const e = error as { _tag?: string; code?: string; message?: string } | null;
+  if (e?._tag === "JournalUnavailable") return true;
+  if (typeof e?.code === "string" && /^(57P|08|ECONN|EPIPE)/.test(e.code)) return true;
+  return /terminat|ECONNREFUSED|ECONNRESET|Connection ended|not queryable|shutting down|starting up/i.test(
+    String(e?.message ?? error),
+  );
+};
+
+/**
+ * `target` whose promise-returning methods are tried again while the store is away (up to 90 s):
+ * the harness is the outside witness, and a PostgreSQL restart it played must not end it.
+ */
+const steadily = <T extends object>(target: T): T =>
+  new Proxy(target, {
+    get(t, prop) {
+      const value = Reflect.get(t, prop, t) as unknown;
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        const call = () => (value as (...a: unknown[]) => unknown).apply(t, args);
+        const first = call();
+        if (!(first instanceof Promise)) return first;
+        const until = Date.now() + 90_000;
+        const again = (p: Promise<unknown>): Promise<unknown> =>
+          p.catch(async (error: unknown) => {
+            if (!isOutage(error) || Date.now() > until) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            return again(call() as Promise<unknown>);
+          });
+        return again(first);
+      };
+    },
+  });
 
 type Identity = "local" | "remote";
 
@@ -215,6 +272,7 @@ const percentile = (values: ReadonlyArray<number>, p: number): number | null => 
 export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const log = options.log ?? (() => {});
   const faultKinds = options.faultKinds ?? [];
+  const storageFaults = options.storageFaults ?? [];
   const cancelKind = faultKinds.includes("cancel");
   const queueKind = faultKinds.includes("queue");
   const pauseKind = faultKinds.includes("pause");
@@ -234,13 +292,28 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
   const schema = `hf_torture_${options.seed}_${randomBytes(3).toString("hex")}`;
-  const url = new URL(options.store);
+  // The faults below holdfast: a private server the harness may restart, a proxy per worker slot.
+  const pgServer: PrivatePg | null = storageFaults.length > 0 ? await startPrivatePg() : null;
+  const baseStore = pgServer ? pgServer.url() : options.store;
+  const url = new URL(baseStore);
   url.searchParams.set("schema", schema);
   const store = url.toString();
+  const proxies: TcpProxy[] = [];
+  if (pgServer)
+    for (let slot = 0; slot < options.workers; slot++)
+      proxies.push(await startTcpProxy({ host: "127.0.0.1", port: pgServer.port }));
+  /** The store a worker of `slot` opens: through its proxy when storage faults are played. */
+  const storeOf = (slot: number) => proxies[slot]?.via(store) ?? store;
   // Opening the journal here first creates the schema, so the workers start on a migrated one.
-  const journal = await openStore(store);
-  const admin = new pg.Client({ connectionString: options.store, options: `-c search_path=${schema}` });
-  await admin.connect();
+  const journal = steadily(await openStore(store));
+  const adminPool = new pg.Pool({
+    connectionString: baseStore,
+    options: `-c search_path=${schema}`,
+    max: 2,
+  });
+  // An idle connection the server ended (a restart) is dropped by the pool, not thrown.
+  adminPool.on("error", () => {});
+  const admin = steadily(adminPool);
   const dir = mkdtempSync(join(tmpdir(), "holdfast-workers-"));
   for (const sub of ["witness", "work", "receipts", "workers"]) mkdirSync(join(dir, sub));
   const server = await startWitnessServer();
@@ -306,7 +379,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         CLI,
         "worker",
         "--store",
-        store,
+        storeOf(slot),
         "--module",
         MODULE,
         "--allowlist",
@@ -434,6 +507,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   };
   const interrupted = () => {
     killAll();
+    // The private server of the faults below holdfast goes too.
+    pgServer?.stopNow();
     process.exit(130);
   };
   process.on("exit", killAll);
@@ -833,9 +908,101 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     for (const spec of tortureScheduleSpecs()) await op.schedules.upsert(spec);
   }
 
+  // The faults below holdfast (decision 0080), played after each wave's kill and restart.
+  const faultCounts: Record<PgFaultKind, number> = { "pg-restart": 0, partition: 0, "commit-lost": 0 };
+  const faultDetail = {
+    restarts: { fast: 0, sigkill: 0 },
+    partitions: { blackhole: 0, refuse: 0, shorterThanLease: 0, longerThanLease: 0 },
+    commitCuts: {
+      "call.intended after": 0,
+      "call.intended before": 0,
+      "call.completed after": 0,
+      "call.completed before": 0,
+    } as Record<string, number>,
+    /** Cuts asked for that no append of that kind reached within their wait (not counted). */
+    cutsNotReached: 0,
+  };
+  /** When the storage was away for some worker (a restart: all of them; a partition: one). */
+  const faultSpans: Array<{ from: number; to: number }> = [];
+  /** A worker slot's partition: healed when this resolves. */
+  const partitioned = new Map<number, Promise<void>>();
+  const readyWorkers = () =>
+    slots.flatMap((w) => (w?.started && !w.exited && w.killedAt === null ? [w] : []));
+  const playStorageFaults = async () => {
+    if (pgServer === null) return;
+    if (storageFaults.includes("pg-restart")) {
+      // Not while a worker starts up: a worker that cannot reach its store at its start exits.
+      const until = Date.now() + 60_000;
+      while (slots.some((w) => w && !w.exited && !w.started) && Date.now() < until) await sleep(50);
+      const from = Date.now();
+      const fast = rng() < 0.5;
+      if (fast) await pgServer.restartFast();
+      else await pgServer.killAndStart();
+      faultSpans.push({ from, to: Date.now() });
+      faultCounts["pg-restart"]++;
+      faultDetail.restarts[fast ? "fast" : "sigkill"]++;
+      log(`pg-restart ${faultCounts["pg-restart"]}: ${fast ? "fast" : "SIGKILL"} in ${Date.now() - from} ms`);
+    }
+    if (storageFaults.includes("partition")) {
+      const candidates = readyWorkers().filter((w) => !partitioned.has(w.slot));
+      if (candidates.length > 0) {
+        const w = pick(candidates);
+        const proxy = proxies[w.slot]!;
+        const longer = rng() < 0.5;
+        const ms = Math.round(options.leaseMs * (longer ? 1.3 + rng() * 0.7 : 0.3 + rng() * 0.5));
+        const how = rng() < 0.7 ? "blackhole" : "refuse";
+        const from = Date.now();
+        if (how === "blackhole") proxy.blackhole();
+        else proxy.refuse();
+        faultCounts.partition++;
+        faultDetail.partitions[how]++;
+        faultDetail.partitions[longer ? "longerThanLease" : "shorterThanLease"]++;
+        partitioned.set(
+          w.slot,
+          sleep(ms).then(() => {
+            proxy.heal();
+            faultSpans.push({ from, to: Date.now() });
+            partitioned.delete(w.slot);
+          }),
+        );
+        log(`partition ${faultCounts.partition}: ${w.workerId} ${how} for ${ms} ms`);
+      }
+    }
+    if (storageFaults.includes("commit-lost")) {
+      // Armed on every reachable worker's proxy: the first append of that kind to reach its COMMIT
+      // is cut, the others are disarmed.
+      const candidates = readyWorkers().filter((w) => !partitioned.has(w.slot));
+      if (candidates.length > 0) {
+        const marker = rng() < 0.5 ? "call.intended" : "call.completed";
+        const mode = rng() < 0.5 ? "after" : "before";
+        const fired = await Promise.race([
+          ...candidates.map((w) => proxies[w.slot]!.cutAtCommit(marker, mode).then(() => w)),
+          sleep(8_000).then(() => null),
+        ]);
+        for (const w of candidates) proxies[w.slot]!.disarm();
+        if (fired) {
+          faultCounts["commit-lost"]++;
+          faultDetail.commitCuts[`${marker} ${mode}`] =
+            (faultDetail.commitCuts[`${marker} ${mode}`] ?? 0) + 1;
+          faultSpans.push({ from: Date.now(), to: Date.now() });
+          log(
+            `commit-lost ${faultCounts["commit-lost"]}: ${fired.workerId} ${marker} cut ${mode} its COMMIT`,
+          );
+        } else faultDetail.cutsNotReached++;
+      }
+    }
+  };
+
   const snapshots: Outcomes[] = [];
   let kills = 0;
+  /** The waves stopped by `maxWavesMs` before all the kills asked for. */
+  let wavesStoppedAfter: number | null = null;
   for (let k = 0; k < options.kills; k++) {
+    if (options.maxWavesMs !== undefined && Date.now() - started >= options.maxWavesMs) {
+      wavesStoppedAfter = k;
+      log(`--max-seconds reached after ${k} waves: the runs settle now`);
+      break;
+    }
     if (k % 5 === 4) await decideHeld(3);
     await feed(Math.round(((k + 1) * options.runs) / (options.kills + 1)));
     if (pauseKind) await lookAtPaused(kills, false);
@@ -960,12 +1127,18 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       !slots.some((w) => w && !w.exited && w.crashAt !== null)
         ? pick(restartPoints)
         : null;
+    // A slot's proxy still partitioned heals first: a worker that cannot reach its store at its start exits.
+    await partitioned.get(victim.slot);
     spawnWorker(victim.slot, crashAt);
     log(
       `kill ${kills}/${options.kills}: ${victim.workerId} (${victim.identity}); inputs handed out ${nextInput}/${options.runs}, admitted ${admitted.size}`,
     );
     snapshots.push(await outcomesNow(journal));
+    await playStorageFaults();
   }
+  // Every partition heals and no cut stays armed before the runs settle.
+  await Promise.all([...partitioned.values()]);
+  for (const proxy of proxies) proxy.disarm();
   await feed(options.runs);
   await decideHeld(10);
   // The schedule kind: no tick after the waves; the ticks' runs and queues settle below. Before the
@@ -1184,6 +1357,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       ms: claimedAt - victim.diedAt,
       // A peer stopped meanwhile may have been the one to take it: the bound does not apply.
       peerPaused: pauseSpans.some((p) => p.from < claimedAt && p.to > victim.diedAt),
+      // The store away (a restart, a partition, a cut) within a lease before the death or after it.
+      duringFault: faultSpans.some((f) => f.from < claimedAt && f.to > victim.diedAt - options.leaseMs),
     });
   }
   const timing = (list: ReadonlyArray<TakeOver>) => ({
@@ -1209,16 +1384,26 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       const who = victims.has(row.worker_id) ? "killed worker" : "live worker";
       const key = `${who}, run ${row.state}`;
       claimsLeft[key] = (claimsLeft[key] ?? 0) + 1;
-      if (who === "live worker")
+      // With the faults below holdfast, a release the outage swallowed leaves the claim of a run that
+      // finished: it lets nobody write (the run is over). On an active run it is still an error.
+      if (who === "live worker" && !(pgServer !== null && row.state === "finished"))
         errors.push(`a stopped worker left its claim: ${row.worker_id} (${row.state})`);
     }
     if (!options.keep) await admin.query(`DROP SCHEMA ${schema} CASCADE`);
   } catch (error) {
     errors.push(`cleaning up the schema ${schema}: ${(error as Error).message}`);
   } finally {
-    await admin.end().catch(() => {});
+    await adminPool.end().catch(() => {});
   }
+  for (const proxy of proxies) await proxy.close();
+  // The private server goes with the run (--keep keeps the trial folder only).
+  if (pgServer) await pgServer.stop();
   if (!options.keep) rmSync(dir, { recursive: true, force: true });
+  // No run may fail because the store was away (decision 0069): such a run is left to recovery.
+  const failedForOutage = check.endedOtherwise.filter(
+    (line) => / failed /.test(line) && /JournalUnavailable|unavailable|terminat|ECONN|connection/i.test(line),
+  );
+  for (const line of failedForOutage) errors.push(`a run failed because of an outage: ${line}`);
 
   const topRows = rows.filter((r) => !r.chatId.startsWith("child:"));
   const summary = {
@@ -1226,7 +1411,16 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     faultKinds,
     commit: process.env.TORTURE_COMMIT ?? null,
     seed: options.seed,
-    store: maskUrl(options.store),
+    store: pgServer
+      ? `a private PostgreSQL server (port ${pgServer.port}), a TCP proxy per worker`
+      : maskUrl(options.store),
+    ...(pgServer
+      ? {
+          /** The faults below holdfast played, by kind (decision 0080). */
+          faults: Object.fromEntries(storageFaults.map((k) => [k, faultCounts[k]])),
+          faultDetail,
+        }
+      : {}),
     schema: options.keep ? schema : `${schema} (dropped)`,
     ...(options.keep ? { folder: dir } : {}),
     workers: options.workers,
@@ -1235,6 +1429,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     childRuns: rows.length - topRows.length,
     inputsAdmitted: admitted.size,
     kills,
+    ...(wavesStoppedAfter !== null ? { killsAsked: options.kills, wavesStoppedByMaxSeconds: true } : {}),
     pauses,
     pausedMs: {
       min: pauseTimes.length ? Math.min(...pauseTimes) : null,
@@ -1262,7 +1457,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       ...timing(takeOvers),
       local: timing(takeOvers.filter((t) => t.detection === "local")),
       remote: timing(takeOvers.filter((t) => t.detection === "remote")),
-      overBound: takeOvers.filter((t) => t.ms > bound && !t.peerPaused),
+      overBound: takeOvers.filter((t) => t.ms > bound && !t.peerPaused && !t.duringFault),
+      /** Over the bound while the store was away for some worker: reported, not a failure. */
+      overBoundDuringFault: takeOvers.filter((t) => t.ms > bound && !t.peerPaused && t.duringFault).length,
       /** Over the bound while a peer was paused: reported, not a failure. */
       overBoundWhilePaused: takeOvers.filter((t) => t.ms > bound && t.peerPaused).length,
       /** Taken from a worker that was not killed: its lease ran out while it was alive (a pause, a slow heartbeat). */
@@ -1309,9 +1506,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     summary.audit !== "clean" ||
     summary.unsettled.length > 0 ||
     summary.runs < options.runs ||
-    summary.kills < options.kills ||
+    summary.kills < (wavesStoppedAfter ?? options.kills) ||
     summary.pauses < options.pauses ||
     summary.takeOvers.overBound.length > 0 ||
+    storageFaults.some((k) => faultCounts[k] === 0) ||
     (backoff?.problems.length ?? 0) > 0 ||
     (cancel?.problems.length ?? 0) > 0 ||
     (queued?.problems.length ?? 0) > 0 ||

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -30,6 +30,8 @@ export interface PrivatePg {
   readonly start: () => Promise<void>;
   /** Stop the server (immediate) and remove its folder. */
   readonly stop: () => Promise<void>;
+  /** The same, synchronously: for a process that is exiting (an interrupted harness). */
+  readonly stopNow: () => void;
 }
 
 const freePort = (): Promise<number> =>
@@ -154,6 +156,21 @@ export const startPrivatePg = async (): Promise<PrivatePg> => {
     start,
     stop: async () => {
       await asPostgres("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+    stopNow: () => {
+      try {
+        execFileSync(
+          "runuser",
+          ["-u", "postgres", "--", join(BIN, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
+          {
+            stdio: "ignore",
+            timeout: 30_000,
+          },
+        );
+      } catch {
+        // Already down.
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

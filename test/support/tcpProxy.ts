@@ -26,6 +26,8 @@ export interface TcpProxy {
     mode: "after" | "before",
     then?: "refuse" | "blackhole",
   ) => Promise<void>;
+  /** Forget a cut asked for that has not happened (its promise never resolves). */
+  readonly disarm: () => void;
   /** New connections are closed at once and live ones are closed: PostgreSQL looks gone. */
   readonly refuse: () => void;
   /** Nothing is forwarded either way, nothing is closed: a partition. New connections hang too. */
@@ -170,6 +172,9 @@ export const startTcpProxy = async (
       new Promise<void>((resolve) => {
         cut = { marker, mode: how, then, done: resolve };
       }),
+    disarm: () => {
+      cut = null;
+    },
     refuse: () => apply("refuse"),
     blackhole: () => apply("blackhole"),
     delay: (ms) => {

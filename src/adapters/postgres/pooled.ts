@@ -16,13 +16,23 @@ const listeners = new WeakMap<pg.PoolClient, () => void>();
  * a connection the server ends (idle-in-transaction timeout, restart) must fail our next query,
  * not crash the process; it is remembered so a batch knows its COMMIT was never sent.
  */
-export const checkout = async (pool: pg.Pool): Promise<pg.PoolClient> => {
-  const client = await pool.connect();
-  const listener = () => ended.add(client);
-  listeners.set(client, listener);
-  client.on("error", listener);
-  return client;
-};
+export const checkout = (pool: pg.Pool): Promise<pg.PoolClient> =>
+  new Promise((resolve, reject) => {
+    // The callback form, so the watch is on before anything else runs: the promise form resumes
+    // the caller a microtask later, and a server that ends the session in the same packet as the
+    // one that completed the connection (a restart just then) would emit the error to nobody,
+    // which crashes the process.
+    pool.connect((error, client) => {
+      if (error || !client) {
+        reject(error ?? new Error("the pool gave no connection"));
+        return;
+      }
+      const listener = () => ended.add(client);
+      listeners.set(client, listener);
+      client.on("error", listener);
+      resolve(client);
+    });
+  });
 
 export const giveBack = (client: pg.PoolClient, broken = false): void => {
   const listener = listeners.get(client);
