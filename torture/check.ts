@@ -258,6 +258,9 @@ export const checkTrial = (
     ...lines(join(dir, "witness", "model.txt")),
     // The MCP agent's server: its `send` requests (its `read` is on the safe list, like read_safe).
     ...lines(join(dir, "witness", "mcp.txt")).filter((line) => line.startsWith("send ")),
+    // The SSH and terminal agents' commands: each appends its line itself, on the host it ran on.
+    ...lines(join(dir, "witness", "ssh.txt")),
+    ...lines(join(dir, "witness", "terminal.txt")),
   ]) {
     add(line.split(" ").at(-1)!);
   }
