@@ -273,6 +273,13 @@ export const checkTrial = (
     const callId = key.split("#")[0]!;
     attemptsPerCall.set(callId, (attemptsPerCall.get(callId) ?? 0) + 1);
   }
+  // A reconciler's "not completed" is a proof that lets another attempt run: the witness having
+  // seen that very attempt makes it a false one, and the next attempt a second execution.
+  for (const { event } of events) {
+    const key = event.type === "call.reconciled" ? `${event.callId}#${event.attempt}` : "";
+    if (event.type === "call.reconciled" && event.outcome === "not-completed" && perKey.has(key))
+      duplicateDetail.push(`${key} was reconciled not completed, and the witness saw it run`);
+  }
   for (const [callId, attempts] of attemptsPerCall) {
     if (attempts > (authorized.get(callId) ?? 0)) {
       duplicateDetail.push(
