@@ -7,6 +7,9 @@
  *   ("generate" | "stream"), TORTURE_AI_POLICY ("hold" | "replay") and TORTURE_AI_ERRORS ("1": some
  *   streamed answers break off with an in-band error)
  *   TORTURE_AGENT "mcp": the MCP agent (torture/mcp-definitions.ts)
+ *   TORTURE_AGENT "ssh": the SSH agent (torture/ssh-definitions.ts), with TORTURE_SSH (the server)
+ *   TORTURE_LEASE_MS: the runtime's lease (default 3 s); a reconciler's budget is half of it
+ *   TORTURE_AGENT "terminal": the terminal agent (torture/terminal-definitions.ts)
  *   TORTURE_FAULTS: the ordinary day's fault kinds the classic agent plays, comma-separated
  *   ("backoff,cancel,queue,pause"); with `queue`, it queues QUEUED_INPUTS behind the trial's run
  *   (again after a restart: idempotent, in the same order) and waits for them too, unless the
@@ -37,6 +40,8 @@ const fault = FAULTS.find((f) => f === env.TORTURE_FAULT) as TortureFault | unde
 // The AI SDK and MCP agents' modules load their SDKs: only for their trials.
 type Definitions = Required<Pick<RuntimeOptions, "agents" | "tools" | "allowlist">> & {
   readonly close?: () => Promise<void>;
+  /** Secrets of the agent's own, registered beside the torture's. */
+  readonly secrets?: Readonly<Record<string, string>>;
 };
 const definitions = async (): Promise<Definitions> => {
   if (env.TORTURE_AGENT === "ai")
@@ -48,6 +53,15 @@ const definitions = async (): Promise<Definitions> => {
     });
   if (env.TORTURE_AGENT === "mcp")
     return (await import("./mcp-definitions.js")).makeMcpTortureDefinitions({ dir: env.TORTURE_DIR! });
+  if (env.TORTURE_AGENT === "ssh")
+    return (await import("./ssh-definitions.js")).makeSshTortureDefinitions({
+      dir: env.TORTURE_DIR!,
+      target: JSON.parse(env.TORTURE_SSH!),
+    });
+  if (env.TORTURE_AGENT === "terminal")
+    return (await import("./terminal-definitions.js")).makeTerminalTortureDefinitions({
+      dir: env.TORTURE_DIR!,
+    });
   return makeTortureDefinitions({
     dir: env.TORTURE_DIR!,
     server: env.TORTURE_SERVER!,
@@ -57,14 +71,14 @@ const definitions = async (): Promise<Definitions> => {
 };
 
 const main = async () => {
-  const { agents, tools, allowlist, close } = await definitions();
+  const { agents, tools, allowlist, close, secrets } = await definitions();
   const runtime = await openRuntime({
     store: env.TORTURE_DB!,
     agents,
     tools,
     allowlist,
-    secrets: { TORTURE_TOKEN: TORTURE_SECRET },
-    recovery: { leaseMs: 3_000 },
+    secrets: { TORTURE_TOKEN: TORTURE_SECRET, ...secrets },
+    recovery: { leaseMs: Number(env.TORTURE_LEASE_MS ?? 3_000) },
   });
   const recovered = await (runtime.recovery as typeof runtime.recovery & { done: Promise<unknown[]> }).done;
   let result: unknown = null;

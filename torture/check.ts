@@ -258,6 +258,9 @@ export const checkTrial = (
     ...lines(join(dir, "witness", "model.txt")),
     // The MCP agent's server: its `send` requests (its `read` is on the safe list, like read_safe).
     ...lines(join(dir, "witness", "mcp.txt")).filter((line) => line.startsWith("send ")),
+    // The SSH and terminal agents' commands: each appends its line itself, on the host it ran on.
+    ...lines(join(dir, "witness", "ssh.txt")),
+    ...lines(join(dir, "witness", "terminal.txt")),
   ]) {
     add(line.split(" ").at(-1)!);
   }
@@ -269,6 +272,13 @@ export const checkTrial = (
     if (n > 1) duplicateDetail.push(`${key} ran ${n} times`);
     const callId = key.split("#")[0]!;
     attemptsPerCall.set(callId, (attemptsPerCall.get(callId) ?? 0) + 1);
+  }
+  // A reconciler's "not completed" is a proof that lets another attempt run: the witness having
+  // seen that very attempt makes it a false one, and the next attempt a second execution.
+  for (const { event } of events) {
+    const key = event.type === "call.reconciled" ? `${event.callId}#${event.attempt}` : "";
+    if (event.type === "call.reconciled" && event.outcome === "not-completed" && perKey.has(key))
+      duplicateDetail.push(`${key} was reconciled not completed, and the witness saw it run`);
   }
   for (const [callId, attempts] of attemptsPerCall) {
     if (attempts > (authorized.get(callId) ?? 0)) {

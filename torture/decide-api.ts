@@ -34,7 +34,7 @@ const TOKEN = "torture-operator-token-0123456789";
 
 const witnessed = (dir: string): Set<string> => {
   const keys = new Set<string>();
-  for (const file of ["send.txt", "model.txt", "mcp.txt", "read.txt"]) {
+  for (const file of ["send.txt", "model.txt", "mcp.txt", "read.txt", "ssh.txt", "terminal.txt"]) {
     const path = join(dir, "witness", file);
     if (!existsSync(path)) continue;
     for (const line of readFileSync(path, "utf8").split("\n")) if (line) keys.add(line.split(" ").at(-1)!);
@@ -54,6 +54,9 @@ const resultOf = (call: CallView): unknown => {
   if (call.name === "mcp__send") return { content: [{ type: "text", text: `sent ${label}` }] };
   if (call.name === "mcp__read") return { content: [{ type: "text", text: `read ${label}` }] };
   if (call.name === "send") return { sent: label };
+  // The SSH and terminal agents' commands: what the command prints (it has no label).
+  if (call.name === "ssh" || call.name === "terminal")
+    return { exitCode: 0, stdout: "confirmed by a person from the witness\n", stderr: "" };
   return { read: label };
 };
 

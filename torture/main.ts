@@ -11,6 +11,13 @@
  *     (torture/decide-api.ts) and run on until they end
  *   npm run torture -- --agent mcp --trials 100    the MCP agent (torture/mcp-definitions.ts): a real
  *     MCP server's tools through holdfast/mcp; held runs decided through the HTTP API
+ *   npm run torture -- --agent ssh --trials 100    the SSH agent (torture/ssh-definitions.ts): commands
+ *     through makeSshTool against a real OpenSSH server on 127.0.0.1 started for the run; besides the
+ *     kills, `drop-session` trials SIGKILL the server's session processes while a command runs (the
+ *     connection drops); held runs decided through the HTTP API
+ *   npm run torture -- --agent terminal --trials 100   the terminal agent (torture/terminal-definitions.ts):
+ *     commands in a bash session through makeTerminalTool; `kill-session` trials SIGKILL the
+ *     session's bash while a command runs; held runs decided through the HTTP API
  *   npm run torture -- --faults backoff --trials 100   the ordinary day's fault kinds (torture/definitions.ts
  *     FAULT_KINDS), comma-separated, on the classic agent: `backoff` adds a retried call against a
  *     rate-limited endpoint and kills during its durable backoffs; `cancel` and `pause` act on the run
@@ -49,6 +56,7 @@ import {
   SCHEDULE_CRASH_POINTS,
   WAKE_CRASH_POINTS,
 } from "../src/runtime/crash.js";
+import { type Sshd, startSshd } from "../test/support/sshd.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
 import {
   auditLog,
@@ -103,11 +111,14 @@ import {
   waitKindsIn,
 } from "./definitions.js";
 import { MCP_NAMES } from "./mcp-definitions.js";
+import { descendantsNamed } from "./processes.js";
+import { SSH_COMMANDS, SSH_TOOL, type SshTortureTarget } from "./ssh-definitions.js";
+import { TERMINAL_COMMANDS, TERMINAL_TOOL } from "./terminal-definitions.js";
 import { type LimitedRequest, startWitnessServer } from "./witness-server.js";
 
 const OPTIONS = {
   trials: { type: "string", default: "40" },
-  /** "classic" (the journaled-call agent), "ai" (the AI SDK agent), "ai-stream" or "mcp". */
+  /** "classic" (the journaled-call agent), "ai" (the AI SDK agent), "ai-stream", "mcp", "ssh" or "terminal". */
   agent: { type: "string", default: "classic" },
   seed: { type: "string" },
   json: { type: "boolean", default: false },
@@ -130,7 +141,7 @@ const OPTIONS = {
   help: { type: "boolean", default: false },
 } as const;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp|ssh|terminal] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
   npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--max-seconds S] [--faults ${[...FAULT_KINDS, ...PG_FAULT_KINDS].join(",")}] [--seed S] [--json] [--keep]
 `;
 
@@ -149,7 +160,7 @@ if (parsed.values.help) {
 const { values } = parsed;
 
 const trials = Number(values.trials);
-const AGENTS = ["classic", "ai", "ai-stream", "mcp"] as const;
+const AGENTS = ["classic", "ai", "ai-stream", "mcp", "ssh", "terminal"] as const;
 type AgentVariant = (typeof AGENTS)[number];
 if (!(AGENTS as ReadonlyArray<string>).includes(values.agent)) {
   process.stderr.write(`torture: --agent takes ${AGENTS.map((a) => `"${a}"`).join(", ")}\n`);
@@ -159,7 +170,14 @@ const variant = values.agent as AgentVariant;
 /** The AI SDK agent, in either variant. */
 const aiAgent = variant === "ai" || variant === "ai-stream";
 /** Variants whose held runs a person decides through the API, and which then run on. */
-const decides = variant === "ai-stream" || variant === "mcp";
+const decides = variant === "ai-stream" || variant === "mcp" || variant === "ssh" || variant === "terminal";
+/** The tool agents (ssh, terminal): their one tool's name, and how many commands a run sends. */
+const toolAgent =
+  variant === "ssh"
+    ? { tool: SSH_TOOL, commands: SSH_COMMANDS, witness: "ssh.txt" }
+    : variant === "terminal"
+      ? { tool: TERMINAL_TOOL, commands: TERMINAL_COMMANDS, witness: "terminal.txt" }
+      : null;
 /** The ordinary day's fault kinds this torture plays (the classic agent's, in both harnesses). */
 const { kinds: faultKinds, storage: storageFaults } = ((): {
   kinds: FaultKind[];
@@ -233,19 +251,21 @@ const CALLS: Record<string, number> = aiAgent
   ? { [AI_MODEL_NAME]: 3, read_safe: 1, send: 2 }
   : variant === "mcp"
     ? { [MCP_NAMES.listing]: 1, [MCP_NAMES.read]: 1, [MCP_NAMES.send]: 2 }
-    : {
-        planner: 1,
-        read_safe: 2,
-        shell: 1,
-        write_file: 1,
-        http_post: 1,
-        send: 3,
-        "torture-child": 1,
-        // Its attempts: the first, refused, and a retry (or two).
-        ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
-        // Its attempts: the one awaiting approval, and the approved one.
-        ...(approvalKind ? { [APPROVAL_TOOL]: 2 } : {}),
-      };
+    : toolAgent
+      ? { [toolAgent.tool]: toolAgent.commands }
+      : {
+          planner: 1,
+          read_safe: 2,
+          shell: 1,
+          write_file: 1,
+          http_post: 1,
+          send: 3,
+          "torture-child": 1,
+          // Its attempts: the first, refused, and a retry (or two).
+          ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
+          // Its attempts: the one awaiting approval, and the approved one.
+          ...(approvalKind ? { [APPROVAL_TOOL]: 2 } : {}),
+        };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
 /**
  * The crash points the torture agent reaches: `during-backoff` only with the `backoff` kind (the
@@ -271,7 +291,11 @@ const WAKES = (faultKinds.includes("sleep") ? 2 : 0) + (signalKind ? 1 : 0) + (a
 
 /** The tools on the trial's safe list: the only ones an "allowlisted" replay may name. */
 const ALLOWLISTED_TOOLS: ReadonlySet<string> =
-  variant === "mcp" ? new Set([MCP_NAMES.read, MCP_NAMES.listing]) : new Set(["read_safe"]);
+  variant === "mcp"
+    ? new Set([MCP_NAMES.read, MCP_NAMES.listing])
+    : toolAgent
+      ? new Set<string>()
+      : new Set(["read_safe"]);
 
 /** Decisions the harness made, by kind, over all trials. */
 const decisionCounts: DecisionCounts = {};
@@ -362,6 +386,8 @@ interface TrialResult {
     readonly decidedByCli: number;
     readonly refused: number;
   };
+  /** The ssh and terminal agents' `drop-session` / `kill-session` trials: processes the harness killed mid-command. */
+  readonly sessionKills?: number;
   readonly error?: string;
 }
 
@@ -485,8 +511,27 @@ const APPROVAL_PLANS: ReadonlyArray<ApprovalPlan> = [
 /** The amount an edit approves instead of {@link APPROVAL_AMOUNT}. */
 const EDITED_AMOUNT = 42;
 
-/** What a trial puts the agent through: a kill at a named crash point, a random kill, or a fault. */
-type Category = CrashPointName | "random" | TortureFault;
+/**
+ * A lost session, from outside, while a command runs: the SSH server's session processes killed
+ * (the connection drops; the ssh agent) or the terminal session's bash killed (the terminal agent).
+ */
+type SessionAct = "drop-session" | "kill-session";
+/** What a trial puts the agent through: a kill at a named crash point, a random kill, a fault, or a lost session. */
+type Category = CrashPointName | "random" | TortureFault | SessionAct;
+const isSessionAct = (category: Category): category is SessionAct =>
+  category === "drop-session" || category === "kill-session";
+
+/** The ssh variant's lease: its reconciler connects over SSH within half of it. */
+const SSH_LEASE_MS = 10_000;
+/** The ssh agent's server, started once for the run (main). */
+let sshd: Sshd | null = null;
+const sshTarget = (): SshTortureTarget => ({
+  host: sshd!.host,
+  port: sshd!.port,
+  user: sshd!.user,
+  keyPath: sshd!.privateKeyPath,
+  hostKey: sshd!.hostKeyFingerprint,
+});
 const isFault = (category: Category): category is TortureFault =>
   (FAULTS as ReadonlyArray<string>).includes(category);
 
@@ -534,7 +579,17 @@ const runTrial = async (
           }
         : variant === "mcp"
           ? { TORTURE_AGENT: "mcp" }
-          : {}),
+          : variant === "ssh"
+            ? // A reconciler's budget is half the lease: an SSH connection (key exchange in
+              // JavaScript) on a loaded machine needs more than the 1.5 s of the 3 s lease.
+              {
+                TORTURE_AGENT: "ssh",
+                TORTURE_SSH: JSON.stringify(sshTarget()),
+                TORTURE_LEASE_MS: String(SSH_LEASE_MS),
+              }
+            : variant === "terminal"
+              ? { TORTURE_AGENT: "terminal" }
+              : {}),
   };
   const snapshots: Outcomes[] = [];
   counts.clear();
@@ -551,22 +606,24 @@ const runTrial = async (
         : null;
   const kill: Kill | null = fault
     ? faultKill()
-    : point === "random"
-      ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
-      : point === "during-backoff"
-        ? { at: point, call: BACKOFF_CALL }
-        : (SCHEDULE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
-          ? { at: point as CrashPointName, skip: Math.floor(rng() * 4) }
-          : (WAKE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
-            ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES - 1)) }
-            : point === "mid-checkpoint"
-              ? { at: point, skip: Math.floor(rng() * 2) }
-              : point === "mid-group-commit"
-                ? { at: point, skip: Math.floor(rng() * 16) }
-                : RECOVERY_POINTS.includes(point as CrashPointName) ||
-                    APPROVAL_WAKE_POINTS.includes(point as CrashPointName)
-                  ? { at: point as CrashPointName }
-                  : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
+    : isSessionAct(point)
+      ? null
+      : point === "random"
+        ? { at: "random", ms: 300 + Math.floor(rng() * 2500) }
+        : point === "during-backoff"
+          ? { at: point, call: BACKOFF_CALL }
+          : (SCHEDULE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
+            ? { at: point as CrashPointName, skip: Math.floor(rng() * 4) }
+            : (WAKE_CRASH_POINTS as ReadonlyArray<string>).includes(point)
+              ? { at: point as CrashPointName, skip: Math.floor(rng() * Math.max(1, WAKES - 1)) }
+              : point === "mid-checkpoint"
+                ? { at: point, skip: Math.floor(rng() * 2) }
+                : point === "mid-group-commit"
+                  ? { at: point, skip: Math.floor(rng() * 16) }
+                  : RECOVERY_POINTS.includes(point as CrashPointName) ||
+                      APPROVAL_WAKE_POINTS.includes(point as CrashPointName)
+                    ? { at: point as CrashPointName }
+                    : { at: point as CrashPointName, call, skip: Math.floor(rng() * (CALLS[call] ?? 1)) };
   let restarts = 0;
   let kills = 0;
   const firedAt = new Set<string>();
@@ -583,7 +640,9 @@ const runTrial = async (
               ? ["read_safe", AI_MODEL_NAME]
               : variant === "mcp"
                 ? [MCP_NAMES.read, MCP_NAMES.listing]
-                : ["read_safe", "torture-child"],
+                : toolAgent
+                  ? [toolAgent.tool]
+                  : ["read_safe", "torture-child"],
           ),
         }
       : point === "after-interrupted"
@@ -594,7 +653,9 @@ const runTrial = async (
                 ? ["send", "read_safe", AI_MODEL_NAME]
                 : variant === "mcp"
                   ? [MCP_NAMES.send, MCP_NAMES.read]
-                  : ["send", "read_safe", "shell", "http_post"],
+                  : toolAgent
+                    ? [toolAgent.tool]
+                    : ["send", "read_safe", "shell", "http_post"],
             ),
           }
         : kill;
@@ -941,6 +1002,33 @@ const runTrial = async (
     }
     return true;
   };
+  // The ssh and terminal agents' lost sessions: once a trial, while the run's `sessionStep`th command
+  // runs (its witness line is there, its outcome not yet), the harness kills the session from outside.
+  const sessionStep = 1 + Math.floor(rng() * (toolAgent?.commands ?? 1));
+  let sessionDone = !isSessionAct(point);
+  let sessionKills = 0;
+  const witnessLines = (): number =>
+    toolAgent && existsSync(join(dir, "witness", toolAgent.witness))
+      ? readFileSync(join(dir, "witness", toolAgent.witness), "utf8")
+          .split("\n")
+          .filter((l) => l !== "").length
+      : 0;
+  const sessionActor = async (child: ChildProcess, exited: () => boolean): Promise<void> => {
+    if (sessionDone) return;
+    while (!exited() && witnessLines() < sessionStep) await sleep(5);
+    if (exited()) return;
+    sessionDone = true;
+    if (point === "drop-session") sessionKills += sshd!.dropSessions();
+    else
+      for (const pid of descendantsNamed(child.pid!, "bash")) {
+        try {
+          process.kill(pid, "SIGKILL");
+          sessionKills++;
+        } catch {
+          // Gone already.
+        }
+      }
+  };
   // The schedule kind: when each process was up (its runtime open, noted in `alive`, until it ended).
   const alive: AliveWindow[] = [];
   const aliveFile = join(dir, "alive");
@@ -956,12 +1044,13 @@ const runTrial = async (
     const result = await runProcess(
       env,
       next,
-      acting || plan || approvalPlan
+      acting || plan || approvalPlan || !sessionDone
         ? async (child, exited) => {
             await Promise.all([
               acting?.(child, exited),
               waitsActor(child, exited),
               approvalActor(child, exited),
+              sessionActor(child, exited),
             ]);
           }
         : undefined,
@@ -1120,6 +1209,7 @@ const runTrial = async (
     ...(queue ? { queue } : {}),
     ...(pause ? { pause } : {}),
     ...(waits ? { waits, waitActs, ...(approvalPlan ? { approvalActs } : {}) } : {}),
+    ...(isSessionAct(point) ? { sessionKills } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -1170,6 +1260,9 @@ const multiWorker = async () => {
 const main = async () => {
   if (values.workers !== undefined || values.store !== undefined) return multiWorker();
   const server = await startWitnessServer();
+  // The ssh agent's remote host: a real OpenSSH server on 127.0.0.1, with keys made for this run.
+  const sshdDir = variant === "ssh" ? mkdtempSync(join(tmpdir(), "holdfast-torture-sshd-")) : null;
+  if (sshdDir) sshd = await startSshd(sshdDir);
   // The faults belong to the classic agent's code; the AI SDK agent gets the kills.
   // With the ordinary day's kinds, the cycle is theirs: every named point, and twice as often a
   // kill in a backoff or at random (which lands in one often); the classic faults have their record.
@@ -1185,7 +1278,11 @@ const main = async () => {
       ? [...wakePoints, ...TORTURE_POINTS, "random", "random"]
       : variant === "classic"
         ? [...TORTURE_POINTS, "random", ...FAULTS]
-        : [...TORTURE_POINTS, "random"];
+        : variant === "ssh"
+          ? [...TORTURE_POINTS, "random", "drop-session", "random", "drop-session"]
+          : variant === "terminal"
+            ? [...TORTURE_POINTS, "random", "kill-session", "random", "kill-session"]
+            : [...TORTURE_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
   // `--max-seconds`: no trial starts after this long; the record says how many ran and that it stopped.
@@ -1217,6 +1314,8 @@ const main = async () => {
       );
   }
   await server.close();
+  await sshd?.stop();
+  if (sshdDir) rmSync(sshdDir, { recursive: true, force: true });
   const perPoint: Record<string, number> = {};
   const killedPerPoint: Record<string, number> = {};
   for (const r of results) {
@@ -1240,6 +1339,15 @@ const main = async () => {
     kills: sum((r) => r.kills),
     decisions: sum((r) => r.decisions),
     decisionsByKind: decisionCounts,
+    ...(toolAgent
+      ? {
+          /** Trials that lost their session from outside mid-command, and the processes killed for it. */
+          sessionLost: {
+            trials: results.filter((r) => r.sessionKills !== undefined).length,
+            killedProcesses: sum((r) => r.sessionKills ?? 0),
+          },
+        }
+      : {}),
     duplicates: sum((r) => r.check.duplicates),
     lost: sum((r) => r.check.lost),
     held: sum((r) => r.check.held),

@@ -193,3 +193,56 @@ describe("crash torture, the approval kind (fixed seed, short)", () => {
     expect(result.summary.killedAtCrashPoint["after-approval-wake"], result.said).toBe(1);
   }, 300_000);
 });
+
+describe("crash torture, the SSH and terminal tools (fixed seed, short)", () => {
+  it("ssh against a real OpenSSH server: killed before the intent, after it (no start receipt: voided, run once after recovery) and after the command ran (its exit receipt read over a new connection); no command's witness line twice, every run completed", () => {
+    const result = torture(["--agent", "ssh", "--trials", "3", "--seed", "34"]);
+    expect(result.summary.agent).toBe("ssh");
+    expectClean(result);
+    expect(result.summary.trialsPerCrashPoint, result.said).toEqual({
+      "before-intent": 1,
+      "after-intent": 1,
+      "after-effect-before-outcome": 1,
+    });
+    expect(result.summary.kills, result.said).toBeGreaterThanOrEqual(3);
+    expect(result.summary.completed, result.said).toBe(3);
+    // The two calls killed around their command are proved from the remote receipts, not decided.
+    expect(result.summary.reconciled, result.said).toBeGreaterThanOrEqual(2);
+  }, 300_000);
+
+  it("ssh: the connection dropped mid-command (the server's session processes killed) is never sent again: held in doubt, decided from the witness, run on; every run completed", () => {
+    const result = torture(["--agent", "ssh", "--trials", "2", "--seed", "35", "--point", "drop-session"]);
+    expect(result.summary.agent).toBe("ssh");
+    expectClean(result);
+    expect(result.summary.sessionLost.trials, result.said).toBe(2);
+    expect(result.summary.sessionLost.killedProcesses, result.said).toBeGreaterThanOrEqual(2);
+    expect(result.summary.completed, result.said).toBe(2);
+  }, 300_000);
+
+  it("terminal: killed before the intent, after it and after the command ran: reconciled from the session's receipts; no command's witness line twice, every run completed", () => {
+    const result = torture(["--agent", "terminal", "--trials", "3", "--seed", "36"]);
+    expect(result.summary.agent).toBe("terminal");
+    expectClean(result);
+    expect(result.summary.kills, result.said).toBeGreaterThanOrEqual(3);
+    expect(result.summary.completed, result.said).toBe(3);
+    expect(result.summary.reconciled, result.said).toBeGreaterThanOrEqual(2);
+  }, 300_000);
+
+  it("terminal: the session's bash killed mid-command is never typed the command again: held in doubt, decided from the witness, the next command opens a new session; every run completed", () => {
+    const result = torture([
+      "--agent",
+      "terminal",
+      "--trials",
+      "2",
+      "--seed",
+      "37",
+      "--point",
+      "kill-session",
+    ]);
+    expect(result.summary.agent).toBe("terminal");
+    expectClean(result);
+    expect(result.summary.sessionLost.trials, result.said).toBe(2);
+    expect(result.summary.sessionLost.killedProcesses, result.said).toBeGreaterThanOrEqual(2);
+    expect(result.summary.completed, result.said).toBe(2);
+  }, 300_000);
+});
