@@ -1,7 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { assertReplayClean, openReader, openRuntime, ReplayDiverged, replayRuns } from "../../src/index.js";
+import {
+  assertReplayClean,
+  defineAgent,
+  openReader,
+  openRuntime,
+  ReplayDiverged,
+  replayRuns,
+} from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
 import { promptAgent, SECRET, secrets, tools } from "./promptAgent.js";
 
@@ -112,5 +119,44 @@ describe("assertReplayClean", () => {
     await expect(failing).rejects.toThrow(`${runId} writer@1: DIVERGES`);
     await expect(failing).rejects.toThrow('now:      model "polish"');
     await expect(failing).rejects.not.toThrow(SECRET.value);
+  });
+});
+
+describe("replayRuns, how runs end", () => {
+  it("an agent that now returns before a recorded call diverges there, with no call now", async () => {
+    const { store, runId } = await recordRun(tempDir());
+    const shorter = defineAgent({
+      name: "writer",
+      version: "1",
+      run: async (turn, input: { topic: string }) =>
+        turn.model("draft", { prompt: `Write about ${input.topic}. Key: ${SECRET.value}` }, async () => "x"),
+    });
+    const report = await replayRuns({ agents: [shorter], tools, secrets, store });
+    expect(report.runs[0]).toMatchObject({
+      runId,
+      result: "divergence",
+      divergence: { seq: 1, recorded: { kind: "tool", name: "note" }, now: null },
+    });
+  });
+
+  it("a waiting run continues live from its wait", async () => {
+    const store = join(tempDir(), "journal.db");
+    const sleeper = defineAgent({
+      name: "sleeper",
+      version: "1",
+      run: async (turn) => {
+        await turn.model("think", { q: 1 }, async () => "ok");
+        await turn.sleep(3_600_000);
+        return "awake";
+      },
+    });
+    const runtime = await openRuntime({ store, agents: [sleeper] });
+    const run = await runtime.submit({ chatId: "c1", inputId: "m1", agent: "sleeper", content: {} });
+    expect(await run.result).toMatchObject({ status: "waiting" });
+    await runtime.close();
+    const report = await replayRuns({ agents: [sleeper], store });
+    expect(report.runs).toEqual([
+      expect.objectContaining({ runId: run.runId, result: "continues-live", seq: 1 }),
+    ]);
   });
 });
