@@ -4,7 +4,7 @@ import type { RunRow } from "../projections/index.js";
 import { AgentRegistry } from "../runtime/agents.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
 import { InvalidInput } from "../runtime/errors.js";
-import type { JournalReader } from "../runtime/Journal.js";
+import type { JournalReader, RunSearchKey } from "../runtime/Journal.js";
 import { type ReplayDivergence, type RunReplay, replayRun } from "../runtime/replay.js";
 import { openStoreReader } from "./store.js";
 
@@ -26,7 +26,7 @@ export interface ReplayOptions {
   readonly runIds?: ReadonlyArray<string>;
   /** Only runs admitted at this time or after (ISO 8601, or a Date). */
   readonly since?: string | Date;
-  /** Only runs with one of these statuses (as `holdfast runs` shows them). */
+  /** Only runs with one of these statuses (as `holdfast runs` shows them). Default: every run. */
   readonly status?: ReadonlyArray<RunRow["status"]> | RunRow["status"];
   /** How long one run's agent may take (default 30 s). */
   readonly timeoutMs?: number;
@@ -40,7 +40,7 @@ export interface ReplayOptions {
 
 /** What `replayRuns` found. */
 export interface ReplayReport {
-  /** Each run replayed, in admission order. */
+  /** Each run replayed: those asked for by id in that order, otherwise newest first. */
   readonly runs: ReadonlyArray<RunReplay>;
   /** How many runs diverged (0: the code re-executes every run as recorded). */
   readonly divergences: number;
@@ -48,28 +48,55 @@ export interface ReplayReport {
   readonly errors: number;
 }
 
-const selectRuns = async (journal: JournalReader, options: ReplayOptions): Promise<string[]> => {
-  if (options.runIds) return [...options.runIds];
-  let since: number | undefined;
+/** The runs to replay, newest first, a page of run rows at a time; and how many (up to 10,001). */
+const selectRuns = async (
+  journal: JournalReader,
+  options: ReplayOptions,
+): Promise<{ readonly total: number; readonly runIds: AsyncIterable<string> }> => {
+  if (options.runIds) {
+    const ids = [...options.runIds];
+    return {
+      total: ids.length,
+      runIds: (async function* () {
+        yield* ids;
+      })(),
+    };
+  }
+  let from: string | undefined;
   if (options.since !== undefined) {
-    since = new Date(options.since).getTime();
-    if (!Number.isFinite(since))
+    const since = new Date(options.since);
+    if (!Number.isFinite(since.getTime()))
       throw new InvalidInput({
         what: "since",
         detail: `${String(options.since)} is not a time; give an ISO 8601 time such as 2026-12-05T06:00:00Z`,
       });
+    from = since.toISOString();
   }
   const statuses =
     options.status === undefined
       ? undefined
-      : new Set(Array.isArray(options.status) ? options.status : [options.status]);
-  const rows = await journal.projectionRows<RunRow>("runs");
-  return rows
-    .filter((row) => since === undefined || Date.parse(row.admittedAt) >= since)
-    .filter((row) => statuses === undefined || statuses.has(row.status))
-    .sort((a, b) => a.position - b.position)
-    .map((row) => row.runId);
+      : Array.isArray(options.status)
+        ? options.status
+        : [options.status];
+  const search = {
+    ...(from === undefined ? {} : { from }),
+    ...(statuses === undefined ? {} : { statuses }),
+  };
+  const [total = 0] = await journal.countRuns([{ ...search, limit: 0 }]);
+  async function* pages(): AsyncIterable<string> {
+    let after: RunSearchKey | undefined;
+    for (;;) {
+      const page = await journal.searchRuns({ ...search, limit: PAGE, ...(after ? { after } : {}) });
+      for (const { row } of page.rows) yield row.runId;
+      after = page.rows.at(-1)?.key;
+      if (!page.more || !after) return;
+    }
+  }
+  return { total, runIds: pages() };
 };
+
+/** Run rows read per page when choosing the runs. */
+const PAGE = 200;
 
 /**
  * Replay recorded runs against the current agent code before a deploy (decision 0082): each run is
@@ -88,9 +115,9 @@ export const replayRuns = async (options: ReplayOptions): Promise<ReplayReport> 
   const masker = makeMasker(options.secrets ?? {});
   const journal = await openStoreReader(options.store ?? options.db);
   try {
-    const runIds = await selectRuns(journal, options);
+    const { total, runIds } = await selectRuns(journal, options);
     const runs: RunReplay[] = [];
-    for (const runId of runIds) {
+    for await (const runId of runIds) {
       const run = await replayRun(journal, runId, {
         agents,
         tools,
@@ -98,7 +125,7 @@ export const replayRuns = async (options: ReplayOptions): Promise<ReplayReport> 
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       });
       runs.push(run);
-      options.onProgress?.({ done: runs.length, total: runIds.length, run });
+      options.onProgress?.({ done: runs.length, total: Math.max(total, runs.length), run });
     }
     return {
       runs,

@@ -32,10 +32,10 @@ describe("replay of the AI SDK example's journal", () => {
     });
     expect(report.divergences).toBe(0);
     expect(report.errors).toBe(0);
-    // Lisbon (5 calls, the SMS confirmed by a person) and "Thanks!" are the same; Porto was
-    // cancelled while its answer was being written: that call would run again, live.
+    // Newest first: "Thanks!" and Lisbon (5 calls, the SMS confirmed by a person) are the same;
+    // Porto was cancelled while its answer was being written: that call would run again, live.
     expect(report.runs.map((r) => r.result)).toEqual(["same", "continues-live", "same"]);
-    expect(report.runs[0]).toMatchObject({ calls: 5 });
+    expect(report.runs[2]).toMatchObject({ calls: 5 });
     expect(read(asked)).toBe("");
     expect({ outbox: read(outbox), provider: read(join(dir, "provider.log")) }).toEqual(before);
   }, 60_000);

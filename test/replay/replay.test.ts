@@ -160,3 +160,34 @@ describe("replayRuns, how runs end", () => {
     ]);
   });
 });
+
+describe("replayRuns, choosing runs", () => {
+  it("every run is replayed, page after page of the run index, and --status/--since narrow them", async () => {
+    const store = join(tempDir(), "journal.db");
+    const echo = defineAgent({
+      name: "echo",
+      version: "1",
+      run: async (turn, input: { n: number }) => turn.model("echo", input, async () => input.n),
+    });
+    const runtime = await openRuntime({ store, agents: [echo] });
+    const handles = [];
+    for (let n = 0; n < 205; n++)
+      handles.push(await runtime.submit({ chatId: `c${n}`, inputId: "m", agent: "echo", content: { n } }));
+    await Promise.all(handles.map((h) => h.result));
+    await runtime.close();
+    const progress: number[] = [];
+    const all = await replayRuns({
+      agents: [echo],
+      store,
+      onProgress: ({ done, total }) => progress.push(done, total),
+    });
+    expect(all.runs).toHaveLength(205);
+    expect(new Set(all.runs.map((r) => r.runId))).toEqual(new Set(handles.map((h) => h.runId)));
+    expect(all.runs.every((r) => r.result === "same")).toBe(true);
+    expect(progress.slice(-2)).toEqual([205, 205]);
+    expect((await replayRuns({ agents: [echo], store, status: ["held", "waiting"] })).runs).toEqual([]);
+    expect((await replayRuns({ agents: [echo], store, since: new Date(Date.now() + 60_000) })).runs).toEqual(
+      [],
+    );
+  }, 60_000);
+});
