@@ -124,14 +124,9 @@ export const makeSendSms = (outbox: string) =>
     }),
   );
 
-const open = async (dir: string) => {
-  let slowAnswerStarted = () => {};
-  const slowAnswer = new Promise<void>((resolve) => {
-    slowAnswerStarted = resolve;
-  });
-  const sendSms = makeSendSms(join(dir, "outbox.txt"));
-  const provider = scriptedProvider(join(dir, "provider.log"), () => slowAnswerStarted());
-  const assistant = defineAgent({
+/** The assistant: the AI SDK's tool loop, every model and tool call journaled. */
+export const makeAssistant = (provider: MockLanguageModelV3, sendSms: ReturnType<typeof makeSendSms>) =>
+  defineAgent({
     name: "assistant",
     version: "1",
     run: async (turn, input: { request: string }) => {
@@ -148,6 +143,15 @@ const open = async (dir: string) => {
       return text;
     },
   });
+
+const open = async (dir: string) => {
+  let slowAnswerStarted = () => {};
+  const slowAnswer = new Promise<void>((resolve) => {
+    slowAnswerStarted = resolve;
+  });
+  const sendSms = makeSendSms(join(dir, "outbox.txt"));
+  const provider = scriptedProvider(join(dir, "provider.log"), () => slowAnswerStarted());
+  const assistant = makeAssistant(provider, sendSms);
   const runtime = await openRuntime({
     store: join(dir, "journal.db"),
     agents: [assistant],

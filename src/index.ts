@@ -26,6 +26,17 @@ export { maskSignalUrl } from "./adapters/http/security.js";
 export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js";
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
+export {
+  assertReplayClean,
+  type ReplayCall,
+  ReplayDiverged,
+  type ReplayDivergence,
+  type ReplayOptions,
+  type ReplayReport,
+  type RunReplay,
+  replayReportText,
+  replayRuns,
+} from "./adapters/replay.js";
 export type { AnyEvent, EventType, KeyedHash, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow, ScheduleRow, ScheduleTick } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";

@@ -4,6 +4,7 @@ import * as ParseResult from "effect/ParseResult";
 import * as Schema from "effect/Schema";
 import {
   type AnyEvent,
+  type CallKind,
   callIdOf,
   canonicalJson,
   type EventOf,
@@ -79,6 +80,8 @@ export interface TurnDeps {
   readonly documents: { readonly journal: Journal; readonly masker: Masker };
   /** Admit (or re-admit) a child run under `inputId` and wait for its end. */
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
+  /** Told of each call as it takes its seq, with its arguments as fingerprinted (replay reports them). */
+  readonly observeCall?: (seq: number, call: { kind: CallKind; name: string; args: unknown }) => void;
 }
 
 /** What a wait call waits for: a due time, or a signal (with a due time: its timeout). */
@@ -571,6 +574,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const refused = this.refusal(name);
     if (refused) return Promise.reject(refused);
     const seq = this.nextSeq++;
+    this.deps.observeCall?.(seq, { kind: "wait", name, args });
     const callId = callIdOf(this.runId, seq);
     const fingerprint = fingerprintOf(this.deps.fingerprintKey, { kind: "wait", name, args });
     const known = contextOf(this.writer.fold).calls.get(callId);
@@ -791,6 +795,7 @@ export class TurnImpl implements Turn, AttemptHost {
     const refused = this.refusal(spec.name);
     if (refused) return Promise.reject(refused);
     const seq = this.nextSeq++;
+    this.deps.observeCall?.(seq, { kind: spec.kind, name: spec.name, args: spec.args });
     if (spec.approval) {
       // A new call that needs approval parks on it; a known one is served, denied or run below.
       const callId = callIdOf(this.runId, seq);

@@ -35,6 +35,7 @@ const commands = {
   prune: () => import("./commands/prune.js"),
   queue: () => import("./commands/queue.js"),
   rebuild: () => import("./commands/rebuild.js"),
+  replay: () => import("./commands/replay.js"),
   retry: () => import("./commands/retry.js"),
   runs: () => import("./commands/runs.js"),
   schedules: () => import("./commands/schedules.js"),
@@ -479,6 +480,27 @@ ${MODEL_ANSWER_HINT}, e.g.
     .action(async (options) =>
       setCode(await (await commands.allowlist()).allowlistCheckCommand(options, io)),
     );
+
+  command("replay")
+    .description(
+      "before a deploy: re-execute recorded runs against your agents' current code, every call served from the journal and no effect started; exit 1 on a divergence",
+    )
+    .option("--agents <module>", "the ES module that exports the `agents` (and `tools`, `secrets`) to check")
+    .option("--db <path>", DB_HELP)
+    .option("--store <url>", "journal file or postgres:// URL (the same as --db)")
+    .option("--run <runId>", "only this run; repeatable", (value: string, previous: string[] = []) => [
+      ...previous,
+      value,
+    ])
+    .option(
+      "--since <time>",
+      "only runs admitted at this time or after (ISO 8601, e.g. 2026-12-05T06:00:00Z)",
+    )
+    .addOption(
+      new Option("--status <status...>", "only runs with one of these statuses").choices(RUN_STATUSES),
+    )
+    .option("--json", "print one JSON document instead of a table")
+    .action(async (options) => setCode(await (await commands.replay()).replayCommand(options, io, stderr)));
 
   command("worker")
     .description(
