@@ -10,6 +10,8 @@
  *   TORTURE_AGENT "ssh": the SSH agent (torture/ssh-definitions.ts), with TORTURE_SSH (the server)
  *   TORTURE_LEASE_MS: the runtime's lease (default 3 s); a reconciler's budget is half of it
  *   TORTURE_AGENT "terminal": the terminal agent (torture/terminal-definitions.ts)
+ *   TORTURE_AGENT "browser": the browser agent (torture/browser-definitions.ts), against the test site
+ *   of TORTURE_SERVER, with TORTURE_BROWSER_PROBE ("1": the submit's probe is declared)
  *   TORTURE_FAULTS: the ordinary day's fault kinds the classic agent plays, comma-separated
  *   ("backoff,cancel,queue,pause"); with `queue`, it queues QUEUED_INPUTS behind the trial's run
  *   (again after a restart: idempotent, in the same order) and waits for them too, unless the
@@ -61,6 +63,11 @@ const definitions = async (): Promise<Definitions> => {
   if (env.TORTURE_AGENT === "terminal")
     return (await import("./terminal-definitions.js")).makeTerminalTortureDefinitions({
       dir: env.TORTURE_DIR!,
+    });
+  if (env.TORTURE_AGENT === "browser")
+    return (await import("./browser-definitions.js")).makeBrowserTortureDefinitions({
+      site: env.TORTURE_SERVER!,
+      probe: env.TORTURE_BROWSER_PROBE === "1",
     });
   return makeTortureDefinitions({
     dir: env.TORTURE_DIR!,

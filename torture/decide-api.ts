@@ -57,6 +57,11 @@ const resultOf = (call: CallView): unknown => {
   // The SSH and terminal agents' commands: what the command prints (it has no label).
   if (call.name === "ssh" || call.name === "terminal")
     return { exitCode: 0, stdout: "confirmed by a person from the witness\n", stderr: "" };
+  // The browser agent's actions: where the page was (a person saw the order on the site).
+  if (call.name === "browser") {
+    const action = (call.args as { action?: string } | null)?.action ?? "submit";
+    return { action, url: "", title: "confirmed by a person from the site's orders" };
+  }
   return { read: label };
 };
 
@@ -69,6 +74,8 @@ export const decideThroughApi = async (
   dir: string,
   random: () => number,
   counts: DecisionCounts,
+  /** Keys a witness in the harness itself saw (the browser agent's test site), besides the files. */
+  alsoSeen: ReadonlySet<string> = new Set(),
 ): Promise<number> => {
   const server = await serve({ store: db, port: 0, token: TOKEN });
   const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
@@ -80,7 +87,7 @@ export const decideThroughApi = async (
   };
   let made = 0;
   try {
-    const seen = witnessed(dir);
+    const seen = new Set([...witnessed(dir), ...alsoSeen]);
     const page = await api<{ runs: ReadonlyArray<{ runId: string }> }>("/api/runs?status=held");
     for (const { runId } of page.runs) {
       const path = `/api/runs/${encodeURIComponent(runId)}`;

@@ -18,6 +18,11 @@
  *   npm run torture -- --agent terminal --trials 100   the terminal agent (torture/terminal-definitions.ts):
  *     commands in a bash session through makeTerminalTool; `kill-session` trials SIGKILL the
  *     session's bash while a command runs; held runs decided through the HTTP API
+ *   npm run torture -- --agent browser --trials 100   the browser agent (torture/browser-definitions.ts):
+ *     a real Chromium through makeBrowserTool fills and submits the witness server's test form (each
+ *     POST counted under its key, answered late); `mid-submit` trials SIGKILL the agent while the
+ *     submit is in flight, `kill-browser` trials SIGKILL its Chromium then; every other trial declares
+ *     the submit's probe (the rest hold a submit in doubt); held runs decided through the HTTP API
  *   npm run torture -- --faults backoff --trials 100   the ordinary day's fault kinds (torture/definitions.ts
  *     FAULT_KINDS), comma-separated, on the classic agent: `backoff` adds a retried call against a
  *     rate-limited endpoint and kills during its durable backoffs; `cancel` and `pause` act on the run
@@ -58,6 +63,7 @@ import {
 } from "../src/runtime/crash.js";
 import { type Sshd, startSshd } from "../test/support/sshd.js";
 import { AI_MODEL_NAME } from "./ai-definitions.js";
+import { BROWSER_READ_TOOL, BROWSER_TOOL } from "./browser-definitions.js";
 import {
   auditLog,
   type BackoffCheck,
@@ -70,6 +76,7 @@ import {
   scanTrial,
   sealedRows,
 } from "./check.js";
+import { type BrowserCheck, checkBrowser } from "./check-browser.js";
 import {
   type CancelAsked,
   type CancelCheck,
@@ -111,14 +118,14 @@ import {
   waitKindsIn,
 } from "./definitions.js";
 import { MCP_NAMES } from "./mcp-definitions.js";
-import { descendantsNamed } from "./processes.js";
+import { chromiumBrowsers, descendantsNamed } from "./processes.js";
 import { SSH_COMMANDS, SSH_TOOL, type SshTortureTarget } from "./ssh-definitions.js";
 import { TERMINAL_COMMANDS, TERMINAL_TOOL } from "./terminal-definitions.js";
-import { type LimitedRequest, startWitnessServer } from "./witness-server.js";
+import { type LimitedRequest, startWitnessServer, type WitnessServer } from "./witness-server.js";
 
 const OPTIONS = {
   trials: { type: "string", default: "40" },
-  /** "classic" (the journaled-call agent), "ai" (the AI SDK agent), "ai-stream", "mcp", "ssh" or "terminal". */
+  /** "classic" (the journaled-call agent), "ai" (the AI SDK agent), "ai-stream", "mcp", "ssh", "terminal" or "browser". */
   agent: { type: "string", default: "classic" },
   seed: { type: "string" },
   json: { type: "boolean", default: false },
@@ -141,7 +148,7 @@ const OPTIONS = {
   help: { type: "boolean", default: false },
 } as const;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp|ssh|terminal] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp|ssh|terminal|browser] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
   npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--max-seconds S] [--faults ${[...FAULT_KINDS, ...PG_FAULT_KINDS].join(",")}] [--seed S] [--json] [--keep]
 `;
 
@@ -160,7 +167,7 @@ if (parsed.values.help) {
 const { values } = parsed;
 
 const trials = Number(values.trials);
-const AGENTS = ["classic", "ai", "ai-stream", "mcp", "ssh", "terminal"] as const;
+const AGENTS = ["classic", "ai", "ai-stream", "mcp", "ssh", "terminal", "browser"] as const;
 type AgentVariant = (typeof AGENTS)[number];
 if (!(AGENTS as ReadonlyArray<string>).includes(values.agent)) {
   process.stderr.write(`torture: --agent takes ${AGENTS.map((a) => `"${a}"`).join(", ")}\n`);
@@ -170,7 +177,14 @@ const variant = values.agent as AgentVariant;
 /** The AI SDK agent, in either variant. */
 const aiAgent = variant === "ai" || variant === "ai-stream";
 /** Variants whose held runs a person decides through the API, and which then run on. */
-const decides = variant === "ai-stream" || variant === "mcp" || variant === "ssh" || variant === "terminal";
+const decides =
+  variant === "ai-stream" ||
+  variant === "mcp" ||
+  variant === "ssh" ||
+  variant === "terminal" ||
+  variant === "browser";
+/** The browser agent: a real Chromium against the witness server's test site. */
+const browserAgent = variant === "browser";
 /** The tool agents (ssh, terminal): their one tool's name, and how many commands a run sends. */
 const toolAgent =
   variant === "ssh"
@@ -253,19 +267,22 @@ const CALLS: Record<string, number> = aiAgent
     ? { [MCP_NAMES.listing]: 1, [MCP_NAMES.read]: 1, [MCP_NAMES.send]: 2 }
     : toolAgent
       ? { [toolAgent.tool]: toolAgent.commands }
-      : {
-          planner: 1,
-          read_safe: 2,
-          shell: 1,
-          write_file: 1,
-          http_post: 1,
-          send: 3,
-          "torture-child": 1,
-          // Its attempts: the first, refused, and a retry (or two).
-          ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
-          // Its attempts: the one awaiting approval, and the approved one.
-          ...(approvalKind ? { [APPROVAL_TOOL]: 2 } : {}),
-        };
+      : browserAgent
+        ? // navigate, fill, submit (once each when nothing fails); the read of the orders.
+          { [BROWSER_TOOL]: 3, [BROWSER_READ_TOOL]: 1 }
+        : {
+            planner: 1,
+            read_safe: 2,
+            shell: 1,
+            write_file: 1,
+            http_post: 1,
+            send: 3,
+            "torture-child": 1,
+            // Its attempts: the first, refused, and a retry (or two).
+            ...(backoffKind ? { [BACKOFF_CALL]: 2 } : {}),
+            // Its attempts: the one awaiting approval, and the approved one.
+            ...(approvalKind ? { [APPROVAL_TOOL]: 2 } : {}),
+          };
 const RECOVERY_POINTS: CrashPointName[] = ["after-interrupted", "after-replay-authorized"];
 /**
  * The crash points the torture agent reaches: `during-backoff` only with the `backoff` kind (the
@@ -295,7 +312,9 @@ const ALLOWLISTED_TOOLS: ReadonlySet<string> =
     ? new Set([MCP_NAMES.read, MCP_NAMES.listing])
     : toolAgent
       ? new Set<string>()
-      : new Set(["read_safe"]);
+      : browserAgent
+        ? new Set([BROWSER_READ_TOOL])
+        : new Set(["read_safe"]);
 
 /** Decisions the harness made, by kind, over all trials. */
 const decisionCounts: DecisionCounts = {};
@@ -341,17 +360,39 @@ const runProcess = (
       err += d;
     });
     const timer = kill?.at === "random" ? setTimeout(() => child.kill("SIGKILL"), kill.ms ?? 500) : undefined;
+    // The browser agent's Chromium, watched while the process lives: a process SIGKILLed leaves its
+    // browser behind, which is ended here (it must not send anything once the process is gone).
+    const browsers = new Set<number>();
+    const watchBrowsers = browserAgent
+      ? setInterval(() => {
+          for (const pid of descendantsNamed(child.pid!, "chromium")) browsers.add(pid);
+        }, 100)
+      : undefined;
     let done = false;
     const closed = new Promise<{ code: number | null; signal: string | null }>((res) =>
       child.on("close", (code, signal) => {
         done = true;
         if (timer) clearTimeout(timer);
+        if (watchBrowsers) clearInterval(watchBrowsers);
+        for (const pid of browsers) endIfNamed(pid, "chromium");
         res({ code, signal });
       }),
     );
     const acting = during ? during(child, () => done) : Promise.resolve();
     void Promise.all([closed, acting]).then(([{ code, signal }]) => resolve({ code, signal, out, err }));
   });
+
+/** SIGKILL `pid` if it is still a process named `name` (a pid the harness saw below its agent). */
+const endIfNamed = (pid: number, name: string): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    if (!stat.slice(stat.indexOf("(") + 1).startsWith(name)) return false;
+    process.kill(pid, "SIGKILL");
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 interface TrialResult {
   readonly trial: number;
@@ -388,6 +429,8 @@ interface TrialResult {
   };
   /** The ssh and terminal agents' `drop-session` / `kill-session` trials: processes the harness killed mid-command. */
   readonly sessionKills?: number;
+  /** The browser agent: whether the submit's probe was declared, and its check. */
+  readonly browser?: BrowserCheck & { readonly probeDeclared: boolean };
   readonly error?: string;
 }
 
@@ -515,11 +558,30 @@ const EDITED_AMOUNT = 42;
  * A lost session, from outside, while a command runs: the SSH server's session processes killed
  * (the connection drops; the ssh agent) or the terminal session's bash killed (the terminal agent).
  */
-type SessionAct = "drop-session" | "kill-session";
+type SessionAct = "drop-session" | "kill-session" | "mid-submit" | "kill-browser";
 /** What a trial puts the agent through: a kill at a named crash point, a random kill, a fault, or a lost session. */
 type Category = CrashPointName | "random" | TortureFault | SessionAct;
 const isSessionAct = (category: Category): category is SessionAct =>
-  category === "drop-session" || category === "kill-session";
+  category === "drop-session" ||
+  category === "kill-session" ||
+  category === "mid-submit" ||
+  category === "kill-browser";
+/** The browser variant's lease: a reconciler's probe starts a Chromium within half of it. */
+const BROWSER_LEASE_MS = 10_000;
+/**
+ * The browser agent's trials, cycled: the crash points, random kills, and the kills while the submit
+ * is in flight (the site counted it and has not answered): `mid-submit` SIGKILLs the agent's process,
+ * `kill-browser` its Chromium. An odd length, so the probe's mode (by trial parity) meets each.
+ */
+const BROWSER_POINTS: ReadonlyArray<Category> = [
+  ...CRASH_POINTS.filter((point) => point !== "during-backoff"),
+  "random",
+  "mid-submit",
+  "kill-browser",
+  "random",
+  "mid-submit",
+  "kill-browser",
+];
 
 /** The ssh variant's lease: its reconciler connects over SSH within half of it. */
 const SSH_LEASE_MS = 10_000;
@@ -549,12 +611,15 @@ const runTrial = async (
   serverUrl: string,
   counts: Map<string, number>,
   requests: Map<string, LimitedRequest[]>,
+  orders: WitnessServer["orders"],
 ): Promise<TrialResult> => {
   const dir = mkdtempSync(join(tmpdir(), "holdfast-torture-"));
   mkdirSync(join(dir, "witness"));
   mkdirSync(join(dir, "work"));
   const db = join(dir, "journal.db");
   const fault = isFault(point) ? point : null;
+  // The browser agent: the submit's probe declared in every other trial (held without it).
+  const browserProbe = trial % 2 === 0;
   const env = {
     TORTURE_DB: db,
     TORTURE_DIR: dir,
@@ -589,11 +654,18 @@ const runTrial = async (
               }
             : variant === "terminal"
               ? { TORTURE_AGENT: "terminal" }
-              : {}),
+              : browserAgent
+                ? {
+                    TORTURE_AGENT: "browser",
+                    TORTURE_BROWSER_PROBE: browserProbe ? "1" : "0",
+                    TORTURE_LEASE_MS: String(BROWSER_LEASE_MS),
+                  }
+                : {}),
   };
   const snapshots: Outcomes[] = [];
   counts.clear();
   requests.clear();
+  orders.length = 0;
   // The backoff kind: half the call-point kills are at the retried call (any of its attempts).
   const call = values.call ?? (backoffKind && rng() < 0.5 ? BACKOFF_CALL : pick(Object.keys(CALLS)));
   // A fault trial: the fault alone, or with a random kill on top (sometimes); the status lookup
@@ -642,7 +714,9 @@ const runTrial = async (
                 ? [MCP_NAMES.read, MCP_NAMES.listing]
                 : toolAgent
                   ? [toolAgent.tool]
-                  : ["read_safe", "torture-child"],
+                  : browserAgent
+                    ? [BROWSER_READ_TOOL]
+                    : ["read_safe", "torture-child"],
           ),
         }
       : point === "after-interrupted"
@@ -655,7 +729,9 @@ const runTrial = async (
                   ? [MCP_NAMES.send, MCP_NAMES.read]
                   : toolAgent
                     ? [toolAgent.tool]
-                    : ["send", "read_safe", "shell", "http_post"],
+                    : browserAgent
+                      ? [BROWSER_TOOL, BROWSER_READ_TOOL]
+                      : ["send", "read_safe", "shell", "http_post"],
             ),
           }
         : kill;
@@ -1015,6 +1091,20 @@ const runTrial = async (
       : 0;
   const sessionActor = async (child: ChildProcess, exited: () => boolean): Promise<void> => {
     if (sessionDone) return;
+    if (point === "mid-submit" || point === "kill-browser") {
+      // The site counted a submit and holds its answer back: the submit is in flight.
+      while (!exited() && counts.size === 0) await sleep(5);
+      if (exited()) return;
+      sessionDone = true;
+      if (point === "mid-submit") {
+        child.kill("SIGKILL");
+        sessionKills++;
+      } else {
+        // The browser's own process (Chromium's pid); its renderers and helpers go with it.
+        for (const pid of chromiumBrowsers(child.pid!)) if (endIfNamed(pid, "chromium")) sessionKills++;
+      }
+      return;
+    }
     while (!exited() && witnessLines() < sessionStep) await sleep(5);
     if (exited()) return;
     sessionDone = true;
@@ -1121,7 +1211,13 @@ const runTrial = async (
       // A held run: a person decides through the API, and the next process carries it on.
       if (!decides || decisions >= 8 || !(await heldIn(db))) break;
       try {
-        decisions += await decideThroughApi(db, dir, rng, decisionCounts);
+        decisions += await decideThroughApi(
+          db,
+          dir,
+          rng,
+          decisionCounts,
+          browserAgent ? new Set(counts.keys()) : new Set(),
+        );
       } catch (e) {
         error = `decision refused: ${(e as Error).message}`;
         break;
@@ -1159,6 +1255,17 @@ const runTrial = async (
     everyEffectRecorded: kills === 0,
   });
   const audit = await auditLog(db);
+  const browser = browserAgent
+    ? {
+        ...checkBrowser(
+          log.events,
+          counts,
+          orders.filter((o) => o.label === `t${trial}`).length,
+          BROWSER_TOOL,
+        ),
+        probeDeclared: browserProbe,
+      }
+    : undefined;
   const backoff = backoffKind ? checkBackoff(log.events, requests) : undefined;
   const cancel = cancelKind ? checkCancel(log.events, Object.keys(check.effects), cancels) : undefined;
   const queue = queueKind
@@ -1210,6 +1317,7 @@ const runTrial = async (
     ...(pause ? { pause } : {}),
     ...(waits ? { waits, waitActs, ...(approvalPlan ? { approvalActs } : {}) } : {}),
     ...(isSessionAct(point) ? { sessionKills } : {}),
+    ...(browser ? { browser } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -1282,7 +1390,9 @@ const main = async () => {
           ? [...TORTURE_POINTS, "random", "drop-session", "random", "drop-session"]
           : variant === "terminal"
             ? [...TORTURE_POINTS, "random", "kill-session", "random", "kill-session"]
-            : [...TORTURE_POINTS, "random"];
+            : browserAgent
+              ? [...BROWSER_POINTS]
+              : [...TORTURE_POINTS, "random"];
   const results: TrialResult[] = [];
   const started = Date.now();
   // `--max-seconds`: no trial starts after this long; the record says how many ran and that it stopped.
@@ -1293,9 +1403,11 @@ const main = async () => {
       break;
     }
     const point = (values.point as Category | undefined) ?? points[i % points.length]!;
-    const result = await runTrial(i, point, server.url, server.counts, server.requests);
+    const result = await runTrial(i, point, server.url, server.counts, server.requests, server.orders);
     results.push(result);
     const bad =
+      (result.browser?.duplicates.length ?? 0) +
+      (result.browser?.lost.length ?? 0) +
       result.check.duplicates +
       result.check.lost +
       result.check.unsettled.length +
@@ -1310,7 +1422,7 @@ const main = async () => {
     );
     if (bad)
       process.stderr.write(
-        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, backoff: result.backoff?.problems, kinds: kindProblems(result), error: result.error })}\n`,
+        `  ${JSON.stringify({ ...result.check, effects: undefined, audit: result.audit, secrets: result.secrets, backoff: result.backoff?.problems, kinds: kindProblems(result), browser: result.browser, error: result.error })}\n`,
       );
   }
   await server.close();
@@ -1339,7 +1451,7 @@ const main = async () => {
     kills: sum((r) => r.kills),
     decisions: sum((r) => r.decisions),
     decisionsByKind: decisionCounts,
-    ...(toolAgent
+    ...(toolAgent || browserAgent
       ? {
           /** Trials that lost their session from outside mid-command, and the processes killed for it. */
           sessionLost: {
@@ -1348,8 +1460,33 @@ const main = async () => {
           },
         }
       : {}),
-    duplicates: sum((r) => r.check.duplicates),
-    lost: sum((r) => r.check.lost),
+    // The browser agent's own check (check-browser.ts) adds its findings to the common ones.
+    duplicates: sum((r) => r.check.duplicates + (r.browser?.duplicates.length ?? 0)),
+    lost: sum((r) => r.check.lost + (r.browser?.lost.length ?? 0)),
+    ...(browserAgent
+      ? {
+          /** The browser agent: the form's submits, the site's counts, the probe's verdicts. */
+          browser: {
+            trialsWithProbe: results.filter((r) => r.browser?.probeDeclared).length,
+            trialsWithoutProbe: results.filter((r) => r.browser && !r.browser.probeDeclared).length,
+            submitsIntended: sum((r) => r.browser?.submitsIntended ?? 0),
+            submitsReceived: sum((r) => r.browser?.submitsReceived ?? 0),
+            submitsDone: sum((r) => r.browser?.submitsDone ?? 0),
+            probe: {
+              done: sum((r) => r.browser?.probe.done ?? 0),
+              notDone: sum((r) => r.browser?.probe.notDone ?? 0),
+              unknown: sum((r) => r.browser?.probe.unknown ?? 0),
+            },
+            /** Trials whose run ended with the site holding exactly one order for it. */
+            trialsWithOneOrder: results.filter((r) => r.browser?.orders === 1).length,
+            problems: results.flatMap((r) =>
+              [...(r.browser?.duplicates ?? []), ...(r.browser?.lost ?? [])].map(
+                (p) => `trial ${r.trial}: ${p}`,
+              ),
+            ),
+          },
+        }
+      : {}),
     held: sum((r) => r.check.held),
     heldByReason: results.reduce<Record<string, number>>((all, r) => {
       for (const [k, n] of Object.entries(r.check.heldByReason)) all[k] = (all[k] ?? 0) + n;
@@ -1462,12 +1599,14 @@ const main = async () => {
         }
       : {}),
     problems: results
-      .filter((r) => r.check.duplicates || r.check.lost)
+      .filter(
+        (r) => r.check.duplicates || r.check.lost || r.browser?.duplicates.length || r.browser?.lost.length,
+      )
       .map((r) => ({
         trial: r.trial,
         point: r.point,
-        duplicates: r.check.duplicateDetail,
-        lost: r.check.lostDetail,
+        duplicates: [...r.check.duplicateDetail, ...(r.browser?.duplicates ?? [])],
+        lost: [...r.check.lostDetail, ...(r.browser?.lost ?? [])],
       })),
     effectsPerCall: Object.assign(
       {},

@@ -22,3 +22,19 @@ export const descendantsNamed = (root: number, name: string): number[] => {
   };
   return [...parents.keys()].filter((pid) => below(pid) && names.get(pid)?.startsWith(name));
 };
+
+/**
+ * The browser processes below `root`: Chromium's own (main) process, not the shell script that
+ * starts it (Debian's /usr/bin/chromium-headless-shell) nor its zygotes, renderers and utilities
+ * (`--type=…`), which end with it.
+ */
+export const chromiumBrowsers = (root: number): number[] =>
+  descendantsNamed(root, "chromium").filter((pid) => {
+    try {
+      // Chromium rewrites its helpers' command lines (one string, spaces): look for the flag anywhere.
+      const line = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      return !/^(\S*\/)?(ba|da)?sh\0/.test(line) && !line.includes("--type=");
+    } catch {
+      return false;
+    }
+  });

@@ -10,6 +10,11 @@ import type { AddressInfo } from "node:net";
  * - `POST /lookup/<key>` is the lookup the reconciler uses, atomic: `{ found: true, result }` when
  *   the key acted, else it reserves the key and answers `{ found: false, reserved: true }`.
  * - `GET /status/<key>` only looks (200 or 404); it proves nothing about a request still on its way.
+ * - `GET /site/form?label=L`, `POST /site/submit`, `GET /site/orders`: the browser agent's test site
+ *   (`--agent browser`). The form's submit is counted under the `Idempotency-Key` header the browser
+ *   tool sends, as `/effects` is (refused with 409, never counted, when a lookup reserved the key),
+ *   when it has arrived; the answer then waits {@link SITE_SUBMIT_DELAY_MS}, so a kill lands while
+ *   the submit is in flight. The submit's probe is `POST /lookup/<key>`, made by the probe's page.
  * - `POST /limited` (the `backoff` fault kind): a rate-limited API. It answers the first `refuse`
  *   requests of a call (its body's `refuse`, the call being the key before `#`) with 429, the
  *   first with `Retry-After: 5`, a second without (the policy's backoff decides), then acts as `/effects` does. Every request is kept in `requests`, refused
@@ -24,6 +29,8 @@ export interface WitnessServer {
   readonly reserved: Set<string>;
   /** Requests to `/limited` per call, in the order they arrived. */
   readonly requests: Map<string, LimitedRequest[]>;
+  /** The test site's orders (its form submits counted once per key), in the order they arrived. */
+  readonly orders: Array<{ readonly label: string; readonly key: string }>;
   close(): Promise<void>;
 }
 
@@ -37,6 +44,13 @@ export interface LimitedRequest {
   readonly status: 429 | 409 | 201;
 }
 
+/** How long the test site's form submit waits before it answers (it was counted already). */
+export const SITE_SUBMIT_DELAY_MS = 600;
+
+const sitePage = (title: string, body: string) =>
+  `<!doctype html><html><head><title>${title}</title></head><body>${body}</body></html>`;
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 export const startWitnessServer = async (): Promise<WitnessServer> => {
   const counts = new Map<string, number>();
   const reserved = new Set<string>();
@@ -45,7 +59,59 @@ export const startWitnessServer = async (): Promise<WitnessServer> => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
   };
+  /** The test site's received orders: label and key, in the order they arrived. */
+  const orders: Array<{ label: string; key: string }> = [];
+  const html = (res: ServerResponse, status: number, title: string, body: string) => {
+    res.writeHead(status, { "content-type": "text/html; charset=utf-8" });
+    res.end(sitePage(title, body));
+  };
   const server: Server = createServer((req, res) => {
+    const site = new URL(req.url ?? "/", "http://site");
+    if (req.method === "GET" && site.pathname === "/site/form") {
+      const label = escapeHtml(site.searchParams.get("label") ?? "");
+      html(
+        res,
+        200,
+        "Order",
+        `<form id="order" method="post" action="/site/submit"><input id="name" name="name"><input type="hidden" name="label" value="${label}"><button type="submit">Order</button></form>`,
+      );
+      return;
+    }
+    if (req.method === "POST" && site.pathname === "/site/submit") {
+      const key = String(req.headers["idempotency-key"] ?? "");
+      let body = "";
+      req.on("data", (d) => {
+        body += d;
+      });
+      req.on("end", () => {
+        const form = new URLSearchParams(body);
+        const label = form.get("label") ?? "";
+        if (reserved.has(key)) {
+          html(res, 409, "Refused", `<p id="refused">refused ${escapeHtml(key)}: the key was reserved</p>`);
+          return;
+        }
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        if (counts.get(key) === 1) orders.push({ label, key });
+        setTimeout(
+          () =>
+            html(res, 200, "Thanks", `<p id="received">received ${escapeHtml(form.get("name") ?? "")}</p>`),
+          SITE_SUBMIT_DELAY_MS,
+        );
+      });
+      return;
+    }
+    if (req.method === "GET" && site.pathname === "/site/orders") {
+      html(
+        res,
+        200,
+        "Orders",
+        `<ul>${orders
+          .filter((o) => o.label === (site.searchParams.get("label") ?? o.label))
+          .map((o) => `<li data-key="${escapeHtml(o.key)}">order ${escapeHtml(o.label)}</li>`)
+          .join("")}</ul>`,
+      );
+      return;
+    }
     if (req.method === "POST" && req.url === "/effects") {
       const key = String(req.headers["idempotency-key"] ?? "");
       let body = "";
@@ -127,6 +193,7 @@ export const startWitnessServer = async (): Promise<WitnessServer> => {
     counts,
     reserved,
     requests,
+    orders,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 };

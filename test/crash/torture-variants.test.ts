@@ -246,3 +246,63 @@ describe("crash torture, the SSH and terminal tools (fixed seed, short)", () => 
     expect(result.summary.completed, result.said).toBe(2);
   }, 300_000);
 });
+
+describe("crash torture, the browser tool (real Chromium, fixed seed, short)", () => {
+  it("browser: killed while the form's submit is in flight (the site counted it, its answer late): with the probe, recovery finds the attempt on the site and completes the call; without, the run is held and decided from the witness; the site kept one order per run", () => {
+    const result = torture(["--agent", "browser", "--trials", "2", "--seed", "34", "--point", "mid-submit"]);
+    expect(result.summary.agent).toBe("browser");
+    expectClean(result);
+    expect(result.summary.sessionLost, result.said).toEqual({ trials: 2, killedProcesses: 2 });
+    expect(result.summary.browser, result.said).toMatchObject({
+      trialsWithProbe: 1,
+      trialsWithoutProbe: 1,
+      submitsReceived: 2,
+      submitsDone: 2,
+      probe: { done: 1, notDone: 0, unknown: 0 },
+      trialsWithOneOrder: 2,
+      problems: [],
+    });
+    expect(result.summary.decisionsByKind["confirmed-completed"], result.said).toBe(1);
+    expect(result.summary.completed, result.said).toBe(2);
+  }, 300_000);
+
+  it("browser: killed after the submit's intent, before it was sent: the probe reserves the attempt's key on the site (not done), the lost session fails the next attempt definitely, the agent goes through the form again and the site counts one order; Chromium killed mid-submit holds the call, decided from the witness", () => {
+    const early = torture([
+      "--agent",
+      "browser",
+      "--trials",
+      "1",
+      "--seed",
+      "38",
+      "--point",
+      "after-intent",
+      "--call",
+      "browser",
+    ]);
+    expectClean(early);
+    expect(early.summary.killedAtCrashPoint, early.said).toEqual({ "after-intent": 1 });
+    expect(early.summary.browser, early.said).toMatchObject({
+      trialsWithProbe: 1,
+      submitsReceived: 1,
+      submitsDone: 1,
+      probe: { done: 0, notDone: 1, unknown: 0 },
+      trialsWithOneOrder: 1,
+    });
+    expect(early.summary.completed, early.said).toBe(1);
+    const browserKilled = torture([
+      "--agent",
+      "browser",
+      "--trials",
+      "1",
+      "--seed",
+      "40",
+      "--point",
+      "kill-browser",
+    ]);
+    expectClean(browserKilled);
+    expect(browserKilled.summary.sessionLost, browserKilled.said).toEqual({ trials: 1, killedProcesses: 1 });
+    expect(browserKilled.summary.decisionsByKind, browserKilled.said).toEqual({ "confirmed-completed": 1 });
+    expect(browserKilled.summary.browser.trialsWithOneOrder, browserKilled.said).toBe(1);
+    expect(browserKilled.summary.completed, browserKilled.said).toBe(1);
+  }, 300_000);
+});
