@@ -65,10 +65,14 @@ export const PANEL_JS = `"use strict";
     if (live && heading && heading.innerHTML !== live.innerHTML) heading.innerHTML = live.innerHTML;
   };
   new MutationObserver(syncHeading).observe(document.documentElement, { childList: true, subtree: true });
-  // A selection for a bulk action is not wiped by the list's refresh: the list waits while one is made.
+  // A selection for a bulk action, or a search being typed, is not wiped by the list's refresh: the
+  // list waits while a box is ticked or one of its fields has the focus.
   document.addEventListener("htmx:before:request", (event) => {
     const el = event.target;
-    if (el instanceof Element && el.id === "runs" && el.querySelector("input[name=run]:checked")) event.preventDefault();
+    if (!(el instanceof Element) || el.id !== "runs") return;
+    const active = document.activeElement;
+    const typing = active !== null && el.contains(active) && active.matches("input, select, textarea");
+    if (typing || el.querySelector("input[name=run]:checked")) event.preventDefault();
   });
   document.addEventListener("change", (event) => {
     const all = event.target instanceof Element ? event.target.closest("[data-select-all]") : null;

@@ -44,7 +44,7 @@ import {
   tokenMatches,
 } from "./security.js";
 import type { Env, OperatorPort } from "./types.js";
-import { nextAfter, type RunView, runView } from "./views.js";
+import { nextAfter, type RunView, runsPage, runView } from "./views.js";
 
 interface PanelOptions {
   readonly reader: JournalReader;
@@ -215,7 +215,10 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       const query = c.req.query();
       const section = await runsSection(reader, query, session);
       if (query.fragment === "runs") return c.html(section);
-      return c.html(layout("Runs", session, section, "/panel/live"));
+      // Live from the newest change of a run on, not from the journal's start: a stream that first
+      // replays every event refreshes the list once per event (back to back at 100,000 runs).
+      const newest = (await runsPage(reader, { time: "updated", limit: 1 })).runs[0];
+      return c.html(layout("Runs", session, section, `/panel/live?after=${newest?.position ?? 0}`));
     }),
   );
 
