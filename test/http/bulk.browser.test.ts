@@ -59,6 +59,14 @@ const decisionsOf = async (store: string, runId: string) => {
   }
 };
 
+/** A signal recorded on a run through the API: a held run stays held, one version on. */
+const signal = (server: Server, runId: string) =>
+  fetch(`${server.url}/api/runs/${runId}/signals`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.token.token}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "nudge", signalId: "s1", payload: {}, by: "bob" }),
+  });
+
 /** Select every held run under "Needs you", choose stop, and land on the confirm page. */
 const selectAllAndStop = async (server: Server) => {
   const page = await signIn(await newContext(), server.panelUrl, server.token.token);
@@ -71,7 +79,10 @@ const selectAllAndStop = async (server: Server) => {
 
 describe("bulk actions in the panel", () => {
   it("a bulk stop of three held runs records three decisions, each on its own run's version, and says what happens next for each", async () => {
-    const { server, store, runs } = await heldJournal(3);
+    const { server, store, runs: held } = await heldJournal(3);
+    // The first run took a signal before the list is drawn: a version on, its runs row unchanged.
+    expect((await signal(server, held[0]!.runId)).status).toBe(200);
+    const runs = [{ ...held[0]!, version: held[0]!.version + 1 }, ...held.slice(1)];
     const page = await selectAllAndStop(server);
 
     // One confirm page: each run, the version it was selected at, what will happen to it.
@@ -118,12 +129,7 @@ describe("bulk actions in the panel", () => {
 
     // Meanwhile the fourth run moves on (a signal is recorded on it): still held, one version on.
     const changed = runs[3]!;
-    const signalled = await fetch(`${server.url}/api/runs/${changed.runId}/signals`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${server.token.token}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: "nudge", signalId: "s1", payload: {}, by: "bob" }),
-    });
-    expect(signalled.status).toBe(200);
+    expect((await signal(server, changed.runId)).status).toBe(200);
 
     await Promise.all([page.waitForURL(`${server.panelUrl}/bulk`), page.click("#confirm")]);
     expect(await text(page.locator("#bulk-summary"))).toContain("3 of 4 recorded");

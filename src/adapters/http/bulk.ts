@@ -1,3 +1,4 @@
+import { runStreamId } from "../../events/index.js";
 import type { RunRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import type { NextStep } from "../../runtime/liveness.js";
@@ -80,6 +81,25 @@ export const checkBulkRequest = (request: BulkRequest): void => {
   }
 };
 
+/**
+ * Each run's stream version now (its head): what a decision is based on. The runs row's `version`
+ * is not it — events that change nothing in the row (a signal on a held run) leave it behind.
+ */
+export const runVersions = async (
+  reader: JournalReader,
+  runIds: ReadonlyArray<string>,
+): Promise<ReadonlyMap<string, number>> => {
+  if (runIds.length === 0) return new Map();
+  const heads = await reader.streamHeads(runIds.map(runStreamId));
+  const byStream = new Map(heads.map((h) => [h.streamId, h.version]));
+  return new Map(
+    runIds.flatMap((runId) => {
+      const version = byStream.get(runStreamId(runId));
+      return version === undefined ? [] : [[runId, version] as const];
+    }),
+  );
+};
+
 /** The definitely failed calls a retry grant is for: the run's `indefinite-failure` hold reasons. */
 export const failedCalls = (row: Pick<RunRow, "heldReasons">): ReadonlyArray<string> => [
   ...new Set(
@@ -97,12 +117,13 @@ export const bulkPreview = (
   action: BulkAction,
   target: BulkTarget,
   row: RunRow | null,
+  version: number | undefined,
 ): { readonly ok: boolean; readonly text: string } => {
-  if (!row) return { ok: false, text: `refused: there is no run ${target.runId}` };
-  if (row.version !== target.basedOnVersion)
+  if (!row || version === undefined) return { ok: false, text: `refused: there is no run ${target.runId}` };
+  if (version !== target.basedOnVersion)
     return {
       ok: false,
-      text: `refused: it changed since you looked at it (version ${target.basedOnVersion}; it is ${row.status} at version ${row.version} now): look at it again`,
+      text: `refused: it changed since you looked at it (version ${target.basedOnVersion}; it is ${row.status} at version ${version} now): look at it again`,
     };
   const reasons = row.heldReasons.map((r) => `${r.code}${r.callId ? ` ${r.callId}` : ""}`).join(", ");
   switch (action) {
@@ -207,7 +228,7 @@ export const runBulk = async (
               target,
               "refused",
               row
-                ? bulkPreview("retry", target, row).text.replace(/^refused: /, "")
+                ? bulkPreview("retry", target, row, basedOnVersion).text.replace(/^refused: /, "")
                 : `there is no run ${runId}`,
             ),
           );
@@ -224,7 +245,7 @@ export const runBulk = async (
         message = `one more attempt for ${calls[0]} granted at version ${basedOnVersion}`;
       }
       const after = await nextAfter(reader, runId, status);
-      if (version === null) version = (await reader.projection<RunRow>("runs", runId))?.version ?? null;
+      if (version === null) version = (await runVersions(reader, [runId])).get(runId) ?? null;
       results.push({ ...target, done: true, code: "recorded", message, version, ...after });
     } catch (error) {
       const reply = errorReply(error);

@@ -29,14 +29,19 @@ const runLink = (runId: string): Html =>
 export const bulkConfirmPage = (
   session: Session,
   action: BulkAction,
-  selection: ReadonlyArray<{ readonly target: BulkTarget; readonly row: RunRow | null }>,
+  selection: ReadonlyArray<{
+    readonly target: BulkTarget;
+    readonly row: RunRow | null;
+    readonly version: number | undefined;
+  }>,
   note: string,
   problem?: string,
 ): Html => {
-  const previews = selection.map(({ target, row }) => ({
+  const previews = selection.map(({ target, row, version }) => ({
     target,
     row,
-    preview: bulkPreview(action, target, row),
+    version,
+    preview: bulkPreview(action, target, row, version),
   }));
   const acting = previews.filter((p) => p.preview.ok).length;
   return html`<h1>Confirm: ${BULK_ACTIONS[action].toLowerCase()} (${selection.length} run${selection.length === 1 ? "" : "s"})</h1>
@@ -49,11 +54,12 @@ export const bulkConfirmPage = (
           ({
             target,
             row,
+            version,
             preview,
           }) => html`<tr data-run="${target.runId}" data-ok="${preview.ok ? "yes" : "no"}">
             <td>${runLink(target.runId)}</td>
             <td>version ${target.basedOnVersion}</td>
-            <td>${row ? `${row.status}, version ${row.version}` : "no such run"}</td>
+            <td>${row ? `${row.status}, version ${version ?? "?"}` : "no such run"}</td>
             <td class="${preview.ok ? "" : "refused"}">${preview.text}</td>
           </tr>`,
         )}

@@ -7,7 +7,7 @@ import type { JournalReader } from "../../runtime/Journal.js";
 import { ownerText, stalledDetail, stalledText, versionMissingText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
 import type { LiveRunRow } from "../liveness.js";
-import { BULK_ACTIONS, type BulkAction } from "./bulk.js";
+import { BULK_ACTIONS, type BulkAction, runVersions } from "./bulk.js";
 import type { Session } from "./security.js";
 import {
   type ApprovalView,
@@ -176,10 +176,14 @@ const bulkBar = (session: Session | undefined, id: string, actions: ReadonlyArra
       </div>`
     : html``;
 
-/** A row's checkbox: the run and the version the list was drawn at. */
-const pick = (session: Session | undefined, run: Pick<RunRow, "runId" | "version">): Html =>
+/** A row's checkbox: the run and its stream version when the list was drawn. */
+const pick = (
+  session: Session | undefined,
+  versions: ReadonlyMap<string, number>,
+  run: Pick<RunRow, "runId" | "version">,
+): Html =>
   session
-    ? html`<td><input type="checkbox" name="run" value="${run.runId}@${run.version}" aria-label="select ${run.runId}" /></td>`
+    ? html`<td><input type="checkbox" name="run" value="${run.runId}@${versions.get(run.runId) ?? run.version}" aria-label="select ${run.runId}" /></td>`
     : html``;
 
 const pickAll = (session: Session | undefined): Html =>
@@ -243,6 +247,9 @@ export const runsSection = async (
   }
   const qs = (extra: Record<string, string>) =>
     new URLSearchParams({ ...search, ...(text ? { q: text } : {}), ...extra }).toString();
+  const versions = session
+    ? await runVersions(reader, [...new Set([...held, ...page.runs].map((r) => r.runId))])
+    : new Map<string, number>();
   return html`<div id="runs" hx-get="/?${qs({ ...(query.cursor ? { cursor: query.cursor } : {}), fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
     <h1>Needs you <span class="muted">(${held.length + stalled.length + approvals.length})</span></h1>
     <form class="filters" method="get" action="/">
@@ -279,7 +286,7 @@ export const runsSection = async (
           <tbody>
             ${held.map(
               (run) => html`<tr data-run="${run.runId}">
-                ${pick(session, run)}
+                ${pick(session, versions, run)}
                 <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
                 <td>${run.heldReasons.map((r) => html`<div><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}</div>`)}</td>
                 <td>${age(run.updatedAt)}</td>
@@ -340,7 +347,7 @@ export const runsSection = async (
       <tbody>
         ${page.runs.map(
           (run) => html`<tr data-run="${run.runId}">
-            ${pick(session, run)}
+            ${pick(session, versions, run)}
             <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
             <td>${statusLabel(run)}</td>
             <td>${ownerLabel(run)}</td>

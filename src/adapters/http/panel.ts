@@ -11,7 +11,7 @@ import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
 import { listSchedules } from "../../runtime/schedules.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
-import { BULK_ACTIONS, type BulkAction, InvalidBulkRequest, runBulk } from "./bulk.js";
+import { BULK_ACTIONS, type BulkAction, InvalidBulkRequest, runBulk, runVersions } from "./bulk.js";
 import { bulkConfirmPage, bulkResultsPage, parseSelection } from "./bulkPages.js";
 import { ApiError, errorReply } from "./errors.js";
 import { changedMessage, type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
@@ -633,10 +633,15 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       if (targets.length === 0) return problem("Select at least one run: tick its box in the list.");
       const note = formText(form, "note").trim();
       const confirmPageNow = async (text?: string) => {
+        const versions = await runVersions(
+          reader,
+          targets.map((t) => t.runId),
+        );
         const selection = await Promise.all(
           targets.map(async (target) => ({
             target,
             row: await reader.projection<RunRow>("runs", target.runId),
+            version: versions.get(target.runId),
           })),
         );
         return c.html(
