@@ -38,6 +38,8 @@ export interface ControlOutcome {
   readonly runId: string;
   readonly status: RunStatus | "cancel-requested" | "pause-requested" | "pruned";
   readonly message: string;
+  /** Refused because the run moved on since the `basedOnVersion` asked with. */
+  readonly stale?: true;
 }
 
 /** The engine's side of cancel, pause and resume. */
@@ -64,6 +66,7 @@ const movedOn = (runId: string, fold: RunFold, basedOn: number | undefined): Con
     accepted: false,
     runId,
     status: statusOf(fold) as ControlOutcome["status"],
+    stale: true,
     message: `run ${runId} changed since you looked at it (version ${basedOn}; it is at version ${current} now, ${statusOf(fold)}); nothing was written: look at it again`,
   };
 };

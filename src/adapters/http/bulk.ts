@@ -4,7 +4,7 @@ import type { JournalReader } from "../../runtime/Journal.js";
 import type { NextStep } from "../../runtime/liveness.js";
 import { errorReply } from "./errors.js";
 import type { OperatorPort } from "./types.js";
-import { nextAfter } from "./views.js";
+import { nextAfter, runView } from "./views.js";
 
 /**
  * Bulk actions on a selection of runs (decision 0081): each run is acted on alone, through the same
@@ -100,14 +100,12 @@ export const runVersions = async (
   );
 };
 
-/** The definitely failed calls a retry grant is for: the run's `indefinite-failure` hold reasons. */
-export const failedCalls = (row: Pick<RunRow, "heldReasons">): ReadonlyArray<string> => [
-  ...new Set(
-    row.heldReasons.flatMap((r) =>
-      r.code === "indefinite-failure" && r.callId !== undefined ? [r.callId] : [],
-    ),
-  ),
-];
+/**
+ * The definitely failed calls of a held run, which a retry grant is for (a call in doubt takes a
+ * decision instead): read from the run's calls, since a hold reason's code does not tell them apart.
+ */
+export const failedCalls = async (reader: JournalReader, runId: string): Promise<ReadonlyArray<string>> =>
+  (await runView(reader, runId)).calls.flatMap((c) => (c.status === "failed" ? [c.callId] : []));
 
 /**
  * What the action would do to a run as the journal has it now: said on the confirm page before
@@ -118,6 +116,7 @@ export const bulkPreview = (
   target: BulkTarget,
   row: RunRow | null,
   version: number | undefined,
+  failed: ReadonlyArray<string> = [],
 ): { readonly ok: boolean; readonly text: string } => {
   if (!row || version === undefined) return { ok: false, text: `refused: there is no run ${target.runId}` };
   if (version !== target.basedOnVersion)
@@ -148,7 +147,7 @@ export const bulkPreview = (
     case "retry": {
       if (row.status !== "held")
         return { ok: false, text: `refused: it is ${row.status}, not held; nothing to retry` };
-      const calls = failedCalls(row);
+      const calls = failed;
       if (calls.length !== 1)
         return {
           ok: false,
@@ -213,7 +212,13 @@ export const runBulk = async (
       } else if (request.action === "cancel") {
         const outcome = await operator.cancel(runId, { by, note, basedOnVersion });
         if (!outcome.accepted) {
-          results.push(refused(target, outcome.status === "pruned" ? "pruned" : "refused", outcome.message));
+          results.push(
+            refused(
+              target,
+              outcome.stale ? "stale" : outcome.status === "pruned" ? "pruned" : "refused",
+              outcome.message,
+            ),
+          );
           continue;
         }
         version = null;
@@ -221,14 +226,14 @@ export const runBulk = async (
         status = outcome.status;
       } else {
         const row = await reader.projection<RunRow>("runs", runId);
-        const calls = row ? failedCalls(row) : [];
+        const calls = row ? await failedCalls(reader, runId) : [];
         if (calls.length !== 1) {
           results.push(
             refused(
               target,
               "refused",
               row
-                ? bulkPreview("retry", target, row, basedOnVersion).text.replace(/^refused: /, "")
+                ? bulkPreview("retry", target, row, basedOnVersion, calls).text.replace(/^refused: /, "")
                 : `there is no run ${runId}`,
             ),
           );

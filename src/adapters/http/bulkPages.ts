@@ -33,15 +33,17 @@ export const bulkConfirmPage = (
     readonly target: BulkTarget;
     readonly row: RunRow | null;
     readonly version: number | undefined;
+    /** With `retry`: the run's definitely failed calls. */
+    readonly failed?: ReadonlyArray<string>;
   }>,
   note: string,
   problem?: string,
 ): Html => {
-  const previews = selection.map(({ target, row, version }) => ({
+  const previews = selection.map(({ target, row, version, failed }) => ({
     target,
     row,
     version,
-    preview: bulkPreview(action, target, row, version),
+    preview: bulkPreview(action, target, row, version, failed),
   }));
   const acting = previews.filter((p) => p.preview.ok).length;
   return html`<h1>Confirm: ${BULK_ACTIONS[action].toLowerCase()} (${selection.length} run${selection.length === 1 ? "" : "s"})</h1>

@@ -11,7 +11,14 @@ import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
 import { listSchedules } from "../../runtime/schedules.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
-import { BULK_ACTIONS, type BulkAction, InvalidBulkRequest, runBulk, runVersions } from "./bulk.js";
+import {
+  BULK_ACTIONS,
+  type BulkAction,
+  failedCalls,
+  InvalidBulkRequest,
+  runBulk,
+  runVersions,
+} from "./bulk.js";
 import { bulkConfirmPage, bulkResultsPage, parseSelection } from "./bulkPages.js";
 import { ApiError, errorReply } from "./errors.js";
 import { changedMessage, type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
@@ -642,6 +649,9 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             target,
             row: await reader.projection<RunRow>("runs", target.runId),
             version: versions.get(target.runId),
+            ...(chosen === "retry" && versions.has(target.runId)
+              ? { failed: await failedCalls(reader, target.runId) }
+              : {}),
           })),
         );
         return c.html(

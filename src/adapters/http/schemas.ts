@@ -275,6 +275,8 @@ export const RetryBody = Schema.Struct({
   attempts: Schema.Int.pipe(Schema.between(1, 100)),
   grantedBy: Person,
   note: Schema.optional(Schema.String),
+  /** The version you looked at: a run that moved on since is refused (409 stale-decision). */
+  basedOnVersion: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 }).annotations({ identifier: "RetryBody" });
 
 /** A bulk action (decision 0081): one action on several runs, each on the version it was looked at. */
@@ -315,6 +317,8 @@ export const BulkReply = Schema.Struct({
 export const ControlBody = Schema.Struct({
   by: Person,
   note: Schema.optional(Schema.String),
+  /** The version you looked at: a run that moved on since is refused (`accepted: false`), nothing written. */
+  basedOnVersion: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 }).annotations({ identifier: "ControlBody" });
 
 /** What became of a cancel, pause or resume (`accepted: false` wrote nothing; `message` says why). */
