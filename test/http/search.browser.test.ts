@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeRunsFixture } from "../../bench/fixtures.js";
 import { type Server, serve } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
-import { launchChromium, screenshot, signIn } from "./browser/chromium.js";
+import { launchChromium, signIn } from "./browser/chromium.js";
 
 /**
  * The search of every run in the panel, in real Chromium, over a journal of 100,000 runs (decision
@@ -71,7 +71,6 @@ describe("search among 100,000 runs in the panel", () => {
       // By chat within a time range around its admission: it; within an earlier range: nothing.
       await search(page, { chat: `chat-${NEEDLE}`, from, to });
       expect(await listed(page)).toEqual([NEEDLE]);
-      await screenshot(page, "search");
       await search(page, {
         chat: `chat-${NEEDLE}`,
         from: "2000-01-01T00:00:00Z",
