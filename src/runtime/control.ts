@@ -21,6 +21,11 @@ import { recoverRun } from "./recoveryPass.js";
 export interface ControlRequest {
   readonly by: string;
   readonly note?: string;
+  /**
+   * The stream version the person looked at (a bulk action, decision 0081): a run that moved on
+   * since is refused (`accepted: false`, nothing written) rather than changed. Absent: as it is now.
+   */
+  readonly basedOnVersion?: number;
 }
 
 /**
@@ -33,6 +38,8 @@ export interface ControlOutcome {
   readonly runId: string;
   readonly status: RunStatus | "cancel-requested" | "pause-requested" | "pruned";
   readonly message: string;
+  /** Refused because the run moved on since the `basedOnVersion` asked with. */
+  readonly stale?: true;
 }
 
 /** The engine's side of cancel, pause and resume. */
@@ -44,7 +51,25 @@ export interface ControlCore extends EngineCore {
 }
 
 const Person = Schema.String.pipe(Schema.filter((s) => s.trim() !== "" || "say who asks (--by NAME)"));
-const ControlRequestSchema = Schema.Struct({ by: Person, note: Schema.optional(Schema.String) });
+const ControlRequestSchema = Schema.Struct({
+  by: Person,
+  note: Schema.optional(Schema.String),
+  basedOnVersion: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+});
+
+/** A run that moved on since the version the person looked at: refused, nothing written. */
+const movedOn = (runId: string, fold: RunFold, basedOn: number | undefined): ControlOutcome | null => {
+  if (basedOn === undefined) return null;
+  const current = contextOf(fold).version;
+  if (current === basedOn) return null;
+  return {
+    accepted: false,
+    runId,
+    status: statusOf(fold) as ControlOutcome["status"],
+    stale: true,
+    message: `run ${runId} changed since you looked at it (version ${basedOn}; it is at version ${current} now, ${statusOf(fold)}); nothing was written: look at it again`,
+  };
+};
 
 const load = async (core: EngineCore, runId: string): Promise<RunFold | null> => {
   const events = await core.journal.readStream(runStreamId(runId));
@@ -69,10 +94,11 @@ const appendUnowned = async (
   runId: string,
   build: (fold: RunFold) => ReadonlyArray<AnyEvent> | ControlOutcome,
   first: RunFold,
+  basedOn?: number,
 ): Promise<{ readonly fold: RunFold } | ControlOutcome> => {
   let fold = first;
   for (let attempt = 0; ; attempt++) {
-    const events = build(fold);
+    const events = movedOn(runId, fold, basedOn) ?? build(fold);
     if (!Array.isArray(events)) return events as ControlOutcome;
     const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine);
     try {
@@ -107,9 +133,9 @@ export const cancelRun = async (
   const note = core.masker.maskString((request.note ?? "").trim());
   // A run that became held between the read and the request is cancelled as a held run is: the
   // stop decision (decision 0043), read again rather than refused ("cancel it again") to the caller.
-  let outcome = await cancelOnce(core, runId, by, note);
+  let outcome = await cancelOnce(core, runId, by, note, request.basedOnVersion);
   for (let again = 0; again < HELD_RETRIES && !outcome.accepted && outcome.status === "held"; again++)
-    outcome = await cancelOnce(core, runId, by, note);
+    outcome = await cancelOnce(core, runId, by, note, request.basedOnVersion);
   return outcome;
 };
 
@@ -121,6 +147,7 @@ const cancelOnce = async (
   runId: string,
   by: string,
   note: string,
+  basedOn: number | undefined,
 ): Promise<ControlOutcome> => {
   let fold = await load(core, runId);
   if (!fold) return prunedOutcome(runId, "cancel");
@@ -130,7 +157,9 @@ const cancelOnce = async (
     fold = await load(core, runId);
     if (!fold) return prunedOutcome(runId, "cancel");
   }
-  if (statusOf(fold) === "held" && !core.isLive(runId)) return stopHeld(core, runId, fold, by, note);
+  const moved = movedOn(runId, fold, basedOn);
+  if (moved) return moved;
+  if (statusOf(fold) === "held" && !core.isLive(runId)) return stopHeld(core, runId, fold, by, note, basedOn);
   const appended = await appendUnowned(
     core,
     runId,
@@ -165,6 +194,7 @@ const cancelOnce = async (
         : [requested];
     },
     fold,
+    basedOn,
   );
   if (!("fold" in appended)) {
     // Asked already, but its owner is gone (it died, or its execution ended without carrying the
@@ -222,6 +252,7 @@ export const pauseRun = async (
       return [{ type: "run.pause-requested", runId, by, note }];
     },
     fold,
+    request.basedOnVersion,
   );
   if (!("fold" in appended)) return appended;
   // Paused while waiting: it keeps waiting, and parks paused once woken (decision 0051).
@@ -263,6 +294,7 @@ export const resumeRun = async (
       return [{ type: "run.resumed", runId, by }];
     },
     fold,
+    request.basedOnVersion,
   );
   if (!("fold" in appended)) return { ...appended, result: idle };
   const { result } = await core.continueRun(runId, appended.fold);
@@ -320,6 +352,7 @@ const stopHeld = async (
   fold: RunFold,
   by: string,
   note: string,
+  basedOn: number | undefined,
 ): Promise<ControlOutcome> => {
   let version = contextOf(fold).version;
   for (let attempt = 0; ; attempt++) {
@@ -340,6 +373,11 @@ const stopHeld = async (
     } catch (error) {
       if (!(error instanceof StaleDecision) || attempt >= 3) throw error;
       const again = await load(core, runId);
+      // Looked at on one version: a run that moved on is the person's to look at again.
+      if (basedOn !== undefined && again)
+        return (
+          movedOn(runId, again, basedOn) ?? cancelRun(core, runId, { by, note, basedOnVersion: basedOn })
+        );
       if (!again || statusOf(again) !== "held") return cancelRun(core, runId, { by, note });
       version = contextOf(again).version;
     }

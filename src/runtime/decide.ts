@@ -83,6 +83,11 @@ export interface RetryGrantRequest {
   readonly attempts: number;
   readonly grantedBy: string;
   readonly note?: string;
+  /**
+   * The stream version the person looked at (a bulk grant, decision 0081): a run that moved on
+   * since is refused with `StaleDecision`, nothing written. Absent: the version read now.
+   */
+  readonly basedOnVersion?: number;
 }
 
 /** A recorded decision or grant, and how the run goes on from there. */
@@ -116,6 +121,7 @@ const RetryGrantRequestSchema = Schema.Struct({
   attempts: Schema.Int.pipe(Schema.positive({ message: () => "it must be a whole number of at least 1" })),
   grantedBy: Schema.String.pipe(Schema.filter((s) => s.trim() !== "" || "say who grants (--by NAME)")),
   note: Schema.optional(Schema.String),
+  basedOnVersion: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 });
 
 const CONFIRMATIONS: ReadonlySet<DecisionKind> = new Set(["confirmed-completed", "confirmed-not-completed"]);
@@ -433,8 +439,12 @@ export const grantRetry = async (
   decodeInput(RetryGrantRequestSchema, request, "retry grant");
   if (core.isLive(runId)) throw new RunNotHeld({ runId, status: "running" });
   const { fold } = await loadHeldRun(core, runId);
+  const current = contextOf(fold).version;
+  // The append expects the version read here: checked against the one looked at, it is that one.
+  if (request.basedOnVersion !== undefined && request.basedOnVersion !== current)
+    throw new StaleDecision({ runId, basedOn: request.basedOnVersion, current });
   const events = retryEvents(runId, fold, callId, request, core.maxRetryAttempts, core.masker);
-  return continueAfter(core, runId, fold, events, contextOf(fold).version, []);
+  return continueAfter(core, runId, fold, events, request.basedOnVersion ?? current, []);
 };
 
 const continueAfter = async (

@@ -220,6 +220,7 @@ describe("the JSON API: reads", () => {
       [
         "/api/alerts",
         "/api/audit",
+        "/api/bulk",
         "/api/chats/{chatId}/plan",
         "/api/chats/{chatId}/queue",
         "/api/chats/{chatId}/queue/{inputId}/withdraw",

@@ -124,6 +124,7 @@ describe("docs/panel.md", () => {
       join(import.meta.dirname, "liveness.browser.test.ts"),
       join(import.meta.dirname, "versions.browser.test.ts"),
       join(import.meta.dirname, "approval.browser.test.ts"),
+      join(import.meta.dirname, "bulk.browser.test.ts"),
     ].flatMap((file) =>
       [...readFileSync(file, "utf8").matchAll(/screenshot\(page, "([\w-]+)"\)/g)].map((m) => m[1]),
     );

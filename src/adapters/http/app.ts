@@ -13,6 +13,7 @@ import { ScheduleNotFound } from "../../runtime/errors.js";
 import type { AlertRecord, JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
 import { getSchedule, listSchedules } from "../../runtime/schedules.js";
+import { InvalidBulkRequest, runBulk } from "./bulk.js";
 import { ApiError, sendError } from "./errors.js";
 import { METRICS_CONTENT_TYPE, metricsText } from "./metrics.js";
 import type { Auth, Env, OperatorPort } from "./types.js";
@@ -28,6 +29,8 @@ import {
   ApprovalBody,
   ApprovalReply,
   AuditReply,
+  BulkBody,
+  BulkReply,
   ChatQueue,
   ControlBody,
   ControlReply,
@@ -397,6 +400,26 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
       );
     });
   }
+
+  // One action on a selection (decision 0081): each run on its own version, refused alone.
+  app.post("/api/bulk", async (c) => {
+    const body = decodeWith(BulkBody, await jsonBody(c), "bulk action");
+    const operator = await options.operator();
+    const results = await runBulk(options.reader, operator, body).catch((error: unknown) => {
+      if (error instanceof InvalidBulkRequest)
+        throw new ApiError(422, "invalid-input", `bulk action: ${error.message}`, { field: error.field });
+      throw error;
+    });
+    const done = results.filter((r) => r.done).length;
+    return c.json(
+      encodeWith(BulkReply, {
+        action: body.action,
+        done,
+        refused: results.length - done,
+        results: results.map((r) => ({ ...r })),
+      }),
+    );
+  });
 
   app.post("/api/runs/:runId/signals", async (c) => {
     const body = decodeWith(SignalBody, await jsonBody(c), "signal");

@@ -65,6 +65,21 @@ export const PANEL_JS = `"use strict";
     if (live && heading && heading.innerHTML !== live.innerHTML) heading.innerHTML = live.innerHTML;
   };
   new MutationObserver(syncHeading).observe(document.documentElement, { childList: true, subtree: true });
+  // A selection for a bulk action, or a search being typed, is not wiped by the list's refresh: the
+  // list waits while a box is ticked or one of its fields has the focus.
+  document.addEventListener("htmx:before:request", (event) => {
+    const el = event.target;
+    if (!(el instanceof Element) || el.id !== "runs") return;
+    const active = document.activeElement;
+    const typing = active !== null && el.contains(active) && active.matches("input, select, textarea");
+    if (typing || el.querySelector("input[name=run]:checked")) event.preventDefault();
+  });
+  document.addEventListener("change", (event) => {
+    const all = event.target instanceof Element ? event.target.closest("[data-select-all]") : null;
+    const table = all && all.closest("table");
+    if (!table) return;
+    for (const box of table.querySelectorAll("input[name=run]")) box.checked = all.checked;
+  });
   document.addEventListener("click", (event) => {
     const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
     if (!button) return;
@@ -147,5 +162,7 @@ form.inline { display: inline; }
 #live-status[data-state="reconnecting"]::before, #live-status[data-state="signed-out"]::before { background: var(--bad); }
 .muted { color: var(--muted); }
 ol.attempts { margin: .25rem 0 0; padding-left: 1.25rem; font-size: .9em; }
+.bulk-bar { display: flex; gap: .75rem; align-items: center; flex-wrap: wrap; margin: .5rem 0 1rem; }
+#bulk-confirm td.refused, #bulk-results tr[data-done="no"] td.result { color: var(--bad); }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;

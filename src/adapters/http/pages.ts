@@ -7,6 +7,7 @@ import type { JournalReader } from "../../runtime/Journal.js";
 import { ownerText, stalledDetail, stalledText, versionMissingText } from "../../runtime/liveness.js";
 import type { ChatQueue } from "../../runtime/queue.js";
 import type { LiveRunRow } from "../liveness.js";
+import { BULK_ACTIONS, type BulkAction, runVersions } from "./bulk.js";
 import type { Session } from "./security.js";
 import {
   type ApprovalView,
@@ -159,7 +160,42 @@ export const ownerLabel = (run: LiveRunRow): Html | string =>
   run.owner ? html`<span class="owner" title="${run.owner.workerId}">${ownerText(run.owner)}</span>` : "";
 
 /** The runs list: "Needs you" (held, oldest first) and every run, filtered by the GET form. */
-export const runsSection = async (reader: JournalReader, query: Record<string, string>): Promise<Html> => {
+/**
+ * The "with selected" bar of a list whose rows have checkboxes (decision 0081): it posts the
+ * selection, each run with the version it was drawn at, to the one confirm page.
+ */
+const bulkBar = (session: Session | undefined, id: string, actions: ReadonlyArray<BulkAction>): Html =>
+  session
+    ? html`<div class="bulk-bar">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <label>With selected: <select name="action" id="${id}-action">
+          ${actions.map((a) => html`<option value="${a}">${BULK_ACTIONS[a]}</option>`)}
+        </select></label>
+        <button type="submit" class="secondary" id="${id}-go">Continue…</button>
+        <span class="muted">a confirm page lists each run and what will happen to it</span>
+      </div>`
+    : html``;
+
+/** A row's checkbox: the run and its stream version when the list was drawn. */
+const pick = (
+  session: Session | undefined,
+  versions: ReadonlyMap<string, number>,
+  run: Pick<RunRow, "runId" | "version">,
+): Html =>
+  session
+    ? html`<td><input type="checkbox" name="run" value="${run.runId}@${versions.get(run.runId) ?? run.version}" aria-label="select ${run.runId}" /></td>`
+    : html``;
+
+const pickAll = (session: Session | undefined): Html =>
+  session
+    ? html`<th scope="col"><input type="checkbox" data-select-all aria-label="select all" /></th>`
+    : html``;
+
+export const runsSection = async (
+  reader: JournalReader,
+  query: Record<string, string>,
+  session?: Session,
+): Promise<Html> => {
   const status = RUN_STATUSES.find((s) => s === query.status);
   const text = (query.q ?? "").trim();
   // "Needs you": oldest first, they have waited longest.
@@ -211,6 +247,9 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
   }
   const qs = (extra: Record<string, string>) =>
     new URLSearchParams({ ...search, ...(text ? { q: text } : {}), ...extra }).toString();
+  const versions = session
+    ? await runVersions(reader, [...new Set([...held, ...page.runs].map((r) => r.runId))])
+    : new Map<string, number>();
   return html`<div id="runs" hx-get="/?${qs({ ...(query.cursor ? { cursor: query.cursor } : {}), fragment: "runs" })}" hx-trigger="journal from:#live throttle:750ms, every 5s" hx-swap="outerHTML">
     <h1>Needs you <span class="muted">(${held.length + stalled.length + approvals.length})</span></h1>
     <form class="filters" method="get" action="/">
@@ -241,12 +280,13 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
     ${
       held.length === 0
         ? html`<p class="muted" id="needs-none">${stalled.length === 0 && approvals.length === 0 ? "No run is waiting for a person." : "No run is held for a decision."}</p>`
-        : html`<table id="needs-you">
+        : html`<form method="post" action="/bulk" id="bulk-held"><table id="needs-you">
           <caption class="visually-hidden">Held runs, oldest first</caption>
-          <thead><tr><th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
+          <thead><tr>${pickAll(session)}<th scope="col">Run</th><th scope="col">Why it is held</th><th scope="col">Waiting</th><th scope="col">Chat</th><th scope="col">Agent</th></tr></thead>
           <tbody>
             ${held.map(
               (run) => html`<tr data-run="${run.runId}">
+                ${pick(session, versions, run)}
                 <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
                 <td>${run.heldReasons.map((r) => html`<div><strong>${r.code}</strong>${r.callId ? html` <span class="mono">${r.callId}</span>` : ""}: ${r.detail}</div>`)}</td>
                 <td>${age(run.updatedAt)}</td>
@@ -255,7 +295,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
               </tr>`,
             )}
           </tbody>
-        </table>`
+        </table>${bulkBar(session, "bulk-held", ["stop", "retry", "cancel"])}</form>`
     }
     ${
       stalled.length === 0
@@ -301,12 +341,13 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
       ${Object.keys(search).length > 0 ? html`<a href="/${text ? `?${new URLSearchParams({ q: text })}` : ""}">Clear</a>` : ""}
     </form>
     ${problem === null ? "" : html`<p class="error" role="alert" id="search-problem">The search was not run: ${problem}. Every run is shown.</p>`}
-    <table id="all-runs">
+    <form method="post" action="/bulk" id="bulk-all"><table id="all-runs">
       <caption class="visually-hidden">Runs, newest first</caption>
-      <thead><tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Owner</th><th scope="col">Chat</th><th scope="col">Agent</th><th scope="col">Calls</th><th scope="col">Updated</th></tr></thead>
+      <thead><tr>${pickAll(session)}<th scope="col">Run</th><th scope="col">Status</th><th scope="col">Owner</th><th scope="col">Chat</th><th scope="col">Agent</th><th scope="col">Calls</th><th scope="col">Updated</th></tr></thead>
       <tbody>
         ${page.runs.map(
           (run) => html`<tr data-run="${run.runId}">
+            ${pick(session, versions, run)}
             <td><a href="/runs/${encodeURIComponent(run.runId)}" class="mono">${run.runId}</a></td>
             <td>${statusLabel(run)}</td>
             <td>${ownerLabel(run)}</td>
@@ -317,7 +358,7 @@ export const runsSection = async (reader: JournalReader, query: Record<string, s
           </tr>`,
         )}
       </tbody>
-    </table>
+    </table>${page.runs.length === 0 ? "" : bulkBar(session, "bulk-all", ["cancel", "stop", "retry"])}</form>
     <nav class="pages" aria-label="Pages of runs">
       ${page.prev === null ? "" : html`<a id="runs-prev" rel="prev" href="/?${qs({ cursor: page.prev })}">Previous page</a>`}
       ${page.next === null ? "" : html`<a id="runs-next" rel="next" href="/?${qs({ cursor: page.next })}">Next page</a>`}

@@ -3,7 +3,7 @@ import type { Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { html } from "hono/html";
 import { type DecisionKind, scheduleStreamId } from "../../events/index.js";
-import type { ScheduleRow } from "../../projections/index.js";
+import type { RunRow, ScheduleRow } from "../../projections/index.js";
 import type { AuditOptions, AuditReport } from "../../runtime/audit.js";
 import { readCheckpoint } from "../../runtime/checkpoint.js";
 import { readDocument } from "../../runtime/documents.js";
@@ -11,6 +11,15 @@ import type { JournalReader } from "../../runtime/Journal.js";
 import { listQueue } from "../../runtime/queue.js";
 import { listSchedules } from "../../runtime/schedules.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
+import {
+  BULK_ACTIONS,
+  type BulkAction,
+  failedCalls,
+  InvalidBulkRequest,
+  runBulk,
+  runVersions,
+} from "./bulk.js";
+import { bulkConfirmPage, bulkResultsPage, parseSelection } from "./bulkPages.js";
 import { ApiError, errorReply } from "./errors.js";
 import { changedMessage, type LiveOptions, type LiveStreams, liveEvents } from "./events.js";
 import {
@@ -42,7 +51,7 @@ import {
   tokenMatches,
 } from "./security.js";
 import type { Env, OperatorPort } from "./types.js";
-import { nextAfter, type RunView, runView } from "./views.js";
+import { nextAfter, type RunView, runsPage, runView } from "./views.js";
 
 interface PanelOptions {
   readonly reader: JournalReader;
@@ -211,9 +220,12 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     "/",
     page(async (c, session) => {
       const query = c.req.query();
-      const section = await runsSection(reader, query);
+      const section = await runsSection(reader, query, session);
       if (query.fragment === "runs") return c.html(section);
-      return c.html(layout("Runs", session, section, "/panel/live"));
+      // Live from the newest change of a run on, not from the journal's start: a stream that first
+      // replays every event refreshes the list once per event (back to back at 100,000 runs).
+      const newest = (await runsPage(reader, { time: "updated", limit: 1 })).runs[0];
+      return c.html(layout("Runs", session, section, `/panel/live?after=${newest?.position ?? 0}`));
     }),
   );
 
@@ -594,6 +606,74 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       }
       remember(session, runId, `${attempts} more attempt(s) for ${callId}. Next: ${await nextText(runId)}`);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
+    }),
+  );
+
+  // One action on a selection of runs (decision 0081): one confirm page listing each run and what
+  // will happen to it; then each run is acted on alone, on the version it was selected at.
+  app.post(
+    "/bulk",
+    page(async (c, session) => {
+      const form = await c.req.parseBody({ all: true });
+      const action = formText(form, "action");
+      const picked = form.run;
+      const values = (Array.isArray(picked) ? picked : picked === undefined ? [] : [picked]).filter(
+        (v): v is string => typeof v === "string",
+      );
+      const problem = (text: string, status: 422 = 422) =>
+        c.html(
+          layout(
+            "Bulk action",
+            session,
+            html`<h1>Bulk action</h1>${banner("error", `${text} Nothing was written.`)}<p><a href="/">Back to the runs</a></p>`,
+          ),
+          status,
+        );
+      if (!(action in BULK_ACTIONS))
+        return problem(`Choose an action: ${Object.values(BULK_ACTIONS).join(", ")}.`);
+      const chosen = action as BulkAction;
+      const { targets, bad } = parseSelection(values);
+      if (bad.length > 0)
+        return problem(
+          `The selection is not readable (${bad.join(", ")}): reload the list and select again.`,
+        );
+      if (targets.length === 0) return problem("Select at least one run: tick its box in the list.");
+      const note = formText(form, "note").trim();
+      const confirmPageNow = async (text?: string) => {
+        const versions = await runVersions(
+          reader,
+          targets.map((t) => t.runId),
+        );
+        const selection = await Promise.all(
+          targets.map(async (target) => ({
+            target,
+            row: await reader.projection<RunRow>("runs", target.runId),
+            version: versions.get(target.runId),
+            ...(chosen === "retry" && versions.has(target.runId)
+              ? { failed: await failedCalls(reader, target.runId) }
+              : {}),
+          })),
+        );
+        return c.html(
+          layout("Confirm", session, bulkConfirmPage(session, chosen, selection, note, text)),
+          text ? 422 : 200,
+        );
+      };
+      if (formText(form, "confirm") !== "yes") return confirmPageNow();
+      if (note === "") return confirmPageNow("Say why: a bulk action needs a note.");
+      let results: Awaited<ReturnType<typeof runBulk>>;
+      try {
+        results = await runBulk(reader, await options.operator(), {
+          action: chosen,
+          runs: targets,
+          by: session.name,
+          note,
+        });
+      } catch (error) {
+        if (error instanceof InvalidBulkRequest) return confirmPageNow(`${error.message}.`);
+        throw error;
+      }
+      return c.html(layout("Bulk action", session, bulkResultsPage(chosen, results)));
     }),
   );
 

@@ -275,12 +275,50 @@ export const RetryBody = Schema.Struct({
   attempts: Schema.Int.pipe(Schema.between(1, 100)),
   grantedBy: Person,
   note: Schema.optional(Schema.String),
+  /** The version you looked at: a run that moved on since is refused (409 stale-decision). */
+  basedOnVersion: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 }).annotations({ identifier: "RetryBody" });
+
+/** A bulk action (decision 0081): one action on several runs, each on the version it was looked at. */
+export const BulkBody = Schema.Struct({
+  action: Schema.Literal("stop", "cancel", "retry"),
+  runs: Schema.Array(
+    Schema.Struct({
+      runId: Schema.NonEmptyString,
+      basedOnVersion: Schema.Int.pipe(Schema.nonNegative()),
+    }),
+  ).pipe(Schema.minItems(1), Schema.maxItems(100)),
+  by: Person,
+  note: Schema.String.pipe(
+    Schema.filter((s) => s.trim() !== "" || "a bulk action needs a note: say why these runs, all together"),
+  ),
+}).annotations({ identifier: "BulkBody" });
+
+/** What became of each run of a bulk action: `done` wrote its action; a refused run wrote nothing. */
+export const BulkReply = Schema.Struct({
+  action: Schema.String,
+  done: Schema.Number,
+  refused: Schema.Number,
+  results: Schema.Array(
+    Schema.Struct({
+      runId: Schema.String,
+      basedOnVersion: Schema.Number,
+      done: Schema.Boolean,
+      code: Schema.String,
+      message: Schema.String,
+      version: Schema.NullOr(Schema.Number),
+      status: Schema.NullOr(Schema.String),
+      next: Schema.NullOr(NextStep),
+    }),
+  ),
+}).annotations({ identifier: "BulkReply" });
 
 /** Who asks to cancel, pause or resume a run, and why. */
 export const ControlBody = Schema.Struct({
   by: Person,
   note: Schema.optional(Schema.String),
+  /** The version you looked at: a run that moved on since is refused (`accepted: false`), nothing written. */
+  basedOnVersion: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
 }).annotations({ identifier: "ControlBody" });
 
 /** What became of a cancel, pause or resume (`accepted: false` wrote nothing; `message` says why). */
@@ -498,6 +536,8 @@ const components = {
   RetryBody,
   ControlBody,
   ControlReply,
+  BulkBody,
+  BulkReply,
   SignalBody,
   SignalReply,
   ApprovalBody,
@@ -614,6 +654,14 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           },
         ]),
       ),
+      "/api/bulk": {
+        post: {
+          summary:
+            "One action on several runs (stop held runs, cancel, grant one more attempt), each on the version you looked at: a run that changed since is refused alone, the others go on; per-run results",
+          requestBody: { required: true, content: json(BulkBody) },
+          responses: { ...ok(BulkReply), ...errors(401, 403, 413, 422) },
+        },
+      },
       "/api/runs/{runId}/signals": {
         post: {
           summary:
