@@ -121,7 +121,11 @@ const agentFor = (core: EngineCore, name: string, version: string | undefined): 
  */
 export const admitFork = async (core: EngineCore, fork: PreparedFork): Promise<RunHandle | QueuedHandle> => {
   const { chatId, inputId, inputDigest } = fork;
-  const agent = agentFor(core, fork.agentName, fork.agentVersion);
+  // Without the agent here (an operator's runtime, the server's), the fork is recorded and not
+  // executed: its run waits, unowned, for a worker with the agent to take it over and continue it.
+  const agent: PreparedInput["agent"] = core.agents.has(fork.agentName)
+    ? agentFor(core, fork.agentName, fork.agentVersion)
+    : { name: fork.agentName, version: fork.agentVersion };
   const request: SubmitRequest = {
     chatId,
     inputId,
@@ -154,7 +158,10 @@ export const admitFork = async (core: EngineCore, fork: PreparedFork): Promise<R
   );
 };
 
-/** Admit a new run for the input now; `ActiveRunExists` when the chat is busy. */
+/**
+ * Admit a new run for the input now; `ActiveRunExists` when the chat is busy. An agent this runtime
+ * does not have (a fork recorded by an operator) is not executed: its claim is released at once.
+ */
 const admitNew = async (
   core: EngineCore,
   prepared: PreparedInput,
@@ -184,6 +191,10 @@ const admitNew = async (
       if (again) return reuse(core, again.runId, again.digest, inputDigest, request);
     }
     throw error;
+  }
+  if (!("run" in agent)) {
+    if (claim) await core.ownership.release(runId);
+    return { runId, reused: false, result: handled(core.wait(runId)) };
   }
   const result = core.start(runId, () =>
     execute(core.executeDeps, {

@@ -13,7 +13,7 @@ import {
 } from "../events/index.js";
 import { CURRENT_RUN_MACHINE } from "../machines/index.js";
 import type { EngineCore } from "./core.js";
-import { ForkPastInDoubt, InvalidInput, RunNotFound, UnknownAgent, UnknownAgentVersion } from "./errors.js";
+import { ForkPastInDoubt, InvalidInput, RunNotFound, UnknownAgentVersion } from "./errors.js";
 import { decodeInput, refuseSecretIds } from "./input.js";
 import { storedCopy, storedDigest } from "./json.js";
 
@@ -280,9 +280,9 @@ export const prepareFork = async (core: EngineCore, runId: string, raw: unknown)
   };
   const plan = await planFork(core, spec);
   const agentVersion = options.agentVersion ?? plan.agent.version;
-  if (!core.agents.has(plan.agent.name))
-    throw new UnknownAgent({ agent: plan.agent.name, known: core.agents.refs() });
-  if (!core.agents.get(plan.agent.name, agentVersion))
+  // A runtime with some versions of the agent runs only those: another version is a mistake here.
+  // One without the agent at all (an operator's, the server's) records the fork for a worker.
+  if (core.agents.has(plan.agent.name) && !core.agents.get(plan.agent.name, agentVersion))
     throw new UnknownAgentVersion({
       agent: plan.agent.name,
       version: agentVersion,

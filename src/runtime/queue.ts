@@ -103,7 +103,8 @@ const WATCH_MS = 250;
 export interface PreparedInput {
   readonly chatId: string;
   readonly inputId: string;
-  readonly agent: AnyAgentDef;
+  /** The agent; only its name and version when this runtime does not have it (a fork an operator records). */
+  readonly agent: AnyAgentDef | { readonly name: string; readonly version: string };
   /** The submit named the agent's version: only that version admits it (decision 0062). */
   readonly versionPinned?: true;
   /** The masked input, as `run.admitted` and `input.queued` record it. */
