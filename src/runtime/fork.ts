@@ -164,7 +164,7 @@ export const planFork = async (core: EngineCore, spec: ForkSpec): Promise<ForkPl
     if (!call)
       throw new InvalidInput({
         what: "fork atCall",
-        detail: `run ${spec.fromRunId} made ${calls.size} call(s) (seqs 0–${calls.size - 1}); atCall ${spec.atCall} is past them: fork at a seq up to ${calls.size}`,
+        detail: `run ${spec.fromRunId} made ${calls.size} call(s) (seqs 0–${calls.size - 1}), so atCall ${spec.atCall} is past them: fork at a seq up to ${calls.size}`,
       });
     if (edits.has(seq)) editedSeqs.push(seq);
     else if (call.outcome) reusedSeqs.push(seq);

@@ -30,7 +30,16 @@ describe("holdfast fork", () => {
       await runtime.close();
     }
     const common = ["--module", MODULE, "--db", db, "--by", "ada", "--note", "what if step 2 said 5"];
-    const forked = await runCli(["fork", runId, "--at", "2", "--outcome", '1={"n":2,"value":5}', ...common, "--json"]);
+    const forked = await runCli([
+      "fork",
+      runId,
+      "--at",
+      "2",
+      "--outcome",
+      '1={"n":2,"value":5}',
+      ...common,
+      "--json",
+    ]);
     expect(forked.stderr).toBe("");
     expect(forked.code).toBe(0);
     const reply = JSON.parse(forked.stdout);

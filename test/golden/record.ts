@@ -195,7 +195,9 @@ const forked: Scenario = async (dir) => {
         },
       }),
     ],
-    tools: [defineTool({ name: "count", args: Schema.Struct({ n: Schema.Number }), run: async ({ n }) => n * 2 })],
+    tools: [
+      defineTool({ name: "count", args: Schema.Struct({ n: Schema.Number }), run: async ({ n }) => n * 2 }),
+    ],
     workerId: "audit-test-worker",
   });
   const original = await runtime.submit({ chatId: "chat-1", inputId: "m1", agent: "counter", content: {} });
