@@ -16,6 +16,7 @@ import {
   type ControlRequest,
   type DecisionOutcome,
   Engine,
+  type ForkOptions,
   type PreflightFinding,
   preflightOf,
   type QueuedHandle,
@@ -153,6 +154,18 @@ export interface Runtime {
    */
   submit(request: SubmitRequest & { readonly whenBusy?: "refuse" | undefined }): Promise<RunHandle>;
   submit(request: SubmitRequest): Promise<RunHandle | QueuedHandle>;
+  /**
+   * Fork a run from one of its calls (decision 0083): a new run of the same agent version whose
+   * calls before `atCall` (a seq) reuse the source's recorded outcomes — their effects never run
+   * again — or the outcomes given in `outcomes` (recorded as edits, with `by` and `note`); from
+   * `atCall` on it runs live. The source run's stream is never written to. A call of the source
+   * before `atCall` with no outcome (in doubt) is refused (`ForkPastInDoubt`) unless one is given.
+   *
+   * @example
+   * const fork = await runtime.fork(runId, { atCall: 2, outcomes: { 1: { ok: true } }, by: "ada", note: "fixed quote" });
+   * if (!fork.queued) console.log(await fork.result);
+   */
+  fork(runId: string, options: ForkOptions): Promise<RunHandle | QueuedHandle>;
   /**
    * A chat's pending queued inputs in order (`position` 1 is admitted next) and the run they wait
    * for; a held run keeps its chat's queue waiting.
@@ -452,6 +465,7 @@ export const openRuntime = async (options: RuntimeOptions = {}): Promise<Runtime
     retention,
     schedules: engine.schedules,
     submit: ((request: SubmitRequest) => engine.submit(request)) as Runtime["submit"],
+    fork: (runId, options) => engine.fork(runId, options),
     queue: (chatId) => engine.queue(chatId),
     withdraw: (chatId, inputId, withdrawOptions) => engine.withdraw(chatId, inputId, withdrawOptions),
     wait: (runId) => engine.wait(runId),

@@ -62,6 +62,23 @@ export const CallIntended = Schema.Struct({
   approval: Schema.optional(ApprovalRequest),
 });
 
+/**
+ * Where a fork's reused outcome comes from (decision 0083): the source run's event that recorded
+ * it — a `call.completed`, `call.failed`, `call.reconciled` or `decision.recorded` — by stream
+ * version, event id and chain hash. The audit finds it and checks the outcome is the same.
+ */
+export const OutcomeSource = Schema.Struct({
+  runId: Schema.String,
+  callId: Schema.String,
+  version: Schema.Int.pipe(Schema.positive()),
+  eventId: Schema.String,
+  hash: Schema.String,
+});
+export type OutcomeSource = typeof OutcomeSource.Type;
+
+/** An outcome a person gave a fork in place of the recorded one (decision 0083): who, and why. */
+export const OutcomeEdit = Schema.Struct({ by: Schema.String, note: Schema.String });
+
 export const CallCompleted = Schema.Struct({
   type: Schema.tag("call.completed"),
   runId: Schema.String,
@@ -69,6 +86,10 @@ export const CallCompleted = Schema.Struct({
   attempt: Schema.Int.pipe(Schema.positive()),
   result: Json,
   resultDigest: Digest,
+  /** A fork reused this outcome from another run (decision 0083). */
+  reused: Schema.optional(OutcomeSource),
+  /** A fork's outcome given by a person instead of the recorded one (decision 0083). */
+  edited: Schema.optional(OutcomeEdit),
 });
 
 /** Only definite failures are outcomes (law 4); an indefinite one leaves the call in doubt. */
@@ -79,6 +100,8 @@ export const CallFailed = Schema.Struct({
   attempt: Schema.Int.pipe(Schema.positive()),
   definite: Schema.Literal(true),
   error: ErrorInfo,
+  /** A fork reused this definite failure from another run (decision 0083). */
+  reused: Schema.optional(OutcomeSource),
 });
 
 /** An adapter proved what happened to an in-doubt call. */

@@ -1,5 +1,6 @@
 import * as Schema from "effect/Schema";
 import { Digest } from "./ids.js";
+import { ForkSpec } from "./run.js";
 import { Json } from "./shared.js";
 
 /** The stream of a chat's input queue: `queue-<chatId>` (decision 0045). */
@@ -25,6 +26,8 @@ export const InputQueued = Schema.Struct({
   versionPinned: Schema.optional(Schema.Literal(true)),
   input: Json,
   by: Schema.optional(Schema.String),
+  /** A fork waiting for its busy chat (decision 0083): admitted as a fork of this spec. */
+  fork: Schema.optional(ForkSpec),
 });
 
 /** A queued input became a run: written in the same commit as that run's `run.admitted`. */

@@ -182,6 +182,41 @@ export const ConflictRecorded = Schema.Struct({
   attempted: Json,
 });
 
+/**
+ * What a fork asked for (decision 0083): the source run, the first call that runs live (`atCall`,
+ * a seq), who asked and why, and the outcomes a person gave in place of recorded ones (masked).
+ * Recorded in `run.forked`, and in `input.queued` when the fork waits for a busy chat.
+ */
+export const ForkSpec = Schema.Struct({
+  fromRunId: Schema.String,
+  atCall: Schema.Int.pipe(Schema.nonNegative()),
+  by: Schema.String,
+  note: Schema.String,
+  edits: Schema.Array(Schema.Struct({ seq: Schema.Int.pipe(Schema.nonNegative()), result: Json })),
+});
+export type ForkSpec = typeof ForkSpec.Type;
+
+/**
+ * This run is a fork (decision 0083): written in the commit of its `run.admitted`, before the calls
+ * it reuses. `from` names the source run, the agent version that ran it, and the source stream's
+ * version the fork read; `reused` and `edited` list the seqs served from the source's outcomes and
+ * from a person's edits. The source stream itself is never written to.
+ */
+export const RunForked = Schema.Struct({
+  type: Schema.tag("run.forked"),
+  runId: Schema.String,
+  from: Schema.Struct({
+    runId: Schema.String,
+    agent: Schema.Struct({ name: Schema.String, version: Schema.String }),
+    version: Schema.Int.pipe(Schema.positive()),
+  }),
+  atCall: Schema.Int.pipe(Schema.nonNegative()),
+  by: Schema.String,
+  note: Schema.String,
+  reused: Schema.Array(Schema.Int),
+  edited: Schema.Array(Schema.Int),
+});
+
 export const RunEvent = Schema.Union(
   RunAdmitted,
   CheckpointSaved,
@@ -200,5 +235,6 @@ export const RunEvent = Schema.Union(
   RunWoken,
   SignalReceived,
   SignalConsumed,
+  RunForked,
 );
 export type RunEvent = typeof RunEvent.Type;

@@ -179,6 +179,12 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
         return call?.status === "failed" && call.approval?.decision !== "denied";
       }),
       sameRun: ({ context, event }) => "runId" in event && event.runId === context.runId,
+      /** From run@2: a fork says so once, right after its admission, before any call (decision 0083). */
+      forkAllowed: when(
+        ["run.forked"],
+        (context, event) =>
+          v2 && event.runId === context.runId && context.version === 1 && context.nextSeq === 0,
+      ),
       /** From run@2: one cancel request per run; a second one changes nothing and is refused. */
       cancelAllowed: ({ context, event }) =>
         v2 && "runId" in event && event.runId === context.runId && context.cancelRequested === undefined,
@@ -501,6 +507,7 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           "run.waiting": { guard: "waitAllowed", target: "waiting", actions: ["wait", "bump"] },
           "signal.received": { guard: "signalAllowed", actions: ["receiveSignal", "bump"] },
           "signal.consumed": { guard: "consumeAllowed", actions: ["consumeSignal", "bump"] },
+          "run.forked": { guard: "forkAllowed", actions: "bump" },
         },
       },
       // Parked on a wait (decision 0050): no execution, nothing in doubt; woken when due, by any worker.

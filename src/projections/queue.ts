@@ -1,4 +1,4 @@
-import type { RecordedEvent } from "../events/index.js";
+import type { ForkSpec, RecordedEvent } from "../events/index.js";
 
 /** One input of a chat's queue, as its stream says now. */
 export interface QueueItem {
@@ -13,6 +13,8 @@ export interface QueueItem {
   /** The version of its `input.queued` in the queue stream: the queue's order. */
   readonly version: number;
   readonly by: string | null;
+  /** A queued fork's spec (decision 0083): admitted as a fork of it. */
+  readonly fork?: ForkSpec;
   readonly status: "pending" | "admitted" | "withdrawn";
   /** The run it became (admitted). */
   readonly runId: string | null;
@@ -50,6 +52,7 @@ export const foldQueue = (events: ReadonlyArray<RecordedEvent>): QueueState => {
         queuedAt: recordedAt,
         version: v,
         by: event.by ?? null,
+        ...(event.fork ? { fork: event.fork } : {}),
         status: "pending",
         runId: null,
         withdrawnBy: null,

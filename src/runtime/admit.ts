@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema";
-import { ChatId, InputId, keyedDigestOf } from "../events/index.js";
+import { ChatId, InputId, keyedDigestOf, type RecordedEvent } from "../events/index.js";
 import { CURRENT_RUN_MACHINE } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
 import { parseAgentRef } from "./agents.js";
@@ -8,6 +8,7 @@ import type { AnyAgentDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
 import { DuplicateAdmission, InputConflict, UnknownAgent, UnknownAgentVersion } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
+import { admissionEvents, type PreparedFork } from "./fork.js";
 import { handled } from "./handled.js";
 import { decodeInput, refuseSecretIds } from "./input.js";
 import { storedCopy } from "./json.js";
@@ -113,7 +114,54 @@ const agentFor = (core: EngineCore, name: string, version: string | undefined): 
   return agent;
 };
 
-/** Admit a new run for the input now; `ActiveRunExists` when the chat is busy. */
+/**
+ * Admit a fork (decision 0083) as `submit` admits an input: idempotent by its ids, following
+ * `whenBusy` when its chat has an active run. Its first commit holds `run.admitted`, `run.forked`
+ * and each reused call's intent and outcome; execution serves those and goes on live from there.
+ */
+export const admitFork = async (core: EngineCore, fork: PreparedFork): Promise<RunHandle | QueuedHandle> => {
+  const { chatId, inputId, inputDigest } = fork;
+  // Without the agent here (an operator's runtime, the server's), the fork is recorded and not
+  // executed: its run waits, unowned, for a worker with the agent to take it over and continue it.
+  const agent: PreparedInput["agent"] = core.agents.has(fork.agentName)
+    ? agentFor(core, fork.agentName, fork.agentVersion)
+    : { name: fork.agentName, version: fork.agentVersion };
+  const request: SubmitRequest = {
+    chatId,
+    inputId,
+    agent: fork.agentName,
+    agentVersion: fork.agentVersion,
+    content: fork.input,
+    whenBusy: fork.whenBusy,
+    by: fork.plan.spec.by,
+  };
+  const existing = await core.journal.admission(chatId, inputId);
+  if (existing) return reuse(core, existing.runId, existing.digest, inputDigest, request);
+  const prepared: PreparedInput = {
+    chatId,
+    inputId,
+    agent,
+    versionPinned: true,
+    input: fork.input,
+    inputDigest,
+    by: fork.plan.spec.by,
+    fork: fork.plan,
+  };
+  const admitNow = () => admitNew(core, prepared, request);
+  if (fork.whenBusy === "refuse") return admitNow();
+  if (fork.whenBusy === "interrupt" && !(await queueKnows(core, chatId, inputId))) {
+    const active = await core.journal.activeRun(chatId);
+    if (active) await core.cancelForInterrupt(chatId, active);
+  }
+  return enqueue(core, prepared, admitNow, (runId, digest) =>
+    reuse(core, runId, digest, inputDigest, request),
+  );
+};
+
+/**
+ * Admit a new run for the input now; `ActiveRunExists` when the chat is busy. An agent this runtime
+ * does not have (a fork recorded by an operator) is not executed: its claim is released at once.
+ */
 const admitNew = async (
   core: EngineCore,
   prepared: PreparedInput,
@@ -131,19 +179,11 @@ const admitNew = async (
     core.ownership.fence(runId),
   );
   const maskedInput = prepared.input;
+  let history: ReadonlyArray<RecordedEvent>;
   try {
-    await writer.append([
-      {
-        type: "run.admitted",
-        runId,
-        chatId,
-        inputId,
-        inputDigest,
-        agent: { name: agent.name, version: agent.version },
-        machine: CURRENT_RUN_MACHINE,
-        input: maskedInput as never,
-      },
-    ]);
+    history = await writer.append(
+      admissionEvents(runId, { chatId, inputId, inputDigest, input: maskedInput, agent }, prepared.fork),
+    );
   } catch (error) {
     if (claim) await core.ownership.release(runId);
     if (error instanceof DuplicateAdmission) {
@@ -152,8 +192,20 @@ const admitNew = async (
     }
     throw error;
   }
+  if (!("run" in agent)) {
+    if (claim) await core.ownership.release(runId);
+    return { runId, reused: false, result: handled(core.wait(runId)) };
+  }
   const result = core.start(runId, () =>
-    execute(core.executeDeps, { agent, writer, chatId, inputId, input: maskedInput, history: [] }),
+    execute(core.executeDeps, {
+      agent,
+      writer,
+      chatId,
+      inputId,
+      input: maskedInput,
+      // A fork's reused calls are served from its first commit; a new run has no history.
+      history: prepared.fork ? history : [],
+    }),
   );
   return { runId, reused: false, result };
 };

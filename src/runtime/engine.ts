@@ -2,7 +2,7 @@ import * as Schema from "effect/Schema";
 import { ChatId, InputId, type Masker, makeMasker, runStreamId } from "../events/index.js";
 import { contextOf, type RunFold } from "../machines/index.js";
 import type { RunRow } from "../projections/index.js";
-import { admit, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
+import { admit, admitFork, CHILD_CHAT_PREFIX, type RunHandle, type SubmitRequest } from "./admit.js";
 import { AgentRegistry } from "./agents.js";
 import { type ApprovalOutcome, type ApprovalRequest, recordApproval } from "./approve.js";
 import { type ControlOutcome, type ControlRequest, cancelRun, pauseRun, resumeRun } from "./control.js";
@@ -19,6 +19,7 @@ import type { AnyAgentDef, AnyToolDef } from "./define.js";
 import { RunWriter } from "./dispatch.js";
 import { DefiniteFailure, JournalUnavailable, RunNotFound } from "./errors.js";
 import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } from "./execute.js";
+import { type ForkOptions, prepareFork } from "./fork.js";
 import { handled } from "./handled.js";
 import { decodeInput } from "./input.js";
 import type { Journal } from "./Journal.js";
@@ -55,6 +56,7 @@ export type { ApprovalOutcome, ApprovalRequest } from "./approve.js";
 export type { ControlOutcome, ControlRequest } from "./control.js";
 export type { DecisionOutcome } from "./decide.js";
 export { type RunResult, resultFromJournal } from "./execute.js";
+export type { ForkOptions } from "./fork.js";
 export type {
   ChatQueue,
   QueuedHandle,
@@ -451,6 +453,14 @@ export class Engine implements EngineCore {
   submit(request: SubmitRequest): Promise<RunHandle | QueuedHandle>;
   submit(request: SubmitRequest): Promise<RunHandle | QueuedHandle> {
     return admit(this, request);
+  }
+
+  /**
+   * Fork a run from one of its calls (decision 0083): a new run whose calls before `atCall` are
+   * served from the source's recorded outcomes (or the edited ones), continuing live from there.
+   */
+  async fork(runId: string, options: ForkOptions): Promise<RunHandle | QueuedHandle> {
+    return admitFork(this, await prepareFork(this, runId, options));
   }
 
   async runEnded(chatId: string): Promise<void> {

@@ -360,6 +360,21 @@ export class StaleDecision extends Data.TaggedError("StaleDecision")<{
   }
 }
 
+/**
+ * A fork would go past a call of its source run that has no outcome (decision 0083): the fork
+ * cannot know what that call did. Give its outcome (`outcomes: { [seq]: result }`, recorded as an
+ * edit) or fork at that call.
+ */
+export class ForkPastInDoubt extends Data.TaggedError("ForkPastInDoubt")<{
+  readonly runId: string;
+  readonly callId: string;
+  readonly seq: number;
+}> {
+  override get message(): string {
+    return `call ${this.callId} (seq ${this.seq}) of run ${this.runId} has no recorded outcome (it is in doubt); fork at call ${this.seq} (--at ${this.seq}), or give its outcome (--outcome ${this.seq}=<json>) if you know what it did`;
+  }
+}
+
 /** Decisions and retry grants apply to held runs only. */
 export class RunNotHeld extends Data.TaggedError("RunNotHeld")<{
   readonly runId: string;

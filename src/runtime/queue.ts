@@ -1,4 +1,4 @@
-import { type AnyEvent, queueStreamId } from "../events/index.js";
+import { type AnyEvent, queueStreamId, type RecordedEvent } from "../events/index.js";
 import { CURRENT_RUN_MACHINE } from "../machines/index.js";
 import { foldQueue, type QueueItem, type QueueState, type RunRow } from "../projections/index.js";
 import type { EngineCore } from "./core.js";
@@ -14,6 +14,7 @@ import {
   WrongExpectedVersion,
 } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
+import { admissionEvents, type ForkPlan, planFork } from "./fork.js";
 import { handled } from "./handled.js";
 import type { JournalReader } from "./Journal.js";
 
@@ -102,13 +103,16 @@ const WATCH_MS = 250;
 export interface PreparedInput {
   readonly chatId: string;
   readonly inputId: string;
-  readonly agent: AnyAgentDef;
+  /** The agent; only its name and version when this runtime does not have it (a fork an operator records). */
+  readonly agent: AnyAgentDef | { readonly name: string; readonly version: string };
   /** The submit named the agent's version: only that version admits it (decision 0062). */
   readonly versionPinned?: true;
   /** The masked input, as `run.admitted` and `input.queued` record it. */
   readonly input: unknown;
   readonly inputDigest: string;
   readonly by?: string;
+  /** A fork (decision 0083): its first commit also holds the reused calls; queued with its spec. */
+  readonly fork?: ForkPlan;
 }
 
 const readQueue = async (core: EngineCore, chatId: string): Promise<QueueState> =>
@@ -155,6 +159,7 @@ export const enqueue = async <H>(
       ...(prepared.versionPinned ? { versionPinned: true } : {}),
       input: prepared.input,
       ...(prepared.by !== undefined ? { by: core.masker.mask(prepared.by) } : {}),
+      ...(prepared.fork ? { fork: prepared.fork.spec } : {}),
     };
     try {
       await core.journal.append({
@@ -334,6 +339,16 @@ export const admitNextQueued = async (core: EngineCore, chatId: string): Promise
       }
       continue;
     }
+    // A queued fork reads its source again: the calls it reuses are as recorded now.
+    let fork: ForkPlan | undefined;
+    if (next.fork) {
+      try {
+        fork = await planFork(core, next.fork);
+      } catch (error) {
+        await withdrawUnforkable(core, state.version, next.inputId, chatId, error);
+        continue;
+      }
+    }
     crashPoint("before-queue-admit");
     const runId = core.newRunId();
     const claim = await core.ownership.claim(runId);
@@ -344,20 +359,14 @@ export const admitNextQueued = async (core: EngineCore, chatId: string): Promise
       CURRENT_RUN_MACHINE,
       core.ownership.fence(runId),
     );
+    let history: ReadonlyArray<RecordedEvent>;
     try {
-      await writer.appendWith(
-        [
-          {
-            type: "run.admitted",
-            runId,
-            chatId,
-            inputId: next.inputId,
-            inputDigest: next.inputDigest,
-            agent: { name: agent.name, version: agent.version },
-            machine: CURRENT_RUN_MACHINE,
-            input: next.input as never,
-          },
-        ],
+      history = await writer.appendWith(
+        admissionEvents(
+          runId,
+          { chatId, inputId: next.inputId, inputDigest: next.inputDigest, input: next.input, agent },
+          fork,
+        ),
         [
           {
             streamId,
@@ -380,12 +389,39 @@ export const admitNextQueued = async (core: EngineCore, chatId: string): Promise
         chatId,
         inputId: next.inputId,
         input: next.input,
-        history: [],
+        history: fork ? history : [],
       }),
     );
     return runId;
   }
   return null;
+};
+
+/** A queued fork whose source no longer allows it (pruned, say): taken out of the queue, saying why. */
+const withdrawUnforkable = async (
+  core: EngineCore,
+  expectedVersion: number,
+  inputId: string,
+  chatId: string,
+  error: unknown,
+): Promise<void> => {
+  try {
+    await core.journal.append({
+      streamId: queueStreamId(chatId),
+      expectedVersion,
+      events: [
+        {
+          type: "input.withdrawn",
+          chatId,
+          inputId,
+          by: core.workerId,
+          reason: `the fork cannot be made: ${error instanceof Error ? error.message : String(error)}`,
+        },
+      ],
+    });
+  } catch (appendError) {
+    if (!(appendError instanceof WrongExpectedVersion)) throw appendError;
+  }
 };
 
 /** Why a queue waits for a run, in words: a held run waits for a person. */

@@ -179,6 +179,41 @@ const queued: Scenario = async (dir) => {
   return db;
 };
 
+/** A fork (decision 0083): a 3-call run forked at call 2, call 0 reused, call 1's outcome edited. */
+const forked: Scenario = async (dir) => {
+  const db = join(dir, "journal.db");
+  const runtime = await openRuntime({
+    store: db,
+    agents: [
+      defineAgent({
+        name: "counter",
+        version: "1",
+        run: async (turn) => {
+          const seen: unknown[] = [];
+          for (let n = 0; n < 3; n++) seen.push(await turn.tool("count", { n }));
+          return { seen };
+        },
+      }),
+    ],
+    tools: [
+      defineTool({ name: "count", args: Schema.Struct({ n: Schema.Number }), run: async ({ n }) => n * 2 }),
+    ],
+    workerId: "audit-test-worker",
+  });
+  const original = await runtime.submit({ chatId: "chat-1", inputId: "m1", agent: "counter", content: {} });
+  await original.result;
+  const fork = await runtime.fork(original.runId, {
+    atCall: 2,
+    outcomes: { 1: 20 },
+    by: "ada",
+    note: "what if call 1 had returned 20",
+  });
+  const result = await fork.result;
+  if (result.status !== "completed") throw new Error(`expected completed, got ${result.status}`);
+  await runtime.close();
+  return db;
+};
+
 /** Cancel and pause (decisions 0043, 0044): a run cancelled mid-call, one paused and resumed, one paused and cancelled. */
 const controlled: Scenario = async (dir) => {
   const db = join(dir, "journal.db");
@@ -768,6 +803,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   scheduled,
   approved,
   "schedule-corrected": scheduleCorrected,
+  forked,
 };
 
 const allRows = async (journal: LibsqlJournal): Promise<StoredRow[]> => {

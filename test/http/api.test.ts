@@ -234,6 +234,7 @@ describe("the JSON API: reads", () => {
         "/api/runs/{runId}/pause",
         "/api/runs/{runId}/resume",
         "/api/runs/{runId}/signals",
+        "/api/runs/{runId}/fork",
         "/api/schedules",
         "/api/schedules/{scheduleId}",
         "/api/schedules/{scheduleId}/pause",

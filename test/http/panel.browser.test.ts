@@ -835,6 +835,7 @@ describe("the calls table and retry policies", () => {
         /^authorized: 503 the server is busy attempt 1 failed: DefiniteFailure: 503 the server is busy attempt 2 due at .+ \((in \d+ s|\d+ s ago)\) \(retry policy: 3 attempts in all\)$/,
       ),
       "committed",
+      "Fork from here…",
     ]);
     expect(await row.locator("time").getAttribute("datetime")).toBe(scheduled.dueAt);
 
@@ -850,6 +851,7 @@ describe("the calls table and retry policies", () => {
       "2 of 3",
       "completed attempt 1 failed: DefiniteFailure: 503 the server is busy",
       "committed",
+      "Fork from here…",
     ]);
   });
 });

@@ -241,6 +241,7 @@ const main = async () => {
       approve: (runId, call, request) => runtime.approve(runId, call, request),
       deny: (runId, call, request) => runtime.deny(runId, call, request),
       signal: (runId, name, payload, request) => runtime.signal(runId, name, payload, request),
+      fork: (runId, options) => runtime.fork(runId, options),
       pause: (runId, request) => runtime.pause(runId, request),
       resume: (runId, request) => runtime.resume(runId, request),
       documents: runtime.documents,

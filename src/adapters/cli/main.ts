@@ -31,6 +31,7 @@ const commands = {
   decide: () => import("./commands/decide.js"),
   demo: () => import("./commands/demo.js"),
   events: () => import("./commands/events.js"),
+  fork: () => import("./commands/fork.js"),
   plan: () => import("./commands/plan.js"),
   prune: () => import("./commands/prune.js"),
   queue: () => import("./commands/queue.js"),
@@ -378,6 +379,40 @@ ${MODEL_ANSWER_HINT}, e.g.
         setCode(await (await commands.control()).controlCommand(action, runId, options, io)),
       );
   }
+
+  command("fork <runId>")
+    .description(
+      "start a new run from a call of <runId>: the calls before --at reuse its recorded outcomes (their effects never run again), the rest run live; the source run is not touched",
+    )
+    .requiredOption("--at <seq>", "the seq of the first call that runs live (as `holdfast show` lists them)")
+    .option(
+      "--outcome <seq=json>",
+      "an outcome given in place of the recorded one (needed for a call in doubt), recorded as an edit; repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option("--input <json>", "the fork's input (default: the source run's recorded input)")
+    .option("--chat <chatId>", "the chat the fork runs in (default: the source run's)")
+    .option("--input-id <id>", "the fork's input id: the same id again is the same fork (default: a new one)")
+    .option(
+      "--agent-version <version>",
+      "run another version of the agent (default: the one that ran the source)",
+    )
+    .addOption(
+      new Option("--when-busy <rule>", "when the chat has an active run (as submit)")
+        .choices(["refuse", "queue", "interrupt"])
+        .default("refuse"),
+    )
+    .option(
+      "--module <path>",
+      "the ES module exporting `agents` and `tools`: the fork runs here until it settles (without it, it is recorded and a worker continues it)",
+    )
+    .option("--by <name>", "who forks (default: your OS user name)")
+    .option("--note <text>", "why (required)")
+    .option("--db <path>", DB_HELP)
+    .option("--json", "print one JSON document instead of text")
+    .action(async (runId: string, options) =>
+      setCode(await (await commands.fork()).forkCommand(runId, options, io)),
+    );
 
   command("signal <runId> <name>")
     .description(

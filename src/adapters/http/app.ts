@@ -20,6 +20,7 @@ import type { Auth, Env, OperatorPort } from "./types.js";
 
 export type { Auth, Env, OperatorPort };
 
+import type { RunRow } from "../../projections/index.js";
 import { type LiveOptions, LiveStreams, liveEvents } from "./events.js";
 import { panelElsewhere } from "./pages.js";
 import { panelRoutes } from "./panel.js";
@@ -37,6 +38,8 @@ import {
   DecideBody,
   DecisionReply,
   EventsQuery,
+  ForkBody,
+  ForkReply,
   Health,
   openApiDocument,
   Plan,
@@ -430,6 +433,38 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
     });
     // Refused (the run ended, the id was used with another payload): 409, nothing written.
     return c.json(encodeWith(SignalReply, outcome), outcome.accepted ? 200 : 409);
+  });
+
+  // A fork (decision 0083): recorded here, continued by a worker with the agent (the server has none).
+  app.post("/api/runs/:runId/fork", async (c) => {
+    const body = decodeWith(ForkBody, await jsonBody(c), "fork");
+    const forkedFrom = c.req.param("runId");
+    const operator = await options.operator();
+    const handle = await operator.fork(forkedFrom, present(body));
+    handle.result.catch(() => undefined);
+    if (handle.queued)
+      return c.json(
+        encodeWith(ForkReply, {
+          forkedFrom,
+          queued: true,
+          chatId: handle.chatId,
+          inputId: handle.inputId,
+          position: handle.position,
+          reused: handle.reused,
+          message: `queued in chat ${handle.chatId} as input ${handle.inputId}: admitted as a fork of ${forkedFrom} when the chat's active run ends, by a worker with the agent`,
+        }),
+      );
+    const row = await options.reader.projection<RunRow>("runs", handle.runId);
+    return c.json(
+      encodeWith(ForkReply, {
+        forkedFrom,
+        queued: false,
+        runId: handle.runId,
+        chatId: row?.chatId ?? body.chatId ?? "",
+        reused: handle.reused,
+        message: `run ${handle.runId} forked from ${forkedFrom} at call ${body.atCall}${handle.reused ? " (recorded before)" : ""}: a worker with ${row?.agent ?? "the agent"} takes it over and continues it from call ${body.atCall}`,
+      }),
+    );
   });
 
   // Approve or deny a tool call that awaits approval (decision 0057): the call id or its seq.

@@ -26,6 +26,8 @@ const STATUS_BY_TAG: Readonly<Record<string, ContentfulStatusCode>> = {
   CallNotInDoubt: 409,
   RetryNotAllowed: 409,
   ActiveRunExists: 409,
+  ForkPastInDoubt: 409,
+  UnknownAgentVersion: 422,
   QueuedInputNotFound: 404,
   ScheduleNotFound: 404,
   QueuedInputAdmitted: 409,

@@ -613,13 +613,14 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
       view.calls.length === 0
         ? html`<p class="muted">No calls.</p>`
         : html`<table id="calls">
-          <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Outcome</th></tr></thead>
+          <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Fork</span></th></tr></thead>
           <tbody>
             ${view.calls.map(
               (call) => html`<tr data-call="${call.callId}">
                 <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">${call.attempt > call.retryPolicy.attempts ? `(policy ${call.retryPolicy.attempts} + granted)` : `of ${call.retryPolicy.attempts}`}</span>` : ""}</td>
                 <td>${view.approval?.callId === call.callId ? "awaiting approval" : call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
                 <td>${call.outcomeCommitted ? "committed" : "not committed"}</td>
+                <td><a class="button secondary fork" href="/runs/${encodeURIComponent(run.runId)}/fork?at=${call.seq}" data-fork-at="${call.seq}" title="A new run that reuses the outcomes of the calls before this one and runs this one and the rest live">Fork from here…</a></td>
               </tr>`,
             )}
           </tbody>
@@ -806,6 +807,36 @@ export const controlForms = (view: RunView, session: Session): Html => {
       </form>`,
     )}
   </section>`;
+};
+
+/**
+ * The confirm step of "Fork from here" (decision 0083): what the fork reuses and what runs live,
+ * where it runs, and a required note; the calls before `atCall` with no outcome are named (the fork
+ * is refused past them). Recorded as asked by the signed-in person.
+ */
+export const confirmForkPage = (view: RunView, session: Session, atCall: number, note: string): Html => {
+  const before = view.calls.filter((c) => c.seq < atCall);
+  const open = before.filter((c) => !c.outcomeCommitted);
+  const runId = view.run.runId;
+  return html`<h1>Confirm: fork run ${runId} from call ${atCall}</h1>
+    <div class="card">
+      <dl class="evidence">
+        <dt>source run</dt><dd class="mono">${runId} (${statusLabel(view.run)}); it is not written to</dd>
+        <dt>reused</dt><dd id="fork-reused">${before.length === 0 ? html`<span class="muted">nothing: every call runs live</span>` : html`the recorded outcomes of calls ${before.map((c) => c.seq).join(", ")}: their effects do not run again`}</dd>
+        <dt>live</dt><dd>call ${atCall} and every call after it, run by a worker with ${view.run.agent}</dd>
+        <dt>chat</dt><dd class="mono">${view.run.chatId} (if it has an active run, the fork is refused: fork it later, or with the CLI or API into another chat or queued)</dd>
+        ${open.length > 0 ? html`<dt>in doubt</dt><dd id="fork-in-doubt">${open.map((c) => c.callId).join(", ")} ha${open.length === 1 ? "s" : "ve"} no committed outcome: the fork will be refused. Fork at an earlier call, or give the outcome with <code>holdfast fork --outcome</code>.</dd>` : ""}
+        <dt>recorded as asked by</dt><dd>${session.name}</dd>
+      </dl>
+      <form method="post" action="/runs/${encodeURIComponent(runId)}/fork">
+        <input type="hidden" name="_csrf" value="${session.csrf}" />
+        <input type="hidden" name="confirm" value="yes" />
+        <input type="hidden" name="at" value="${String(atCall)}" />
+        <label class="field" for="fork-note">Note (why you fork; required)</label>
+        <textarea id="fork-note" name="note" required>${note}</textarea>
+        <p><button type="submit" id="confirm">Confirm and fork</button> <a class="button secondary" href="/runs/${encodeURIComponent(runId)}">Back</a></p>
+      </form>
+    </div>`;
 };
 
 export const confirmControlPage = (

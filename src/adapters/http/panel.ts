@@ -28,6 +28,7 @@ import {
   type ControlAction,
   confirmApprovalPage,
   confirmControlPage,
+  confirmForkPage,
   confirmPage,
   confirmWithdrawPage,
   DECISION_LABELS,
@@ -582,6 +583,70 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       }
       remember(session, runId, message);
       return c.redirect(`/runs/${encodeURIComponent(runId)}`, 303);
+    }),
+  );
+
+  // "Fork from here" on a call row (decision 0083): a confirm step, then recorded; a worker with the
+  // agent runs it (the server has none).
+  const forkAt = (text: string | undefined): number | null =>
+    text !== undefined && /^\d+$/.test(text) ? Number(text) : null;
+
+  app.get(
+    "/runs/:runId/fork",
+    page(async (c, session) => {
+      const runId = param(c, "runId");
+      const atCall = forkAt(c.req.query("at"));
+      if (atCall === null)
+        return showRun(
+          c,
+          session,
+          runId,
+          banner("error", "Choose the call to fork from. Nothing was written."),
+          422,
+        );
+      const view = await runView(reader, runId, options.db);
+      return c.html(layout("Confirm", session, confirmForkPage(view, session, atCall, "")));
+    }),
+  );
+
+  app.post(
+    "/runs/:runId/fork",
+    page(async (c, session) => {
+      const runId = param(c, "runId");
+      const form = await formBody(c);
+      const atCall = forkAt(formText(form, "at"));
+      const note = formText(form, "note").trim();
+      if (atCall === null)
+        return showRun(
+          c,
+          session,
+          runId,
+          banner("error", "Choose the call to fork from. Nothing was written."),
+          422,
+        );
+      if (formText(form, "confirm") !== "yes" || note === "") {
+        const view = await runView(reader, runId, options.db);
+        return c.html(
+          layout("Confirm", session, confirmForkPage(view, session, atCall, note)),
+          note === "" ? 422 : 200,
+        );
+      }
+      let forkId: string;
+      try {
+        const operator = await options.operator();
+        const handle = await operator.fork(runId, { atCall, by: session.name, note });
+        handle.result.catch(() => undefined);
+        if (handle.queued) throw new Error("a panel fork is never queued");
+        forkId = handle.runId;
+      } catch (error) {
+        return refusedOnRun(c, session, runId, error, (status) => (status === 409 ? 409 : 422));
+      }
+      remember(
+        session,
+        forkId,
+        `Forked from run ${runId} at call ${atCall}: calls before it reuse its recorded outcomes. Next: ${await nextText(forkId)}`,
+      );
+      return c.redirect(`/runs/${encodeURIComponent(forkId)}`, 303);
     }),
   );
 

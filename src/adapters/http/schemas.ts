@@ -355,6 +355,39 @@ export const SignalReply = Schema.Struct({
 }).annotations({ identifier: "SignalReply" });
 
 /**
+ * A fork of a run from one of its calls (decision 0083): `atCall` is the seq of the first call run
+ * live; `outcomes` (by seq) replace recorded ones and are recorded as edits; `by` and `note` say who
+ * and why. The other fields default to the source run's (chat, input, agent version).
+ */
+export const ForkBody = Schema.Struct({
+  atCall: Schema.Int.pipe(Schema.nonNegative()),
+  outcomes: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  input: Schema.optional(Schema.Unknown),
+  chatId: Schema.optional(Schema.NonEmptyString),
+  inputId: Schema.optional(Schema.NonEmptyString),
+  agentVersion: Schema.optional(Schema.NonEmptyString),
+  whenBusy: Schema.optional(Schema.Literal("refuse", "queue", "interrupt")),
+  by: Schema.NonEmptyString,
+  note: Schema.NonEmptyString,
+}).annotations({ identifier: "ForkBody" });
+
+/**
+ * What became of a fork: recorded as `runId` (a worker with the agent continues it: `next`), or
+ * queued in its busy chat (`queued`, `inputId`, `position`); `reused`: the same input id was
+ * forked before with the same spec, nothing written.
+ */
+export const ForkReply = Schema.Struct({
+  forkedFrom: Schema.String,
+  queued: Schema.Boolean,
+  runId: Schema.optional(Schema.String),
+  chatId: Schema.String,
+  inputId: Schema.optional(Schema.String),
+  position: Schema.optional(Schema.NullOr(Schema.Int)),
+  reused: Schema.Boolean,
+  message: Schema.String,
+}).annotations({ identifier: "ForkReply" });
+
+/**
  * A person's approval or denial of a tool call that awaits approval (decision 0057): on the version
  * they looked at; `note` is required to deny; `args` (approve only) replaces the arguments of an
  * editable tool.
@@ -540,6 +573,8 @@ const components = {
   BulkReply,
   SignalBody,
   SignalReply,
+  ForkBody,
+  ForkReply,
   ApprovalBody,
   ApprovalReply,
   Plan,
@@ -669,6 +704,15 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
           parameters: [runId],
           requestBody: { required: true, content: json(SignalBody) },
           responses: { ...ok(SignalReply), ...errors(401, 403, 404, 409, 413, 422) },
+        },
+      },
+      "/api/runs/{runId}/fork": {
+        post: {
+          summary:
+            "Fork a run from a call (decision 0083): a new run whose calls before atCall reuse the source's recorded outcomes (or the given ones, recorded as edits) and whose later calls run live, continued by a worker with the agent; the source run is not written to. 409 past a call in doubt with no outcome given (ForkPastInDoubt), or when the chat is busy and whenBusy is refuse",
+          parameters: [runId],
+          requestBody: { required: true, content: json(ForkBody) },
+          responses: { ...ok(ForkReply), ...errors(401, 403, 404, 409, 413, 422) },
         },
       },
       ...Object.fromEntries(

@@ -59,6 +59,7 @@ export interface ServeOptions {
     | "schedules"
     | "approve"
     | "deny"
+    | "fork"
   >;
   /** More Host header values to answer (e.g. `holdfast.internal:4640` behind a proxy). */
   readonly allowedHosts?: ReadonlyArray<string>;

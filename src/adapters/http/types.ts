@@ -1,8 +1,10 @@
+import type { RunHandle } from "../../runtime/admit.js";
 import type { ApprovalOutcome, ApprovalRequest } from "../../runtime/approve.js";
 import type { ControlOutcome, ControlRequest } from "../../runtime/control.js";
 import type { DecisionOutcome, DecisionRequest, RetryGrantRequest } from "../../runtime/decide.js";
 import type { DocumentState } from "../../runtime/documents.js";
-import type { WithdrawOutcome } from "../../runtime/queue.js";
+import type { ForkOptions } from "../../runtime/fork.js";
+import type { QueuedHandle, WithdrawOutcome } from "../../runtime/queue.js";
 import type { Schedules } from "../../runtime/schedules.js";
 import type { SignalOutcome, SignalRequest } from "../../runtime/signal.js";
 import type { Session } from "./security.js";
@@ -21,6 +23,8 @@ export interface OperatorPort {
   cancel(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   pause(runId: string, request: ControlRequest): Promise<ControlOutcome>;
   signal(runId: string, name: string, payload: unknown, request: SignalRequest): Promise<SignalOutcome>;
+  /** Record a fork (decision 0083); a worker with the agent continues it. */
+  fork(runId: string, options: ForkOptions): Promise<RunHandle | QueuedHandle>;
   approve(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
   deny(runId: string, call: string | number, request: ApprovalRequest): Promise<ApprovalOutcome>;
   resume(

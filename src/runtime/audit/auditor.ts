@@ -18,6 +18,7 @@ import type { PrunedHead } from "../anchor.js";
 import type { Admission, HeadAnchor, StoredProjectionRow } from "../Journal.js";
 import { checkChain, misplaced } from "./chain.js";
 import { type AuditFinding, Findings } from "./findings.js";
+import { type ForkCheck, ForkChecks } from "./forks.js";
 import {
   type ExpectedHead,
   ExpectedHeadCheck,
@@ -132,6 +133,17 @@ interface StreamState {
 const beginsAgain = (row: StoredRow): boolean =>
   row.streamId.startsWith(GRAPH_STREAM_PREFIX) && row.version === 1 && row.prevHash === GENESIS_HASH;
 
+/** Whether an event of `streamId` belongs to the first commit of a fork whose `run.admitted` is `admitted`. */
+const inForkCommit = (
+  admitted: Extract<AnyEvent, { type: "run.admitted" }>,
+  streamId: string,
+  event: AnyEvent,
+): boolean =>
+  streamId === `run-${admitted.runId}` &&
+  (event.type === "run.forked" ||
+    ((event.type === "call.intended" || event.type === "call.completed" || event.type === "call.failed") &&
+      event.runId === admitted.runId));
+
 /** The spill space of the ids of the streams retention recorded as removed. */
 const PRUNED = "pruned";
 
@@ -147,6 +159,7 @@ export class LogAuditor {
   private readonly runs: RunChecks;
   private readonly queues = new QueueChecks();
   private readonly schedules = new ScheduleChecks();
+  private readonly forks = new ForkChecks();
   /** The event of the row fed last, when it decoded: a queue's admission must follow its run's. */
   private previous: AnyEvent | null = null;
   private readonly rebuilt: RebuiltProjections;
@@ -253,11 +266,15 @@ export class LogAuditor {
       return;
     }
     const event = recorded.event;
-    this.previous = event;
+    // A fork's first commit holds its reused calls after `run.admitted` (decision 0083): a queue's
+    // `input.admitted` after them is still in the commit of that run's admission.
+    this.previous =
+      before?.type === "run.admitted" && inForkCommit(before, row.streamId, event) ? before : event;
     const wrong = misplaced(row.streamId, event);
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
     else if (row.streamId.startsWith("run-")) {
       this.runs.check(recorded, stream);
+      this.forks.check(recorded);
       if (event.type === "run.admitted" && event.chatId.startsWith(SCHEDULE_STREAM_PREFIX))
         this.schedules.noteAdmission(recorded);
     } else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
@@ -281,6 +298,7 @@ export class LogAuditor {
       if (entry.streamId.startsWith("run-")) {
         this.queues.runPruned(entry.streamId.slice(4));
         this.schedules.runPruned(entry.streamId.slice(4));
+        this.forks.runPruned(entry.streamId.slice(4));
       }
       const stream = this.streams.get(entry.streamId);
       if (stream) {
@@ -310,6 +328,17 @@ export class LogAuditor {
   /** The journal's admission row for a check (null: none). */
   admissionFound(check: AdmissionCheck, admission: Admission | null): void {
     this.runs.admissionFound(check, admission);
+  }
+
+  /** Forks' reused outcomes to look up in their source runs, collected since the last call. */
+  takeForkChecks(): ForkCheck[] {
+    return this.forks.take();
+  }
+
+  /** The source event at a fork check's coordinates (undefined: none). */
+  forkSourceFound(check: ForkCheck, source: RecordedEvent | undefined): void {
+    const finding = this.forks.found(check, source);
+    if (finding) this.findings.add(finding);
   }
 
   // ------------------------------------------------------------------ projections
@@ -397,6 +426,7 @@ export class LogAuditor {
   finish(moved: boolean): AuditReport {
     for (const finding of this.queues.finish()) this.findings.add(finding);
     for (const finding of this.schedules.finish()) this.findings.add(finding);
+    for (const finding of this.forks.finish()) this.findings.add(finding);
     this.findings.settle(moved);
     const heads = this.currentHeads();
     const digest = headDigest(heads);

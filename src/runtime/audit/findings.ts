@@ -23,6 +23,7 @@ export const FINDING_KINDS = [
   "guard-mismatch",
   "queue-mismatch",
   "schedule-mismatch",
+  "fork-mismatch",
   "projection-rejected",
   "projection-missing",
   "projection-extra",

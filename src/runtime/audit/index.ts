@@ -1,8 +1,9 @@
-import { SealError } from "../../events/index.js";
+import { EventDecryptError, type RecordedEvent, runStreamId, SealError } from "../../events/index.js";
 import { inlineProjections } from "../../projections/index.js";
 import type { AnchorReading, JournalReader, StoredProjectionRow } from "../Journal.js";
 import { type AuditReport, LogAuditor } from "./auditor.js";
 import type { AuditFinding } from "./findings.js";
+import type { ForkCheck } from "./forks.js";
 import type { ExpectedHead } from "./heads.js";
 import { type AuditSpill, memorySpill } from "./spill.js";
 
@@ -63,6 +64,24 @@ export const auditJournal = async (
 };
 
 /**
+ * The event a fork's reused outcome names, read from its source run's stream (undefined: none;
+ * null: it cannot be opened here — sealed without the key — and is left unchecked, as the chain is).
+ */
+const forkSource = async (
+  journal: JournalReader,
+  check: ForkCheck,
+): Promise<RecordedEvent | undefined | null> => {
+  const { runId, version } = check.source;
+  try {
+    const events = await journal.readStream(runStreamId(runId), { afterVersion: version - 1 });
+    return events[0]?.version === version ? events[0] : undefined;
+  } catch (error) {
+    if (error instanceof EventDecryptError && error.reason === "no-key") return null;
+    throw error;
+  }
+};
+
+/**
  * Let the rest of the process run between pages: the driver reads synchronously, so without this
  * an audit of a long log holds the event loop for its whole length — a runtime's heartbeat would
  * not renew its leases (its runs taken over meanwhile), a server would answer nobody.
@@ -101,6 +120,10 @@ const auditWith = async (
     for (const row of page) auditor.feed(row);
     for (const check of auditor.takeAdmissionChecks())
       auditor.admissionFound(check, await journal.admission(check.chatId, check.inputId));
+    for (const check of auditor.takeForkChecks()) {
+      const source = await forkSource(journal, check);
+      if (source !== null) auditor.forkSourceFound(check, source);
+    }
     const last = page.at(-1);
     if (!last) break;
     after = last.position;

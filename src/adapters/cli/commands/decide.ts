@@ -195,6 +195,7 @@ const REFUSALS: ReadonlySet<string> = new Set([
   "CallNotFound",
   "NotAwaitingApproval",
   "InvalidToolArgs",
+  "ForkPastInDoubt",
 ]);
 
 const hasTag = (error: unknown): error is { readonly _tag: string } =>
