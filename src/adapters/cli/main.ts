@@ -500,7 +500,12 @@ ${MODEL_ANSWER_HINT}, e.g.
       new Option("--status <status...>", "only runs with one of these statuses").choices(RUN_STATUSES),
     )
     .option("--json", "print one JSON document instead of a table")
-    .action(async (options) => setCode(await (await commands.replay()).replayCommand(options, io, stderr)));
+    .action(async (options) => {
+      setCode(await (await commands.replay()).replayCommand(options, io, stderr));
+      // The agents' module may leave timers or sockets open (a replay never waits on them): once
+      // the report is out, the command exits instead of hanging on them. Not inside a test runner.
+      if (process.env.VITEST === undefined) setTimeout(() => process.exit(), 200).unref();
+    });
 
   command("worker")
     .description(
