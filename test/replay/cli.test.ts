@@ -87,6 +87,20 @@ describe("holdfast replay", () => {
     expect(byId.stdout).toContain(`run ${runId} diverges at call 2`);
   });
 
+  it("exits once the report is out, even when the agents' module leaves a timer running", async () => {
+    const { store } = await recordRun(tempDir());
+    const started = Date.now();
+    const result = await runCli(
+      ["replay", "--agents", join(HERE, "prompt-v1-open-timer.ts"), "--db", store],
+      {
+        process: true,
+      },
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("1 same");
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 30_000);
+
   it("an unknown run id or a missing journal exits 2 and names it", async () => {
     const { store } = await recordRun(tempDir());
     const agents = join(HERE, "prompt-v1.ts");
