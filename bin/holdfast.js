@@ -12,5 +12,6 @@ if (existsSync(compiled)) {
   register();
   entry = new URL("../src/adapters/cli/main.ts", import.meta.url).href;
 }
-const { main } = await import(entry);
+const { main, exitWhenAsked } = await import(entry);
 process.exitCode = await main(process.argv.slice(2));
+exitWhenAsked?.();

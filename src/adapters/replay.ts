@@ -1,5 +1,5 @@
 import * as Data from "effect/Data";
-import { makeMasker } from "../events/index.js";
+import { makeMasker, runStreamId } from "../events/index.js";
 import type { RunRow } from "../projections/index.js";
 import { AgentRegistry } from "../runtime/agents.js";
 import type { AnyAgentDef, AnyToolDef } from "../runtime/define.js";
@@ -22,7 +22,7 @@ export interface ReplayOptions {
   readonly store?: string;
   /** The same as `store`, as the CLI names it. */
   readonly db?: string;
-  /** Only these runs. */
+  /** Only these runs (not together with `since` or `status`); an id the journal does not hold is refused. */
   readonly runIds?: ReadonlyArray<string>;
   /** Only runs admitted at this time or after (ISO 8601, or a Date). */
   readonly since?: string | Date;
@@ -54,7 +54,18 @@ const selectRuns = async (
   options: ReplayOptions,
 ): Promise<{ readonly total: number; readonly runIds: AsyncIterable<string> }> => {
   if (options.runIds) {
+    if (options.status !== undefined || options.since !== undefined)
+      throw new InvalidInput({
+        what: "runIds",
+        detail: "give the runs by id, or choose them with status/since, not both",
+      });
     const ids = [...options.runIds];
+    for (const id of ids)
+      if ((await journal.streamHead(runStreamId(id))) === null)
+        throw new InvalidInput({
+          what: "run",
+          detail: `the journal ${journal.location} has no run ${id}; \`holdfast runs\` lists the runs it holds`,
+        });
     return {
       total: ids.length,
       runIds: (async function* () {

@@ -126,6 +126,18 @@ export interface AttemptHost {
   callSignal(): AbortSignal | undefined;
   /** Why no attempt may start now (the run is being cancelled or paused); null when it may. */
   controlRefusal(): RunCancelled | RunPausing | null;
+  /** Set only while `holdfast replay` re-executes the run (decision 0082); see {@link ReplayHooks}. */
+  readonly replay?: ReplayHooks | undefined;
+}
+
+/**
+ * What a replay (decision 0082) changes in how calls run: no reconciler clean-up (`settled`) is
+ * called — it acts outside the process — and a scheduled retry is not waited for: the replay stops
+ * at that call with the error `stopAt` gives.
+ */
+export interface ReplayHooks {
+  /** Note that the replay stops at call `seq` (the journal knows no more of it) and give the error to throw. */
+  stopAt(seq: number, callId: string, detail: string): Error;
 }
 
 /** Mask and shape an error for storage: name and message only, never a stack. */
@@ -377,7 +389,7 @@ const effect = async <R>(
         error: info,
       });
       crashPointFor("after-failed", spec.name);
-      settledAttempts(spec, host.runId, callId, attempt, attempt);
+      if (!host.replay) settledAttempts(spec, host.runId, callId, attempt, attempt);
       host.record(callId, { kind: "error", error: info });
       // A person granted retries for this call: use them, one recorded attempt each.
       if ((contextOf(host.writer.fold).calls.get(callId)?.retriesLeft ?? 0) > 0) {
@@ -441,7 +453,7 @@ const effect = async <R>(
   }
   await settle(host, callId, completedEvent(host, callId, attempt, value));
   crashPointFor("after-outcome", spec.name);
-  settledAttempts(spec, host.runId, callId, attempt, attempt);
+  if (!host.replay) settledAttempts(spec, host.runId, callId, attempt, attempt);
   host.record(callId, { kind: "result", value });
   return value as R;
 };
@@ -646,6 +658,13 @@ export const attemptWhenDue = async <R>(
   // The scheduled retry stays authorized, with its due time: a resume re-executes it.
   let refused = host.controlRefusal();
   if (refused) throw refused;
+  // A replay never waits for a retry: the journal holds no outcome of it, so the run would go on live here.
+  if (host.replay)
+    throw host.replay.stopAt(
+      seq,
+      callId,
+      `call ${seq} ("${spec.name}") waits for a retry (attempt ${attempt}) scheduled for ${dueAt ?? "now"}`,
+    );
   if (Number.isFinite(due) && due > Date.now()) {
     crashPointFor("during-backoff", spec.name);
     // In pieces below setTimeout's limit (2^31-1 ms, beyond which it fires at once).

@@ -34,7 +34,7 @@ export interface WriteSlot {
 export class RunWriter {
   readonly runId: string;
   readonly streamId: string;
-  private current: RunFold;
+  protected current: RunFold;
   private tail: Promise<unknown> = Promise.resolve();
   private fence: Fence | undefined;
   /** Told when control requests (cancel, pause) another process appended were folded in. */

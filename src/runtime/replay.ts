@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import * as Data from "effect/Data";
 import {
   type AnyEvent,
@@ -8,7 +9,7 @@ import {
   type RecordedEvent,
   runStreamId,
 } from "../events/index.js";
-import { contextOf, foldRun, type RunFold, type RunStatus, statusOf } from "../machines/index.js";
+import { contextOf, foldRun, type RunFold, type RunStatus, statusOf, step } from "../machines/index.js";
 import type { AgentRegistry } from "./agents.js";
 import { agentRef } from "./agents.js";
 import type { AnyToolDef } from "./define.js";
@@ -44,7 +45,8 @@ export type RunReplay =
   | { readonly runId: string; readonly agent: string; readonly result: "same"; readonly calls: number }
   /**
    * The same up to the recorded frontier, where the code reached a call the journal has no outcome
-   * for (`seq`): the run would continue live from there. Not a failure.
+   * for (`seq`: a new call of a run that has not ended, a call in doubt, a wait, a scheduled retry):
+   * the run would continue live from there. Not a failure.
    */
   | {
       readonly runId: string;
@@ -54,7 +56,10 @@ export type RunReplay =
       readonly seq: number;
       readonly detail: string;
     }
-  /** The first call (by seq) where the current code goes another way. */
+  /**
+   * The first call (by seq) where the current code goes another way — including a call made after
+   * a run that ended (completed, failed, cancelled) made its last recorded one.
+   */
   | {
       readonly runId: string;
       readonly agent: string;
@@ -81,23 +86,47 @@ class ReplayStop extends Data.TaggedError("ReplayStop")<{ readonly runId: string
   }
 }
 
-const WRITES = new Set([
-  "append",
-  "appendAll",
-  "claim",
-  "claimMany",
-  "renewClaims",
-  "releaseClaims",
-  "rebuildProjections",
-  "prune",
-  "dropStream",
+/**
+ * What a replay may ask of the journal: the reader's reads. Every other method — a write, or one
+ * added to `Journal` later — is refused (an allow list, never a deny list).
+ */
+const READS = new Set<string>([
+  "engine",
+  "location",
+  "keyring",
+  "activeRun",
+  "activeRuns",
+  "admission",
+  "alertCounts",
+  "alerts",
+  "countRuns",
+  "currentClaim",
+  "dueSchedules",
+  "dueWaits",
+  "headAnchor",
+  "idleQueues",
+  "liveness",
+  "projection",
+  "projectionPage",
+  "projectionRows",
+  "prunedRun",
+  "queuePending",
+  "readAll",
+  "readAllRows",
+  "readStream",
+  "readStreamRows",
+  "searchRuns",
+  "streamHead",
+  "streamHeads",
 ]);
 
 /**
  * The journal as one replay sees it: reads go to the reader (opened read-only), appends stay in
- * memory and are never passed on, and every other write is refused.
+ * memory and are never passed on, and every other method is refused. Exported for its tests only.
+ *
+ * @internal
  */
-const sandbox = (reader: JournalReader, fingerprintKey: Uint8Array): Journal => {
+export const sandbox = (reader: JournalReader, fingerprintKey: Uint8Array): Journal => {
   let version = 0;
   const append = async (request: AppendRequest): Promise<AppendResult> => {
     const recorded = request.events.map(
@@ -111,7 +140,9 @@ const sandbox = (reader: JournalReader, fingerprintKey: Uint8Array): Journal => 
       if (property === "append") return append;
       if (property === "appendAll")
         return (requests: ReadonlyArray<AppendRequest>) => Promise.all(requests.map(append));
-      if (typeof property === "string" && WRITES.has(property))
+      // Not a thenable (awaiting the journal must not call into it).
+      if (property === "then" || typeof property !== "string") return undefined;
+      if (!READS.has(property))
         return () => Promise.reject(new Error(`a replay never writes to the journal (${property})`));
       const value = Reflect.get(target, property, receiver);
       return typeof value === "function" ? value.bind(target) : value;
@@ -124,6 +155,8 @@ interface Seen {
   readonly intents: Array<{ readonly seq: number; readonly callId: string; readonly name: string }>;
   readonly determinism: Array<EventOf<"conflict.recorded">>;
   readonly holds: HoldReason[];
+  /** Calls the journal knows no more of for another reason (a retry it scheduled). */
+  readonly stops: Array<{ readonly seq: number; readonly detail: string }>;
 }
 
 /**
@@ -153,6 +186,15 @@ class ReplayWriter extends RunWriter {
         this.seen.determinism.push(event);
       if (event.type === "run.held") this.seen.holds.push(...event.reasons);
     }
+  }
+
+  /**
+   * Fold in a control request the run recorded (`run.cancel-requested`) as if it had just arrived,
+   * and tell the turn: its signal aborts, as it did when the run was live.
+   */
+  deliver(event: EventOf<"run.cancel-requested">): void {
+    this.current = step(this.current, event);
+    this.onControl?.(this.current);
   }
 
   private eventsOf(events: EventsFor): ReadonlyArray<AnyEvent> {
@@ -220,6 +262,21 @@ const latestIntent = (
   return found;
 };
 
+/**
+ * Where a recorded cancel request sits: the seq of the last call intended before it (the call the
+ * re-execution delivers it at), -1 when it came before any call.
+ */
+const cancelPoint = (
+  events: ReadonlyArray<RecordedEvent>,
+): { readonly atSeq: number; readonly event: EventOf<"run.cancel-requested"> } | undefined => {
+  let atSeq = -1;
+  for (const { event } of events) {
+    if (event.type === "call.intended") atSeq = Math.max(atSeq, event.seq);
+    if (event.type === "run.cancel-requested") return { atSeq, event };
+  }
+  return undefined;
+};
+
 const describe = (call: { readonly kind: string; readonly name: string }): string =>
   `${call.kind} "${call.name}"`;
 
@@ -255,9 +312,10 @@ export const replayRun = async (
   const recordedFold = foldRun(events.map((e) => e.event));
   const recordedStatus: RunStatus = statusOf(recordedFold);
   const recordedCalls = contextOf(recordedFold).nextSeq;
-  const seen: Seen = { intents: [], determinism: [], holds: [] };
+  const seen: Seen = { intents: [], determinism: [], holds: [], stops: [] };
   const attempted = new Map<number, { kind: CallKind; name: string; args: unknown }>();
   const journal = sandbox(reader, key);
+  const cancel = cancelPoint(events);
   const writer = new ReplayWriter(journal, runId, runningFold(recordedFold), seen);
   const turn = new TurnImpl({
     writer,
@@ -275,14 +333,24 @@ export const replayRun = async (
     runChild: () => Promise.reject(new ReplayStop({ runId, detail: "a child run would start" })),
     observeCall: (seq, call) => {
       attempted.set(seq, call);
+      if (cancel && seq === cancel.atSeq) writer.deliver(cancel.event);
+    },
+    replay: {
+      stopAt: (seq, _callId, detail) => {
+        seen.stops.push({ seq, detail });
+        return new ReplayStop({ runId, detail });
+      },
     },
   });
+  // A cancelled run: the request is delivered where it sits in the stream — as the call that was in
+  // flight then is made again — so the turn's signal aborts and the agent takes its clean-up path.
+  if (cancel && cancel.atSeq < 0) writer.deliver(cancel.event);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = context.timeoutMs ?? 30_000;
   const timedOut = new Promise<"timeout">((resolve) => {
     timer = setTimeout(resolve, timeoutMs, "timeout");
   });
-  let ended: { readonly output: unknown } | { readonly error: unknown } | "timeout";
+  let ended: { readonly output: unknown } | { readonly error: unknown } | "timeout" = "timeout";
   try {
     ended = await Promise.race([
       agent.run(turn, admitted.input).then(
@@ -295,6 +363,8 @@ export const replayRun = async (
       ended = "timeout";
   } finally {
     clearTimeout(timer);
+    // Whatever the agent still does is refused from here on: it no longer owns anything.
+    if (ended === "timeout") turn.ownershipLost(`replay timed out after ${timeoutMs} ms`);
   }
   const calls = attempted.size;
   const now = (seq: number, fingerprint: string): ReplayCall | null => {
@@ -330,24 +400,51 @@ export const replayRun = async (
         now: current,
         detail:
           recorded && current && recorded.kind === current.kind && recorded.name === current.name
-            ? `${describe(current)} is made with other arguments than recorded`
+            ? isDeepStrictEqual(recorded.args, current.args)
+              ? `${describe(current)} differs only in a masked (secret) value — this environment's secret differs from the one recorded`
+              : `${describe(current)} is made with other arguments than recorded`
             : `recorded ${recorded ? describe(recorded) : "no call"}, the code now makes ${current ? describe(current) : "no call"}`,
       },
     };
   }
   // Where the journal's knowledge ends: a call with no outcome (an intent refused here, or a call in
   // doubt or waiting in the journal, for which re-execution holds or parks the run).
+  const endedRecorded =
+    recordedStatus === "completed" || recordedStatus === "failed" || recordedStatus === "cancelled";
+  const pastEnd = endedRecorded
+    ? seen.intents.filter((i) => i.seq >= recordedCalls).sort((a, b) => a.seq - b.seq)[0]
+    : undefined;
   const stops = [
     ...seen.intents.map((i) => ({
       seq: i.seq,
       detail: `call ${i.seq} ("${i.name}") has no recorded outcome`,
     })),
+    ...seen.stops,
     ...seen.holds.map((h) => ({
       seq: h.callId ? seqOf(h.callId) : recordedCalls,
       detail: h.detail,
     })),
   ].sort((a, b) => a.seq - b.seq);
   const stop = stops[0];
+  // A run that ended (completed, failed, cancelled) does not go on live: a call past its recorded
+  // ones is a change of behaviour, not a frontier.
+  if (pastEnd && stop && stop.seq === pastEnd.seq) {
+    const callId = pastEnd.callId;
+    const current = now(pastEnd.seq, "");
+    return {
+      runId,
+      agent: agentName,
+      result: "divergence",
+      calls,
+      divergence: {
+        seq: pastEnd.seq,
+        callId,
+        recorded: null,
+        now: current,
+        detail: `the run ended (${recordedStatus}) after its ${recordedCalls} recorded call(s); the code now makes ${current ? describe(current) : `"${pastEnd.name}"`} as call ${pastEnd.seq}`,
+      },
+    };
+  }
   if (stop)
     return { runId, agent: agentName, result: "continues-live", calls, seq: stop.seq, detail: stop.detail };
   if (ended === "timeout")

@@ -21,6 +21,7 @@ import {
   type AttemptHost,
   attemptWhenDue,
   type CallSpec,
+  type ReplayHooks,
   retryRecordedFailure,
   runAttempt,
   settledAttempts,
@@ -82,6 +83,8 @@ export interface TurnDeps {
   readonly runChild: (agent: string, input: unknown, inputId: string) => Promise<unknown>;
   /** Told of each call as it takes its seq, with its arguments as fingerprinted (replay reports them). */
   readonly observeCall?: (seq: number, call: { kind: CallKind; name: string; args: unknown }) => void;
+  /** Set only by a replay (decision 0082): no reconciler clean-up runs, no scheduled retry is waited for. */
+  readonly replay?: ReplayHooks;
 }
 
 /** What a wait call waits for: a due time, or a signal (with a due time: its timeout). */
@@ -298,6 +301,11 @@ export class TurnImpl implements Turn, AttemptHost {
 
   mayStartEffect(): boolean {
     return !this.lost && this.deps.mayStartEffect();
+  }
+
+  /** Set only while a replay re-executes the run (decision 0082). */
+  get replay(): ReplayHooks | undefined {
+    return this.deps.replay;
   }
 
   record(callId: string, outcome: Recorded): void {
@@ -864,9 +872,14 @@ export class TurnImpl implements Turn, AttemptHost {
         if (next.kind !== "attempt") slot.release();
         // Attempts that are over: their clean-up may not have run (a crash right after the outcome,
         // or an outcome recovery or a person recorded). Idempotent.
-        if (next.kind === "serve" || next.kind === "fail" || next.kind === "unknown")
-          settledAttempts(spec, this.runId, callId, 1, known.attempt);
-        else if (next.kind === "attempt") settledAttempts(spec, this.runId, callId, 1, next.attempt - 1);
+        // Never in a replay: the clean-up acts outside the process (decision 0082).
+        const over =
+          next.kind === "serve" || next.kind === "fail" || next.kind === "unknown"
+            ? known.attempt
+            : next.kind === "attempt"
+              ? next.attempt - 1
+              : 0;
+        if (!this.replay) settledAttempts(spec, this.runId, callId, 1, over);
         // An approver edited the arguments: every attempt after the approval runs with them — the
         // approved one, and a policy retry decided after a crash (decision 0057).
         if (known.approval?.decision === "approved" && spec.approval) {

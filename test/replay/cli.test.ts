@@ -80,7 +80,37 @@ describe("holdfast replay", () => {
       "--status",
       "completed",
     ]);
-    expect(one.code).toBe(1);
+    expect(one.code).toBe(2);
+    expect(one.stderr).toContain("replay takes --run, or --since/--status to choose runs, not both");
+    const byId = await runCli(["replay", "--agents", agents, "--db", store, "--run", runId]);
+    expect(byId.code).toBe(1);
+    expect(byId.stdout).toContain(`run ${runId} diverges at call 2`);
+  });
+
+  it("exits once the report is out, even when the agents' module leaves a timer running", async () => {
+    const { store } = await recordRun(tempDir());
+    const started = Date.now();
+    const result = await runCli(
+      ["replay", "--agents", join(HERE, "prompt-v1-open-timer.ts"), "--db", store],
+      {
+        process: true,
+      },
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("1 same");
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 30_000);
+
+  it("an unknown run id or a missing journal exits 2 and names it", async () => {
+    const { store } = await recordRun(tempDir());
+    const agents = join(HERE, "prompt-v1.ts");
+    const nope = await runCli(["replay", "--agents", agents, "--db", store, "--run", "nope"]);
+    expect(nope.code).toBe(2);
+    expect(nope.stderr).toContain("has no run nope");
+    const missing = join(tempDir(), "absent.db");
+    const none = await runCli(["replay", "--agents", agents, "--db", missing]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain(missing);
   });
 
   it("bad input exits 2 and says what was wrong", async () => {

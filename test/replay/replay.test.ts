@@ -85,12 +85,22 @@ describe("replayRuns", () => {
     expect(await head(store)).toEqual(before.head);
   });
 
-  it("a run whose code needs more calls than recorded continues live from the first of them", async () => {
+  it("a completed run whose code now makes more calls than recorded diverges at the first of them", async () => {
     const { store, runId, witness } = await recordRun(tempDir());
     const lines = readFileSync(witness, "utf8");
     const report = await replayRuns({ agents: [promptAgent("Polish it", true)], tools, secrets, store });
-    expect(report.runs).toEqual([expect.objectContaining({ runId, result: "continues-live", seq: 3 })]);
-    expect(report.divergences).toBe(0);
+    expect(report.runs).toEqual([
+      expect.objectContaining({
+        runId,
+        result: "divergence",
+        divergence: expect.objectContaining({
+          seq: 3,
+          recorded: null,
+          detail: expect.stringContaining("the run ended (completed) after its 3 recorded call(s)"),
+        }),
+      }),
+    ]);
+    expect(report.divergences).toBe(1);
     expect(readFileSync(witness, "utf8")).toBe(lines);
   });
 

@@ -535,7 +535,12 @@ ${MODEL_ANSWER_HINT}, e.g.
       new Option("--status <status...>", "only runs with one of these statuses").choices(RUN_STATUSES),
     )
     .option("--json", "print one JSON document instead of a table")
-    .action(async (options) => setCode(await (await commands.replay()).replayCommand(options, io, stderr)));
+    .action(async (options) => {
+      setCode(await (await commands.replay()).replayCommand(options, io, stderr));
+      // The agents' module may leave timers or sockets open (a replay never waits on them): once
+      // the report is out, the command exits instead of hanging on them (see `exitWhenAsked`).
+      exitAsked = true;
+    });
 
   command("worker")
     .description(
@@ -617,6 +622,17 @@ export async function main(argv: string[], streams: Streams = process): Promise<
   }
 }
 
+let exitAsked = false;
+
+/**
+ * For the program's entry point, after `main`: end the process once its output is flushed when the
+ * command asked to (`replay`, whose agents' module may leave timers or sockets open). A process
+ * with nothing left open ends by itself first; `main` called from code is never ended.
+ */
+export const exitWhenAsked = (): void => {
+  if (exitAsked) setTimeout(() => process.exit(), 200).unref();
+};
+
 let pipeGuarded = false;
 /** `holdfast events | head` closes the pipe early: the reader's choice, not an error to report. */
 const ignoreClosedPipe = (): void => {
@@ -640,4 +656,5 @@ const isEntryPoint = (): boolean => {
 
 if (isEntryPoint()) {
   process.exitCode = await main(process.argv.slice(2));
+  exitWhenAsked();
 }

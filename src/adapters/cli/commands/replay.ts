@@ -1,5 +1,5 @@
 import type { RunRow } from "../../../projections/index.js";
-import { InvalidInput } from "../../../runtime/errors.js";
+import { InvalidInput, JournalUnavailable } from "../../../runtime/errors.js";
 import { type ReplayReport, type RunReplay, replayRuns } from "../../replay.js";
 import { resolveStore } from "../../store.js";
 import { CliError, ExitCode, usageError } from "../CliError.js";
@@ -77,6 +77,11 @@ export const replayCommand = async (
       `--since ${options.since} is not a time`,
       "give an ISO 8601 time, e.g. 2026-12-05T06:00:00Z",
     );
+  if (options.run?.length && (options.since !== undefined || options.status?.length))
+    throw usageError(
+      "replay takes --run, or --since/--status to choose runs, not both",
+      "give the run ids alone, or drop --run and narrow with --since/--status",
+    );
   let loaded: Awaited<ReturnType<typeof loadWorkerModule>>;
   try {
     loaded = await loadWorkerModule(options.agents);
@@ -86,7 +91,19 @@ export const replayCommand = async (
     throw error;
   }
   const db = options.store ?? options.db;
-  requireJournalFile(resolveStore(db).store);
+  try {
+    requireJournalFile(resolveStore(db).store);
+  } catch (error) {
+    // A journal that is not there is a wrong --db: bad input, as the id of a run it lacks is.
+    if (error instanceof JournalUnavailable)
+      throw usageError(
+        `there is no journal at ${error.location}: ${error.reason}`,
+        "give --db the journal the runs were recorded in",
+      );
+    if (error instanceof CliError && error.exitCode === ExitCode.failed)
+      throw new CliError(ExitCode.usage, error.reason, "give --db the journal the runs were recorded in");
+    throw error;
+  }
   const tty = stderr.isTTY === true;
   let report: ReplayReport;
   try {
