@@ -297,49 +297,116 @@ export const heldStream = (p: StreamParams): AnyEvent[] => {
 
 export const heldRunId = (n: number): string => `held-${n}`;
 
+/** The run of `writeRunsFixture`'s `longRunCalls` option. */
+export const LONG_RUN_ID = "long-0";
+
+/**
+ * A long run recovery has held: admitted, `calls - 1` finished calls, the last call in doubt,
+ * interrupted, held for it. The run page an operator opens on a long run: every call in the table
+ * and the timeline, the decision forms for the one in doubt.
+ */
+export const longHeldStream = (p: StreamParams): AnyEvent[] => {
+  const last = p.calls - 1;
+  const callId = callIdOf(p.runId, last);
+  return [
+    admitted(p),
+    ...finishedCalls(p, last),
+    intended(p, last),
+    { type: "run.interrupted", runId: p.runId, detectedBy: "bench-recovery", inDoubt: [callId] },
+    {
+      type: "run.held",
+      runId: p.runId,
+      reasons: [
+        {
+          code: "in-doubt",
+          callId,
+          detail: `tool "${noopTool.name}" attempt 1 has an intent but no outcome`,
+        },
+      ],
+    },
+  ];
+};
+
+export interface RunsFixtureOptions {
+  readonly runs: number;
+  readonly heldEvery: number;
+  /** Also write one held run of this many calls, `LONG_RUN_ID`, in the middle of the log. */
+  readonly longRunCalls?: number;
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+export interface RunsFixture {
+  readonly runs: number;
+  readonly held: number;
+  readonly events: number;
+}
+
 /**
  * A journal of `runs` runs for the server's list: every `heldEvery`-th run held (a call in doubt),
  * the others completed with one call, so each run is 4 events; written `RUNS_PER_FLUSH` runs per
  * commit, held runs spread through the log.
  */
-export const writeRunsFixture = async (
-  path: string,
-  options: {
-    readonly runs: number;
-    readonly heldEvery: number;
-    readonly onProgress?: (done: number, total: number) => void;
-  },
-): Promise<{ readonly runs: number; readonly held: number; readonly events: number }> => {
+export const writeRunsFixture = async (path: string, options: RunsFixtureOptions): Promise<RunsFixture> => {
   const journal = LibsqlJournal.open(path);
   try {
-    const key = journal.fingerprintKey;
-    const shape = { key, runId: "shape", chatId: "shape", inputId: "shape", calls: 1 };
-    for (const [events, expected] of [
-      [heldStream(shape), "held"],
-      [fillerStream(shape), "completed"],
-    ] as const) {
-      const status = statusOf(foldRun(events));
-      if (status !== expected)
-        throw new Error(`bench fixture: a stream folds to "${status}", expected "${expected}"`);
-    }
-    let held = 0;
-    let events = 0;
-    for (let start = 0; start < options.runs; start += RUNS_PER_FLUSH) {
-      const requests: AppendRequest[] = [];
-      for (let n = start; n < Math.min(options.runs, start + RUNS_PER_FLUSH); n++) {
-        const isHeld = n % options.heldEvery === 0;
-        const runId = isHeld ? heldRunId(held++) : `done-${n}`;
-        const p = { key, runId, chatId: `chat-${runId}`, inputId: "input", calls: 1 };
-        const stream = isHeld ? heldStream(p) : fillerStream(p);
-        events += stream.length;
-        requests.push({ streamId: runStreamId(runId), expectedVersion: "no-stream", events: stream });
-      }
-      await journal.appendAll(requests);
-      options.onProgress?.(Math.min(options.runs, start + RUNS_PER_FLUSH), options.runs);
-    }
+    const fixture = await writeRuns(journal, options);
     checkpoint(journal);
-    return { runs: options.runs, held, events };
+    return fixture;
   } finally {
     await journal.close();
   }
+};
+
+/** `writeRunsFixture`'s runs, appended to an open journal of either engine (PostgreSQL's too). */
+export const writeRuns = async (
+  journal: {
+    readonly fingerprintKey: Uint8Array;
+    appendAll(requests: ReadonlyArray<AppendRequest>): Promise<unknown>;
+  },
+  options: RunsFixtureOptions,
+): Promise<RunsFixture> => {
+  const key = journal.fingerprintKey;
+  const shape = { key, runId: "shape", chatId: "shape", inputId: "shape", calls: 1 };
+  for (const [events, expected] of [
+    [heldStream(shape), "held"],
+    [fillerStream(shape), "completed"],
+    [longHeldStream({ ...shape, calls: 3 }), "held"],
+  ] as const) {
+    const status = statusOf(foldRun(events));
+    if (status !== expected)
+      throw new Error(`bench fixture: a stream folds to "${status}", expected "${expected}"`);
+  }
+  let held = 0;
+  let longHeld = 0;
+  let events = 0;
+  for (let start = 0; start < options.runs; start += RUNS_PER_FLUSH) {
+    const requests: AppendRequest[] = [];
+    for (let n = start; n < Math.min(options.runs, start + RUNS_PER_FLUSH); n++) {
+      const isHeld = n % options.heldEvery === 0;
+      const runId = isHeld ? heldRunId(held++) : `done-${n}`;
+      const p = { key, runId, chatId: `chat-${runId}`, inputId: "input", calls: 1 };
+      const stream = isHeld ? heldStream(p) : fillerStream(p);
+      events += stream.length;
+      requests.push({ streamId: runStreamId(runId), expectedVersion: "no-stream", events: stream });
+    }
+    if (
+      options.longRunCalls !== undefined &&
+      start === Math.floor(options.runs / 2 / RUNS_PER_FLUSH) * RUNS_PER_FLUSH
+    ) {
+      const p = {
+        key,
+        runId: LONG_RUN_ID,
+        chatId: `chat-${LONG_RUN_ID}`,
+        inputId: "input",
+        calls: options.longRunCalls,
+      };
+      const stream = longHeldStream(p);
+      events += stream.length;
+      longHeld = 1;
+      requests.push({ streamId: runStreamId(LONG_RUN_ID), expectedVersion: "no-stream", events: stream });
+    }
+    await journal.appendAll(requests);
+    options.onProgress?.(Math.min(options.runs, start + RUNS_PER_FLUSH), options.runs);
+  }
+  return { runs: options.runs + longHeld, held: held + longHeld, events };
 };

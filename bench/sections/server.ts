@@ -1,12 +1,13 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { Agent, request } from "node:http";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { SseConnection } from "../../test/http/sse/client.js";
-import { benchStreams, heldRunId, writeRunsFixture } from "../fixtures.js";
-import { figure, type Metric } from "../lib/metric.js";
+import { benchStreams, heldRunId, LONG_RUN_ID, writeRunsFixture } from "../fixtures.js";
+import { figure, type Metric, targeted } from "../lib/metric.js";
 import { progress, throttled } from "../lib/progress.js";
 import type { Section } from "../lib/section.js";
 import { percentile, round, spreadOf } from "../lib/stats.js";
@@ -15,6 +16,14 @@ const CHILD = join(dirname(fileURLToPath(import.meta.url)), "..", "tools", "serv
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const TOKEN = randomBytes(24).toString("base64url");
 const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+/** DESIGN §12 (issue 33 item 5): the runs list and its search ≤ 10 ms p50 at 100,000 runs. */
+const LIST_TARGET_MS = 10;
+/** A run page ≤ 20 ms p50 for a run of 1,000 calls. */
+const RUN_PAGE_TARGET_MS = 20;
+/** SSE ≤ 5 µs of server CPU per event per client with 100 clients. */
+const SSE_CPU_TARGET_MICROS = 5;
+const LONG_RUN_CALLS = 1_000;
 
 /** `holdfast serve` in a child process (bench/tools/serve-child.ts), default live options unless `pollMs`. */
 class ServerChild {
@@ -25,6 +34,8 @@ class ServerChild {
   private constructor(
     private readonly child: ChildProcessWithoutNullStreams,
     readonly url: string,
+    /** The panel's own origin (`holdfast-<port>-<tag>.localhost`): its pages answer only there. */
+    readonly panelUrl: string,
   ) {
     this.#exited = new Promise((r) => child.once("exit", () => r()));
   }
@@ -48,7 +59,8 @@ class ServerChild {
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + 1);
           if (server === null) {
-            server = new ServerChild(child, (JSON.parse(line) as { url: string }).url);
+            const started = JSON.parse(line) as { url: string; panelUrl: string };
+            server = new ServerChild(child, started.url, started.panelUrl);
             resolveStart(server);
           } else {
             server.#lines.push(line);
@@ -108,23 +120,110 @@ const latencyMetrics = (name: string, samples: ReadonlyArray<number>, note: stri
   ];
 };
 
+/**
+ * The panel, as a browser reaches it: connected to the server's address with the panel's host name
+ * in `Host` (a `*.localhost` name the resolver here need not know), signed in with a session cookie.
+ */
+class PanelClient {
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+  private constructor(
+    private readonly server: ServerChild,
+    private readonly cookie: string,
+  ) {}
+
+  static async signIn(server: ServerChild): Promise<PanelClient> {
+    const host = new URL(server.panelUrl).host;
+    const signIn = new PanelClient(server, "");
+    const { status, headers } = await signIn.send("POST", "/login", {
+      "content-type": "application/x-www-form-urlencoded",
+      origin: `http://${host}`,
+      body: new URLSearchParams({ token: TOKEN, name: "bench" }).toString(),
+    });
+    const cookie = [headers["set-cookie"] ?? []].flat()[0]?.split(";")[0];
+    signIn.close();
+    if (status !== 303 || !cookie)
+      throw new Error(`bench server: signing in to the panel answered ${status}`);
+    return new PanelClient(server, cookie);
+  }
+
+  get(path: string): Promise<{ status: number; bytes: number }> {
+    return this.send("GET", path, {}).then(({ status, bytes }) => ({ status, bytes }));
+  }
+
+  send(
+    method: string,
+    path: string,
+    options: { readonly body?: string; readonly [header: string]: string | undefined },
+  ): Promise<{ status: number; bytes: number; headers: Record<string, string | string[] | undefined> }> {
+    const { body, ...extra } = options;
+    const target = new URL(this.server.url);
+    return new Promise((resolveSend, reject) => {
+      const req = request(
+        {
+          agent: this.#agent,
+          host: target.hostname,
+          port: target.port,
+          method,
+          path,
+          headers: {
+            ...extra,
+            host: new URL(this.server.panelUrl).host,
+            ...(this.cookie ? { cookie: this.cookie } : {}),
+          },
+        },
+        (response) => {
+          let bytes = 0;
+          response.on("data", (chunk: Buffer) => {
+            bytes += chunk.length;
+          });
+          response.on("end", () =>
+            resolveSend({ status: response.statusCode ?? 0, bytes, headers: response.headers }),
+          );
+          response.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}
+
+/** One request the bench times: an API path (bearer token) or a panel page (session cookie). */
+interface Probe {
+  readonly name: string;
+  readonly path: string;
+  readonly panel?: true;
+}
+
 /** Time sequential GETs of each path, interleaved so a change of load falls on all of them alike. */
 const measureApi = async (
   server: ServerChild,
-  paths: ReadonlyArray<string>,
+  panel: PanelClient,
+  probes: ReadonlyArray<Probe>,
   rounds: number,
 ): Promise<Map<string, { samples: number[]; bytes: number }>> => {
-  const results = new Map(paths.map((p) => [p, { samples: [] as number[], bytes: 0 }]));
+  const results = new Map(probes.map((p) => [p.name, { samples: [] as number[], bytes: 0 }]));
   for (let round = -3; round < rounds; round++) {
-    for (const path of paths) {
+    for (const { name, path, panel: isPanel } of probes) {
       const started = performance.now();
-      const response = await fetch(`${server.url}${path}`, { headers: AUTH });
-      const body = await response.arrayBuffer();
+      let status: number;
+      let bytes: number;
+      if (isPanel) ({ status, bytes } = await panel.get(path));
+      else {
+        const response = await fetch(`${server.url}${path}`, { headers: AUTH });
+        bytes = (await response.arrayBuffer()).byteLength;
+        status = response.status;
+      }
       const ms = performance.now() - started;
-      if (!response.ok) throw new Error(`bench server: GET ${path} answered ${response.status}`);
+      if (status !== 200) throw new Error(`bench server: GET ${path} answered ${status}`);
       // The first rounds warm the server up (JIT, page cache) and are not counted.
-      if (round >= 0) results.get(path)!.samples.push(ms);
-      results.get(path)!.bytes = body.byteLength;
+      if (round >= 0) results.get(name)!.samples.push(ms);
+      results.get(name)!.bytes = bytes;
     }
   }
   return results;
@@ -233,18 +332,22 @@ const measureSse = async (
   }
 };
 
-/** 8. The server: runs-list and run-view latency over 10,000 runs; SSE delivery to 10 and 100 clients. */
+/**
+ * 8. The server: the runs list, its search and run pages over 100,000 runs (one of them of 1,000
+ * calls); SSE delivery to 10 and 100 clients. Targets: DESIGN §12 (issue 33 item 5).
+ */
 export const serverSection: Section = {
   name: "server",
   async run({ options, temp }) {
     const path = join(temp.folder("server"), "journal.db");
-    const runs = 10_000;
-    const heldEvery = 10;
+    const heldEvery = 100;
     const fixture = await writeRunsFixture(path, {
-      runs,
+      runs: 100_000,
       heldEvery,
+      longRunCalls: LONG_RUN_CALLS,
       onProgress: throttled("server", "writing runs", 5000),
     });
+    const runs = fixture.runs;
     const rounds = options.quick ? 20 : 100;
     const rate = 100;
     const events = options.quick ? 300 : 1_500;
@@ -256,19 +359,51 @@ export const serverSection: Section = {
       try {
         progress("server", `API latency, ${rounds} rounds over ${runs.toLocaleString("en-US")} runs`);
         const apiLoad = load();
-        const paths = ["/api/runs?limit=50", "/api/runs?status=held", `/api/runs/${heldRunId(7)}`];
-        const api = await measureApi(server, paths, rounds);
-        const names = ["server.api.runs_page", "server.api.runs_held", "server.api.run_view"];
-        for (const [i, p] of paths.entries()) {
-          const { samples, bytes } = api.get(p)!;
-          metrics.push(
-            ...latencyMetrics(
-              names[i]!,
-              samples,
-              `GET ${p}, one request at a time over a kept-alive connection, ${rounds} samples, over a journal of ${runs.toLocaleString("en-US")} runs (${fixture.held.toLocaleString("en-US")} held, ${fixture.events.toLocaleString("en-US")} events); ${bytes.toLocaleString("en-US")} bytes of JSON; server in a child process; ${apiLoad}`,
-            ),
-          );
-        }
+        const panel = await PanelClient.signIn(server);
+        // A chat within a time range: the needle's chat, two seconds around its admission.
+        const needle = heldRunId(321);
+        const found = (await (
+          await fetch(`${server.url}/api/runs?id=${needle}&limit=1`, { headers: AUTH })
+        ).json()) as { runs: Array<{ runId: string; chatId: string; admittedAt: string }> };
+        const row = found.runs[0];
+        if (row?.runId !== needle) throw new Error(`bench server: the fixture has no run ${needle}`);
+        const at = Date.parse(row.admittedAt);
+        const search = new URLSearchParams({
+          chat: row.chatId,
+          from: new Date(at - 1000).toISOString(),
+          to: new Date(at + 1000).toISOString(),
+          limit: "50",
+        });
+        const list: Probe[] = [
+          { name: "server.api.runs_page", path: "/api/runs?limit=50" },
+          { name: "server.api.runs_search", path: `/api/runs?${search}` },
+          { name: "server.api.runs_held", path: "/api/runs?status=held" },
+        ];
+        const pages: Probe[] = [
+          { name: "server.api.run_view_1000_calls", path: `/api/runs/${LONG_RUN_ID}` },
+          { name: "server.panel.run_page_1000_calls", path: `/runs/${LONG_RUN_ID}`, panel: true },
+        ];
+        const context: Probe[] = [
+          { name: "server.api.run_view", path: `/api/runs/${heldRunId(7)}` },
+          { name: "server.panel.runs_page", path: "/", panel: true },
+        ];
+        const api = await measureApi(server, panel, [...list, ...pages, ...context], rounds);
+        panel.close();
+        const over = `${rounds} samples, over a journal of ${runs.toLocaleString("en-US")} runs (${fixture.held.toLocaleString("en-US")} held, ${fixture.events.toLocaleString("en-US")} events; run ${LONG_RUN_ID} held with ${LONG_RUN_CALLS.toLocaleString("en-US")} calls); server in a child process; ${apiLoad}`;
+        const noteOf = ({ name, path, panel: isPanel }: Probe) =>
+          `GET ${path}${isPanel ? " (panel page, session cookie)" : ""}, one request at a time over a kept-alive connection, ${api.get(name)!.bytes.toLocaleString("en-US")} bytes; ${over}`;
+        for (const [probes, target] of [
+          [list, LIST_TARGET_MS],
+          [pages, RUN_PAGE_TARGET_MS],
+          [context, null],
+        ] as const)
+          for (const probe of probes) {
+            const [p50, p99] = latencyMetrics(probe.name, api.get(probe.name)!.samples, noteOf(probe));
+            metrics.push(
+              target === null ? p50! : targeted({ ...p50!, ratio: null }, "<=", target, "value"),
+              p99!,
+            );
+          }
         // A fresh process: its first events run cold code; a short round warms the stream up.
         from = (await measureSse(server, journal, { clients: 10, events: 50, rate, tag: "warm", from })).last;
         for (const clients of [10, 100]) {
@@ -288,7 +423,10 @@ export const serverSection: Section = {
               d.samples,
               `${clients} clients on GET /api/events (server in a child process, default pollMs 200: on libSQL the server sees another process's commits by polling); ${d.events} events appended one at a time at ${rate}/s by this process; from append() resolving to the client's message; ${drift(d)}; ${sseLoad}`,
             ),
-            figure({
+            ((fields) =>
+              clients === 100
+                ? targeted({ ...fields, ratio: null }, "<=", SSE_CPU_TARGET_MICROS, "value")
+                : figure(fields))({
               name: `server.sse.c${clients}.cpu_per_delivery`,
               value: round(d.cpuPerDelivery),
               unit: "µs",

@@ -4,7 +4,7 @@ import { serve } from "../../src/adapters/http/serve.js";
 /**
  * `node --import tsx bench/tools/serve-child.ts <journal> [pollMs]` with `HOLDFAST_TOKEN` set:
  * `holdfast serve` in a process of its own, as it runs next to a runtime, so the clients and the
- * writer of the bench do not share its event loop. Prints `{"url": …}` once listening; answers
+ * writer of the bench do not share its event loop. Prints `{"url": …, "panelUrl": …}` once listening; answers
  * each `cpu` line on stdin with `{"cpuMicros": …}` (user + system so far); closes on end of stdin.
  */
 const [path, pollMs] = process.argv.slice(2);
@@ -14,7 +14,7 @@ const server = await serve({
   port: 0,
   ...(pollMs === undefined ? {} : { live: { pollMs: Number(pollMs) } }),
 });
-process.stdout.write(`${JSON.stringify({ url: server.url })}\n`);
+process.stdout.write(`${JSON.stringify({ url: server.url, panelUrl: server.panelUrl })}\n`);
 const lines = createInterface({ input: process.stdin });
 lines.on("line", (line) => {
   if (line.trim() !== "cpu") return;
