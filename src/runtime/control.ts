@@ -101,6 +101,9 @@ const appendUnowned = async (
     const events = movedOn(runId, fold, basedOn) ?? build(fold);
     if (!Array.isArray(events)) return events as ControlOutcome;
     const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine);
+    // Checked against the version the caller looked at: a stream that moved on (a signal) refuses
+    // the write; read again, `movedOn` reports it stale, nothing written.
+    writer.strict = basedOn !== undefined;
     try {
       await writer.append(events as ReadonlyArray<AnyEvent>);
       return { fold: writer.fold };

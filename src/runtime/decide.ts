@@ -38,6 +38,7 @@ import {
   RunNotFound,
   RunNotHeld,
   StaleDecision,
+  TransitionRejected,
   WrongExpectedVersion,
 } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
@@ -399,7 +400,7 @@ export const decide = async (
     corrupt,
     startedChildren: await startedChildren(core, runId, fold),
   });
-  return continueAfter(core, runId, fold, events, request.basedOnVersion, unchecked);
+  return continueAfter(core, runId, fold, events, request.basedOnVersion, unchecked, true);
 };
 
 /**
@@ -444,7 +445,15 @@ export const grantRetry = async (
   if (request.basedOnVersion !== undefined && request.basedOnVersion !== current)
     throw new StaleDecision({ runId, basedOn: request.basedOnVersion, current });
   const events = retryEvents(runId, fold, callId, request, core.maxRetryAttempts, core.masker);
-  return continueAfter(core, runId, fold, events, request.basedOnVersion ?? current, []);
+  return continueAfter(
+    core,
+    runId,
+    fold,
+    events,
+    request.basedOnVersion ?? current,
+    [],
+    request.basedOnVersion !== undefined,
+  );
 };
 
 const continueAfter = async (
@@ -454,14 +463,22 @@ const continueAfter = async (
   events: ReadonlyArray<AnyEvent>,
   basedOn: number,
   unchecked: ReadonlyArray<string>,
+  strict: boolean,
 ): Promise<DecisionOutcome> => {
   // A person's decision is not a worker's write: no fence, the expected version decides (law 9).
+  // Strict when the caller named the version it looked at: a stream that moved on (a signal, a
+  // cancel request) refuses the write instead of having it recorded on a version nobody saw.
   const writer = new RunWriter(core.journal, runId, fold, contextOf(fold).machine);
+  writer.strict = strict;
   try {
     await writer.append(events);
   } catch (error) {
     if (error instanceof WrongExpectedVersion)
       throw new StaleDecision({ runId, basedOn, current: error.actual });
+    // The writer folded in what another process appended and the machine refused the events on
+    // top of it: the same lost race, not a bad request.
+    if (error instanceof TransitionRejected && contextOf(writer.fold).version !== contextOf(fold).version)
+      throw new StaleDecision({ runId, basedOn, current: contextOf(writer.fold).version });
     throw error;
   }
   const version = contextOf(writer.fold).version;

@@ -39,6 +39,13 @@ export class RunWriter {
   private fence: Fence | undefined;
   /** Told when control requests (cancel, pause) another process appended were folded in. */
   onControl: ((fold: RunFold) => void) | undefined;
+  /**
+   * Strict: an append that finds the stream moved on rejects with `WrongExpectedVersion`, nothing
+   * written, instead of folding in the control requests and signals others appended and appending
+   * after them. For a write a caller checked against the version a person looked at
+   * (`basedOnVersion`, law 9): on a newer version it would record what nobody saw.
+   */
+  strict = false;
 
   constructor(
     readonly journal: Journal,
@@ -177,7 +184,7 @@ export class RunWriter {
       } catch (error) {
         // A cancel or pause request from another process took the version: learn it, append after it
         // if the machine still takes these events (it throws TransitionRejected when it does not).
-        if (!(error instanceof WrongExpectedVersion)) throw error;
+        if (!(error instanceof WrongExpectedVersion) || this.strict) throw error;
         const moved = (await this.absorbControl()) || this.current !== base;
         if (!moved) throw error;
       }

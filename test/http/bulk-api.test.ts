@@ -122,7 +122,7 @@ describe("POST /api/bulk", () => {
     });
     const [result] = body.results as [Result];
     expect(result).toMatchObject({ done: false, code: "refused" });
-    expect(result.message).toContain("no definitely failed call");
+    expect(result.message).toContain(`call(s) in doubt (${run.calls[0]}) need a decision first, not a retry`);
     expect(await lastEvent(store, run.runId)).toBe("run.held");
   });
 

@@ -243,6 +243,7 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
   const limits = {
     login: limitBody(BODY_LIMITS.login, "the sign-in form", false),
     form: limitBody(BODY_LIMITS.form, "the form", false),
+    bulk: limitBody(BODY_LIMITS.bulk, "the bulk form", false),
     api: limitBody(BODY_LIMITS.api, "the body", true),
   };
   app.use("*", (c, next) => {
@@ -252,7 +253,9 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
         ? limits.api
         : path === "/login"
           ? limits.login
-          : limits.form;
+          : path === "/bulk"
+            ? limits.bulk
+            : limits.form;
     return limit(c, next);
   });
 

@@ -1,10 +1,11 @@
 import { runStreamId } from "../../events/index.js";
+import { blockingCalls, contextOf, foldRun, type RunContext } from "../../machines/index.js";
 import type { RunRow } from "../../projections/index.js";
 import type { JournalReader } from "../../runtime/Journal.js";
 import type { NextStep } from "../../runtime/liveness.js";
 import { errorReply } from "./errors.js";
 import type { OperatorPort } from "./types.js";
-import { nextAfter, runView } from "./views.js";
+import { nextAfter } from "./views.js";
 
 /**
  * Bulk actions on a selection of runs (decision 0081): each run is acted on alone, through the same
@@ -68,14 +69,19 @@ export const checkBulkRequest = (request: BulkRequest): void => {
   if (request.by.trim() === "") throw new InvalidBulkRequest("by", "say who acts (by must not be empty)");
   if (request.note.trim() === "")
     throw new InvalidBulkRequest("note", "a bulk action needs a note: say why these runs, all together");
-  if (request.runs.length === 0) throw new InvalidBulkRequest("runs", "select at least one run");
-  if (request.runs.length > MAX_BULK_RUNS)
+  checkBulkSelection(request.runs);
+};
+
+/** Refuse a selection that is empty, larger than {@link MAX_BULK_RUNS}, or names a run twice. */
+export const checkBulkSelection = (runs: ReadonlyArray<Pick<BulkTarget, "runId">>): void => {
+  if (runs.length === 0) throw new InvalidBulkRequest("runs", "select at least one run");
+  if (runs.length > MAX_BULK_RUNS)
     throw new InvalidBulkRequest(
       "runs",
-      `${request.runs.length} runs selected; at most ${MAX_BULK_RUNS} at once: narrow the selection`,
+      `${runs.length} runs selected; at most ${MAX_BULK_RUNS} at once: narrow the selection`,
     );
   const seen = new Set<string>();
-  for (const { runId } of request.runs) {
+  for (const { runId } of runs) {
     if (seen.has(runId)) throw new InvalidBulkRequest("runs", `run ${runId} is selected twice`);
     seen.add(runId);
   }
@@ -101,11 +107,32 @@ export const runVersions = async (
 };
 
 /**
- * The definitely failed calls of a held run, which a retry grant is for (a call in doubt takes a
- * decision instead): read from the run's calls, since a hold reason's code does not tell them apart.
+ * What a retry grant on a run would be for: the definitely failed calls its hold names (a
+ * `decision-needed` reason whose call is `failed` — not a failed call its agent caught and went
+ * past), and its calls in doubt, which a grant cannot resume past (each needs a decision first).
  */
-export const failedCalls = async (reader: JournalReader, runId: string): Promise<ReadonlyArray<string>> =>
-  (await runView(reader, runId)).calls.flatMap((c) => (c.status === "failed" ? [c.callId] : []));
+export interface RetryTargets {
+  readonly failed: ReadonlyArray<string>;
+  readonly inDoubt: ReadonlyArray<string>;
+}
+
+/** A run's {@link RetryTargets}, read from its stream (none when it has no stream, or cannot be folded). */
+export const retryTargets = async (reader: JournalReader, runId: string): Promise<RetryTargets> => {
+  const events = await reader.readStream(runStreamId(runId));
+  let context: RunContext;
+  try {
+    context = contextOf(foldRun(events.map((e) => e.event)));
+  } catch {
+    return { failed: [], inDoubt: [] };
+  }
+  if (events.length === 0) return { failed: [], inDoubt: [] };
+  const failed = new Set<string>();
+  for (const reason of context.heldReasons) {
+    if (reason.code !== "decision-needed" || reason.callId === undefined) continue;
+    if (context.calls.get(reason.callId)?.status === "failed") failed.add(reason.callId);
+  }
+  return { failed: [...failed], inDoubt: blockingCalls(context).map((c) => c.callId) };
+};
 
 /**
  * What the action would do to a run as the journal has it now: said on the confirm page before
@@ -116,7 +143,7 @@ export const bulkPreview = (
   target: BulkTarget,
   row: RunRow | null,
   version: number | undefined,
-  failed: ReadonlyArray<string> = [],
+  retry: RetryTargets = { failed: [], inDoubt: [] },
 ): { readonly ok: boolean; readonly text: string } => {
   if (!row || version === undefined) return { ok: false, text: `refused: there is no run ${target.runId}` };
   if (version !== target.basedOnVersion)
@@ -147,14 +174,19 @@ export const bulkPreview = (
     case "retry": {
       if (row.status !== "held")
         return { ok: false, text: `refused: it is ${row.status}, not held; nothing to retry` };
-      const calls = failed;
+      if (retry.inDoubt.length > 0)
+        return {
+          ok: false,
+          text: `refused: call(s) in doubt (${retry.inDoubt.join(", ")}) need a decision first, not a retry: use its page`,
+        };
+      const calls = retry.failed;
       if (calls.length !== 1)
         return {
           ok: false,
           text:
             calls.length === 0
-              ? `refused: no definitely failed call (${reasons || "no reason"}); a call in doubt needs a decision, not a retry`
-              : `refused: ${calls.length} failed calls (${calls.join(", ")}); grant each on the run's page`,
+              ? `refused: it is not held for a definitely failed call (${reasons || "no reason"}); nothing to retry`
+              : `refused: held for ${calls.length} failed calls (${calls.join(", ")}); grant each on the run's page`,
         };
       return {
         ok: true,
@@ -195,63 +227,9 @@ export const runBulk = async (
   const results: BulkResult[] = [];
   for (const target of request.runs) {
     const { runId, basedOnVersion } = target;
+    let written: Written | BulkResult;
     try {
-      let version: number | null;
-      let message: string;
-      let status: string | undefined;
-      if (request.action === "stop") {
-        const outcome = await operator.decide(runId, {
-          basedOnVersion,
-          decidedBy: by,
-          decision: "stop",
-          note,
-        });
-        outcome.result.catch(() => undefined);
-        version = outcome.version;
-        message = `stopped by decision at version ${basedOnVersion}`;
-      } else if (request.action === "cancel") {
-        const outcome = await operator.cancel(runId, { by, note, basedOnVersion });
-        if (!outcome.accepted) {
-          results.push(
-            refused(
-              target,
-              outcome.stale ? "stale" : outcome.status === "pruned" ? "pruned" : "refused",
-              outcome.message,
-            ),
-          );
-          continue;
-        }
-        version = null;
-        message = outcome.message;
-        status = outcome.status;
-      } else {
-        const row = await reader.projection<RunRow>("runs", runId);
-        const calls = row ? await failedCalls(reader, runId) : [];
-        if (calls.length !== 1) {
-          results.push(
-            refused(
-              target,
-              "refused",
-              row
-                ? bulkPreview("retry", target, row, basedOnVersion, calls).text.replace(/^refused: /, "")
-                : `there is no run ${runId}`,
-            ),
-          );
-          continue;
-        }
-        const outcome = await operator.grantRetry(runId, calls[0]!, {
-          attempts: 1,
-          grantedBy: by,
-          note,
-          basedOnVersion,
-        });
-        outcome.result.catch(() => undefined);
-        version = outcome.version;
-        message = `one more attempt for ${calls[0]} granted at version ${basedOnVersion}`;
-      }
-      const after = await nextAfter(reader, runId, status);
-      if (version === null) version = (await runVersions(reader, [runId])).get(runId) ?? null;
-      results.push({ ...target, done: true, code: "recorded", message, version, ...after });
+      written = await writeOne(reader, operator, request.action, target, by, note);
     } catch (error) {
       const reply = errorReply(error);
       if (reply.status === 500) console.error("holdfast serve:", error);
@@ -265,7 +243,88 @@ export const runBulk = async (
             : String(reply.body.error.message),
         ),
       );
+      continue;
+    }
+    if ("done" in written) {
+      results.push(written);
+      continue;
+    }
+    // Recorded: said so now, whatever the reads that follow do.
+    const recorded: BulkResult = {
+      ...target,
+      done: true,
+      code: "recorded",
+      message: written.message,
+      version: written.version,
+      status: written.status ?? null,
+      next: null,
+    };
+    try {
+      const after = await nextAfter(reader, runId, written.status);
+      const version = written.version ?? (await runVersions(reader, [runId])).get(runId) ?? null;
+      results.push({ ...recorded, version, ...after });
+    } catch (error) {
+      console.error("holdfast serve:", error);
+      results.push({
+        ...recorded,
+        message: `${written.message}; could not read what follows (the server's log says why): open the run's page`,
+      });
     }
   }
   return results;
+};
+
+/** What one run's write left: its version (null: read after) and status when the action says it. */
+interface Written {
+  readonly version: number | null;
+  readonly message: string;
+  readonly status?: string;
+}
+
+/** Carry the action out on one run: what was written, or the run's refusal (nothing written). */
+const writeOne = async (
+  reader: JournalReader,
+  operator: OperatorPort,
+  action: BulkAction,
+  target: BulkTarget,
+  by: string,
+  note: string,
+): Promise<Written | BulkResult> => {
+  const { runId, basedOnVersion } = target;
+  if (action === "stop") {
+    const outcome = await operator.decide(runId, { basedOnVersion, decidedBy: by, decision: "stop", note });
+    outcome.result.catch(() => undefined);
+    return { version: outcome.version, message: `stopped by decision at version ${basedOnVersion}` };
+  }
+  if (action === "cancel") {
+    const outcome = await operator.cancel(runId, { by, note, basedOnVersion });
+    if (!outcome.accepted)
+      return refused(
+        target,
+        outcome.stale ? "stale" : outcome.status === "pruned" ? "pruned" : "refused",
+        outcome.message,
+      );
+    return { version: null, message: outcome.message, status: outcome.status };
+  }
+  const row = await reader.projection<RunRow>("runs", runId);
+  const targets = row ? await retryTargets(reader, runId) : { failed: [], inDoubt: [] };
+  const preview = row ? bulkPreview("retry", target, row, basedOnVersion, targets) : null;
+  if (!preview?.ok)
+    return refused(
+      target,
+      "refused",
+      preview ? preview.text.replace(/^refused: /, "") : `there is no run ${runId}`,
+    );
+  const callId = targets.failed[0]!;
+  const outcome = await operator.grantRetry(runId, callId, {
+    attempts: 1,
+    grantedBy: by,
+    note,
+    basedOnVersion,
+  });
+  outcome.result.catch(() => undefined);
+  return {
+    version: outcome.version,
+    message: `one more attempt for ${callId} granted at version ${basedOnVersion}`,
+  };
 };

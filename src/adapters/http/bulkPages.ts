@@ -1,6 +1,14 @@
 import { html } from "hono/html";
 import type { RunRow } from "../../projections/index.js";
-import { BULK_ACTIONS, type BulkAction, type BulkResult, type BulkTarget, bulkPreview } from "./bulk.js";
+import {
+  BULK_ACTIONS,
+  type BulkAction,
+  type BulkResult,
+  type BulkTarget,
+  bulkPreview,
+  MAX_BULK_RUNS,
+  type RetryTargets,
+} from "./bulk.js";
 import { banner, type Html } from "./pages.js";
 import type { Session } from "./security.js";
 
@@ -33,22 +41,22 @@ export const bulkConfirmPage = (
     readonly target: BulkTarget;
     readonly row: RunRow | null;
     readonly version: number | undefined;
-    /** With `retry`: the run's definitely failed calls. */
-    readonly failed?: ReadonlyArray<string>;
+    /** With `retry`: the failed calls its hold names, and its calls in doubt. */
+    readonly retry?: RetryTargets;
   }>,
   note: string,
   problem?: string,
 ): Html => {
-  const previews = selection.map(({ target, row, version, failed }) => ({
+  const previews = selection.map(({ target, row, version, retry }) => ({
     target,
     row,
     version,
-    preview: bulkPreview(action, target, row, version, failed),
+    preview: bulkPreview(action, target, row, version, retry),
   }));
   const acting = previews.filter((p) => p.preview.ok).length;
   return html`<h1>Confirm: ${BULK_ACTIONS[action].toLowerCase()} (${selection.length} run${selection.length === 1 ? "" : "s"})</h1>
     ${problem ? banner("error", `${problem} Nothing was written.`) : ""}
-    <p>Each run is acted on alone, on the version it had when you selected it: a run that changed since is refused alone (nothing written for it) and the others go on.${acting < selection.length ? ` As things stand, ${selection.length - acting} of them would be refused.` : ""}</p>
+    <p>Each run is acted on alone, on the version it had when you selected it: a run that changed since is refused alone (nothing written for it) and the others go on (at most ${MAX_BULK_RUNS} runs at once).${acting < selection.length ? ` As things stand, ${selection.length - acting} of them would be refused.` : ""}</p>
     <table id="bulk-confirm">
       <thead><tr><th scope="col">Run</th><th scope="col">Selected at</th><th scope="col">Now</th><th scope="col">What will happen</th></tr></thead>
       <tbody>

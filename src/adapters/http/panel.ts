@@ -14,8 +14,10 @@ import { PANEL_CSS, PANEL_JS } from "./assets.js";
 import {
   BULK_ACTIONS,
   type BulkAction,
-  failedCalls,
+  checkBulkSelection,
   InvalidBulkRequest,
+  MAX_BULK_RUNS,
+  retryTargets,
   runBulk,
   runVersions,
 } from "./bulk.js";
@@ -221,11 +223,12 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     "/",
     page(async (c, session) => {
       const query = c.req.query();
-      const section = await runsSection(reader, query, session);
-      if (query.fragment === "runs") return c.html(section);
+      if (query.fragment === "runs") return c.html(await runsSection(reader, query, session));
       // Live from the newest change of a run on, not from the journal's start: a stream that first
-      // replays every event refreshes the list once per event (back to back at 100,000 runs).
+      // replays every event refreshes the list once per event (back to back at 100,000 runs). Read
+      // before the list is drawn: a change committed meanwhile is then one the stream still sends.
       const newest = (await runsPage(reader, { time: "updated", limit: 1 })).runs[0];
+      const section = await runsSection(reader, query, session);
       return c.html(layout("Runs", session, section, `/panel/live?after=${newest?.position ?? 0}`));
     }),
   );
@@ -697,12 +700,23 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       if (!(action in BULK_ACTIONS))
         return problem(`Choose an action: ${Object.values(BULK_ACTIONS).join(", ")}.`);
       const chosen = action as BulkAction;
+      // The size first, before the selection is parsed or any run read: at most MAX_BULK_RUNS.
+      if (values.length > MAX_BULK_RUNS)
+        return problem(
+          `${values.length} runs selected; at most ${MAX_BULK_RUNS} at once: narrow the selection (search, or a status).`,
+        );
       const { targets, bad } = parseSelection(values);
       if (bad.length > 0)
         return problem(
-          `The selection is not readable (${bad.join(", ")}): reload the list and select again.`,
+          `The selection is not readable (${bad.slice(0, 5).join(", ")}${bad.length > 5 ? ", …" : ""}): reload the list and select again.`,
         );
       if (targets.length === 0) return problem("Select at least one run: tick its box in the list.");
+      try {
+        checkBulkSelection(targets);
+      } catch (error) {
+        if (error instanceof InvalidBulkRequest) return problem(`${error.message}.`);
+        throw error;
+      }
       const note = formText(form, "note").trim();
       const confirmPageNow = async (text?: string) => {
         const versions = await runVersions(
@@ -715,7 +729,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
             row: await reader.projection<RunRow>("runs", target.runId),
             version: versions.get(target.runId),
             ...(chosen === "retry" && versions.has(target.runId)
-              ? { failed: await failedCalls(reader, target.runId) }
+              ? { retry: await retryTargets(reader, target.runId) }
               : {}),
           })),
         );

@@ -238,6 +238,8 @@ export const BODY_LIMITS = {
   login: 4 * 1024,
   /** The panel's forms: the plan form carries a plan of up to 64 KiB, pretty-printed and form-encoded. */
   form: 512 * 1024,
+  /** The bulk form: at most 100 `runId@version` boxes and a note (decision 0081). */
+  bulk: 64 * 1024,
   api: 4 * 1024 * 1024,
 } as const;
 
