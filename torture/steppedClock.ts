@@ -18,15 +18,20 @@ export interface SteppedClocks {
   readonly step: (slot: number, seconds: number) => void;
 }
 
+/** Throws, saying what to install, when libfaketime is missing (checked before anything starts). */
+export const requireFaketime = (): void => {
+  if (!existsSync(FAKETIME_LIBRARY))
+    throw new Error(
+      `the clock fault steps the workers' wall clocks with libfaketime, which is not at ${FAKETIME_LIBRARY}: apt-get install libfaketime (or set HOLDFAST_TEST_FAKETIME to the library)`,
+    );
+};
+
 /**
  * Offset files under `dir`, one per slot, each at +0 s. Throws when libfaketime is missing: the
  * `clock` fault is never played without it (install it: `apt-get install libfaketime`).
  */
 export const steppedClocks = (dir: string, slots: number): SteppedClocks => {
-  if (!existsSync(FAKETIME_LIBRARY))
-    throw new Error(
-      `the clock fault steps the workers' wall clocks with libfaketime, which is not at ${FAKETIME_LIBRARY}: apt-get install libfaketime (or set HOLDFAST_TEST_FAKETIME to the library)`,
-    );
+  requireFaketime();
   mkdirSync(dir, { recursive: true });
   const file = (slot: number) => join(dir, `slot-${slot}`);
   const step = (slot: number, seconds: number) => {

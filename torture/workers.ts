@@ -97,7 +97,7 @@ import {
   waitKindsIn,
 } from "./definitions.js";
 import { mountSmallTablespace, type SmallTablespace } from "./smallTablespace.js";
-import { type SteppedClocks, steppedClocks } from "./steppedClock.js";
+import { requireFaketime, type SteppedClocks, steppedClocks } from "./steppedClock.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -294,13 +294,20 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
   const schema = `hf_torture_${options.seed}_${randomBytes(3).toString("hex")}`;
+  // The clock fault needs libfaketime: said before anything is started.
+  if (storageFaults.includes("clock")) requireFaketime();
   // The faults below holdfast: a private server the harness may restart, a proxy per worker slot.
   const pgServer: PrivatePg | null = storageFaults.length > 0 ? await startPrivatePg() : null;
   const baseStore = pgServer ? pgServer.url() : options.store;
   // The disk-full fault: the journal's tables on a small tmpfs (the tablespace is the database's
   // default before the journal is migrated below). 256 MiB holds a long record's journal.
   const smallDisk: SmallTablespace | null =
-    pgServer && storageFaults.includes("disk-full") ? await mountSmallTablespace(baseStore, 256) : null;
+    pgServer && storageFaults.includes("disk-full")
+      ? await mountSmallTablespace(baseStore, 256).catch(async (error: unknown) => {
+          await pgServer.stop();
+          throw error;
+        })
+      : null;
   const url = new URL(baseStore);
   url.searchParams.set("schema", schema);
   const store = url.toString();
