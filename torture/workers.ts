@@ -944,8 +944,9 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       "call.completed after": 0,
       "call.completed before": 0,
     } as Record<string, number>,
-    /** Cuts asked for that no append of that kind reached within their wait (not counted). */
+    /** Cuts asked for that no append of that kind reached within their wait (not counted), and those armed again. */
     cutsNotReached: 0,
+    cutsNotReachedFirst: 0,
     clockSteps: {
       forward: 0,
       back: 0,
@@ -1061,11 +1062,17 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       if (candidates.length > 0) {
         const marker = rng() < 0.5 ? "call.intended" : "call.completed";
         const mode = rng() < 0.5 ? "after" : "before";
-        const fired = await Promise.race([
-          ...candidates.map((w) => proxies[w.slot]!.cutAtCommit(marker, mode).then(() => w)),
-          sleep(8_000).then(() => null),
-        ]);
-        for (const w of candidates) proxies[w.slot]!.disarm();
+        // Twice 8 s at most: a cut not reached the first time (no append of that kind) is armed once more.
+        let fired: WorkerProcess | null = null;
+        for (let attempt = 0; attempt < 2 && fired === null; attempt++) {
+          const armed = attempt === 0 ? candidates : readyWorkers().filter((w) => !partitioned.has(w.slot));
+          fired = await Promise.race([
+            ...armed.map((w) => proxies[w.slot]!.cutAtCommit(marker, mode).then(() => w)),
+            sleep(8_000).then(() => null),
+          ]);
+          for (const w of armed) proxies[w.slot]!.disarm();
+          if (fired === null && attempt === 0) faultDetail.cutsNotReachedFirst++;
+        }
         if (fired) {
           faultCounts["commit-lost"]++;
           faultDetail.commitCuts[`${marker} ${mode}`] =
