@@ -128,16 +128,22 @@ export const SIGNAL_TIMEOUT_MS = 2_500;
  *    or longer than the lease, then healed;
  *  - `commit-lost`: one worker's connection cut right after (the server commits, the worker never
  *    hears it) or right before (rolled back) the COMMIT of an append carrying an intent or an
- *    outcome.
- * `disk` and `clock` are named for the libSQL harness and not played yet: the harness refuses them.
+ *    outcome;
+ *  - `clock`: one worker's wall clock stepped forward or back by about an hour for a while (up to
+ *    past its lease), then set right, its monotonic clock running on (libfaketime in the worker
+ *    process, a timestamp file per worker slot);
+ *  - `disk-full`: the journal's tables live in a tablespace on a small tmpfs, which a ballast file
+ *    fills for a few seconds: appends are refused (53100), then space is back.
  */
-export const STORAGE_FAULT_KINDS = ["pg-restart", "partition", "commit-lost", "disk", "clock"] as const;
+export const STORAGE_FAULT_KINDS = ["pg-restart", "partition", "commit-lost", "disk-full", "clock"] as const;
 export type StorageFaultKind = (typeof STORAGE_FAULT_KINDS)[number];
-/** The storage fault kinds the multi-worker PostgreSQL harness plays. */
+/** The storage fault kinds the multi-worker PostgreSQL harness plays (all of them). */
 export const PG_FAULT_KINDS = [
   "pg-restart",
   "partition",
   "commit-lost",
+  "clock",
+  "disk-full",
 ] as const satisfies ReadonlyArray<StorageFaultKind>;
 export type PgFaultKind = (typeof PG_FAULT_KINDS)[number];
 

@@ -204,7 +204,7 @@ const { kinds: faultKinds, storage: storageFaults } = ((): {
     process.exit(2);
   }
 })();
-/** The faults below holdfast: only the multi-worker PostgreSQL harness plays them (disk, clock: not yet). */
+/** The faults below holdfast: only the multi-worker PostgreSQL harness plays them. */
 const notPlayed = storageFaults.filter((k) =>
   values.workers === undefined && values.store === undefined
     ? true

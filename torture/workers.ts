@@ -96,6 +96,8 @@ import {
   tortureScheduleSpecs,
   waitKindsIn,
 } from "./definitions.js";
+import { mountSmallTablespace, type SmallTablespace } from "./smallTablespace.js";
+import { requireFaketime, type SteppedClocks, steppedClocks } from "./steppedClock.js";
 import { startWitnessServer } from "./witness-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -292,9 +294,20 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const pick = <T>(items: ReadonlyArray<T>): T => items[Math.floor(rng() * items.length)]!;
   const started = Date.now();
   const schema = `hf_torture_${options.seed}_${randomBytes(3).toString("hex")}`;
+  // The clock fault needs libfaketime: said before anything is started.
+  if (storageFaults.includes("clock")) requireFaketime();
   // The faults below holdfast: a private server the harness may restart, a proxy per worker slot.
   const pgServer: PrivatePg | null = storageFaults.length > 0 ? await startPrivatePg() : null;
   const baseStore = pgServer ? pgServer.url() : options.store;
+  // The disk-full fault: the journal's tables on a small tmpfs (the tablespace is the database's
+  // default before the journal is migrated below). 256 MiB holds a long record's journal.
+  const smallDisk: SmallTablespace | null =
+    pgServer && storageFaults.includes("disk-full")
+      ? await mountSmallTablespace(baseStore, 256).catch(async (error: unknown) => {
+          await pgServer.stop();
+          throw error;
+        })
+      : null;
   const url = new URL(baseStore);
   url.searchParams.set("schema", schema);
   const store = url.toString();
@@ -316,6 +329,10 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const admin = steadily(adminPool);
   const dir = mkdtempSync(join(tmpdir(), "holdfast-workers-"));
   for (const sub of ["witness", "work", "receipts", "workers"]) mkdirSync(join(dir, sub));
+  // The clock fault: every worker's wall clock read through libfaketime from its slot's file.
+  const clocks: SteppedClocks | null = storageFaults.includes("clock")
+    ? steppedClocks(join(dir, "clock"), options.workers)
+    : null;
   const server = await startWitnessServer();
   const { allowlist } = makeTortureDefinitions({ dir, server: server.url });
   const allowlistFile = join(dir, "allowlist.json");
@@ -405,6 +422,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           HOLDFAST_PAUSE_AT: "after-lease-check",
           HOLDFAST_PAUSE_SKIP: String(Math.floor(rng() * 4)),
           HOLDFAST_PAUSE_EVERY: "40",
+          ...(clocks?.env(slot) ?? {}),
         },
         stdio: ["pipe", "pipe", "pipe"],
       },
@@ -509,6 +527,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     killAll();
     // The private server of the faults below holdfast goes too.
     pgServer?.stopNow();
+    smallDisk?.unmount();
     process.exit(130);
   };
   process.on("exit", killAll);
@@ -909,7 +928,13 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   }
 
   // The faults below holdfast (decision 0080), played after each wave's kill and restart.
-  const faultCounts: Record<PgFaultKind, number> = { "pg-restart": 0, partition: 0, "commit-lost": 0 };
+  const faultCounts: Record<PgFaultKind, number> = {
+    "pg-restart": 0,
+    partition: 0,
+    "commit-lost": 0,
+    clock: 0,
+    "disk-full": 0,
+  };
   const faultDetail = {
     restarts: { fast: 0, sigkill: 0 },
     partitions: { blackhole: 0, refuse: 0, shorterThanLease: 0, longerThanLease: 0 },
@@ -919,17 +944,79 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       "call.completed after": 0,
       "call.completed before": 0,
     } as Record<string, number>,
-    /** Cuts asked for that no append of that kind reached within their wait (not counted). */
+    /** Cuts asked for that no append of that kind reached within their wait (not counted), and those armed again. */
     cutsNotReached: 0,
+    cutsNotReachedFirst: 0,
+    clockSteps: {
+      forward: 0,
+      back: 0,
+      shorterThanLease: 0,
+      longerThanLease: 0,
+      /** Steps of a worker that owned active runs when it was stepped, and of an idle one (none owned any). */
+      onBusyWorker: 0,
+      onIdleWorker: 0,
+      /** Runs taken over, during a step or a lease after it, from the stepped worker or by it. */
+      takeOversOfStepped: 0,
+      takeOversByStepped: 0,
+    },
+    diskFull: {
+      /** Fills whose probe insert was refused with 53100 (the fault bit), and those it was not. */
+      probeRefused: 0,
+      probeNotRefused: 0,
+      ballastMib: { min: null as number | null, max: null as number | null },
+      heldMs: { min: null as number | null, max: null as number | null },
+      /** Lines of the workers' output naming the refusal (53100, "disk is full"). */
+      refusalsInWorkerLogs: 0,
+    },
   };
+  const widen = (range: { min: number | null; max: number | null }, value: number) => {
+    range.min = range.min === null ? value : Math.min(range.min, value);
+    range.max = range.max === null ? value : Math.max(range.max, value);
+  };
+  /** Each clock step: whose, by how much (ms), and from when until it was set right (harness time). */
+  const clockSpans: Array<{ workerId: string; offsetMs: number; from: number; to: number }> = [];
+  /** A worker slot's clock step: set right when this resolves. */
+  const stepping = new Map<number, Promise<void>>();
   /** When the storage was away for some worker (a restart: all of them; a partition: one). */
-  const faultSpans: Array<{ from: number; to: number }> = [];
+  const faultSpans: Array<{ from: number; to: number; workerId?: string | null }> = [];
   /** A worker slot's partition: healed when this resolves. */
   const partitioned = new Map<number, Promise<void>>();
   const readyWorkers = () =>
     slots.flatMap((w) => (w?.started && !w.exited && w.killedAt === null ? [w] : []));
   const playStorageFaults = async () => {
     if (pgServer === null) return;
+    if (clocks !== null && storageFaults.includes("clock")) {
+      // First, and waited for: a take-over near a step is then not also near another fault, and
+      // the check below can tell what a step did.
+      const candidates = readyWorkers().filter((w) => !partitioned.has(w.slot) && !stepping.has(w.slot));
+      if (candidates.length > 0) {
+        // A worker that owns runs right now, if there is one: an idle worker's step tests little.
+        const busy: WorkerProcess[] = [];
+        for (const w of candidates) if ((await claimsOf(w.workerId!)) > 0) busy.push(w);
+        const w = pick(busy.length > 0 ? busy : candidates);
+        faultDetail.clockSteps[busy.length > 0 ? "onBusyWorker" : "onIdleWorker"]++;
+        const forward = rng() < 0.5;
+        const seconds = (forward ? 1 : -1) * (3_300 + Math.floor(rng() * 600));
+        const longer = rng() < 0.5;
+        const ms = Math.round(options.leaseMs * (longer ? 1.1 + rng() * 0.5 : 0.4 + rng() * 0.5));
+        const from = Date.now();
+        clocks.step(w.slot, seconds);
+        faultCounts.clock++;
+        faultDetail.clockSteps[forward ? "forward" : "back"]++;
+        faultDetail.clockSteps[longer ? "longerThanLease" : "shorterThanLease"]++;
+        const workerId = w.workerId!;
+        const done = sleep(ms).then(() => {
+          clocks.step(w.slot, 0);
+          clockSpans.push({ workerId, offsetMs: seconds * 1000, from, to: Date.now() });
+          stepping.delete(w.slot);
+        });
+        stepping.set(w.slot, done);
+        log(
+          `clock ${faultCounts.clock}: ${workerId} stepped ${seconds > 0 ? "+" : ""}${seconds} s for ${ms} ms`,
+        );
+        await done;
+      }
+    }
     if (storageFaults.includes("pg-restart")) {
       // Not while a worker starts up: a worker that cannot reach its store at its start exits.
       const until = Date.now() + 60_000;
@@ -961,7 +1048,7 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
           w.slot,
           sleep(ms).then(() => {
             proxy.heal();
-            faultSpans.push({ from, to: Date.now() });
+            faultSpans.push({ from, to: Date.now(), workerId: w.workerId });
             partitioned.delete(w.slot);
           }),
         );
@@ -975,21 +1062,42 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
       if (candidates.length > 0) {
         const marker = rng() < 0.5 ? "call.intended" : "call.completed";
         const mode = rng() < 0.5 ? "after" : "before";
-        const fired = await Promise.race([
-          ...candidates.map((w) => proxies[w.slot]!.cutAtCommit(marker, mode).then(() => w)),
-          sleep(8_000).then(() => null),
-        ]);
-        for (const w of candidates) proxies[w.slot]!.disarm();
+        // Twice 8 s at most: a cut not reached the first time (no append of that kind) is armed once more.
+        let fired: WorkerProcess | null = null;
+        for (let attempt = 0; attempt < 2 && fired === null; attempt++) {
+          const armed = attempt === 0 ? candidates : readyWorkers().filter((w) => !partitioned.has(w.slot));
+          fired = await Promise.race([
+            ...armed.map((w) => proxies[w.slot]!.cutAtCommit(marker, mode).then(() => w)),
+            sleep(8_000).then(() => null),
+          ]);
+          for (const w of armed) proxies[w.slot]!.disarm();
+          if (fired === null && attempt === 0) faultDetail.cutsNotReachedFirst++;
+        }
         if (fired) {
           faultCounts["commit-lost"]++;
           faultDetail.commitCuts[`${marker} ${mode}`] =
             (faultDetail.commitCuts[`${marker} ${mode}`] ?? 0) + 1;
-          faultSpans.push({ from: Date.now(), to: Date.now() });
+          faultSpans.push({ from: Date.now(), to: Date.now(), workerId: fired.workerId });
           log(
             `commit-lost ${faultCounts["commit-lost"]}: ${fired.workerId} ${marker} cut ${mode} its COMMIT`,
           );
         } else faultDetail.cutsNotReached++;
       }
+    }
+    if (smallDisk !== null && storageFaults.includes("disk-full")) {
+      const from = Date.now();
+      const { bytes, refused } = await smallDisk.fill();
+      const ms = 1_500 + Math.floor(rng() * 2_500);
+      await sleep(ms);
+      await smallDisk.free();
+      faultSpans.push({ from, to: Date.now() });
+      faultCounts["disk-full"]++;
+      faultDetail.diskFull[refused ? "probeRefused" : "probeNotRefused"]++;
+      widen(faultDetail.diskFull.ballastMib, Math.round(bytes / (1 << 20)));
+      widen(faultDetail.diskFull.heldMs, Date.now() - from);
+      log(
+        `disk-full ${faultCounts["disk-full"]}: ${Math.round(bytes / (1 << 20))} MiB of ballast for ${Date.now() - from} ms (probe ${refused ? "refused" : "not refused"})`,
+      );
     }
   };
 
@@ -1129,6 +1237,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
         : null;
     // A slot's proxy still partitioned heals first: a worker that cannot reach its store at its start exits.
     await partitioned.get(victim.slot);
+    // So is a slot's stepped clock: a worker starts on the right time.
+    await stepping.get(victim.slot);
     spawnWorker(victim.slot, crashAt);
     log(
       `kill ${kills}/${options.kills}: ${victim.workerId} (${victim.identity}); inputs handed out ${nextInput}/${options.runs}, admitted ${admitted.size}`,
@@ -1136,8 +1246,8 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
     snapshots.push(await outcomesNow(journal));
     await playStorageFaults();
   }
-  // Every partition heals and no cut stays armed before the runs settle.
-  await Promise.all([...partitioned.values()]);
+  // Every partition heals, every clock is set right and no cut stays armed before the runs settle.
+  await Promise.all([...partitioned.values(), ...stepping.values()]);
   for (const proxy of proxies) proxy.disarm();
   await feed(options.runs);
   await decideHeld(10);
@@ -1336,9 +1446,58 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   const ofLiveWorkers: string[] = [];
   /** Runs taken from a worker while it was stopped at its pause point (after a lease check). */
   let ofPausedWorkers = 0;
+  /**
+   * When an event was recorded, on the harness's clock: a worker stamps its events with its own
+   * wall clock, which the clock fault steps; a claim it wrote during its step is set back by the step.
+   */
+  const realTime = (e: RecordedEvent): number => {
+    const stamped = Date.parse(e.recordedAt);
+    if (e.event.type !== "run.claimed") return stamped;
+    const by = e.event.workerId;
+    const span = clockSpans.find(
+      (c) =>
+        c.workerId === by && stamped - c.offsetMs >= c.from - 1_000 && stamped - c.offsetMs <= c.to + 1_000,
+    );
+    return span ? stamped - span.offsetMs : stamped;
+  };
+  /**
+   * The clock kind's check: no run is taken, during a step or within a lease after it, from a
+   * stepped worker or by one, while its owner was alive, not stopped at its pause point (or just
+   * continued) and not cut off by another fault — a step must neither make a live worker look
+   * dead nor let the stepped worker take a live peer's runs.
+   */
+  const clockFindings: string[] = [];
   for (const e of events) {
     if (e.event.type !== "run.claimed" || e.event.previousWorkerId === null) continue;
-    const at = Date.parse(e.recordedAt);
+    const at = realTime(e);
+    const previous = e.event.previousWorkerId;
+    const by = e.event.workerId;
+    for (const c of clockSpans) {
+      if (c.workerId !== previous && c.workerId !== by) continue;
+      if (at < c.from || at > c.to + options.leaseMs) continue;
+      if (c.workerId === previous) faultDetail.clockSteps.takeOversOfStepped++;
+      else faultDetail.clockSteps.takeOversByStepped++;
+      const victim = victims.get(previous);
+      if (victim && victim.diedAt <= at) continue;
+      if (pauseSpans.some((p) => p.workerId === previous && p.from <= at && at <= p.to + 2_000)) continue;
+      if (
+        faultSpans.some(
+          (f) =>
+            (f.workerId === undefined || f.workerId === previous) &&
+            f.from <= at &&
+            f.to >= at - options.leaseMs,
+        )
+      )
+        continue;
+      clockFindings.push(
+        `run ${e.event.runId} was taken from live worker ${previous} by ${by} at ${new Date(at).toISOString()}, ${at <= c.to ? "during" : `${at - c.to} ms after`} ${c.workerId}'s clock step of ${c.offsetMs / 1000} s`,
+      );
+    }
+  }
+  for (const finding of clockFindings) errors.push(`clock: ${finding}`);
+  for (const e of events) {
+    if (e.event.type !== "run.claimed" || e.event.previousWorkerId === null) continue;
+    const at = realTime(e);
     const previous = e.event.previousWorkerId;
     if (pauseSpans.some((p) => p.workerId === previous && p.from <= at && at <= p.to)) ofPausedWorkers++;
     const victim = victims.get(e.event.previousWorkerId);
@@ -1397,11 +1556,25 @@ export const runWorkersTorture = async (options: WorkersTortureOptions) => {
   }
   for (const proxy of proxies) await proxy.close();
   // The private server goes with the run (--keep keeps the trial folder only).
+  if (smallDisk !== null)
+    for (const w of processes) {
+      try {
+        const text = readFileSync(join(dir, "workers", `w${w.slot}-g${w.generation}.log`), "utf8");
+        faultDetail.diskFull.refusalsInWorkerLogs += text
+          .split("\n")
+          .filter((l) => /53100|disk is full/.test(l)).length;
+      } catch {
+        // It wrote nothing.
+      }
+    }
   if (pgServer) await pgServer.stop();
+  smallDisk?.unmount();
   if (!options.keep) rmSync(dir, { recursive: true, force: true });
   // No run may fail because the store was away (decision 0069): such a run is left to recovery.
   const failedForOutage = check.endedOtherwise.filter(
-    (line) => / failed /.test(line) && /JournalUnavailable|unavailable|terminat|ECONN|connection/i.test(line),
+    (line) =>
+      / failed /.test(line) &&
+      /JournalUnavailable|unavailable|terminat|ECONN|connection|disk is full|53100|No space left/i.test(line),
   );
   for (const line of failedForOutage) errors.push(`a run failed because of an outage: ${line}`);
 
