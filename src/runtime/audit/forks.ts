@@ -79,12 +79,12 @@ export class ForkChecks {
     return null;
   }
 
-  /** Retention removed this run: a fork's source events are gone on purpose. */
-  runPruned(runId: string): void {
-    this.missing.delete(runId);
-  }
-
-  finish(): AuditFinding[] {
-    return [...this.missing.values()].flat();
+  /**
+   * The findings of sources that are gone, but for runs retention removed on purpose: `pruned` says
+   * so for a run id. Decided here, at the end, since a source is often looked up after the
+   * `retention.pruned` of its run was read (the same page, or an earlier one).
+   */
+  finish(pruned: (runId: string) => boolean): AuditFinding[] {
+    return [...this.missing].filter(([runId]) => !pruned(runId)).flatMap(([, findings]) => findings);
   }
 }
