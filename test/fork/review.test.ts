@@ -11,8 +11,9 @@ import {
   type RunHandle,
   type Runtime,
 } from "../../src/index.js";
+import { canonicalJson, chainHash } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
-import { tamper } from "../audit/tamper.js";
+import { alignCaches, tamper } from "../audit/tamper.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -328,6 +329,85 @@ describe("fork refusals say what was wrong (issue 36)", () => {
       expect((refusal as Error).message).not.toContain("0–-1");
     } finally {
       await runtime.close();
+    }
+  });
+});
+
+describe("the audit of a queued fork's first commit (issue 36)", () => {
+  it("accepts only the fork's copies between run.admitted and the queue's input.admitted", async () => {
+    const dir = tempDir();
+    const db = join(dir, "j.db");
+    const tool = defineTool({ name: "t", args: Schema.Struct({ n: Schema.Number }), run: async ({ n }) => n });
+    const source = defineAgent({
+      name: "a",
+      version: "1",
+      run: async (turn) => [await turn.tool(tool, { n: 1 }), await turn.tool(tool, { n: 2 })],
+    });
+    const blocker = defineAgent({ name: "b", version: "1", run: async (turn) => turn.waitFor("go") });
+    const runtime = await openRuntime({ store: db, agents: [source, blocker], tools: [tool] });
+    let forkId: string;
+    try {
+      const s = await runtime.submit({ chatId: "c", inputId: "i", agent: "a", content: {} });
+      await s.result;
+      const b = await runtime.submit({ chatId: "d", inputId: "i", agent: "b", content: {} });
+      await settled(runtime, b.runId, ["waiting"]);
+      const queued = await runtime.fork(s.runId, { atCall: 2, by: "ada", note: "n", chatId: "d", whenBusy: "queue" });
+      await runtime.signal(b.runId, "go", null, { signalId: "s1" });
+      const admitted = await (queued as { admitted: Promise<string | null> }).admitted;
+      forkId = admitted!;
+      await settled(runtime, forkId);
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+    // A tamperer turns the fork's second copied outcome into a live one (no `reused`), re-chaining
+    // the stream: it is no copy, so the queue's input.admitted no longer follows its run's admission.
+    tamper(db, (conn) => {
+      const streamId = `run-${forkId}`;
+      const rows = conn
+        .prepare(
+          "SELECT position, version, event_id, recorded_at, schema_version, data, prev_hash FROM events WHERE stream_id = ? ORDER BY version",
+        )
+        .all(streamId) as Array<{
+        position: number;
+        version: number;
+        event_id: string;
+        recorded_at: string;
+        schema_version: number;
+        data: string;
+        prev_hash: string;
+      }>;
+      let prevHash = rows[0]!.prev_hash;
+      let changed = false;
+      for (const row of rows) {
+        const data = JSON.parse(row.data) as { type: string; callId?: string; reused?: unknown };
+        if (!changed && data.type === "call.completed" && data.callId === `${forkId}/1`) {
+          delete data.reused;
+          changed = true;
+        }
+        const hash = chainHash({
+          streamId,
+          version: row.version,
+          eventId: row.event_id,
+          recordedAt: row.recorded_at,
+          prevHash,
+          schemaVersion: row.schema_version,
+          data,
+        });
+        conn
+          .prepare("UPDATE events SET data = ?, prev_hash = ?, hash = ? WHERE position = ?")
+          .run(canonicalJson(data), prevHash, hash, row.position);
+        prevHash = hash;
+      }
+      expect(changed).toBe(true);
+    });
+    alignCaches(db);
+    const journal = LibsqlJournal.openReadOnly(db);
+    try {
+      const audit = await auditJournal(journal, { pageSize: 1000 });
+      expect(audit.findings.filter((f) => f.kind === "queue-mismatch")).toHaveLength(1);
+    } finally {
+      await journal.close();
     }
   });
 });
