@@ -1,7 +1,9 @@
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { canonicalJson, chainHash } from "../../src/events/index.js";
 import {
   ApprovalDenied,
   DefiniteFailure,
@@ -11,9 +13,8 @@ import {
   type RunHandle,
   type Runtime,
 } from "../../src/index.js";
-import { canonicalJson, chainHash } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
-import { alignCaches, tamper } from "../audit/tamper.js";
+import { alignCaches, copyJournal, tamper } from "../audit/tamper.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
@@ -337,7 +338,11 @@ describe("the audit of a queued fork's first commit (issue 36)", () => {
   it("accepts only the fork's copies between run.admitted and the queue's input.admitted", async () => {
     const dir = tempDir();
     const db = join(dir, "j.db");
-    const tool = defineTool({ name: "t", args: Schema.Struct({ n: Schema.Number }), run: async ({ n }) => n });
+    const tool = defineTool({
+      name: "t",
+      args: Schema.Struct({ n: Schema.Number }),
+      run: async ({ n }) => n,
+    });
     const source = defineAgent({
       name: "a",
       version: "1",
@@ -351,7 +356,13 @@ describe("the audit of a queued fork's first commit (issue 36)", () => {
       await s.result;
       const b = await runtime.submit({ chatId: "d", inputId: "i", agent: "b", content: {} });
       await settled(runtime, b.runId, ["waiting"]);
-      const queued = await runtime.fork(s.runId, { atCall: 2, by: "ada", note: "n", chatId: "d", whenBusy: "queue" });
+      const queued = await runtime.fork(s.runId, {
+        atCall: 2,
+        by: "ada",
+        note: "n",
+        chatId: "d",
+        whenBusy: "queue",
+      });
       await runtime.signal(b.runId, "go", null, { signalId: "s1" });
       const admitted = await (queued as { admitted: Promise<string | null> }).admitted;
       forkId = admitted!;
@@ -409,5 +420,132 @@ describe("the audit of a queued fork's first commit (issue 36)", () => {
     } finally {
       await journal.close();
     }
+  });
+});
+
+/** Rewrite a stream's events (as stored payloads) and recompute its hash chain, as a careful tamperer would. */
+const rechain = (db: string, streamId: string, change: (data: Record<string, unknown>) => void): void =>
+  tamper(db, (conn) => {
+    const rows = conn
+      .prepare(
+        "SELECT position, version, event_id, recorded_at, schema_version, data, prev_hash FROM events WHERE stream_id = ? ORDER BY version",
+      )
+      .all(streamId) as Array<{
+      position: number;
+      version: number;
+      event_id: string;
+      recorded_at: string;
+      schema_version: number;
+      data: string;
+      prev_hash: string;
+    }>;
+    let prevHash = rows[0]!.prev_hash;
+    for (const row of rows) {
+      const data = JSON.parse(row.data) as Record<string, unknown>;
+      change(data);
+      const hash = chainHash({
+        streamId,
+        version: row.version,
+        eventId: row.event_id,
+        recordedAt: row.recorded_at,
+        prevHash,
+        schemaVersion: row.schema_version,
+        data,
+      });
+      conn
+        .prepare("UPDATE events SET data = ?, prev_hash = ?, hash = ? WHERE position = ?")
+        .run(canonicalJson(data), prevHash, hash, row.position);
+      prevHash = hash;
+    }
+  });
+
+describe("the audit's fork check (issue 36)", () => {
+  it("checks the copied call against the source's, the pointer's run against run.forked, and a pointer for each reused seq", async () => {
+    const dir = tempDir();
+    const db = join(dir, "j.db");
+    const tool = defineTool({
+      name: "t",
+      args: Schema.Struct({ n: Schema.Number }),
+      run: async ({ n }) => n,
+    });
+    const agent = defineAgent({
+      name: "a",
+      version: "1",
+      run: async (turn) => [
+        await turn.tool(tool, { n: 1 }),
+        await turn.tool(tool, { n: 2 }),
+        await turn.tool(tool, { n: 3 }),
+      ],
+    });
+    const runtime = await openRuntime({ store: db, agents: [agent], tools: [tool] });
+    let forkId: string;
+    let other: string;
+    try {
+      const s = await runtime.submit({ chatId: "c", inputId: "i", agent: "a", content: {} });
+      await s.result;
+      const o = await runtime.submit({ chatId: "e", inputId: "i", agent: "a", content: {} });
+      await o.result;
+      other = o.runId;
+      const f = (await runtime.fork(s.runId, { atCall: 3, by: "ada", note: "n", chatId: "d" })) as RunHandle;
+      await f.result;
+      forkId = f.runId;
+      expect((await runtime.audit()).findings).toEqual([]);
+    } finally {
+      await runtime.close();
+    }
+    const audit = async (path: string) => {
+      alignCaches(path);
+      const journal = LibsqlJournal.openReadOnly(path);
+      try {
+        return (await auditJournal(journal)).findings
+          .filter((f) => f.kind === "fork-mismatch")
+          .map((f) => f.detail);
+      } finally {
+        await journal.close();
+      }
+    };
+    const variant = (name: string) => {
+      mkdirSync(join(dir, name));
+      return copyJournal(db, join(dir, name));
+    };
+    // 1. The copied intent of call 0 names another tool than the source's call 0.
+    const renamed = variant("renamed");
+    rechain(renamed, `run-${forkId}`, (d) => {
+      if (d.type === "call.intended" && d.callId === `${forkId}/0`) d.name = "other";
+    });
+    expect(await audit(renamed)).toEqual([
+      expect.stringMatching(/seq 0 tool "other".*source's is seq 0 tool "t"/),
+    ]);
+    // 2. Call 1's pointer names another run (call 1 of `other` records the same result, 2).
+    const elsewhere = variant("elsewhere");
+    const otherRows = tamper(elsewhere, (c) =>
+      c
+        .prepare(
+          "SELECT version, event_id, hash, data FROM events WHERE stream_id = ? AND type = 'call.completed'",
+        )
+        .all(`run-${other}`),
+    ) as Array<{ version: number; event_id: string; hash: string; data: string }>;
+    const target = otherRows.find((r) => (JSON.parse(r.data) as { callId: string }).callId === `${other}/1`)!;
+    rechain(elsewhere, `run-${forkId}`, (d) => {
+      if (d.type === "call.completed" && d.callId === `${forkId}/1`)
+        d.reused = {
+          runId: other,
+          callId: `${other}/1`,
+          version: target.version,
+          eventId: target.event_id,
+          hash: target.hash,
+        };
+    });
+    expect(await audit(elsewhere)).toEqual([
+      expect.stringMatching(new RegExp(`reused from run ${other}, but the fork's run.forked names`)),
+    ]);
+    // 3. Call 2's pointer is gone: run.forked still lists seq 2 as reused.
+    const unpointed = variant("unpointed");
+    rechain(unpointed, `run-${forkId}`, (d) => {
+      if (d.type === "call.completed" && d.callId === `${forkId}/2`) delete d.reused;
+    });
+    expect(await audit(unpointed)).toEqual([
+      expect.stringMatching(/lists seq\(s\) 2 as reused, but no outcome/),
+    ]);
   });
 });

@@ -314,7 +314,8 @@ export class LogAuditor {
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
     else if (row.streamId.startsWith("run-")) {
       this.runs.check(recorded, stream);
-      this.forks.check(recorded);
+      const forkBreach = this.forks.check(recorded);
+      if (forkBreach) this.findings.add(forkBreach);
       if (event.type === "run.admitted" && event.chatId.startsWith(SCHEDULE_STREAM_PREFIX))
         this.schedules.noteAdmission(recorded);
     } else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
@@ -375,8 +376,12 @@ export class LogAuditor {
   }
 
   /** The source event at a fork check's coordinates (undefined: none). */
-  forkSourceFound(check: ForkCheck, source: RecordedEvent | undefined): void {
-    const finding = this.forks.found(check, source);
+  forkSourceFound(
+    check: ForkCheck,
+    source: RecordedEvent | undefined,
+    sourceIntent?: Parameters<ForkChecks["found"]>[2],
+  ): void {
+    const finding = this.forks.found(check, source, sourceIntent);
     if (finding) this.findings.add(finding);
   }
 
