@@ -27,6 +27,11 @@ export const ApprovalRequest = Schema.Struct({
   editable: Schema.Boolean,
   /** The tool's description, as the code declared it when the call was made (shown to the approver). */
   description: Schema.String,
+  /**
+   * Only in a fork's copy of a source call that a person denied (decision 0083): the denial stays
+   * the fork's, so the agent sees `ApprovalDenied` and no retry grant runs the call.
+   */
+  decision: Schema.optional(Schema.Literal("denied")),
 });
 export type ApprovalRequest = typeof ApprovalRequest.Type;
 

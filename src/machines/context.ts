@@ -35,6 +35,11 @@ export interface CallState {
    * and what a person decided (absent while it awaits).
    */
   readonly approval?: { readonly editable: boolean; readonly decision?: "approved" | "denied" };
+  /**
+   * A fork's copy (decision 0083): the outcome was reused from the source run or given by a person.
+   * It belongs to the source: no retry policy re-decides it and no grant runs the call again.
+   */
+  readonly copied?: true;
 }
 
 export type RunStatus =

@@ -169,14 +169,16 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           call !== undefined &&
           retryable &&
           call.approval?.decision !== "denied" &&
+          call.copied === undefined &&
           event.attempt === call.attempt + 1 &&
           event.attempt <= (call.policyAttempts ?? 0)
         );
       }),
-      // A denied call stays denied: no grant makes it run without an approval (decision 0057).
+      // A denied call stays denied: no grant makes it run without an approval (decision 0057). A
+      // fork's copied outcome belongs to its source: never run again in the fork (decision 0083).
       retryAllowed: when(["retry.granted"], (context, event) => {
         const call = callOf(context, event.callId);
-        return call?.status === "failed" && call.approval?.decision !== "denied";
+        return call?.status === "failed" && call.approval?.decision !== "denied" && call.copied === undefined;
       }),
       sameRun: ({ context, event }) => "runId" in event && event.runId === context.runId,
       /** From run@2: a fork says so once, right after its admission, before any call (decision 0083). */
@@ -342,7 +344,13 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
           retriesLeft: Math.max(0, (known?.retriesLeft ?? 0) - (known?.status === "failed" ? 1 : 0)),
           ...(e.retry ? { policyAttempts: e.retry.attempts } : {}),
           ...(e.approval
-            ? { approval: { editable: e.approval.editable } }
+            ? {
+                approval: {
+                  editable: e.approval.editable,
+                  // A fork's copy of a denied call holds the denial (decision 0083).
+                  ...(e.approval.decision ? { decision: e.approval.decision } : {}),
+                },
+              }
             : known?.approval
               ? { approval: known.approval }
               : {}),
@@ -358,13 +366,15 @@ const makeRunMachine = (version: typeof RUN_MACHINE_V1 | typeof RUN_MACHINE_V2) 
             status: "completed",
             via: "live",
             resultDigest: e.resultDigest,
+            ...(e.reused || e.edited ? { copied: true as const } : {}),
           }),
         };
       }),
       fail: assign(({ context, event }) => {
         const e = event as E<"call.failed">;
         const call = callOf(context, e.callId)!;
-        return { calls: setCall(context, { ...call, status: "failed", via: "live" }) };
+        const copied = e.reused ? { copied: true as const } : {};
+        return { calls: setCall(context, { ...call, status: "failed", via: "live", ...copied }) };
       }),
       reconcile: assign(({ context, event }) => {
         const e = event as E<"call.reconciled">;

@@ -154,9 +154,12 @@ export class ReplayCursor {
         return { kind: "serve", value: rec?.kind === "result" ? rec.value : null };
       }
       case "failed": {
-        if (call.retriesLeft > 0) return { kind: "attempt", attempt: call.attempt + 1 };
         const rec = this.recorded.get(call.callId);
         const error = rec?.kind === "error" ? rec.error : { name: "Error", message: "recorded failure" };
+        // A fork's copied failure belongs to its source: thrown as recorded, never re-decided or run
+        // again, since no call before the fork point runs (decision 0083).
+        if (call.copied) return { kind: "fail", error };
+        if (call.retriesLeft > 0) return { kind: "attempt", attempt: call.attempt + 1 };
         // A policy with attempts left and nothing after the failure (the machine's "failed" status:
         // no retry.scheduled, no grant): the policy may still take it, as it would have live.
         const policy = this.policies.get(call.callId);

@@ -358,6 +358,14 @@ export const retryEvents = (
   const calls = contextOf(fold).calls;
   const call = calls.get(callId);
   if (!call) throw new CallNotFound({ runId, callId });
+  if (call.copied) {
+    throw new RetryNotAllowed({
+      runId,
+      callId,
+      status: "failed",
+      reason: `its outcome was copied when the run was forked (reused from the source run or given by a person), so it belongs to the source; no call before the fork point runs in a fork. Fork the source again at or before this call's seq to run it live`,
+    });
+  }
   if (call.status !== "failed") {
     throw new RetryNotAllowed({
       runId,

@@ -400,8 +400,11 @@ export class RetryNotAllowed extends Data.TaggedError("RetryNotAllowed")<{
   readonly runId: string;
   readonly callId: string;
   readonly status: string;
+  /** Why this failed call cannot be retried, when its status is not the reason. */
+  readonly reason?: string;
 }> {
   override get message(): string {
+    if (this.reason) return `call ${this.callId} of run ${this.runId} cannot be retried: ${this.reason}`;
     return `call ${this.callId} of run ${this.runId} is ${this.status}; only a definitely failed call can be retried (an in-doubt call needs a decision instead)`;
   }
 }

@@ -67,6 +67,8 @@ type SourceOutcome =
 interface SourceCall {
   readonly intent: Extract<AnyEvent, { type: "call.intended" }>;
   readonly outcome: SourceOutcome | undefined;
+  /** A person denied the call's approval: its failure is that denial. */
+  readonly denied?: true;
 }
 
 /**
@@ -77,7 +79,7 @@ export const sourceCalls = (history: ReadonlyArray<RecordedEvent>): Map<string, 
   const calls = new Map<string, SourceCall>();
   const set = (callId: string, outcome: SourceOutcome | undefined) => {
     const call = calls.get(callId);
-    if (call) calls.set(callId, { intent: call.intent, outcome });
+    if (call) calls.set(callId, { ...call, outcome });
   };
   for (const recorded of history) {
     const event = recorded.event;
@@ -90,6 +92,12 @@ export const sourceCalls = (history: ReadonlyArray<RecordedEvent>): Map<string, 
         break;
       case "call.failed":
         set(event.callId, { kind: "error", error: event.error, at: recorded });
+        break;
+      case "approval.recorded":
+        if (event.decision === "denied") {
+          const call = calls.get(event.callId);
+          if (call) calls.set(event.callId, { ...call, denied: true });
+        }
         break;
       case "call.reconciled":
         if (event.outcome === "completed")
@@ -164,7 +172,10 @@ export const planFork = async (core: EngineCore, spec: ForkSpec): Promise<ForkPl
     if (!call)
       throw new InvalidInput({
         what: "fork atCall",
-        detail: `run ${spec.fromRunId} made ${calls.size} call(s) (seqs 0–${calls.size - 1}), so atCall ${spec.atCall} is past them: fork at a seq up to ${calls.size}`,
+        detail:
+          calls.size === 0
+            ? `run ${spec.fromRunId} made no calls, so atCall ${spec.atCall} is past them: fork at 0 (the run again from its start)`
+            : `run ${spec.fromRunId} made ${calls.size} call(s) (seqs 0–${calls.size - 1}), so atCall ${spec.atCall} is past them: fork at a seq up to ${calls.size}`,
       });
     if (edits.has(seq)) editedSeqs.push(seq);
     else if (call.outcome) reusedSeqs.push(seq);
@@ -192,9 +203,15 @@ export const planFork = async (core: EngineCore, spec: ForkSpec): Promise<ForkPl
       ];
       for (const { seq, call } of picked) {
         const callId = callIdOf(runId, seq);
-        // The effect never starts in the fork: the approval it once awaited is not asked again.
-        const { approval: _approval, ...intent } = call.intent;
-        events.push({ ...intent, runId, callId, seq, attempt: 1, idempotencyKey: `${callId}#1` });
+        // The effect never starts in the fork: the approval it once awaited is not asked again, but a
+        // denial stays one (the agent sees ApprovalDenied, no grant runs the call). Its retry policy
+        // is not copied: the source decided it, and no call before atCall runs (decision 0083).
+        const { approval, retry: _retry, ...intent } = call.intent;
+        const denied =
+          approval && call.denied && !edits.has(seq) && call.outcome?.kind === "error"
+            ? { approval: { ...approval, decision: "denied" as const } }
+            : {};
+        events.push({ ...intent, ...denied, runId, callId, seq, attempt: 1, idempotencyKey: `${callId}#1` });
         const edit = edits.get(seq);
         if (edit !== undefined || call.outcome === undefined) {
           const result = edit ?? null;

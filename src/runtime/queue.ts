@@ -8,9 +8,12 @@ import { RunWriter } from "./dispatch.js";
 import {
   ActiveRunExists,
   DuplicateAdmission,
+  ForkPastInDoubt,
   InputConflict,
+  InvalidInput,
   QueuedInputAdmitted,
   QueuedInputNotFound,
+  RunNotFound,
   WrongExpectedVersion,
 } from "./errors.js";
 import { execute, type RunResult } from "./execute.js";
@@ -345,6 +348,9 @@ export const admitNextQueued = async (core: EngineCore, chatId: string): Promise
       try {
         fork = await planFork(core, next.fork);
       } catch (error) {
+        // Only a refusal of the fork itself takes it out of the queue; a journal that could not be
+        // read (unavailable, a row it cannot decode) leaves it queued for the next pass.
+        if (!isUnforkable(error)) throw error;
         await withdrawUnforkable(core, state.version, next.inputId, chatId, error);
         continue;
       }
@@ -396,6 +402,10 @@ export const admitNextQueued = async (core: EngineCore, chatId: string): Promise
   }
   return null;
 };
+
+/** Whether planning a fork was refused because of the fork: its source is gone, in doubt, or the fork is wrong. */
+const isUnforkable = (error: unknown): boolean =>
+  error instanceof RunNotFound || error instanceof ForkPastInDoubt || error instanceof InvalidInput;
 
 /** A queued fork whose source no longer allows it (pruned, say): taken out of the queue, saying why. */
 const withdrawUnforkable = async (

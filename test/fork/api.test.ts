@@ -49,7 +49,7 @@ describe("POST /api/runs/:runId/fork", () => {
         /atCall 7 is past/,
       );
 
-      const response = await post(body);
+      const response = await post({ ...body, inputId: "fork-1" });
       expect(response.status).toBe(200);
       const reply = (await response.json()) as {
         runId: string;
@@ -60,6 +60,10 @@ describe("POST /api/runs/:runId/fork", () => {
       expect(reply).toMatchObject({ forkedFrom: runId, queued: false, chatId: "c", reused: false });
       expect(reply.message).toMatch(/a worker with steps@1 takes it over/);
       forkId = reply.runId;
+      // A client retrying the POST (its reply was lost) sends the same inputId: the same fork.
+      const retried = await post({ ...body, inputId: "fork-1" });
+      expect(retried.status).toBe(200);
+      expect(await retried.json()).toMatchObject({ runId: forkId, reused: true });
     } finally {
       await server.close();
     }

@@ -133,16 +133,50 @@ interface StreamState {
 const beginsAgain = (row: StoredRow): boolean =>
   row.streamId.startsWith(GRAPH_STREAM_PREFIX) && row.version === 1 && row.prevHash === GENESIS_HASH;
 
-/** Whether an event of `streamId` belongs to the first commit of a fork whose `run.admitted` is `admitted`. */
+/** A fork's first commit as the audit reads it: the run, and its fork point once `run.forked` was read. */
+interface ForkCommit {
+  readonly runId: string;
+  readonly atCall: number;
+}
+
+/** The seq of a call id of `runId` (`<runId>/<seq>`), or undefined when it is not one. */
+const seqIn = (runId: string, callId: string): number | undefined => {
+  if (!callId.startsWith(`${runId}/`)) return undefined;
+  const seq = Number(callId.slice(runId.length + 1));
+  return Number.isSafeInteger(seq) && seq >= 0 ? seq : undefined;
+};
+
+/**
+ * Whether an event of `streamId` continues the first commit of the fork `admitted` began (decision
+ * 0083): `run.forked` right after `run.admitted`, then only copies of the calls before its
+ * `atCall` — attempt-1 intents, and outcomes reused or edited. Returns the fork as read so far, or
+ * null: the event is not part of it.
+ */
 const inForkCommit = (
   admitted: Extract<AnyEvent, { type: "run.admitted" }>,
+  fork: ForkCommit | null,
   streamId: string,
   event: AnyEvent,
-): boolean =>
-  streamId === `run-${admitted.runId}` &&
-  (event.type === "run.forked" ||
-    ((event.type === "call.intended" || event.type === "call.completed" || event.type === "call.failed") &&
-      event.runId === admitted.runId));
+): ForkCommit | null => {
+  const runId = admitted.runId;
+  if (streamId !== `run-${runId}`) return null;
+  if (event.type === "run.forked")
+    return fork === null && event.runId === runId ? { runId, atCall: event.atCall } : null;
+  if (fork === null) return null;
+  const copied =
+    event.type === "call.intended"
+      ? event.runId === runId &&
+        event.attempt === 1 &&
+        event.callId === `${runId}/${event.seq}` &&
+        event.seq < fork.atCall
+      : (event.type === "call.completed" && (event.reused !== undefined || event.edited !== undefined)) ||
+          (event.type === "call.failed" && event.reused !== undefined)
+        ? event.runId === runId &&
+          event.attempt === 1 &&
+          (seqIn(runId, event.callId) ?? fork.atCall) < fork.atCall
+        : false;
+  return copied ? fork : null;
+};
 
 /** The spill space of the ids of the streams retention recorded as removed. */
 const PRUNED = "pruned";
@@ -162,6 +196,8 @@ export class LogAuditor {
   private readonly forks = new ForkChecks();
   /** The event of the row fed last, when it decoded: a queue's admission must follow its run's. */
   private previous: AnyEvent | null = null;
+  /** The fork whose first commit `previous` (its `run.admitted`) began, once its `run.forked` was read. */
+  private forkCommit: ForkCommit | null = null;
   private readonly rebuilt: RebuiltProjections;
   private readonly spill: AuditSpill;
   private prunedCount = 0;
@@ -226,7 +262,9 @@ export class LogAuditor {
     this.findings.rowHasFinding = false;
     const at = { streamId: row.streamId, version: row.version, position: row.position };
     const before = this.previous;
+    const fork = this.forkCommit;
     this.previous = null;
+    this.forkCommit = null;
 
     let stream = this.streams.get(row.streamId);
     if (!stream) {
@@ -268,13 +306,16 @@ export class LogAuditor {
     const event = recorded.event;
     // A fork's first commit holds its reused calls after `run.admitted` (decision 0083): a queue's
     // `input.admitted` after them is still in the commit of that run's admission.
-    this.previous =
-      before?.type === "run.admitted" && inForkCommit(before, row.streamId, event) ? before : event;
+    const forkSoFar =
+      before?.type === "run.admitted" ? inForkCommit(before, fork, row.streamId, event) : null;
+    this.previous = forkSoFar ? before : event;
+    this.forkCommit = forkSoFar;
     const wrong = misplaced(row.streamId, event);
     if (wrong) this.findings.add({ ...at, kind: "wrong-stream", detail: wrong });
     else if (row.streamId.startsWith("run-")) {
       this.runs.check(recorded, stream);
-      this.forks.check(recorded);
+      const forkBreach = this.forks.check(recorded);
+      if (forkBreach) this.findings.add(forkBreach);
       if (event.type === "run.admitted" && event.chatId.startsWith(SCHEDULE_STREAM_PREFIX))
         this.schedules.noteAdmission(recorded);
     } else if (row.streamId.startsWith(QUEUE_STREAM_PREFIX)) {
@@ -298,7 +339,6 @@ export class LogAuditor {
       if (entry.streamId.startsWith("run-")) {
         this.queues.runPruned(entry.streamId.slice(4));
         this.schedules.runPruned(entry.streamId.slice(4));
-        this.forks.runPruned(entry.streamId.slice(4));
       }
       const stream = this.streams.get(entry.streamId);
       if (stream) {
@@ -336,8 +376,12 @@ export class LogAuditor {
   }
 
   /** The source event at a fork check's coordinates (undefined: none). */
-  forkSourceFound(check: ForkCheck, source: RecordedEvent | undefined): void {
-    const finding = this.forks.found(check, source);
+  forkSourceFound(
+    check: ForkCheck,
+    source: RecordedEvent | undefined,
+    sourceIntent?: Parameters<ForkChecks["found"]>[2],
+  ): void {
+    const finding = this.forks.found(check, source, sourceIntent);
     if (finding) this.findings.add(finding);
   }
 
@@ -426,7 +470,8 @@ export class LogAuditor {
   finish(moved: boolean): AuditReport {
     for (const finding of this.queues.finish()) this.findings.add(finding);
     for (const finding of this.schedules.finish()) this.findings.add(finding);
-    for (const finding of this.forks.finish()) this.findings.add(finding);
+    const pruned = (runId: string) => this.spill.get(PRUNED, `run-${runId}`) !== undefined;
+    for (const finding of this.forks.finish(pruned)) this.findings.add(finding);
     this.findings.settle(moved);
     const heads = this.currentHeads();
     const digest = headDigest(heads);

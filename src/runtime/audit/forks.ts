@@ -11,6 +11,23 @@ export interface ForkCheck {
   readonly source: OutcomeSource;
   /** Digest of what the fork recorded: `{ result }` or `{ error }`. */
   readonly digest: string;
+  /** The fork's copy of the call's intent: its seq, kind, name and fingerprint must be the source's. */
+  readonly intent?: {
+    readonly seq: number;
+    readonly kind: string;
+    readonly name: string;
+    readonly fingerprint: string;
+  };
+}
+
+/** A fork's first commit as read so far: its source, and the reused seqs whose pointer is not yet seen. */
+interface ForkState {
+  readonly streamId: string;
+  readonly version: number;
+  readonly position: number;
+  readonly from: string;
+  readonly unpointed: Set<number>;
+  readonly intents: Map<string, NonNullable<ForkCheck["intent"]>>;
 }
 
 /**
@@ -21,18 +38,54 @@ export interface ForkCheck {
 export class ForkChecks {
   private pending: ForkCheck[] = [];
   private readonly missing = new Map<string, AuditFinding[]>();
+  /** Forks whose `run.forked` was read and whose reused seqs do not all have a pointer yet, by run id. */
+  private readonly forks = new Map<string, ForkState>();
 
-  check(recorded: RecordedEvent): void {
+  /** A run event: returns a finding when a reused outcome names another run than the fork's source. */
+  check(recorded: RecordedEvent): AuditFinding | null {
     const { event } = recorded;
-    if ((event.type !== "call.completed" && event.type !== "call.failed") || !event.reused) return;
+    const at = { streamId: recorded.streamId, version: recorded.version, position: recorded.position };
+    if (event.type === "run.forked") {
+      if (event.reused.length > 0)
+        this.forks.set(event.runId, {
+          ...at,
+          from: event.from.runId,
+          unpointed: new Set(event.reused),
+          intents: new Map(),
+        });
+      return null;
+    }
+    const fork = "runId" in event ? this.forks.get(event.runId) : undefined;
+    if (event.type === "call.intended") {
+      if (fork && event.attempt === 1)
+        fork.intents.set(event.callId, {
+          seq: event.seq,
+          kind: event.kind,
+          name: event.name,
+          fingerprint: event.fingerprint,
+        });
+      return null;
+    }
+    if ((event.type !== "call.completed" && event.type !== "call.failed") || !event.reused) return null;
+    const intent = fork?.intents.get(event.callId);
+    if (fork && intent) {
+      fork.unpointed.delete(intent.seq);
+      if (fork.unpointed.size === 0) this.forks.delete(event.runId);
+    }
     this.pending.push({
-      streamId: recorded.streamId,
-      version: recorded.version,
-      position: recorded.position,
+      ...at,
       callId: event.callId,
       source: event.reused,
       digest: digestOf(event.type === "call.completed" ? { result: event.result } : { error: event.error }),
+      ...(intent ? { intent } : {}),
     });
+    if (fork && event.reused.runId !== fork.from)
+      return {
+        ...at,
+        kind: "fork-mismatch",
+        detail: `the outcome of ${event.callId} is reused from run ${event.reused.runId}, but the fork's run.forked names ${fork.from} as its source`,
+      };
+    return null;
   }
 
   take(): ForkCheck[] {
@@ -41,8 +94,20 @@ export class ForkChecks {
     return taken;
   }
 
-  /** What the driver read at the source's coordinates (undefined: no such event). */
-  found(check: ForkCheck, source: RecordedEvent | undefined): AuditFinding | null {
+  /**
+   * What the driver read at the source's coordinates (undefined: no such event), and the source
+   * call's latest intent before it (undefined: none found).
+   */
+  found(
+    check: ForkCheck,
+    source: RecordedEvent | undefined,
+    sourceIntent?: {
+      readonly seq: number;
+      readonly kind: string;
+      readonly name: string;
+      readonly fingerprint: string;
+    },
+  ): AuditFinding | null {
     const at = { streamId: check.streamId, version: check.version, position: check.position };
     const { runId, callId, version, eventId, hash } = check.source;
     const named = `the outcome of ${check.callId} is reused from ${callId} (run ${runId}, version ${version})`;
@@ -76,15 +141,48 @@ export class ForkChecks {
         kind: "fork-mismatch",
         detail: `${named}, but it differs from what the source recorded: the fork's copy was altered`,
       };
+    const mine = check.intent;
+    if (mine) {
+      const theirs = sourceIntent;
+      if (!theirs)
+        return {
+          ...at,
+          kind: "fork-mismatch",
+          detail: `${named}, but the source run has no intent of ${callId}`,
+        };
+      if (
+        theirs.seq !== mine.seq ||
+        theirs.kind !== mine.kind ||
+        theirs.name !== mine.name ||
+        theirs.fingerprint !== mine.fingerprint
+      )
+        return {
+          ...at,
+          kind: "fork-mismatch",
+          detail: `${named}, but the fork's call is seq ${mine.seq} ${mine.kind} "${mine.name}" (fingerprint ${mine.fingerprint.slice(0, 12)}) and the source's is seq ${theirs.seq} ${theirs.kind} "${theirs.name}" (fingerprint ${theirs.fingerprint.slice(0, 12)})`,
+        };
+    }
     return null;
   }
 
-  /** Retention removed this run: a fork's source events are gone on purpose. */
-  runPruned(runId: string): void {
-    this.missing.delete(runId);
-  }
-
-  finish(): AuditFinding[] {
-    return [...this.missing.values()].flat();
+  /**
+   * The findings of sources that are gone, but for runs retention removed on purpose: `pruned` says
+   * so for a run id. Decided here, at the end, since a source is often looked up after the
+   * `retention.pruned` of its run was read (the same page, or an earlier one).
+   */
+  finish(pruned: (runId: string) => boolean): AuditFinding[] {
+    const unpointed = [...this.forks.values()].map(
+      (fork): AuditFinding => ({
+        streamId: fork.streamId,
+        version: fork.version,
+        position: fork.position,
+        kind: "fork-mismatch",
+        detail: `run.forked lists seq(s) ${[...fork.unpointed].join(", ")} as reused, but no outcome of the fork points to its source for them`,
+      }),
+    );
+    return [
+      ...[...this.missing].filter(([runId]) => !pruned(runId)).flatMap(([, findings]) => findings),
+      ...unpointed,
+    ];
   }
 }

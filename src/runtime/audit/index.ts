@@ -70,11 +70,20 @@ export const auditJournal = async (
 const forkSource = async (
   journal: JournalReader,
   check: ForkCheck,
-): Promise<RecordedEvent | undefined | null> => {
-  const { runId, version } = check.source;
+): Promise<{ event: RecordedEvent | undefined; intent?: NonNullable<ForkCheck["intent"]> } | null> => {
+  const { runId, version, callId } = check.source;
   try {
-    const events = await journal.readStream(runStreamId(runId), { afterVersion: version - 1 });
-    return events[0]?.version === version ? events[0] : undefined;
+    // Up to the outcome: the source call's latest intent before it, and the outcome event itself.
+    const events = await journal.readStream(runStreamId(runId));
+    const event = events.find((e) => e.version === version);
+    const intended = events.findLast(
+      (e) => e.version < version && e.event.type === "call.intended" && e.event.callId === callId,
+    )?.event;
+    const intent =
+      intended?.type === "call.intended"
+        ? { seq: intended.seq, kind: intended.kind, name: intended.name, fingerprint: intended.fingerprint }
+        : undefined;
+    return { event, ...(intent ? { intent } : {}) };
   } catch (error) {
     if (error instanceof EventDecryptError && error.reason === "no-key") return null;
     throw error;
@@ -122,7 +131,7 @@ const auditWith = async (
       auditor.admissionFound(check, await journal.admission(check.chatId, check.inputId));
     for (const check of auditor.takeForkChecks()) {
       const source = await forkSource(journal, check);
-      if (source !== null) auditor.forkSourceFound(check, source);
+      if (source !== null) auditor.forkSourceFound(check, source.event, source.intent);
     }
     const last = page.at(-1);
     if (!last) break;

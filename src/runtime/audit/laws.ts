@@ -155,7 +155,8 @@ export class RunLaws {
               kind: "effect-before-approval",
               detail: `attempt ${event.attempt} of ${event.callId} asks for approval; only a call's first attempt may`,
             };
-          this.approvals.set(event.callId, null);
+          // A fork's copy of a denied call carries the source's denial (decision 0083).
+          this.approvals.set(event.callId, event.approval.decision ?? null);
         }
         const policy = event.retry?.attempts ?? 0;
         const replayable = event.kind === "model" && event.disposition === "replay";
