@@ -24,12 +24,24 @@ export const CheckpointSaved = Schema.Struct({
   digest: Digest,
 });
 
-/** Recovery found the run active with no live owner. */
+/**
+ * Why a run was interrupted, when the worker that records it knows: `journal-unavailable` — its
+ * own execution stopped because the journal could not be written, and this same process re-opens
+ * the run (decision 0086). Not counted toward the crash-loop cap.
+ */
+export const InterruptionCause = Schema.Literal("journal-unavailable");
+export type InterruptionCause = typeof InterruptionCause.Type;
+
+/**
+ * Recovery found the run active with no live owner. `cause` is absent when nothing is known (an
+ * owner that died or went away; every log written before decision 0086).
+ */
 export const RunInterrupted = Schema.Struct({
   type: Schema.tag("run.interrupted"),
   runId: Schema.String,
   detectedBy: Schema.String,
   inDoubt: Schema.Array(Schema.String),
+  cause: Schema.optional(InterruptionCause),
 });
 
 export const RunHeld = Schema.Struct({

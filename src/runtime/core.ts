@@ -2,7 +2,7 @@ import type { Masker } from "../events/index.js";
 import type { AgentRegistry } from "./agents.js";
 import type { AnyToolDef } from "./define.js";
 import type { ExecuteDeps, RunResult } from "./execute.js";
-import type { Journal } from "./Journal.js";
+import type { Claim, Journal } from "./Journal.js";
 import type { Ownership } from "./ownership.js";
 
 /**
@@ -53,4 +53,10 @@ export interface EngineCore {
   ): Promise<RunResult>;
   /** The result of a run: its live promise here, or what the journal says now. */
   wait(runId: string): Promise<RunResult>;
+  /**
+   * Whether this runtime's own execution of the run stopped for a journal outage and `claim` is
+   * this runtime taking it back with nobody else's claim in between (decision 0086). Asked once per
+   * re-claim: the answer is forgotten.
+   */
+  stoppedForJournal(runId: string, claim: Claim & { readonly previous: Claim | null }): boolean;
 }

@@ -22,7 +22,7 @@ import { type ExecuteDeps, prunedResult, type RunResult, resultFromJournal } fro
 import { type ForkOptions, prepareFork } from "./fork.js";
 import { handled } from "./handled.js";
 import { decodeInput } from "./input.js";
-import type { Journal } from "./Journal.js";
+import type { Claim, Journal } from "./Journal.js";
 import { Limiter } from "./limiter.js";
 import { Ownership } from "./ownership.js";
 import { Presence } from "./presence.js";
@@ -506,13 +506,22 @@ export class Engine implements EngineCore {
     options: { readonly limited?: boolean } = {},
   ): Promise<RunResult> {
     const run = options.limited ? () => this.limiter.run(execution) : execution;
+    // A new execution here: an earlier one's journal stop is no longer what re-opens the run.
+    this.journalStops.delete(runId);
     // Ownership lasts until the execution settles — every call it started included — never less;
     // the result is given once the release is committed (runs ending together share that commit).
     const promise = handled(
-      run().finally(() => {
-        this.live.delete(runId);
-        return this.ownership.release(runId);
-      }),
+      run()
+        .catch((error: unknown) => {
+          // The execution stopped because the journal refused a write it needed (decisions 0069,
+          // 0070): remembered, so this process's own recovery pass says so (decision 0086).
+          if (error instanceof JournalUnavailable) this.noteJournalStop(runId);
+          throw error;
+        })
+        .finally(() => {
+          this.live.delete(runId);
+          return this.ownership.release(runId);
+        }),
     );
     this.live.set(runId, promise);
     // A run that parked on a wait here is woken on time by this process, if no other worker is first.
@@ -523,6 +532,27 @@ export class Engine implements EngineCore {
       () => undefined,
     );
     return promise;
+  }
+
+  /**
+   * Runs whose execution here stopped because the journal could not be written, with the epoch of
+   * the claim it stopped under (decision 0086): in memory, as only this process knows why.
+   */
+  private readonly journalStops = new Map<string, number>();
+
+  private noteJournalStop(runId: string): void {
+    const epoch = this.ownership.fence(runId)?.epoch;
+    if (epoch !== undefined) this.journalStops.set(runId, epoch);
+  }
+
+  stoppedForJournal(runId: string, claim: Claim & { readonly previous: Claim | null }): boolean {
+    const epoch = this.journalStops.get(runId);
+    this.journalStops.delete(runId);
+    if (epoch === undefined || claim.workerId !== this.workerId) return false;
+    // Nobody else's claim in between: the claim it stopped under renewed (its release never
+    // landed), or the next epoch after that release.
+    if (claim.previous) return claim.previous.workerId === this.workerId && claim.epoch === epoch;
+    return claim.epoch === epoch + 1;
   }
 
   /** The result of a run: its live promise here, or what the journal says now. */

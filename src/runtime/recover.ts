@@ -266,13 +266,16 @@ export const isProgress = (event: AnyEvent): boolean => {
 
 /**
  * The run's interruptions since its last outcome or decision (DESIGN §13, crash-loop cap), read
- * from its events alone, so every process and engine counts the same.
+ * from its events alone, so every process and engine counts the same. An interruption recorded
+ * with `cause: "journal-unavailable"` is not counted: the worker that recorded it had stopped the
+ * execution itself for a journal outage and was still alive to re-open the run (decision 0086).
  */
 export const interruptionsSinceProgress = (events: ReadonlyArray<RecordedEvent>): Interruption[] => {
   let found: Interruption[] = [];
   for (const { event, recordedAt } of events) {
     if (isProgress(event)) found = [];
-    else if (event.type === "run.interrupted") found.push({ at: recordedAt, by: event.detectedBy });
+    else if (event.type === "run.interrupted" && event.cause === undefined)
+      found.push({ at: recordedAt, by: event.detectedBy });
   }
   return found;
 };

@@ -316,17 +316,21 @@ const recoverClaimed = async (
       previousWorkerId: previous.workerId,
     });
   const interrupted = statusOf(fold) === "running";
+  // This process stopped the run's execution itself for a journal outage and takes it back with
+  // nobody in between: no process died, so the interruption is not counted (decision 0086).
+  const forJournal = core.stoppedForJournal(runId, claim);
   if (interrupted)
     opening.push({
       type: "run.interrupted",
       runId,
       detectedBy: core.workerId,
       inDoubt: blockingCalls(contextOf(fold)).map((c) => c.callId),
+      ...(forJournal ? { cause: "journal-unavailable" as const } : {}),
     });
   // The crash-loop cap (DESIGN §13), counted from the events and this interruption before any
   // verdict is recorded: a run at the cap is held instead of having a call authorized to run again.
   let interruptions = interruptionsSinceProgress(events);
-  if (interrupted) interruptions.push({ at: new Date().toISOString(), by: core.workerId });
+  if (interrupted && !forJournal) interruptions.push({ at: new Date().toISOString(), by: core.workerId });
   // The opening goes in its own commit when a verdict needs more than the journal and the registry
   // (an adapter asked, a call authorized): it is on record before anything is asked or replayed.
   // When every in-doubt call is held, or none is in doubt, it goes in one commit with the verdict

@@ -66,6 +66,9 @@ describe("the crash-loop cap (DESIGN §13)", () => {
     expect(run.status).toBe("held");
     expect(types.filter((t) => t === "run.interrupted")).toHaveLength(3);
     expect(types.slice(-2)).toEqual(["run.interrupted", "run.held"]);
+    // Each process died: no interruption names a cause, so every one counts (decision 0086).
+    for (const { event } of events)
+      if (event.type === "run.interrupted") expect(event.cause, "a crash has no cause").toBeUndefined();
     const reason = crashLoopReason(run)!;
     expect(reason.interruptions.map((i) => i.at.slice(0, 10))).toHaveLength(3);
     expect(reason.interruptions.slice(0, 2).map((i) => i.at)).toEqual(

@@ -54,6 +54,8 @@ export const summarizeEvent = (event: AnyEvent): string => {
     case "checkpoint.saved":
       return `after ${event.afterSeq >= 0 ? `#${event.afterSeq}` : "start"} ${brief(event.state, 60)}`;
     case "run.interrupted":
+      if (event.cause === "journal-unavailable")
+        return `stopped for a journal outage, re-opened by ${event.detectedBy}${event.inDoubt.length ? `; in doubt: ${event.inDoubt.map(seqOf).join(", ")}` : ""}`;
       return `no live owner, detected by ${event.detectedBy}${event.inDoubt.length ? `; in doubt: ${event.inDoubt.map(seqOf).join(", ")}` : ""}`;
     case "run.held":
       return event.reasons.map((r) => `${r.callId ? `${seqOf(r.callId)} ` : ""}${r.code}`).join(", ");

@@ -537,17 +537,20 @@ const GAP_MS = 5_000;
  * One event of the run page's timeline (walkthrough #12): its type and summary, the time since the
  * previous event, its time (the panel's script shows it in local time, the ISO time in a tooltip),
  * a short hash with the whole one in a tooltip, and the whole stored (masked) payload on a click.
- * A `run.interrupted` is marked as the crash it records, with the silence before it; another long
+ * A `run.interrupted` is marked as the crash it records (or, with `cause: "journal-unavailable"`, as
+ * the journal outage it records), with the silence before it; another long
  * silence is marked as a gap.
  */
 const timelineEntry = (event: RunView["events"][number], previousAt: string | null): Html => {
   const since = previousAt === null ? null : Date.parse(event.recordedAt) - Date.parse(previousAt);
   const marker =
-    event.type === "run.interrupted"
-      ? html`<li class="timeline-mark crash" aria-hidden="false">process died${since === null ? "" : html` · silent for ${duration(since)}`} · ${readableWorkerIds(event.summary.replace(/^no live owner, /, ""))}</li>`
-      : since !== null && since >= GAP_MS
-        ? html`<li class="timeline-mark gap">${duration(since)} with no event</li>`
-        : "";
+    event.type === "run.interrupted" && event.summary.startsWith("stopped for a journal outage")
+      ? html`<li class="timeline-mark gap" aria-hidden="false">journal unavailable${since === null ? "" : html` · silent for ${duration(since)}`} · ${readableWorkerIds(event.summary.replace(/^stopped for a journal outage, /, ""))}</li>`
+      : event.type === "run.interrupted"
+        ? html`<li class="timeline-mark crash" aria-hidden="false">process died${since === null ? "" : html` · silent for ${duration(since)}`} · ${readableWorkerIds(event.summary.replace(/^no live owner, /, ""))}</li>`
+        : since !== null && since >= GAP_MS
+          ? html`<li class="timeline-mark gap">${duration(since)} with no event</li>`
+          : "";
   return html`${marker}<li value="${event.version}" class="event">
     <details>
       <summary><strong>${event.type}</strong> ${readableWorkerIds(event.summary)} <span class="muted">${since === null ? "" : html`+${duration(since)} · `}<time datetime="${event.recordedAt}" title="${event.recordedAt}">${event.recordedAt}</time> · <span class="mono" title="${event.hash}">${event.hash.slice(0, 8)}</span></span></summary>
