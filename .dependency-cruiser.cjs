@@ -60,9 +60,9 @@ module.exports = {
       comment:
         "the CLI imports a command's module (and failure.ts, which loads the error classes) only when it runs: `holdfast --help` loads no engine, `holdfast audit` no server",
       severity: "error",
-      from: { path: "^src/adapters/cli/main\\.ts$" },
+      from: { path: "^src/adapters/surfaces/cli/main\\.ts$" },
       to: {
-        path: "^src/adapters/cli/(commands/|failure\\.ts$)",
+        path: "^src/adapters/surfaces/cli/(commands/|failure\\.ts$)",
         dependencyTypesNot: ["dynamic-import"],
       },
     },
@@ -70,7 +70,7 @@ module.exports = {
       name: "cli-option-values-are-light",
       comment: "the CLI's choices, defaults and parsers load without effect, the engine or a driver",
       severity: "error",
-      from: { path: "^src/adapters/cli/optionValues\\.ts$" },
+      from: { path: "^src/adapters/surfaces/cli/optionValues\\.ts$" },
       to: { path: "node_modules/(effect|xstate|libsql|pg|hono)/", reachable: true },
     },
   ],

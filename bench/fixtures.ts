@@ -1,4 +1,4 @@
-import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../src/adapters/stores/libsql/LibsqlJournal.js";
 import {
   type AnyEvent,
   callIdOf,

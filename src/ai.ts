@@ -30,4 +30,4 @@ export {
   type LanguageModelV3,
   type ModelPolicy,
   refusedRequest,
-} from "./adapters/ai/index.js";
+} from "./adapters/integrations/ai/index.js";

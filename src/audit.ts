@@ -20,8 +20,8 @@
  */
 
 export { auditInBoundedHeap, type BoundedAuditOptions } from "./adapters/boundedAudit.js";
-export { type TemporarySpillOptions, temporarySpill } from "./adapters/libsql/temporarySpill.js";
 export { openStoreReader } from "./adapters/store.js";
+export { type TemporarySpillOptions, temporarySpill } from "./adapters/stores/libsql/temporarySpill.js";
 export {
   type AuditFinding,
   type AuditOptions,

@@ -22,8 +22,6 @@
  */
 
 export type { Alert, AlertOptions } from "./adapters/alerts.js";
-export { maskSignalUrl } from "./adapters/http/security.js";
-export { type ServeOptions, type Server, serve } from "./adapters/http/serve.js";
 export { openReader, type Reader, type ReaderOptions } from "./adapters/openReader.js";
 export { openRuntime, type Runtime, type RuntimeOptions } from "./adapters/openRuntime.js";
 export {
@@ -37,6 +35,8 @@ export {
   replayReportText,
   replayRuns,
 } from "./adapters/replay.js";
+export { maskSignalUrl } from "./adapters/surfaces/http/security.js";
+export { type ServeOptions, type Server, serve } from "./adapters/surfaces/http/serve.js";
 export type { AnyEvent, EventType, KeyedHash, RecordedEvent } from "./events/index.js";
 export type { CallRow, ChatRow, RunRow, ScheduleRow, ScheduleTick } from "./projections/index.js";
 export type { AuditOptions, AuditReport } from "./runtime/audit.js";

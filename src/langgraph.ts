@@ -11,4 +11,4 @@
  * const app = graph.compile({ checkpointer });
  * await app.invoke({ messages: [] }, { configurable: { thread_id: "chat-42" } });
  */
-export { HoldfastSaver, type HoldfastSaverOptions } from "./adapters/langgraph/index.js";
+export { HoldfastSaver, type HoldfastSaverOptions } from "./adapters/integrations/langgraph/index.js";

@@ -36,4 +36,4 @@ export {
   type McpToolset,
   type McpToolsetOptions,
   mcpToolset,
-} from "./adapters/mcp/index.js";
+} from "./adapters/integrations/mcp/index.js";

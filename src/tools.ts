@@ -24,33 +24,33 @@ export {
   type BrowserToolOptions,
   type BrowserTools,
   makeBrowserTool,
-} from "./adapters/tools/browserTool.js";
-export type { FileState } from "./adapters/tools/fileState.js";
+} from "./adapters/integrations/tools/browserTool.js";
+export type { FileState } from "./adapters/integrations/tools/fileState.js";
 export {
   HttpArgs,
   type HttpLookup,
   type HttpResult,
   type HttpToolOptions,
   makeHttpTool,
-} from "./adapters/tools/httpTool.js";
-export { moduleSource } from "./adapters/tools/moduleSource.js";
+} from "./adapters/integrations/tools/httpTool.js";
+export { moduleSource } from "./adapters/integrations/tools/moduleSource.js";
 export {
   SHELL_ENVIRONMENT_DEFAULTS,
   type ShellEnvironmentOptions,
-} from "./adapters/tools/shellEnvironment.js";
+} from "./adapters/integrations/tools/shellEnvironment.js";
 export {
   makeShellTool,
   ShellArgs,
   type ShellResult,
   type ShellToolOptions,
-} from "./adapters/tools/shellTool.js";
+} from "./adapters/integrations/tools/shellTool.js";
 export {
   makeSshTool,
   SshArgs,
   type SshResult,
   type SshTarget,
   type SshToolOptions,
-} from "./adapters/tools/sshTool.js";
+} from "./adapters/integrations/tools/sshTool.js";
 export {
   makeTerminalTool,
   TerminalArgs,
@@ -58,10 +58,10 @@ export {
   type TerminalSessionNote,
   type TerminalTool,
   type TerminalToolOptions,
-} from "./adapters/tools/terminalTool.js";
+} from "./adapters/integrations/tools/terminalTool.js";
 export {
   makeWriteFileTool,
   WriteFileArgs,
   type WriteFileResult,
   type WriteFileToolOptions,
-} from "./adapters/tools/writeFileTool.js";
+} from "./adapters/integrations/tools/writeFileTool.js";

@@ -30,7 +30,7 @@ describe("layer rule", () => {
   it("an import from src/adapters inside src/events makes the layer check fail", () => {
     const result = checkProbe(
       "src/events/layer-probe.ts",
-      'import { LibsqlJournal } from "../adapters/libsql/LibsqlJournal.js";\nexport const probe = LibsqlJournal;\n',
+      'import { LibsqlJournal } from "../adapters/stores/libsql/LibsqlJournal.js";\nexport const probe = LibsqlJournal;\n',
     );
     expect(result.status).not.toBe(0);
     expect(result.output).toMatch(/layer-events/);

@@ -12,7 +12,7 @@
  *   TORTURE_SERVER         the witness server (the site is under /site/)
  *   TORTURE_BROWSER_PROBE  "1": the submit's probe is declared
  */
-import { makeBrowserTool } from "../src/adapters/tools/index.js";
+import { makeBrowserTool } from "../src/adapters/integrations/tools/index.js";
 import { CallFailed, defineAgent } from "../src/index.js";
 
 /** The acting tool's name in the journal (and for HOLDFAST_CRASH_CALL); the reading tool is `browser_read`. */

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
-import { LibsqlJournal } from "../src/adapters/libsql/LibsqlJournal.js";
-import { receiptName } from "../src/adapters/tools/receipts.js";
+import { receiptName } from "../src/adapters/integrations/tools/receipts.js";
+import { LibsqlJournal } from "../src/adapters/stores/libsql/LibsqlJournal.js";
 import {
   decodeRow,
   isSealed,

@@ -7,8 +7,8 @@
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
-import { type HttpLookup, makeHttpTool } from "../src/adapters/tools/httpTool.js";
-import { makeShellTool, makeWriteFileTool } from "../src/adapters/tools/index.js";
+import { type HttpLookup, makeHttpTool } from "../src/adapters/integrations/tools/httpTool.js";
+import { makeShellTool, makeWriteFileTool } from "../src/adapters/integrations/tools/index.js";
 import { ApprovalDenied, CallFailed, defineAgent, defineTool } from "../src/index.js";
 
 /**

@@ -299,7 +299,7 @@ type Kill = {
 };
 
 const AGENT = join(import.meta.dirname, "agent-process.ts");
-const CLI = join(import.meta.dirname, "..", "src", "adapters", "cli", "main.ts");
+const CLI = join(import.meta.dirname, "..", "src", "adapters", "surfaces", "cli", "main.ts");
 /**
  * Wake-ups a trial's runs go through with the wait kinds: the parent's sleep, the child's, the
  * signal wait (a wake-up crash point skips fewer than the last, so it fires in the first process).

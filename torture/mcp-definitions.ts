@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { mcpToolset } from "../src/adapters/mcp/index.js";
+import { mcpToolset } from "../src/adapters/integrations/mcp/index.js";
 import { defineAgent } from "../src/index.js";
 
 /** The MCP tools' holdfast names (the toolset's prefix is `mcp`). */

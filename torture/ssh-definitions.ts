@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeSshTool } from "../src/adapters/tools/index.js";
+import { makeSshTool } from "../src/adapters/integrations/tools/index.js";
 import { defineAgent } from "../src/index.js";
 
 /** The SSH tool's name in the journal (and for HOLDFAST_CRASH_CALL). */

@@ -8,7 +8,7 @@
  * held; a lost session is never sent the command again, the next command opens a new one.
  */
 import { join } from "node:path";
-import { makeTerminalTool } from "../src/adapters/tools/index.js";
+import { makeTerminalTool } from "../src/adapters/integrations/tools/index.js";
 import { defineAgent } from "../src/index.js";
 import { witnessCommand } from "./ssh-definitions.js";
 

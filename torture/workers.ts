@@ -101,7 +101,7 @@ import { requireFaketime, type SteppedClocks, steppedClocks } from "./steppedClo
 import { startWitnessServer } from "./witness-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
-const CLI = join(ROOT, "src", "adapters", "cli", "main.ts");
+const CLI = join(ROOT, "src", "adapters", "surfaces", "cli", "main.ts");
 const MODULE = join(import.meta.dirname, "worker-module.ts");
 
 export interface WorkersTortureOptions {

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { Runtime } from "../../src/index.js";
 import { benchStreams } from "../fixtures.js";
 import { figure, type Metric, targeted } from "../lib/metric.js";

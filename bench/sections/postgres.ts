@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
-import { maskUrl } from "../../src/adapters/postgres/url.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
+import { maskUrl } from "../../src/adapters/stores/postgres/url.js";
 import { openRuntime, type Runtime } from "../../src/index.js";
 import { figure, type Metric, skipped, targeted } from "../lib/metric.js";
 import { progress } from "../lib/progress.js";

@@ -4,7 +4,7 @@ import { Agent, request } from "node:http";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { SseConnection } from "../../test/http/sse/client.js";
 import { benchStreams, heldRunId, LONG_RUN_ID, writeRunsFixture } from "../fixtures.js";
 import { figure, type Metric, targeted } from "../lib/metric.js";

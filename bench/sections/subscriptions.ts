@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { Journal } from "../../src/runtime/Journal.js";
 import { subscribe } from "../../src/runtime/subscribe.js";
 import { benchStreams } from "../fixtures.js";

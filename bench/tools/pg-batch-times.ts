@@ -11,7 +11,7 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import { openRuntime } from "../../src/index.js";
 import { measuredRuns } from "../lib/runtime.js";
 import { benchAgent, noopTool } from "../workload.js";

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { openRuntime } from "../../src/index.js";
 import { benchStreams, writeRecoveryFixture } from "../fixtures.js";
 import { type CpuProfile, summarizeProfile } from "../lib/cpuprofile.js";

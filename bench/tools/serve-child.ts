@@ -1,5 +1,5 @@
 import { createInterface } from "node:readline";
-import { serve } from "../../src/adapters/http/serve.js";
+import { serve } from "../../src/adapters/surfaces/http/serve.js";
 
 /**
  * `node --import tsx bench/tools/serve-child.ts <journal> [pollMs]` with `HOLDFAST_TOKEN` set:

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { AppendRequest, AppendResult } from "../../src/runtime/Journal.js";
 import { benchStreams } from "../fixtures.js";
 

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import fc from "fast-check";
-import { main } from "../../src/adapters/cli/main.js";
+import { main } from "../../src/adapters/surfaces/cli/main.js";
 import { hostile, name } from "../hostile.js";
 import { givenJournal, journalHead } from "../journal.js";
 import { FuzzFailure, type FuzzTarget, PartialWrite } from "../target.js";

@@ -1,6 +1,6 @@
 import { type AuditOptions, type AuditReport, auditJournal } from "../runtime/audit.js";
 import type { JournalReader } from "../runtime/Journal.js";
-import { temporarySpill } from "./libsql/temporarySpill.js";
+import { temporarySpill } from "./stores/libsql/temporarySpill.js";
 
 /**
  * The audit as holdfast's commands and readers run it: {@link auditJournal} with a spill that moves

@@ -39,10 +39,10 @@ import { type SubscribeOptions, subscribe } from "../runtime/subscribe.js";
 import { type AlertOptions, checkAlertOptions, startAlerts } from "./alerts.js";
 import { loadAllowlist } from "./allowlist.js";
 import { auditStore } from "./auditStore.js";
+import { loadTracing } from "./integrations/tracing/loadTracing.js";
+import { traceJournal } from "./integrations/tracing/traceJournal.js";
 import { isWorkerDead, localWorkerId } from "./localWorker.js";
 import { openStore } from "./store.js";
-import { loadTracing } from "./tracing/loadTracing.js";
-import { traceJournal } from "./tracing/traceJournal.js";
 
 /** What `openRuntime` takes: the journal, the agents and tools it runs, the safe list, secrets, recovery. */
 export interface RuntimeOptions {

@@ -5,10 +5,10 @@ import {
   LibsqlJournal,
   type LibsqlJournalOptions,
   type LibsqlReaderOptions,
-} from "./libsql/LibsqlJournal.js";
-import { loadPostgresJournal } from "./postgres/load.js";
-import type { PostgresJournalOptions } from "./postgres/options.js";
-import { isPostgresUrl, maskUrl } from "./postgres/url.js";
+} from "./stores/libsql/LibsqlJournal.js";
+import { loadPostgresJournal } from "./stores/postgres/load.js";
+import type { PostgresJournalOptions } from "./stores/postgres/options.js";
+import { isPostgresUrl, maskUrl } from "./stores/postgres/url.js";
 
 export { isPostgresUrl, maskUrl };
 

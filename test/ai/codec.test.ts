@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fromStored, toStored } from "../../src/adapters/ai/codec.js";
+import { fromStored, toStored } from "../../src/adapters/integrations/ai/codec.js";
 import { canonicalJson } from "../../src/events/index.js";
 
 describe("the stored form of AI SDK values", () => {

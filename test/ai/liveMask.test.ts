@@ -1,6 +1,6 @@
 import * as fc from "effect/FastCheck";
 import { describe, expect, it } from "vitest";
-import { LiveMask } from "../../src/adapters/ai/liveMask.js";
+import { LiveMask } from "../../src/adapters/integrations/ai/liveMask.js";
 import { makeMasker } from "../../src/events/mask.js";
 
 const masker = makeMasker({ DB: "hunter2-very-secret" });

@@ -19,7 +19,7 @@ import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
 const schemas = usePgSchemas();
-const MAIN = join(ROOT, "src", "adapters", "cli", "main.ts");
+const MAIN = join(ROOT, "src", "adapters", "surfaces", "cli", "main.ts");
 const MODULE = join(ROOT, "test", "support", "alert-module.ts");
 
 beforeAll(async () => {

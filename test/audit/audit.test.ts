@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { type AnyEvent, digestOf, runStreamId, sha256Hex } from "../../src/events/index.js";
 import { type AuditOptions, type AuditReport, auditJournal, headDigest } from "../../src/runtime/audit.js";
 import { useTempDir } from "../support/tmp.js";

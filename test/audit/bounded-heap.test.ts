@@ -7,8 +7,8 @@ import {
   lastPositionOf,
   WORKER_CACHE_KIB,
 } from "../../src/adapters/boundedAudit.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openStoreReader } from "../../src/adapters/store.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { AuditReport } from "../../src/runtime/audit.js";
 import { useTempDir } from "../support/tmp.js";
 import { givenJournal } from "./given.js";

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { temporarySpill } from "../../src/adapters/libsql/temporarySpill.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { temporarySpill } from "../../src/adapters/stores/libsql/temporarySpill.js";
 import { type AnyEvent, runStreamId } from "../../src/events/index.js";
 import { inlineProjections } from "../../src/projections/index.js";
 import {

@@ -1,4 +1,4 @@
-import type { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import type { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import {
   type AnyEvent,
   callIdOf,

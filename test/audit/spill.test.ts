@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { FastCheck as fc } from "effect";
 import { describe, expect, it } from "vitest";
-import { temporarySpill } from "../../src/adapters/libsql/temporarySpill.js";
+import { temporarySpill } from "../../src/adapters/stores/libsql/temporarySpill.js";
 import { type AuditSpill, memorySpill } from "../../src/runtime/audit.js";
 import { useTempDir } from "../support/tmp.js";
 

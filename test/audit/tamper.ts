@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import { copyFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import Database from "libsql";
-import { applyProjections } from "../../src/adapters/sql/append.js";
-import { runSync } from "../../src/adapters/sql/program.js";
-import { type EventRow, toStored } from "../../src/adapters/sql/rows.js";
-import { libsqlDialect, statements } from "../../src/adapters/sql/statements.js";
+import { applyProjections } from "../../src/adapters/stores/sql/append.js";
+import { runSync } from "../../src/adapters/stores/sql/program.js";
+import { type EventRow, toStored } from "../../src/adapters/stores/sql/rows.js";
+import { libsqlDialect, statements } from "../../src/adapters/stores/sql/statements.js";
 import {
   type AnyEvent,
   canonicalJson,

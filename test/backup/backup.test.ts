@@ -8,8 +8,8 @@ import {
   BackupTargetExists,
   BackupTargetUnusable,
   backupJournal,
-} from "../../src/adapters/libsql/backup.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+} from "../../src/adapters/stores/libsql/backup.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { runStreamId } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";

@@ -12,7 +12,7 @@ import { expectTwoLineError, ROOT, runCli } from "./cliProcess.js";
 const moduleText = (version: string): string => `
 import { Schema } from ${JSON.stringify(import.meta.resolve("effect"))};
 import { defineTool } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "index.ts")).href)};
-import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "tools", "moduleSource.ts")).href)};
+import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "integrations", "tools", "moduleSource.ts")).href)};
 
 // ${version}
 export const readPage = defineTool({
@@ -107,7 +107,7 @@ describe("holdfast allowlist (in order, one module)", () => {
 const helperModuleText = (cleanBody: string): string => `
 import { Schema } from ${JSON.stringify(import.meta.resolve("effect"))};
 import { defineTool } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "index.ts")).href)};
-import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "tools", "moduleSource.ts")).href)};
+import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "integrations", "tools", "moduleSource.ts")).href)};
 import { trim } from "./trim.mjs";
 
 const clean = (text) => ${cleanBody};

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { main } from "../../src/adapters/cli/main.js";
+import { main } from "../../src/adapters/surfaces/cli/main.js";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
-const MAIN = join(ROOT, "src", "adapters", "cli", "main.ts");
+const MAIN = join(ROOT, "src", "adapters", "surfaces", "cli", "main.ts");
 export const BIN = join(ROOT, "bin", "holdfast.js");
 
 export interface CliResult {

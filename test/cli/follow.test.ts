@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { ROOT, useTempDir } from "./cliProcess.js";
 
 const tempDir = useTempDir();
@@ -14,7 +14,16 @@ describe("holdfast events --follow", () => {
     await journal.append({ streamId: "a", expectedVersion: "no-stream", events: [opened, opened] });
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", join(ROOT, "src/adapters/cli/main.ts"), "events", "--follow", "--json", "--db", db],
+      [
+        "--import",
+        "tsx",
+        join(ROOT, "src/adapters/surfaces/cli/main.ts"),
+        "events",
+        "--follow",
+        "--json",
+        "--db",
+        db,
+      ],
       {
         cwd: ROOT,
         env: { ...process.env, HOLDFAST_STORE: "" },

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { digestOf } from "../../src/events/index.js";
 import { defineAgent, openReader, openRuntime } from "../../src/index.js";
 import { RUN_MACHINE_VERSION } from "../../src/machines/index.js";

@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+import { makeShellTool, makeWriteFileTool } from "../../src/adapters/integrations/tools/index.js";
 import { keyedHash } from "../../src/events/index.js";
 import type { CallContext } from "../../src/runtime/define.js";
 import { DefiniteFailure } from "../../src/runtime/errors.js";

@@ -2,13 +2,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { runWorker, startScript } from "../support/processes.js";
 import { witnessLines } from "../support/witness.js";
 import { expectTwoLineError, ROOT, runCli, useTempDir } from "./cliProcess.js";
 
 const tempDir = useTempDir();
-const MAIN = join(ROOT, "src", "adapters", "cli", "main.ts");
+const MAIN = join(ROOT, "src", "adapters", "surfaces", "cli", "main.ts");
 const MODULE = join(ROOT, "test", "support", "worker-module.ts");
 
 /** `holdfast worker` as a long-running child process; its JSON lines as they come. */

@@ -8,7 +8,7 @@ import { witnessLines } from "../support/witness.js";
 
 const tempDir = useTempDir();
 const ROOT = join(import.meta.dirname, "..", "..");
-const MAIN = join(ROOT, "src", "adapters", "cli", "main.ts");
+const MAIN = join(ROOT, "src", "adapters", "surfaces", "cli", "main.ts");
 const MODULE = join(ROOT, "test", "support", "worker-module.ts");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runView } from "../../src/adapters/http/views.js";
 import { openStore } from "../../src/adapters/store.js";
+import { runView } from "../../src/adapters/surfaces/http/views.js";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import { openRuntime, serve } from "../../src/index.js";
 import { runCli } from "../cli/cliProcess.js";

@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import * as Schema from "effect/Schema";
 import { describe, expect, it } from "vitest";
-import { runView } from "../../src/adapters/http/views.js";
 import { openStore } from "../../src/adapters/store.js";
+import { runView } from "../../src/adapters/surfaces/http/views.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { runCli } from "../cli/cliProcess.js";
 import { gate, staleWorkerId } from "../support/ownership.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Schema } from "effect";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { errorReply } from "../../src/adapters/http/errors.js";
+import { errorReply } from "../../src/adapters/surfaces/http/errors.js";
 import { defineAgent, defineTool, JournalUnavailable, openRuntime } from "../../src/index.js";
 import { cli } from "../readers/files.js";
 import { useSmallDisk } from "../support/smallDisk.js";

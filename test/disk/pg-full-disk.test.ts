@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import type { AnyEvent } from "../../src/events/index.js";
 import { JournalUnavailable } from "../../src/index.js";
 import { adminClient, pgUrl, requirePg, usePgSchemas } from "../support/pg.js";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import { defineAgent, JournalUnavailable } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { Engine } from "../../src/runtime/engine.js";

@@ -1,7 +1,7 @@
 import net from "node:net";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkout, ended, giveBack } from "../../src/adapters/postgres/pooled.js";
+import { checkout, ended, giveBack } from "../../src/adapters/stores/postgres/pooled.js";
 
 /**
  * A PostgreSQL restart can end a session in the very packet that completed its connection: the

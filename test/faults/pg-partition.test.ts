@@ -1,7 +1,7 @@
 import { appendFileSync } from "node:fs";
 import { Schema } from "effect";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import { defineAgent, defineTool } from "../../src/index.js";
 import { NOT_STARTED_EVIDENCE } from "../../src/runtime/attempt.js";
 import { auditJournal } from "../../src/runtime/audit.js";

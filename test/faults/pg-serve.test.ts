@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import { serve } from "../../src/index.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { startTcpProxy } from "../support/tcpProxy.js";

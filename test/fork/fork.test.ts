@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { Schema } from "effect";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { type EventRow, toStored } from "../../src/adapters/sql/rows.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { type EventRow, toStored } from "../../src/adapters/stores/sql/rows.js";
 import {
   canonicalJson,
   chainHash,

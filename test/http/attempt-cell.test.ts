@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { runState, statusLabel } from "../../src/adapters/http/pages.js";
-import type { CallView, RunView } from "../../src/adapters/http/views.js";
+import { runState, statusLabel } from "../../src/adapters/surfaces/http/pages.js";
+import type { CallView, RunView } from "../../src/adapters/surfaces/http/views.js";
 
 /** The calls table of a run page for one call at `attempt` under a policy of 3 attempts (a view, as views.ts builds it). */
 const cell = async (attempt: number): Promise<string> => {

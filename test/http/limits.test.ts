@@ -1,6 +1,6 @@
 import { type IncomingHttpHeaders, request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { BODY_LIMITS } from "../../src/adapters/http/security.js";
+import { BODY_LIMITS } from "../../src/adapters/surfaces/http/security.js";
 import { PLAN_MAX_BYTES, PLAN_MAX_ITEMS } from "../../src/runtime/documents.js";
 import { useTempDir } from "../support/tmp.js";
 import { type Given, givenServer } from "./given.js";

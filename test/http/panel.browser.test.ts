@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DECISION_MEANINGS } from "../../src/adapters/cli/commands/decide.js";
+import { DECISION_MEANINGS } from "../../src/adapters/surfaces/cli/commands/decide.js";
 import type { DecisionKind } from "../../src/events/index.js";
 import { defineAgent, openReader, openRuntime, type Runtime, type Server, serve } from "../../src/index.js";
 import { lineOf, runScript, runWorker } from "../support/processes.js";

@@ -7,7 +7,7 @@ import { expectTwoLineError, ROOT, runCli } from "../cli/cliProcess.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();
-const MAIN = join(ROOT, "src", "adapters", "cli", "main.ts");
+const MAIN = join(ROOT, "src", "adapters", "surfaces", "cli", "main.ts");
 
 /**
  * A journal made by `holdfast demo` (a completed run), in a child process: the in-process runs'

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { signalUrlCommand } from "../../src/adapters/cli/commands/signalUrl.js";
+import { signalUrlCommand } from "../../src/adapters/surfaces/cli/commands/signalUrl.js";
 import {
   defineAgent,
   maskSignalUrl,

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LiveOptions } from "../../src/adapters/http/events.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import type { LiveOptions } from "../../src/adapters/surfaces/http/events.js";
 import type { RecordedEvent } from "../../src/events/index.js";
 import { useTempDir } from "../support/tmp.js";
 import { collector, digestOf, digestOfMessages, positionOf, Received } from "./sse/checks.js";

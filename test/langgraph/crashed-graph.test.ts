@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { openRuntime } from "../../src/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
 import { auditJournal } from "../../src/runtime/audit.js";

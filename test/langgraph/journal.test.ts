@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { afterEach, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { graphStreamId, SYSTEM_STREAM } from "../../src/events/index.js";
 import { HoldfastSaver } from "../../src/langgraph.js";
 import { auditJournal } from "../../src/runtime/audit.js";

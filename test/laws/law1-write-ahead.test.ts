@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { Schema } from "effect";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { runWorker } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { openRuntime } from "../../src/index.js";
 import { startWorker } from "../support/processes.js";
 import { lateAgent, makeLateTool } from "../support/table-tools.js";

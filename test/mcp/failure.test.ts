@@ -1,6 +1,6 @@
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { failureOf, isErrorFailure, McpCallInDoubt } from "../../src/adapters/mcp/failure.js";
+import { failureOf, isErrorFailure, McpCallInDoubt } from "../../src/adapters/integrations/mcp/failure.js";
 import { DefiniteFailure } from "../../src/index.js";
 
 const at = {

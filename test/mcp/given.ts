@@ -1,6 +1,10 @@
 import { join } from "node:path";
 import { afterEach } from "vitest";
-import { type McpToolset, type McpToolsetOptions, mcpToolset } from "../../src/adapters/mcp/index.js";
+import {
+  type McpToolset,
+  type McpToolsetOptions,
+  mcpToolset,
+} from "../../src/adapters/integrations/mcp/index.js";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import { defineAgent, openRuntime, type Runtime, type Turn } from "../../src/index.js";
 import { connect, type ServerCommand } from "../support/mcp.js";

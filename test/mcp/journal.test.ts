@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { McpToolset } from "../../src/adapters/mcp/index.js";
+import type { McpToolset } from "../../src/adapters/integrations/mcp/index.js";
 import { CallFailed } from "../../src/index.js";
 import { everythingServer, filesystemServer, testServer } from "../support/mcp.js";
 import { useTempDir } from "../support/tmp.js";

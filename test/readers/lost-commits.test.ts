@@ -2,9 +2,9 @@ import { existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it, vi } from "vitest";
-import { anchorPathOf, readAnchor, writeAnchor } from "../../src/adapters/libsql/anchor.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { readOnlyUri } from "../../src/adapters/libsql/readOnly.js";
+import { anchorPathOf, readAnchor, writeAnchor } from "../../src/adapters/stores/libsql/anchor.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { readOnlyUri } from "../../src/adapters/stores/libsql/readOnly.js";
 import type { AnyEvent } from "../../src/events/index.js";
 import { defineAgent, LostCommits, openReader, openRuntime } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";

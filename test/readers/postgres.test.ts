@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
 import { openStoreReader } from "../../src/adapters/store.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import type { AnyEvent, RecordedEvent } from "../../src/events/index.js";
 import { JournalTooNew, JournalUnavailable, openReader } from "../../src/index.js";
 import { subscribe } from "../../src/runtime/subscribe.js";

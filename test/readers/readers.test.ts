@@ -2,8 +2,8 @@ import { existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { LATEST_SCHEMA_VERSION } from "../../src/adapters/libsql/migrations.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/adapters/stores/libsql/migrations.js";
 import { type RecordedEvent, runStreamId } from "../../src/events/index.js";
 import {
   JournalTooNew,

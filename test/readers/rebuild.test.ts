@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { defineAgent, openRuntime, RebuildRefused } from "../../src/index.js";
 import { forgeChained, tamper } from "../audit/tamper.js";
 import { useTempDir } from "../support/tmp.js";

@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runPage } from "../../src/adapters/http/pages.js";
-import { runView } from "../../src/adapters/http/views.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { runPage } from "../../src/adapters/surfaces/http/pages.js";
+import { runView } from "../../src/adapters/surfaces/http/views.js";
 import { openRuntime, serve } from "../../src/index.js";
 import { runCli } from "../cli/cliProcess.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";

@@ -1,10 +1,10 @@
 import { appendFileSync } from "node:fs";
 import { Schema } from "effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { summarizeEvent } from "../../src/adapters/cli/eventFormat.js";
-import { runPage } from "../../src/adapters/http/pages.js";
-import { runView } from "../../src/adapters/http/views.js";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
+import { summarizeEvent } from "../../src/adapters/surfaces/cli/eventFormat.js";
+import { runPage } from "../../src/adapters/surfaces/http/pages.js";
+import { runView } from "../../src/adapters/surfaces/http/views.js";
 import { type AnyEvent, type RecordedEvent, RunInterrupted } from "../../src/events/index.js";
 import { defineAgent, defineTool } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";

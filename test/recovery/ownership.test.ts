@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { isWorkerDead, localWorkerId } from "../../src/adapters/localWorker.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { fingerprintOf } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime, type ToolDef } from "../../src/index.js";
 import { CURRENT_RUN_MACHINE } from "../../src/machines/index.js";
@@ -179,7 +179,7 @@ describe("ownership from claim to settle, in recovery", () => {
     // `kubectl exec pod-7 -- holdfast decide …`: the operator command inherits the pod's environment.
     process.env.HOLDFAST_WORKER_ID = "pod-7";
     try {
-      const { openOperatorRuntime } = await import("../../src/adapters/cli/commands/decide.js");
+      const { openOperatorRuntime } = await import("../../src/adapters/surfaces/cli/commands/decide.js");
       const operator = await openOperatorRuntime(db);
       expect(operator.workerId).not.toBe("pod-7");
       await operator.close();

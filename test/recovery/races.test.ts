@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { runWorker } from "../support/processes.js";

@@ -2,7 +2,7 @@ import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { ActiveRunExists, defineAgent, openRuntime } from "../../src/index.js";
 import { lineOf, runWorker, startWorker } from "../support/processes.js";
 import { makeTableTools } from "../support/table-tools.js";

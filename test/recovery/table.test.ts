@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { AnyEvent } from "../../src/events/index.js";
 import { lineOf, runWorker } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";

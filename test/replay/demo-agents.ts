@@ -1,9 +1,10 @@
 // The `holdfast demo` agent and tools, as a module `holdfast replay --agents` loads: the code that
 // made the demo's journal. The tools' folder is never used: a replay starts no effect.
-import { DEMO_SECRET } from "../../src/adapters/cli/commands/demo.js";
-import { makeDemoAgent } from "../../src/adapters/cli/demoAgent.js";
-import { makeNotifyTool } from "../../src/adapters/cli/notifyTool.js";
-import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+
+import { makeShellTool, makeWriteFileTool } from "../../src/adapters/integrations/tools/index.js";
+import { DEMO_SECRET } from "../../src/adapters/surfaces/cli/commands/demo.js";
+import { makeDemoAgent } from "../../src/adapters/surfaces/cli/demoAgent.js";
+import { makeNotifyTool } from "../../src/adapters/surfaces/cli/notifyTool.js";
 
 const work = "/nonexistent/holdfast-replay-work";
 const writeFile = makeWriteFileTool(work);

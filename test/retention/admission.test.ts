@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { runStreamId } from "../../src/events/index.js";
 import { defineAgent, defineTool, InputConflict, openRuntime } from "../../src/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";

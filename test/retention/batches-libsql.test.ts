@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { type AnyEvent, digestOf, runStreamId } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import type { AppendRequest } from "../../src/runtime/Journal.js";

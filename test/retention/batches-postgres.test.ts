@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import { type AnyEvent, digestOf, runStreamId } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import type { AppendRequest } from "../../src/runtime/Journal.js";

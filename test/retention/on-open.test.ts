@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { defineAgent, defineTool, openRuntime, type Runtime } from "../../src/index.js";
 import { type Given, givenJournal } from "../audit/given.js";
 import { copyJournal } from "../audit/tamper.js";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { Journal } from "../../src/runtime/Journal.js";
 import { Ownership } from "../../src/runtime/ownership.js";
 import { useTempDir } from "../support/tmp.js";

@@ -14,7 +14,7 @@ const tempDir = useTempDir();
 const toolsModule = (schemaField: string): string => `
 import { Schema } from ${JSON.stringify(import.meta.resolve("effect"))};
 import { defineTool, defineAgent } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "index.ts")).href)};
-import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "tools", "moduleSource.ts")).href)};
+import { moduleSource } from ${JSON.stringify(pathToFileURL(join(ROOT, "src", "adapters", "integrations", "tools", "moduleSource.ts")).href)};
 import { shorten } from "./helper.mjs";
 
 export const readPage = defineTool({

@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { Schema } from "effect";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openStore, openStoreReader } from "../../src/adapters/store.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { queueStreamId } from "../../src/events/index.js";
 import {
   ActiveRunExists,

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Schema } from "effect";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { type AnyEvent, digestOf, fingerprintOf } from "../../src/events/index.js";
 import { defineAgent, defineTool, openRuntime } from "../../src/index.js";
 import { CURRENT_RUN_MACHINE } from "../../src/machines/index.js";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { type AnyEvent, GENESIS_HASH, rowHash } from "../../src/events/index.js";
 import { WrongExpectedVersion } from "../../src/runtime/errors.js";
 import { useTempDir } from "../support/tmp.js";

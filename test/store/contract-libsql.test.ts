@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { toStored } from "../../src/adapters/sql/rows.js";
 import { openStore } from "../../src/adapters/store.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { toStored } from "../../src/adapters/stores/sql/rows.js";
 import { freshKey, keyEnv, NO_KEYS } from "../support/keys.js";
 import { type ContractStore, journalContract } from "./contract.js";
 

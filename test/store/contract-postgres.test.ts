@@ -1,7 +1,7 @@
 import type pg from "pg";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
-import { type EventRow, toStored } from "../../src/adapters/sql/rows.js";
 import { openStore } from "../../src/adapters/store.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
+import { type EventRow, toStored } from "../../src/adapters/stores/sql/rows.js";
 import { freshKey, keyEnv, NO_KEYS } from "../support/keys.js";
 import { adminClient, pgUrl, requirePg, usePgSchemas } from "../support/pg.js";
 import { type ContractStore, journalContract } from "./contract.js";

@@ -2,7 +2,7 @@ import { closeSync, openSync, utimesSync, writeFileSync, writeSync } from "node:
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();

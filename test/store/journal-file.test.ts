@@ -12,8 +12,8 @@ import {
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { LATEST_SCHEMA_VERSION } from "../../src/adapters/libsql/migrations.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/adapters/stores/libsql/migrations.js";
 import { JournalTooNew, JournalUnavailable } from "../../src/runtime/errors.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -173,7 +173,7 @@ describe("journal file", () => {
     await journal.append({ streamId: "system", expectedVersion: "no-stream", events: [opened] });
     await journal.close();
     const script = `
-      const { LibsqlJournal } = await import(${JSON.stringify(join(ROOT, "src/adapters/libsql/LibsqlJournal.ts"))});
+      const { LibsqlJournal } = await import(${JSON.stringify(join(ROOT, "src/adapters/stores/libsql/LibsqlJournal.ts"))});
       const j = LibsqlJournal.open(${JSON.stringify(path)});
       await j.append({ streamId: "system", expectedVersion: 1, events: [${JSON.stringify(opened)}] });
       await j.close();

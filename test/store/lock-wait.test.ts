@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { AnyEvent } from "../../src/events/index.js";
 import { JournalUnavailable } from "../../src/runtime/errors.js";
 import { useTempDir } from "../support/tmp.js";

@@ -1,8 +1,12 @@
 import { join } from "node:path";
 import Database from "libsql";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
-import { APPLICATION_ID, LATEST_SCHEMA_VERSION, MIGRATIONS } from "../../src/adapters/libsql/migrations.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
+import {
+  APPLICATION_ID,
+  LATEST_SCHEMA_VERSION,
+  MIGRATIONS,
+} from "../../src/adapters/stores/libsql/migrations.js";
 import { useTempDir } from "../support/tmp.js";
 
 const tempDir = useTempDir();

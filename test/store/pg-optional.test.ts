@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { loadPostgresJournal } from "../../src/adapters/postgres/load.js";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { loadPostgresJournal } from "../../src/adapters/stores/postgres/load.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import { JournalUnavailable } from "../../src/runtime/errors.js";
 import { useTempDir } from "../support/tmp.js";
 

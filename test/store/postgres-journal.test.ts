@@ -1,8 +1,11 @@
 import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { MIGRATIONS } from "../../src/adapters/postgres/migrations.js";
-import { PostgresJournal, type PostgresJournalOptions } from "../../src/adapters/postgres/PostgresJournal.js";
 import { openStore } from "../../src/adapters/store.js";
+import { MIGRATIONS } from "../../src/adapters/stores/postgres/migrations.js";
+import {
+  PostgresJournal,
+  type PostgresJournalOptions,
+} from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import type { AnyEvent } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { JournalTooNew, JournalUnavailable } from "../../src/runtime/errors.js";

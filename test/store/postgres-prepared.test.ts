@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { prepared } from "../../src/adapters/postgres/pooled.js";
+import { prepared } from "../../src/adapters/stores/postgres/pooled.js";
 
 const nameOf = (sql: string) => `hf_${createHash("sha1").update(sql).digest("hex").slice(0, 20)}`;
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { benchStreams } from "../../bench/fixtures.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { type AnyEvent, verifyStreamChain } from "../../src/events/index.js";
 import { auditJournal } from "../../src/runtime/audit.js";
 import { WrongExpectedVersion } from "../../src/runtime/errors.js";

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { PostgresJournal } from "../../src/adapters/postgres/PostgresJournal.js";
+import { PostgresJournal } from "../../src/adapters/stores/postgres/PostgresJournal.js";
 import type { AnyEvent, RecordedEvent } from "../../src/events/index.js";
 import { subscribe } from "../../src/runtime/subscribe.js";
 import { adminClient, pgUrl, requirePg, usePgSchemas } from "../support/pg.js";

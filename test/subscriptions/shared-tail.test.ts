@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { AnyEvent, RecordedEvent } from "../../src/events/index.js";
 import type { JournalReader } from "../../src/runtime/Journal.js";
 import { SharedTail } from "../../src/runtime/sharedTail.js";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { defineAgent, JournalUnavailable, openRuntime } from "../../src/index.js";
 import type { Journal } from "../../src/runtime/Journal.js";
 import { subscribe } from "../../src/runtime/subscribe.js";

@@ -1,5 +1,5 @@
-import { backupJournal } from "../../src/adapters/libsql/backup.js";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
+import { backupJournal } from "../../src/adapters/stores/libsql/backup.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 
 // A backup in a process of its own, for a crash point to kill (HF_DB, HF_TARGET).
 const journal = LibsqlJournal.open(process.env.HF_DB!);

@@ -13,7 +13,7 @@
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL / HOLDFAST_CRASH_SKIP   as for any holdfast process
  * Prints one JSON object per line on stdout.
  */
-import { makeBrowserTool } from "../../src/adapters/tools/index.js";
+import { makeBrowserTool } from "../../src/adapters/integrations/tools/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 
 const env = process.env;

@@ -13,7 +13,7 @@
  * Prints one JSON object per line: the pins the server's tools have now, the preflight findings,
  * then what happened.
  */
-import { type McpReconciler, mcpToolset } from "../../src/adapters/mcp/index.js";
+import { type McpReconciler, mcpToolset } from "../../src/adapters/integrations/mcp/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { connect, filesystemServer, testServer } from "./mcp.js";
 

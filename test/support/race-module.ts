@@ -4,7 +4,7 @@
  * start receipt — a long GC or a stopped VM, with no heartbeat either. `HF_WORK` and `HF_WITNESS`
  * place it.
  */
-import { makeShellTool } from "../../src/adapters/tools/shellTool.js";
+import { makeShellTool } from "../../src/adapters/integrations/tools/shellTool.js";
 import { defineAgent, defineTool } from "../../src/index.js";
 
 const work = process.env.HF_WORK ?? "";

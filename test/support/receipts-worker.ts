@@ -8,7 +8,7 @@
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL, HOLDFAST_ENCRYPTION_KEY   as for any holdfast process
  * Prints one JSON object per line on stdout.
  */
-import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+import { makeShellTool, makeWriteFileTool } from "../../src/adapters/integrations/tools/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 
 const env = process.env;

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { makeSshTool } from "../../src/adapters/tools/index.js";
+import { makeSshTool } from "../../src/adapters/integrations/tools/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 
 const env = process.env;

@@ -11,7 +11,7 @@ import { dirname } from "node:path";
  *   HOLDFAST_CRASH_AT / HOLDFAST_CRASH_CALL   as for any holdfast process
  * Prints one JSON object per line on stdout.
  */
-import { makeTerminalTool } from "../../src/adapters/tools/index.js";
+import { makeTerminalTool } from "../../src/adapters/integrations/tools/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 
 const env = process.env;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { makeHttpTool } from "../../src/adapters/tools/httpTool.js";
+import { makeHttpTool } from "../../src/adapters/integrations/tools/httpTool.js";
 import type { AnyEvent, EventOf } from "../../src/events/index.js";
 import { defineAgent, openRuntime, type RetryPolicy } from "../../src/index.js";
 import { pgUrl, requirePg, usePgSchemas } from "../support/pg.js";

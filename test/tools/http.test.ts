@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeHttpTool } from "../../src/adapters/tools/httpTool.js";
+import { makeHttpTool } from "../../src/adapters/integrations/tools/httpTool.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
 import { callContext } from "./calls.js";

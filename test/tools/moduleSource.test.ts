@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { moduleSource } from "../../src/adapters/tools/moduleSource.js";
+import { moduleSource } from "../../src/adapters/integrations/tools/moduleSource.js";
 import { sha256Hex } from "../../src/events/index.js";
 import { useTempDir } from "../support/tmp.js";
 
@@ -83,7 +83,9 @@ describe("moduleSource pins a tool by its module", () => {
   });
 
   it("resolves ./x.js to ./x.ts, as a TypeScript loader does", () => {
-    const source = moduleSource(new URL("../../src/adapters/tools/shellTool.ts", import.meta.url)).source;
+    const source = moduleSource(
+      new URL("../../src/adapters/integrations/tools/shellTool.ts", import.meta.url),
+    ).source;
     expect(source).toContain("// ---- shellEnvironment.ts");
     expect(source).toContain("// ---- receipts.ts");
     expect(source).not.toMatch(/^\/\/ ---- unresolved/m);

@@ -33,7 +33,7 @@ describe("a 'not started' proof while the old owner lives (law 10), end to end",
         [
           "--import",
           "tsx",
-          join(ROOT, "src/adapters/cli/main.ts"),
+          join(ROOT, "src/adapters/surfaces/cli/main.ts"),
           "worker",
           "--store",
           db,

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeShellTool } from "../../src/adapters/tools/index.js";
+import { makeShellTool } from "../../src/adapters/integrations/tools/index.js";
 import { openRuntime } from "../../src/index.js";
 import { byteScan, filesUnder } from "../../torture/byteScan.js";
 import { freshKey, keyEnv } from "../support/keys.js";

@@ -3,7 +3,7 @@
  * while the test's process (the old owner) is stopped inside its lease check. Prints the verdict.
  * Usage: reconcile-process.ts '{"tool":"shell"|"write_file","work":…,"probe":…,"key":…}'
  */
-import { makeShellTool, makeWriteFileTool } from "../../src/adapters/tools/index.js";
+import { makeShellTool, makeWriteFileTool } from "../../src/adapters/integrations/tools/index.js";
 import { checkOf } from "./calls.js";
 
 const { tool, work, probe, key } = JSON.parse(process.argv[2] ?? "{}") as {

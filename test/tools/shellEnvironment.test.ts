@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeShellTool } from "../../src/adapters/tools/shellTool.js";
+import { makeShellTool } from "../../src/adapters/integrations/tools/shellTool.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
 import { callContext } from "./calls.js";

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeSshTool, type SshToolOptions } from "../../src/adapters/tools/index.js";
+import { makeSshTool, type SshToolOptions } from "../../src/adapters/integrations/tools/index.js";
 import { byteScan, filesUnder } from "../../torture/byteScan.js";
 import { lineOf, runScript, startScript } from "../support/processes.js";
 import { otherFingerprint, type Sshd, startSshd } from "../support/sshd.js";

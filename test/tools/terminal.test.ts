@@ -5,7 +5,7 @@ import {
   makeTerminalTool,
   type TerminalTool,
   type TerminalToolOptions,
-} from "../../src/adapters/tools/index.js";
+} from "../../src/adapters/integrations/tools/index.js";
 import type { CallContext } from "../../src/runtime/define.js";
 import { lineOf, runScript, startScript } from "../support/processes.js";
 import { useTempDir } from "../support/tmp.js";

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeWriteFileTool } from "../../src/adapters/tools/writeFileTool.js";
+import { makeWriteFileTool } from "../../src/adapters/integrations/tools/writeFileTool.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { useTempDir } from "../support/tmp.js";
 import { probeOf, reconcileContext } from "./calls.js";
@@ -45,7 +45,7 @@ describe("write_file: the probe checks the path before it touches the disk", () 
     execFileSync("mkfifo", [join(work, "pipe")]);
     // In another process, so a probe that blocks on the FIFO fails this test instead of freezing it.
     const script = [
-      'import { makeWriteFileTool } from "./src/adapters/tools/writeFileTool.ts";',
+      'import { makeWriteFileTool } from "./src/adapters/integrations/tools/writeFileTool.ts";',
       `const tool = makeWriteFileTool(${JSON.stringify(work)});`,
       'const probe = tool.reconciler.probe({ path: "pipe", content: "x" }, { idempotencyKey: "r/0#1" });',
       "process.stdout.write(JSON.stringify(probe));",

@@ -1,5 +1,5 @@
 import { createHash, type Hash } from "node:crypto";
-import { eventLine } from "../../../src/adapters/cli/eventFormat.js";
+import { eventLine } from "../../../src/adapters/surfaces/cli/eventFormat.js";
 import type { RecordedEvent } from "../../../src/events/index.js";
 import type { SseMessage } from "./client.js";
 

@@ -1,4 +1,4 @@
-import { serve } from "../../../src/adapters/http/serve.js";
+import { serve } from "../../../src/adapters/surfaces/http/serve.js";
 
 /**
  * `serve()` in a process of its own (the 100-client test: the server's work and the clients' on

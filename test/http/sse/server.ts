@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import type { LiveOptions } from "../../../src/adapters/http/events.js";
-import { type Server, serve } from "../../../src/adapters/http/serve.js";
+import type { LiveOptions } from "../../../src/adapters/surfaces/http/events.js";
+import { type Server, serve } from "../../../src/adapters/surfaces/http/serve.js";
 import type { RecordedEvent } from "../../../src/events/index.js";
 import type { JournalReader } from "../../../src/runtime/Journal.js";
 import { SseConnection, type SseOptions } from "./client.js";

@@ -1,5 +1,5 @@
 import { Schema } from "effect";
-import { LibsqlJournal } from "../../../src/adapters/libsql/LibsqlJournal.js";
+import { LibsqlJournal } from "../../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { defineAgent, defineTool, openRuntime } from "../../../src/index.js";
 import { writeManyRuns } from "../../audit/manyRuns.js";
 
