@@ -1,6 +1,9 @@
 /**
  * The layer rule (DESIGN §3): a layer imports only layers to its left.
  *   src/events <- src/machines <- src/projections <- src/runtime <- src/adapters <- src/index.ts
+ * Inside src/adapters (decision 0085): stores <- integrations <- surfaces, with the wiring
+ * (openRuntime, openReader, store.ts, …) at the folder's root. A store never imports a surface or an
+ * integration; an integration never imports a surface.
  * Plus: no cycles, and no Node I/O modules below the adapters.
  */
 const layers = ["events", "machines", "projections", "runtime", "adapters"];
@@ -18,6 +21,21 @@ const forbidden = layers.map((layer, i) => ({
 module.exports = {
   forbidden: [
     ...forbidden,
+    {
+      name: "stores-import-no-surface-or-integration",
+      comment:
+        "a store (src/adapters/stores) never imports a surface (cli, http) or an integration (ai, mcp, langgraph, tracing, tools)",
+      severity: "error",
+      from: { path: "^src/adapters/stores/" },
+      to: { path: "^src/adapters/(surfaces|integrations)/" },
+    },
+    {
+      name: "integrations-import-no-surface",
+      comment: "an integration (ai, mcp, langgraph, tracing, tools) never imports a surface (cli, http)",
+      severity: "error",
+      from: { path: "^src/adapters/integrations/" },
+      to: { path: "^src/adapters/surfaces/" },
+    },
     {
       name: "no-circular",
       severity: "error",

@@ -45,6 +45,30 @@ describe("layer rule", () => {
     expect(result.output).toMatch(/effect-by-module/);
   });
 
+  it("an import of a surface or an integration inside a store makes the check fail", () => {
+    const surface = checkProbe(
+      "src/adapters/stores/sql/layer-probe.ts",
+      'import { Output } from "../../surfaces/cli/Output.js";\nexport const probe = Output;\n',
+    );
+    expect(surface.status).not.toBe(0);
+    expect(surface.output).toMatch(/stores-import-no-surface-or-integration/);
+    const integration = checkProbe(
+      "src/adapters/stores/sql/layer-probe.ts",
+      'import { moduleSource } from "../../integrations/tools/moduleSource.js";\nexport const probe = moduleSource;\n',
+    );
+    expect(integration.status).not.toBe(0);
+    expect(integration.output).toMatch(/stores-import-no-surface-or-integration/);
+  });
+
+  it("an import of a surface inside an integration makes the check fail", () => {
+    const result = checkProbe(
+      "src/adapters/integrations/tools/layer-probe.ts",
+      'import { Output } from "../../surfaces/cli/Output.js";\nexport const probe = Output;\n',
+    );
+    expect(result.status).not.toBe(0);
+    expect(result.output).toMatch(/integrations-import-no-surface/);
+  });
+
   it("the source tree as committed passes the layer check", () => {
     const result = depcruise("src");
     expect(result.status).toBe(0);
