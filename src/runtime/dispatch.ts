@@ -132,24 +132,34 @@ export class RunWriter {
   /**
    * Fold the stream as the journal holds it now (after another writer moved it); its events. None
    * when retention removed the run: there is nothing to fold, and the fold stays as it was.
+   *
+   * The read runs beside this writer's queue: an append of the same writer that commits while the
+   * read is on its way leaves the read behind the fold. Such a read is never folded (it would make
+   * the writer forget its own commit, and its next append meet `WrongExpectedVersion` on a stream
+   * only it moved); the stream is read again.
    */
   async refresh(): Promise<ReadonlyArray<RecordedEvent>> {
-    const events = await this.journal.readStream(this.streamId);
-    if (events.length > 0) this.current = foldRun(events.map((e) => e.event));
-    return events;
+    for (;;) {
+      const before = this.current;
+      const events = await this.journal.readStream(this.streamId);
+      if (this.current !== before) continue;
+      if (events.length > 0) this.current = foldRun(events.map((e) => e.event));
+      return events;
+    }
   }
 
   /**
-   * Fold in the control requests (`run.cancel-requested`, `run.pause-requested`) another process
-   * appended after this writer's version, and tell `onControl`. Only when every event after the
-   * version is one: anything else means the run moved on under this writer, which the next append
-   * learns as usual. True when the fold moved.
+   * Fold in the control requests (`run.cancel-requested`, `run.pause-requested`, a signal) another
+   * process appended after this writer's version, and the conflicts a fenced-out old owner kept
+   * (`conflict.recorded`: its late outcome, which changes nothing of the run's course), and tell
+   * `onControl`. Only when every event after the version is one of these: anything else means the
+   * run moved on under this writer, which the next append learns as usual. True when the fold moved.
    */
   async absorbControl(): Promise<boolean> {
     const base = this.current;
     const after = await this.journal.readStream(this.streamId, { afterVersion: contextOf(base).version });
     if (after.length === 0 || this.current !== base) return false;
-    if (!after.every(({ event }) => CONTROL_REQUESTS.has(event.type))) return false;
+    if (!after.every(({ event }) => ABSORBED.has(event.type))) return false;
     let fold = base;
     for (const { event } of after) fold = step(fold, event);
     this.current = fold;
@@ -201,6 +211,14 @@ export const CONTROL_REQUESTS: ReadonlySet<string> = new Set([
   "run.pause-requested",
   "signal.received",
 ]);
+
+/**
+ * What a live owner folds in and goes on after: the control requests, and the `conflict.recorded`
+ * an old owner appends without a claim once it learnt it was fenced out (its late outcome, kept
+ * beside the first; {@link recordOutcome}) — the new owner's next append must not meet it as a
+ * version conflict (issue 35).
+ */
+const ABSORBED: ReadonlySet<string> = new Set([...CONTROL_REQUESTS, "conflict.recorded"]);
 
 export type Outcome = Extract<AnyEvent, { type: "call.completed" | "call.failed" }>;
 

@@ -312,6 +312,12 @@ const finish = async (
     const { error } = ended;
     if (error instanceof LeaseLost || error instanceof FencedOut || error instanceof RunMovedOn)
       return elsewhere(runId, error.message);
+    // A version conflict on this run's own stream is holdfast's, never the agent's: another writer
+    // (or a commit of this one it could not count) moved the run under this execution, and the
+    // append that met it wrote nothing. Nothing is recorded: the claim is let go and the next
+    // recovery re-executes the run from the journal (issue 35).
+    if (error instanceof WrongExpectedVersion && error.streamId === writer.streamId)
+      return elsewhere(runId, `the run moved under this execution (${error.message})`);
     // The journal refused a write (a full disk, an I/O error): the agent did not fail, the storage
     // did. Nothing is recorded; the run stays active for recovery, which resumes it or holds it for
     // the call whose outcome could not be written (decisions 0069, 0070): `runtime.wait` answers `elsewhere`, the run's result rejects with the reason.
