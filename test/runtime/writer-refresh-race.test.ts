@@ -19,8 +19,8 @@
  */
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { LibsqlJournal } from "../../src/adapters/libsql/LibsqlJournal.js";
 import { openStore } from "../../src/adapters/store.js";
+import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import { type AnyEvent, runStreamId } from "../../src/events/index.js";
 import { defineAgent, openRuntime } from "../../src/index.js";
 import { contextOf, RUN_MACHINE_VERSION } from "../../src/machines/index.js";
