@@ -125,8 +125,8 @@ export const makeSendSms = (outbox: string) =>
   );
 
 /** The assistant: the AI SDK's tool loop, every model and tool call journaled. */
-export const makeAssistant = (provider: MockLanguageModelV3, sendSms: ReturnType<typeof makeSendSms>) =>
-  defineAgent({
+export const makeAssistant = (provider: MockLanguageModelV3, sendSms: ReturnType<typeof makeSendSms>) => {
+  const assistant = defineAgent({
     name: "assistant",
     version: "1",
     run: async (turn, input: { request: string }) => {
@@ -143,6 +143,8 @@ export const makeAssistant = (provider: MockLanguageModelV3, sendSms: ReturnType
       return text;
     },
   });
+  return assistant;
+};
 
 const open = async (dir: string) => {
   let slowAnswerStarted = () => {};
