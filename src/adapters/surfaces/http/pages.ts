@@ -593,7 +593,7 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
     ...(view.window.callsFrom === undefined ? {} : { callsFrom: String(view.window.callsFrom) }),
     ...(view.window.eventsFrom === undefined ? {} : { eventsFrom: String(view.window.eventsFrom) }),
   };
-  // The fragment of the page that shows `window`: the live refresh keeps the earlier rows loaded.
+  // The live part of the page asked for: a refresh keeps the earlier rows a reader loaded.
   const state = (w: Record<string, string>) =>
     `${path}?${new URLSearchParams({ fragment: "state", loaded: String(loadedVersion), forms: versionedForms ? "1" : "0", ...w })}`;
   /** "Show earlier": the whole page without JavaScript, the state grown by a page with it. */
