@@ -48,6 +48,7 @@ import {
   RunsPage,
   RunsQuery,
   RunView,
+  RunViewQuery,
   ScheduleBody,
   ScheduleChangeBody,
   ScheduleReply,
@@ -70,7 +71,7 @@ import {
   signalUrlToken,
   tokenMatches,
 } from "./security.js";
-import { InvalidRunsQuery, nextAfter, runsPage, runView } from "./views.js";
+import { InvalidRunsQuery, nextAfter, runsPage, runView, shownCalls } from "./views.js";
 
 export interface AppOptions {
   /** Reads: a read-only journal (never recovery, claims or writes). */
@@ -351,8 +352,14 @@ export const createApp = (options: AppOptions): { readonly app: Hono<Env>; close
   });
 
   app.get("/api/runs/:runId", async (c) => {
-    const view = await runView(options.reader, c.req.param("runId"), options.db);
-    return c.json(encodeWith(RunView, view as unknown as typeof RunView.Type));
+    const query = decodeWith(RunViewQuery, c.req.query(), "query");
+    const view = await runView(options.reader, c.req.param("runId"), options.db, {
+      all: query.calls === "all",
+      ...(query.callsFrom === undefined ? {} : { callsFrom: query.callsFrom }),
+      ...(query.eventsFrom === undefined ? {} : { eventsFrom: query.eventsFrom }),
+    });
+    const page = { ...view, calls: shownCalls(view) };
+    return c.json(encodeWith(RunView, page as unknown as typeof RunView.Type));
   });
 
   app.post("/api/runs/:runId/decisions", async (c) => {

@@ -12,11 +12,14 @@ import type { Session } from "./security.js";
 import {
   type ApprovalView,
   approvalOf,
+  CALLS_PER_PAGE,
   type CallView,
+  EVENTS_PER_PAGE,
   InvalidRunsQuery,
   type RunsPage,
   type RunView,
   runsPage,
+  shownCalls,
 } from "./views.js";
 
 /** The Recovery panel's pages, rendered on the server (escaped by `hono/html`); the routes are in panel.ts. */
@@ -541,7 +544,7 @@ const GAP_MS = 5_000;
  * the journal outage it records), with the silence before it; another long
  * silence is marked as a gap.
  */
-const timelineEntry = (event: RunView["events"][number], previousAt: string | null): Html => {
+const timelineEntry = (runId: string, event: RunView["events"][number], previousAt: string | null): Html => {
   const since = previousAt === null ? null : Date.parse(event.recordedAt) - Date.parse(previousAt);
   const marker =
     event.type === "run.interrupted" && event.summary.startsWith("stopped for a journal outage")
@@ -551,10 +554,12 @@ const timelineEntry = (event: RunView["events"][number], previousAt: string | nu
         : since !== null && since >= GAP_MS
           ? html`<li class="timeline-mark gap">${duration(since)} with no event</li>`
           : "";
+  // The payload loads when the entry is opened (decision 0088); without JavaScript, the link shows it.
+  const payload = `/runs/${encodeURIComponent(runId)}/events/${event.version}`;
   return html`${marker}<li value="${event.version}" class="event">
-    <details>
+    <details hx-get="${payload}" hx-trigger="toggle once" hx-target="find .payload" hx-swap="outerHTML">
       <summary><strong>${event.type}</strong> ${readableWorkerIds(event.summary)} <span class="muted">${since === null ? "" : html`+${duration(since)} · `}<time datetime="${event.recordedAt}" title="${event.recordedAt}">${event.recordedAt}</time> · <span class="mono" title="${event.hash}">${event.hash.slice(0, 8)}</span></span></summary>
-      <pre class="mono payload">${pretty(event.payload)}</pre>
+      <p class="payload muted"><a href="${payload}">Show the stored payload</a></p>
     </details>
   </li>`;
 };
@@ -583,7 +588,24 @@ const decidedText = (call: CallView): Html | string =>
  */
 export const runState = (view: RunView, loadedVersion: number, versionedForms: boolean): Html => {
   const { run } = view;
-  return html`<div id="run-state" hx-get="/runs/${encodeURIComponent(run.runId)}?fragment=state&loaded=${loadedVersion}&forms=${versionedForms ? 1 : 0}" hx-trigger="journal from:#live throttle:500ms, every 5s" hx-swap="outerHTML">
+  const path = `/runs/${encodeURIComponent(run.runId)}`;
+  const asked = {
+    ...(view.window.callsFrom === undefined ? {} : { callsFrom: String(view.window.callsFrom) }),
+    ...(view.window.eventsFrom === undefined ? {} : { eventsFrom: String(view.window.eventsFrom) }),
+  };
+  // The live part of the page asked for: a refresh keeps the earlier rows a reader loaded.
+  const state = (w: Record<string, string>) =>
+    `${path}?${new URLSearchParams({ fragment: "state", loaded: String(loadedVersion), forms: versionedForms ? "1" : "0", ...w })}`;
+  /** "Show earlier": the whole page without JavaScript, the state grown by a page with it. */
+  const earlier = (id: string, key: "callsFrom" | "eventsFrom", from: number | null, what: string) => {
+    if (from === null) return "";
+    const w = { ...asked, [key]: String(from) };
+    return html`<p class="pages"><a id="${id}" href="${path}?${new URLSearchParams(w)}" hx-get="${state(w)}" hx-target="#run-state" hx-swap="outerHTML">Show ${what}</a></p>`;
+  };
+  const calls = shownCalls(view);
+  const hiddenCalls = view.callPage.total - calls.length;
+  const hiddenEvents = view.eventPage.total - view.events.length;
+  return html`<div id="run-state" hx-get="${state(asked)}" hx-trigger="journal from:#live throttle:500ms, every 5s" hx-swap="outerHTML">
     ${
       versionedForms && view.version !== loadedVersion
         ? banner(
@@ -612,13 +634,15 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
       <dt>updated</dt><dd>${run.updatedAt}</dd>
     </dl>
     <h2>Calls</h2>
+    ${hiddenCalls > 0 ? html`<p class="muted" id="calls-shown">The newest ${calls.length} of ${view.callPage.total} calls, from #${view.callPage.from}.</p>` : ""}
+    ${earlier("calls-earlier", "callsFrom", view.callPage.earlier, `${Math.min(hiddenCalls, CALLS_PER_PAGE)} earlier calls`)}
     ${
-      view.calls.length === 0
+      calls.length === 0
         ? html`<p class="muted">No calls.</p>`
         : html`<table id="calls">
           <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Outcome</th><th scope="col"><span class="visually-hidden">Fork</span></th></tr></thead>
           <tbody>
-            ${view.calls.map(
+            ${calls.map(
               (call) => html`<tr data-call="${call.callId}">
                 <td>${call.seq}</td><td>${call.kind}</td><td>${call.name}</td><td>${call.attempt}${call.retryPolicy ? html` <span class="muted">${call.attempt > call.retryPolicy.attempts ? `(policy ${call.retryPolicy.attempts} + granted)` : `of ${call.retryPolicy.attempts}`}</span>` : ""}</td>
                 <td>${view.approval?.callId === call.callId ? "awaiting approval" : call.status}${call.error ? html`: ${call.error.message}` : ""}${decidedText(call)}${attemptsText(call)}</td>
@@ -630,8 +654,10 @@ export const runState = (view: RunView, loadedVersion: number, versionedForms: b
         </table>`
     }
     <h2>Timeline</h2>
+    ${hiddenEvents > 0 ? html`<p class="muted" id="events-shown">The newest ${view.events.length} of ${view.eventPage.total} events, from version ${view.eventPage.from}.</p>` : ""}
+    ${earlier("events-earlier", "eventsFrom", view.eventPage.earlier, `${Math.min(hiddenEvents, EVENTS_PER_PAGE)} earlier events`)}
     <ol id="timeline">
-      ${view.events.map((event, i) => timelineEntry(event, i === 0 ? null : view.events[i - 1]!.recordedAt))}
+      ${view.events.map((event, i) => timelineEntry(run.runId, event, i === 0 ? null : view.events[i - 1]!.recordedAt))}
     </ol>
   </div>`;
 };

@@ -10,6 +10,7 @@ import { readDocument } from "../../../runtime/documents.js";
 import type { JournalReader } from "../../../runtime/Journal.js";
 import { listQueue } from "../../../runtime/queue.js";
 import { listSchedules } from "../../../runtime/schedules.js";
+import { eventLine } from "../cli/eventFormat.js";
 import { PANEL_CSS, PANEL_JS } from "./assets.js";
 import {
   BULK_ACTIONS,
@@ -45,6 +46,7 @@ import {
   type ScheduleEntry,
   schedulesSection,
 } from "./pages.js";
+import { readRun } from "./runStreams.js";
 import {
   SESSION_COOKIE,
   type Session,
@@ -54,7 +56,7 @@ import {
   tokenMatches,
 } from "./security.js";
 import type { Env, OperatorPort } from "./types.js";
-import { nextAfter, type RunView, runsPage, runView } from "./views.js";
+import { nextAfter, type RunWindow, runsPage, runView } from "./views.js";
 
 interface PanelOptions {
   readonly reader: JournalReader;
@@ -77,6 +79,20 @@ const param = (c: Context, name: string): string => {
   const value = c.req.param(name);
   if (value === undefined) throw new Error(`the route has no :${name}`);
   return value;
+};
+
+/** The part of a run a run page's query asks for (`callsFrom`, `eventsFrom`); anything else: the newest. */
+const windowOf = (c: Context): RunWindow => {
+  const key = (name: string): number | undefined => {
+    const text = c.req.query(name);
+    return text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : undefined;
+  };
+  const callsFrom = key("callsFrom");
+  const eventsFrom = key("eventsFrom");
+  return {
+    ...(callsFrom === undefined ? {} : { callsFrom }),
+    ...(eventsFrom === undefined ? {} : { eventsFrom }),
+  };
 };
 
 const DECISIONS: ReadonlySet<string> = new Set([
@@ -259,8 +275,6 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     );
   });
 
-  const lastPositionOf = (view: RunView): number => view.events.at(-1)?.position ?? 0;
-
   const showRun = async (
     c: Context<Env>,
     session: Session,
@@ -269,14 +283,14 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
     status: 200 | 409 | 422 = 200,
     draft?: DecisionDraft,
   ) => {
-    const view = await runView(reader, runId, options.db);
+    const view = await runView(reader, runId, options.db, c.req.method === "GET" ? windowOf(c) : {});
     const queue = await listQueue({ journal: reader }, view.run.chatId);
     return c.html(
       layout(
         `Run ${runId}`,
         session,
         runPage(view, session, notice, draft, queue),
-        `/panel/live?run=${encodeURIComponent(runId)}&after=${lastPositionOf(view)}`,
+        `/panel/live?run=${encodeURIComponent(runId)}&after=${view.lastPosition}`,
       ),
       status,
     );
@@ -319,7 +333,7 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       const runId = param(c, "runId");
       try {
         if (c.req.query("fragment") === "state") {
-          const view = await runView(reader, runId, options.db);
+          const view = await runView(reader, runId, options.db, windowOf(c));
           const loaded = Number(c.req.query("loaded"));
           return c.html(
             runState(
@@ -339,6 +353,39 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
       } catch (error) {
         return notFound(c, session, error);
       }
+    }),
+  );
+
+  // One timeline entry's stored (masked) payload, loaded when the entry is opened (decision 0088):
+  // the bare <pre> for htmx, a page of its own without JavaScript.
+  app.get(
+    "/runs/:runId/events/:version",
+    page(async (c, session) => {
+      const runId = param(c, "runId");
+      const version = Number(param(c, "version"));
+      const row = await reader.projection<RunRow>("runs", runId);
+      const recorded =
+        row && Number.isSafeInteger(version)
+          ? (await readRun(reader, runId)).events.find((e) => e.version === version)
+          : undefined;
+      if (!recorded)
+        return c.html(
+          layout(
+            "Not found",
+            session,
+            banner("error", `Run ${runId} has no event of version ${param(c, "version")}.`),
+          ),
+          404,
+        );
+      const payload = html`<pre class="mono payload">${pretty(eventLine(recorded).payload)}</pre>`;
+      if (c.req.header("hx-request") === "true") return c.html(payload);
+      return c.html(
+        layout(
+          `Run ${runId}, event ${version}`,
+          session,
+          html`<h1>Run <a class="mono" href="/runs/${encodeURIComponent(runId)}">${runId}</a>, event ${version}: ${recorded.event.type}</h1>${payload}`,
+        ),
+      );
     }),
   );
 

@@ -222,18 +222,42 @@ const EventLine = Schema.Struct({
   summary: Schema.String,
 });
 
+/** Which part of a run's calls or events a reply holds (decision 0088). */
+const PageOf = Schema.Struct({
+  /** The key of the first item sent: a call's `seq`, an event's version. */
+  from: Schema.Number,
+  /** The items in all. */
+  total: Schema.Number,
+  /** Pass as `callsFrom` / `eventsFrom` for the page before this one; null: this one starts at the first. */
+  earlier: Schema.NullOr(Schema.Number),
+}).annotations({ identifier: "PageOf" });
+
 export const RunView = Schema.Struct({
   run: RunSummary,
   next: Schema.NullOr(NextStep),
   whenResumed: Schema.NullOr(NextStep),
   version: Schema.Number,
   calls: Schema.Array(CallView),
+  callPage: PageOf,
   runActions: Schema.Array(
     Schema.Struct({ decision: DecisionKind, meaning: Schema.String, command: Schema.String }),
   ),
   events: Schema.Array(EventLine),
+  eventPage: PageOf,
   folded: Schema.Boolean,
 }).annotations({ identifier: "RunView" });
+
+const Key = Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative());
+
+/**
+ * `GET /api/runs/{runId}`: the newest 50 calls and 100 events by default; `calls=all` sends every
+ * call and every event; `callsFrom` / `eventsFrom` send those from a `seq` / version on.
+ */
+export const RunViewQuery = Schema.Struct({
+  calls: Schema.optional(Schema.Literal("all")),
+  callsFrom: Schema.optional(Key),
+  eventsFrom: Schema.optional(Key),
+}).annotations({ identifier: "RunViewQuery" });
 
 const Person = Schema.String.pipe(
   Schema.filter((s) => s.trim() !== "" || "say who you are (decidedBy/grantedBy/by must not be empty)"),
@@ -646,8 +670,9 @@ export const openApiDocument = (version: string): Record<string, unknown> => {
       },
       "/api/runs/{runId}": {
         get: {
-          summary: "A run: its calls with their evidence, what can be decided, its events",
-          parameters: [runId],
+          summary:
+            "A run: its calls with their evidence, what can be decided, its events; the newest calls and events unless `calls=all` or `callsFrom` / `eventsFrom`",
+          parameters: [runId, ...queryParameters(RunViewQuery)],
           responses: { ...ok(RunView), ...errors(401, 404) },
         },
       },

@@ -1,6 +1,5 @@
 import type { DecisionKind, HoldReason, RecordedEvent, RetryPolicy } from "../../../events/index.js";
-import { runStreamId } from "../../../events/index.js";
-import { type CallStatus, contextOf, foldRun, type RunContext } from "../../../machines/index.js";
+import { type CallStatus, contextOf, type RunContext } from "../../../machines/index.js";
 import type { RunRow } from "../../../projections/index.js";
 import { RunNotFound } from "../../../runtime/errors.js";
 import type { JournalReader, RunSearch, RunSearchKey } from "../../../runtime/Journal.js";
@@ -8,6 +7,7 @@ import type { NextStep } from "../../../runtime/liveness.js";
 import { type LiveRunRow, readLiveness } from "../../liveness.js";
 import { DECISION_MEANINGS, type HeldCommand, heldCommands } from "../cli/commands/decide.js";
 import { eventLine, summarizeEvent } from "../cli/eventFormat.js";
+import { readRun } from "./runStreams.js";
 
 /** What the runs list can be searched by (decision 0073). Every field narrows. */
 export interface RunsQuery {
@@ -288,14 +288,26 @@ export interface RunView {
   readonly now: number;
   /** The stream version decisions are based on. */
   readonly version: number;
+  /**
+   * Every call, in call order: the cards of the calls in doubt and the decision pages look calls up
+   * here. What a page shows of them is {@link RunView.callPage} (the API sends only those).
+   */
   readonly calls: ReadonlyArray<CallView>;
+  /** The calls a page shows: those from `callPage.from` (a `seq`) on. */
+  readonly callPage: PageOf;
   /** Run-level actions of a held run (stop, resume) when no call is in doubt. */
   readonly runActions: ReadonlyArray<{
     readonly decision: DecisionKind;
     readonly meaning: string;
     readonly command: string;
   }>;
+  /** The events a page shows, in version order: those from `eventPage.from` (a version) to the last. */
   readonly events: ReadonlyArray<ReturnType<typeof eventLine> & { readonly summary: string }>;
+  readonly eventPage: PageOf;
+  /** The page asked for (a run page's live refresh asks for the same one). */
+  readonly window: RunWindow;
+  /** The position of the stream's last event (where the page's live updates start after). */
+  readonly lastPosition: number;
   /** Whether the machine could fold the stream (false: corrupt, see the audit). */
   readonly folded: boolean;
   /** The tool call the run awaits a person's approval of (decision 0057); null otherwise. */
@@ -352,8 +364,79 @@ export const approvalOf = (
 
 const NOTE_REQUIRED: ReadonlySet<DecisionKind> = new Set(["confirmed-completed", "confirmed-not-completed"]);
 
-/** Everything an operator needs to judge a run: each call, its evidence, and what can be decided. */
-export const runView = async (journal: JournalReader, runId: string, db?: string): Promise<RunView> => {
+/**
+ * Which part of a long list a run page shows (decision 0088): the newest `limit` items, or those from
+ * a key on; `earlier` is the `from` of the page with `limit` more before them, null when there are none.
+ */
+export interface PageOf {
+  /** The key (a call's `seq`, an event's version) of the first item shown. */
+  readonly from: number;
+  /** The items in all. */
+  readonly total: number;
+  /** The `from` that shows `limit` more items before these; null: these start at the first. */
+  readonly earlier: number | null;
+}
+
+/** What part of a run to show: all of it, or its calls and events from a key on (default: the newest). */
+export interface RunWindow {
+  /** Every call and every event (the API's `?calls=all`). */
+  readonly all?: boolean;
+  /** Show the calls from this `seq` on. */
+  readonly callsFrom?: number;
+  /** Show the events from this version on. */
+  readonly eventsFrom?: number;
+}
+
+/** Calls a run page shows at first, and how many more each "earlier" adds. */
+export const CALLS_PER_PAGE = 50;
+/** Events of the timeline a run page shows at first (a call is two events), and per "earlier". */
+export const EVENTS_PER_PAGE = 100;
+
+/**
+ * The index in `keys` (ascending) where a page starts: at `from` when given, else `limit` from the
+ * end; and the `from` of the page before it.
+ */
+const pageOf = (
+  keys: ReadonlyArray<number>,
+  limit: number,
+  all: boolean,
+  from: number | undefined,
+): { start: number; page: PageOf } => {
+  let start = 0;
+  if (!all) {
+    if (from === undefined) start = Math.max(0, keys.length - limit);
+    else {
+      // The first key at or after `from` (keys ascend).
+      let lo = 0;
+      let hi = keys.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (keys[mid]! < from) lo = mid + 1;
+        else hi = mid;
+      }
+      start = lo;
+    }
+  }
+  return {
+    start,
+    page: {
+      from: keys[start] ?? from ?? 0,
+      total: keys.length,
+      earlier: start === 0 ? null : keys[Math.max(0, start - limit)]!,
+    },
+  };
+};
+
+/**
+ * Everything an operator needs to judge a run: each call, its evidence, and what can be decided;
+ * the events of the page `window` asks for (the newest by default, decision 0088).
+ */
+export const runView = async (
+  journal: JournalReader,
+  runId: string,
+  db?: string,
+  window: RunWindow = {},
+): Promise<RunView> => {
   const row = await journal.projection<RunRow>("runs", runId);
   if (!row) throw new RunNotFound({ runId });
   const liveness = await readLiveness(journal);
@@ -361,13 +444,8 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   // A waiting run whose agent version is missing says what happens next too (decision 0063).
   const active =
     run.status === "running" || run.status === "interrupted" || run.waitReason === "agent-version-missing";
-  const events = await journal.readStream(runStreamId(runId));
-  let context: RunContext | null = null;
-  try {
-    context = contextOf(foldRun(events.map((e) => e.event)));
-  } catch {
-    context = null;
-  }
+  const { events, fold } = await readRun(journal, runId);
+  const context: RunContext | null = fold === null ? null : contextOf(fold);
   const version = events.at(-1)?.version ?? 0;
   const commands: HeldCommand[] =
     run.status === "held" && context ? heldCommands(runId, context, run.heldReasons, db) : [];
@@ -477,6 +555,18 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
   const runActions = commands
     .filter((c) => c.action === "decide" && c.callId === undefined && c.decision !== undefined)
     .map((c) => ({ decision: c.decision as DecisionKind, meaning: c.meaning, command: c.command }));
+  const callPage = pageOf(
+    calls.map((c) => c.seq),
+    CALLS_PER_PAGE,
+    window.all === true,
+    window.callsFrom,
+  ).page;
+  const eventWindow = pageOf(
+    events.map((e) => e.version),
+    EVENTS_PER_PAGE,
+    window.all === true,
+    window.eventsFrom,
+  );
   return {
     run,
     next: active ? liveness.next(row) : null,
@@ -486,10 +576,22 @@ export const runView = async (journal: JournalReader, runId: string, db?: string
     version,
     calls,
     runActions,
-    events: events.map((e) => ({ ...eventLine(e), summary: summarizeEvent(e.event) })),
+    callPage,
+    events: events
+      .slice(eventWindow.start)
+      .map((e) => ({ ...eventLine(e), summary: summarizeEvent(e.event) })),
+    eventPage: eventWindow.page,
+    window,
+    lastPosition: events.at(-1)?.position ?? 0,
     folded: context !== null,
     approval: approvalOf(run, events),
   };
+};
+
+/** The calls of the view's page (`callPage`), in call order. */
+export const shownCalls = (view: Pick<RunView, "calls" | "callPage">): ReadonlyArray<CallView> => {
+  const start = view.calls.findIndex((c) => c.seq >= view.callPage.from);
+  return start < 0 ? [] : view.calls.slice(start);
 };
 
 export { DECISION_MEANINGS };
