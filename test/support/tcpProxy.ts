@@ -40,6 +40,11 @@ export interface TcpProxy {
   readonly heal: () => void;
   /** How many cuts happened. */
   readonly cuts: () => number;
+  /**
+   * How many client messages so far contained `marker` (e.g. the name of a prepared statement,
+   * which travels in every Bind): counted from the call on that first asks for it.
+   */
+  readonly sent: (marker: string) => number;
   readonly close: () => Promise<void>;
 }
 
@@ -61,6 +66,7 @@ export const startTcpProxy = async (
   let cut: Cut | null = null;
   let cuts = 0;
   const live = new Set<Link>();
+  const counted = new Map<string, number>();
 
   interface Link {
     readonly client: net.Socket;
@@ -117,6 +123,7 @@ export const startTcpProxy = async (
         startup = false;
         const text = message.toString("latin1");
         if (cut && text.includes(cut.marker)) armed = true;
+        for (const [marker, n] of counted) if (text.includes(marker)) counted.set(marker, n + 1);
         const commitPoint =
           (type === "Q" && /^\s*COMMIT\b/i.test(text.slice(5))) || (type === "S" && !inTransaction);
         if (cut && armed && commitPoint) {
@@ -190,6 +197,10 @@ export const startTcpProxy = async (
         for (const { to, chunk } of link.held.splice(0)) if (!link.dead) to.write(chunk);
     },
     cuts: () => cuts,
+    sent: (marker) => {
+      if (!counted.has(marker)) counted.set(marker, 0);
+      return counted.get(marker)!;
+    },
     close: async () => {
       for (const link of [...live]) kill(link);
       await new Promise<void>((resolve) => server.close(() => resolve()));

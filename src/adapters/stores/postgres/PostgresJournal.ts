@@ -615,7 +615,9 @@ export class PostgresJournal implements Journal {
   /** Run a shared read-only program on the pool, one statement at a time. */
   private read<T>(program: Program<T>): Promise<T> {
     return runAsync(program, async (step) => {
-      if (step.kind === "now") return Date.now();
+      // The server's clock, as in a transaction: leases and presence are judged by one clock for
+      // every worker, never by this host's (decision 0087).
+      if (step.kind === "now") return Number((await this.row<{ now: string }>(NOW_MS, []))?.now);
       const rows = await this.rows(step.sql, step.params);
       return step.kind === "get" ? rows[0] : rows;
     });

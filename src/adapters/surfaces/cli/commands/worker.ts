@@ -2,7 +2,7 @@ import { createInterface } from "node:readline";
 import { type HoldReason, MIN_SECRET_LENGTH, makeMasker } from "../../../../events/index.js";
 import type { AnyAgentDef, AnyToolDef } from "../../../../runtime/define.js";
 import type { RecoveryReport, RunResult } from "../../../../runtime/engine.js";
-import type { Claim, Journal } from "../../../../runtime/Journal.js";
+import type { Journal } from "../../../../runtime/Journal.js";
 import { checkAlertOptions } from "../../../alerts.js";
 import { isWorkerDead, localWorkerId } from "../../../localWorker.js";
 import { openRuntime, type Runtime, reportPreflightYourself } from "../../../openRuntime.js";
@@ -34,6 +34,12 @@ export interface WorkerOptions {
   /** `refuse`: do not start when a tool's safe-list entry does not match (default `report`). */
   readonly preflight?: "report" | "refuse";
   readonly json?: boolean;
+}
+
+/** The owner of a run left alone, and when its lease ends on this process's monotonic clock. */
+interface WatchedOwner {
+  readonly workerId: string;
+  readonly endsAt: number;
 }
 
 /** How often, between passes, the owners of runs left alone are looked at. */
@@ -383,20 +389,32 @@ const runWorker = async (
   // Recover, wait half a lease, recover again. Between passes the owners of the runs left alone
   // are watched: a pass starts at once when one of them is a dead process of this host, or when
   // its lease has run out, instead of at the end of the wait.
-  const ownerGone = (claims: ReadonlyArray<Claim | null>): boolean =>
-    claims.some((c) => c !== null && (Date.now() >= c.leaseUntil + WATCH_MS || isWorkerDead(c.workerId)));
+  // A lease's end is a time of the journal's clock (PostgreSQL's, for every worker): what is left
+  // of it is read against that clock once, then counted down on this process's monotonic clock —
+  // never against this host's wall clock, which may be an hour off (decision 0087).
+  const ownersOf = async (runIds: ReadonlyArray<string>): Promise<ReadonlyArray<WatchedOwner>> => {
+    if (runIds.length === 0) return [];
+    const wanted = new Set(runIds);
+    const snapshot = await watcher.liveness();
+    const readAt = performance.now();
+    return snapshot.claims
+      .filter((c) => wanted.has(c.runId))
+      .map((c) => ({ workerId: c.workerId, endsAt: readAt + (c.leaseUntil - snapshot.now) }));
+  };
+  const ownerGone = (owners: ReadonlyArray<WatchedOwner>): boolean =>
+    owners.some((o) => performance.now() >= o.endsAt + WATCH_MS || isWorkerDead(o.workerId));
   // The wait between passes is a duration: monotonic (decision 0071). Measured on the wall clock, a
   // step forward and back left a worker without a pass for the size of the step (the fault harness's
   // clock kind found it: take-overs over the bound).
   const loop = (async () => {
     while (!stopping) {
       const startedAt = performance.now();
-      let owners: ReadonlyArray<Claim | null> = [];
+      let owners: ReadonlyArray<WatchedOwner> = [];
       try {
         const pass = await runtime.recover();
         pass.done.catch(() => undefined);
         await reportPass(pass);
-        owners = await Promise.all(pass.ownedElsewhere.map((runId) => watcher.currentClaim(runId)));
+        owners = await ownersOf(pass.ownedElsewhere);
       } catch (error) {
         const failure = describeFailure(error);
         await emit({ kind: "pass-failed", reason: failure.reason, hint: failure.hint });
