@@ -9,7 +9,7 @@ import type {
   Masker,
 } from "../events/index.js";
 import { makeMasker, secretsByName } from "../events/index.js";
-import { contextOf, statusOf } from "../machines/index.js";
+import { contextOf, type RunFold, statusOf } from "../machines/index.js";
 import { crashPointFor, pausePointFor } from "./crash.js";
 import type { Recorded, RecordedRetry } from "./cursor.js";
 import type { CallContext, SettledContext } from "./define.js";
@@ -124,8 +124,11 @@ export interface AttemptHost {
   keyedHash(): KeyedHash;
   /** The signal a new attempt's signal follows (the turn's, aborted by a cancel); none for clean-up calls. */
   callSignal(): AbortSignal | undefined;
-  /** Why no attempt may start now (the run is being cancelled or paused); null when it may. */
-  controlRefusal(): RunCancelled | RunPausing | null;
+  /**
+   * Why no attempt may start now (the run is being cancelled or paused); null when it may. Asked of
+   * `fold` when given (the fold an append is being made on), else of the writer's.
+   */
+  controlRefusal(fold?: RunFold): RunCancelled | RunPausing | null;
   /** Set only while `holdfast replay` re-executes the run (decision 0082); see {@link ReplayHooks}. */
   readonly replay?: ReplayHooks | undefined;
 }
@@ -210,10 +213,20 @@ export const runAttempt = async <R>(
     throw error;
   }
   if (spec.atomic) return commitAtomic(host, spec, intent, spec.atomic, context, slot);
+  // A cancel or pause another process recorded after the check above reaches the fold the intent
+  // is appended on (the append meets the request as a version conflict and folds it in): the intent
+  // then commits with its not-started outcome, so a death right after the commit leaves the journal
+  // itself saying the effect never started (decision 0091).
+  let refusedAtCommit: RunCancelled | RunPausing | null = null;
+  const intentEvents = (fold: RunFold): ReadonlyArray<AnyEvent> => {
+    refusedAtCommit = host.controlRefusal(fold);
+    return refusedAtCommit ? [intent, notStartedForControlEvent(host, callId, attempt)] : [intent];
+  };
   try {
     crashPointFor("before-intent", spec.name);
+    pausePointFor("before-intent", spec.name);
     // Law 1: the effect starts only after this commit.
-    await slot.appendWith([intent], []);
+    await slot.appendWith(intentEvents, []);
   } catch (error) {
     // Whether the intent is stored nobody can tell now (decision 0068): its effect is not started,
     // and nothing more is written by this execution — the run stays in doubt, never "not started",
@@ -237,8 +250,11 @@ export const runAttempt = async <R>(
     slot.release();
   }
   crashPointFor("after-intent", spec.name);
-  // A cancel or pause learnt while the intent was appended: the effect is not started, and this
-  // process knows it (the call can run afresh on resume; a cancelled run leaves nothing in doubt).
+  if (refusedAtCommit) throw refusedAtCommit;
+  // A cancel or pause learnt after the intent committed (by the engine's watch of the stream): the
+  // effect is not started, and this process knows it, but the journal orders the request after the
+  // intent — a death before this record leaves the call in doubt, as it must (the effect might have
+  // started, for all the journal tells).
   const refused = host.controlRefusal();
   if (refused) return notStartedForControl(host, callId, attempt, refused);
   const parent = host.callSignal();
@@ -255,6 +271,19 @@ export const runAttempt = async <R>(
 /** What a cancel or pause leaves of an attempt whose intent is committed but whose effect never started. */
 export const NOT_STARTED_CONTROL_EVIDENCE = "cancel or pause requested before the effect";
 
+const notStartedForControlEvent = (
+  host: AttemptHost,
+  callId: string,
+  attempt: number,
+): EventOf<"call.reconciled"> => ({
+  type: "call.reconciled",
+  runId: host.runId,
+  callId,
+  attempt,
+  outcome: "not-completed",
+  evidence: NOT_STARTED_CONTROL_EVIDENCE,
+});
+
 const notStartedForControl = async (
   host: AttemptHost,
   callId: string,
@@ -262,16 +291,7 @@ const notStartedForControl = async (
   refused: RunCancelled | RunPausing,
 ): Promise<never> => {
   try {
-    await host.writer.append([
-      {
-        type: "call.reconciled",
-        runId: host.runId,
-        callId,
-        attempt,
-        outcome: "not-completed",
-        evidence: NOT_STARTED_CONTROL_EVIDENCE,
-      },
-    ]);
+    await host.writer.append([notStartedForControlEvent(host, callId, attempt)]);
   } catch (error) {
     if (error instanceof FencedOut) host.ownershipLost();
     // Otherwise the intent stays in doubt: the run is held for it, never silently forgotten.
@@ -761,6 +781,9 @@ const commitAtomic = async <R>(
   slot: WriteSlot,
 ): Promise<R> => {
   const { callId, attempt } = context;
+  // As for any attempt (decision 0091): a control request met on the way commits the intent with
+  // its not-started outcome, and the effect (the document change) is not committed.
+  let refusedAtCommit: RunCancelled | RunPausing | null = null;
   try {
     return await withDocumentRetry(async () => {
       const { outcome, others } = await atomic(context);
@@ -776,8 +799,16 @@ const commitAtomic = async <R>(
             }
           : { type: "call.failed", runId: host.runId, callId, attempt, definite: true, error: outcome.error };
       crashPointFor("before-intent", spec.name);
-      await slot.appendWith([intent, result], others);
+      pausePointFor("before-intent", spec.name);
+      await slot.appendWith(
+        (fold) => {
+          refusedAtCommit = host.controlRefusal(fold);
+          return [intent, refusedAtCommit ? notStartedForControlEvent(host, callId, attempt) : result];
+        },
+        (fold) => (host.controlRefusal(fold) ? [] : others),
+      );
       crashPointFor("after-outcome", spec.name);
+      if (refusedAtCommit) throw refusedAtCommit;
       if ("ok" in outcome) {
         host.record(callId, { kind: "result", value: outcome.ok });
         return outcome.ok as R;

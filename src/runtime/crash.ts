@@ -130,10 +130,11 @@ export const crashPointFor = (name: CrashPointName, callName: string): void => {
  * point, in which case the process stops itself with SIGSTOP right there (after
  * `HOLDFAST_PAUSE_SKIP` hits, and again every `HOLDFAST_PAUSE_EVERY` hits when set), as a long GC,
  * a swapped-out page or a VM migration would stop it.
- * Whoever runs it sends SIGCONT. Only `after-lease-check` exists: between the owner's lease check
- * and the effect, the window law 10's fencing proofs close.
+ * Whoever runs it sends SIGCONT. `after-lease-check`: between the owner's lease check and the
+ * effect, the window law 10's fencing proofs close. `before-intent`: after the owner found no cancel
+ * or pause request and before its intent's append, the window a request can slip into (decision 0091).
  */
-export type PausePointName = "after-lease-check";
+export type PausePointName = "after-lease-check" | "before-intent";
 
 let pauseHits = 0;
 

@@ -16,10 +16,16 @@ import type { AppendRequest, Fence, Journal } from "./Journal.js";
  */
 export type EventsFor = ReadonlyArray<AnyEvent> | ((fold: RunFold) => ReadonlyArray<AnyEvent>);
 
+/**
+ * The appends to other streams that go with them, or how to build them from the run's fold: an
+ * internal effect a control request refuses is not committed (decision 0091).
+ */
+export type OthersFor = ReadonlyArray<AppendRequest> | ((fold: RunFold) => ReadonlyArray<AppendRequest>);
+
 /** A place in a run's append order, taken before the events are known (see {@link RunWriter.reserve}). */
 export interface WriteSlot {
   /** Append in the slot's place; may be called again (a retry) until the slot is released. */
-  appendWith(events: EventsFor, others: ReadonlyArray<AppendRequest>): Promise<ReadonlyArray<RecordedEvent>>;
+  appendWith(events: EventsFor, others: OthersFor): Promise<ReadonlyArray<RecordedEvent>>;
   /** Let the appends queued behind the slot go. Idempotent. */
   release(): void;
 }
@@ -169,12 +175,13 @@ export class RunWriter {
 
   private async write(
     eventsFor: EventsFor,
-    others: ReadonlyArray<AppendRequest>,
+    othersFor: OthersFor,
     releaseClaim = false,
   ): Promise<ReadonlyArray<RecordedEvent>> {
     for (;;) {
       const base = this.current;
       const events = typeof eventsFor === "function" ? eventsFor(base) : eventsFor;
+      const others = typeof othersFor === "function" ? othersFor(base) : othersFor;
       let fold = base;
       for (const event of events) fold = step(fold, event);
       const own: AppendRequest = {

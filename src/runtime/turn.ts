@@ -272,8 +272,8 @@ export class TurnImpl implements Turn, AttemptHost {
   }
 
   /** Why a call may not start now because of a cancel or pause request; null when it may. */
-  controlRefusal(): RunCancelled | RunPausing | null {
-    const { cancelRequested, pauseRequested } = contextOf(this.writer.fold);
+  controlRefusal(fold: RunFold = this.writer.fold): RunCancelled | RunPausing | null {
+    const { cancelRequested, pauseRequested } = contextOf(fold);
     if (cancelRequested) {
       if (cleanupScope.getStore()) return null;
       return new RunCancelled({ runId: this.runId, by: cancelRequested.by, note: cancelRequested.note });

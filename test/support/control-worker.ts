@@ -6,6 +6,7 @@
  *   HF_KIND      "tool" (a tool with disposition hold) or "model" (a model call declared replayable),
  *                or "pause": the `pausable` agent, two `step` calls; the first waits for HF_RELEASE
  *   HF_RELEASE   (pause) a file whose existence lets a step finish
+ *   or HF_KIND "plan": the `planner` agent, one replace of the chat's plan (a document call)
  * Prints `{kind: "started", runId}` when the effect starts and `{kind: "aborted"}` when its signal is
  * aborted (by a cancel); the effect ignores the abort, so the process waits out a long grace until
  * the test kills it with SIGKILL.
@@ -61,15 +62,22 @@ export const pausable = defineAgent({
   run: async (turn) => [await turn.tool(step, { n: 1 }), await turn.tool(step, { n: 2 })],
 });
 
+/** One replace of the chat's plan: an internal effect, committed with its call's intent. */
+export const planner = defineAgent({
+  name: "planner",
+  version: "1",
+  run: async (turn) => turn.plan.replace(0, { title: "planned", items: [] }),
+});
+
 const main = async () => {
   const runtime = await openRuntime({
     store: env.HF_DB!,
-    agents: [stubborn, pausable],
+    agents: [stubborn, pausable, planner],
     tools: [stuck, step],
     recovery: { leaseMs: 3_000, onOpen: false },
     cancelGraceMs: 600_000,
   });
-  const agent = env.HF_KIND === "pause" ? "pausable" : "stubborn";
+  const agent = env.HF_KIND === "pause" ? "pausable" : env.HF_KIND === "plan" ? "planner" : "stubborn";
   await runtime.submit({ chatId: "c", inputId: "i", agent, content: { kind: env.HF_KIND } });
   // Stay up as an application would (the runtime's own timers do not keep a process alive).
   setInterval(() => undefined, 1_000);
