@@ -30,6 +30,7 @@ describe("readRun (a run page's stream, read once per reader)", () => {
       const before = await readRun(journal, "r");
       expect(before.events).toHaveLength(11);
       expect(statusOf(before.fold!)).toBe("running");
+      const held = structuredClone(contextOf(before.fold!));
 
       await write(11, appends.length);
       const after = await readRun(journal, "r");
@@ -38,6 +39,10 @@ describe("readRun (a run page's stream, read once per reader)", () => {
       const fromZero = foldRun(whole.map((e) => e.event));
       expect(statusOf(after.fold!)).toBe("completed");
       expect(contextOf(after.fold!)).toEqual(contextOf(fromZero));
+      // The kept fold is not changed by folding onto it: two requests reading at once each fold the
+      // new events once, onto the same fold.
+      expect(before.events).toHaveLength(11);
+      expect(contextOf(before.fold!)).toEqual(held);
       // Nothing new: the same read.
       expect(await readRun(journal, "r")).toBe(after);
     } finally {
