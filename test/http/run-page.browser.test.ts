@@ -126,6 +126,25 @@ describe("the run page of a long run", () => {
     }
   });
 
+  it("a payload that is not there (a run pruned while its page is open) answers the entry, not a whole page inside it", async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await signIn(context, server.panelUrl, server.token.token, "ada", `/runs/${LONG_RUN_ID}`);
+      // htmx 4 swaps a 404 in like any answer: what comes back takes the place of the entry's payload.
+      for (const path of [`/runs/${LONG_RUN_ID}/events/${EVENTS + 1}`, "/runs/gone/events/1"]) {
+        const { status, body } = await page.evaluate(async (p) => {
+          const reply = await fetch(p, { headers: { "HX-Request": "true" } });
+          return { status: reply.status, body: await reply.text() };
+        }, path);
+        expect(status, path).toBe(404);
+        expect(body, path).not.toMatch(/<html|<body|<nav/i);
+        expect(body, path).toMatch(/^<p class="payload muted">.*has no event of version/);
+      }
+    } finally {
+      await context.close();
+    }
+  });
+
   it("without JavaScript, the earlier-calls link and the payload link are pages of their own", async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     try {

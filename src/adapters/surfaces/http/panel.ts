@@ -368,15 +368,13 @@ export const panelRoutes = (app: Hono<Env>, options: PanelOptions): void => {
         row && Number.isSafeInteger(version)
           ? (await readRun(reader, runId)).events.find((e) => e.version === version)
           : undefined;
-      if (!recorded)
-        return c.html(
-          layout(
-            "Not found",
-            session,
-            banner("error", `Run ${runId} has no event of version ${param(c, "version")}.`),
-          ),
-          404,
-        );
+      if (!recorded) {
+        const missing = `Run ${runId} has no event of version ${param(c, "version")}.`;
+        // htmx 4 swaps a 404 in like any answer: the entry's payload says so, not a whole page in it.
+        if (c.req.header("hx-request") === "true")
+          return c.html(html`<p class="payload muted">${missing}</p>`, 404);
+        return c.html(layout("Not found", session, banner("error", missing)), 404);
+      }
       const payload = html`<pre class="mono payload">${pretty(eventLine(recorded).payload)}</pre>`;
       if (c.req.header("hx-request") === "true") return c.html(payload);
       return c.html(

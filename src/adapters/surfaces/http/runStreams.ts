@@ -27,25 +27,51 @@ const foldOf = (events: ReadonlyArray<RecordedEvent>, from?: RunFold): RunFold |
   }
 };
 
+/** How much a reader keeps (decision 0088); tests pass small ones. */
+export interface KeptLimits {
+  /** Runs kept at most. */
+  readonly runs: number;
+  /** Events kept at most, in all: a run longer than this alone is read and not kept. */
+  readonly events: number;
+}
+
+const LIMITS: KeptLimits = { runs: MAX_RUNS, events: MAX_EVENTS };
+
 /**
  * A run's stream and its fold, read once per reader and then only past what was read (decision
  * 0088): history never changes, so the events after the last one kept make the stream, and folding
  * them onto the kept fold is folding from zero (the property `foldRun` is tested for). A run page
  * refreshes on every commit and every 5 s; without this each refresh decoded and folded the whole
  * stream again. A fold that failed stays failed: the events after a rejected one cannot fold either.
+ *
+ * The read starts at the last event kept, and what was kept is used only when the journal still holds
+ * that event with the same hash: the chain makes that hash stand for every event before it. A journal
+ * restored from a copy under a running server, or a stream retention removed, is read again from zero
+ * instead of being shown as it was, or extended with another history's events.
  */
-export const readRun = async (journal: JournalReader, runId: string): Promise<ReadRun> => {
+export const readRun = async (
+  journal: JournalReader,
+  runId: string,
+  limits: KeptLimits = LIMITS,
+): Promise<ReadRun> => {
   let runs = kept.get(journal);
   if (!runs) {
     runs = new Map();
     kept.set(journal, runs);
   }
-  const before = runs.get(runId);
-  const after = before?.events.at(-1)?.version;
-  const more = await journal.readStream(
-    runStreamId(runId),
-    after === undefined ? undefined : { afterVersion: after },
-  );
+  const streamId = runStreamId(runId);
+  let before = runs.get(runId);
+  let more: ReadonlyArray<RecordedEvent>;
+  const last = before?.events.at(-1);
+  if (before && last) {
+    const tail = await journal.readStream(streamId, { afterVersion: last.version - 1 });
+    if (tail[0]?.version === last.version && tail[0].hash === last.hash) more = tail.slice(1);
+    else {
+      // Not the history kept: read it all again.
+      before = undefined;
+      more = await journal.readStream(streamId);
+    }
+  } else more = await journal.readStream(streamId);
   let run: ReadRun;
   if (!before) run = { events: more, fold: more.length === 0 ? null : foldOf(more) };
   else if (more.length === 0) run = before;
@@ -56,12 +82,11 @@ export const readRun = async (journal: JournalReader, runId: string): Promise<Re
     };
   // Most recently read last: the first ones are dropped first.
   runs.delete(runId);
-  if (run.events.length > 0) runs.set(runId, run);
+  if (run.events.length > 0 && run.events.length <= limits.events) runs.set(runId, run);
   let total = 0;
   for (const r of runs.values()) total += r.events.length;
   for (const [id, r] of runs) {
-    if (runs.size <= MAX_RUNS && total <= MAX_EVENTS) break;
-    if (id === runId) continue;
+    if (runs.size <= limits.runs && total <= limits.events) break;
     runs.delete(id);
     total -= r.events.length;
   }
