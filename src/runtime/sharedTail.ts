@@ -19,6 +19,15 @@ export interface SharedSubscription {
   readonly filter?: SubscriptionFilter;
 }
 
+/** A shared subscription: an async iterator, and the events it holds ready now. */
+export interface SharedIterator extends AsyncIterableIterator<RecordedEvent> {
+  /**
+   * The events matched and ready now, in order, taken at once (none: an empty array): a consumer
+   * that writes in batches takes what the ring gave it after one `next()` without a promise each.
+   */
+  takeReady(): RecordedEvent[];
+}
+
 /**
  * One reader of the journal's tail for many subscribers — every SSE client of a server (decision
  * 0079). Each subscriber of its own reads the journal again for every commit: with a hundred
@@ -71,23 +80,32 @@ export class SharedTail {
    * Every event after `after` that passes `filter`, then live ones as they are committed, as
    * {@link subscribe} yields them. Ends when `return()` is called.
    */
-  subscribe(options: SharedSubscription = {}): AsyncIterableIterator<RecordedEvent> {
+  subscribe(options: SharedSubscription = {}): SharedIterator {
     const matches = eventMatcher(this.#journal, options.filter ?? {});
     const me = { cursor: options.after ?? 0 };
     let buffer: RecordedEvent[] = [];
     let closed = false;
     let outage = 0;
-    let stop: (() => void) | null = null;
-    const stopped = new Promise<void>((resolve) => {
-      stop = resolve;
-    });
+    /** Ends the wait in progress, if any, when the subscription is closed. */
+    let interrupt: (() => void) | null = null;
+    /**
+     * `work`, or less if the subscription is closed meanwhile. Not a race with one promise of the
+     * subscription's whole life: each such race would leave a reaction on it until the end.
+     */
+    const until = (work: Promise<unknown>): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        interrupt = resolve;
+        work.then(() => resolve(), reject);
+      });
+
     this.#join(me);
 
     /** Match a page in order; the cursor moves past an event only once it is matched. */
     const take = async (page: ReadonlyArray<RecordedEvent>): Promise<void> => {
       for (const e of page) {
         if (e.position <= me.cursor) continue;
-        const wanted = await matches(e);
+        const match = matches(e);
+        const wanted = typeof match === "boolean" ? match : await match;
         me.cursor = e.position;
         if (wanted) buffer.push(e);
       }
@@ -105,7 +123,7 @@ export class SharedTail {
         this.#head = me.cursor;
         return;
       }
-      await Promise.race([this.#nextCommit(), stopped]);
+      await until(this.#nextCommit());
     };
 
     const next = async (): Promise<IteratorResult<RecordedEvent>> => {
@@ -125,13 +143,13 @@ export class SharedTail {
             // another journal or a restored copy, costs only its own reads).
             await ownPage();
           } else {
-            await Promise.race([this.#advance(me.cursor), stopped]);
+            await until(this.#advance(me.cursor));
           }
           outage = 0;
         } catch (error) {
           // The store is away: wait and go on from the cursor (what was matched is kept).
           if (!(error instanceof JournalUnavailable)) throw error;
-          await Promise.race([sleep(Math.min(5_000, this.#pollMs * 2 ** Math.min(outage++, 8))), stopped]);
+          await until(sleep(Math.min(5_000, this.#pollMs * 2 ** Math.min(outage++, 8))));
         }
       }
     };
@@ -140,12 +158,17 @@ export class SharedTail {
       if (closed) return;
       closed = true;
       buffer = [];
-      stop?.();
+      interrupt?.();
       this.#leave(me);
     };
 
     return {
       next,
+      takeReady: () => {
+        const ready = buffer;
+        buffer = [];
+        return ready;
+      },
       return: async () => {
         release();
         return { done: true, value: undefined };

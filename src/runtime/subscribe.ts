@@ -50,29 +50,38 @@ const runOf = (e: RecordedEvent): string | null =>
  * Whether an event passes a filter, for one subscriber in position order: a chat filter learns each
  * run's chat from its `run.admitted` and reads the runs row once for a run admitted before the
  * subscriber started (a read that may fail with the store: the caller retries the same event).
+ * The answer is a plain boolean unless that read is needed (a promise then), so a subscriber with
+ * many events to match awaits nothing for most of them; the filter's lists are sets, built once.
  */
 export const eventMatcher = (
   journal: JournalReader,
   filter: SubscriptionFilter,
-): ((e: RecordedEvent) => Promise<boolean>) => {
+): ((e: RecordedEvent) => boolean | Promise<boolean>) => {
+  const setOf = <T>(list: ReadonlyArray<T> | undefined): ReadonlySet<T> | null =>
+    list === undefined ? null : new Set(list);
+  const types = setOf<string>(filter.types);
+  const streamIds = setOf(filter.streamIds);
+  const runIds = setOf(filter.runIds);
+  const chatIds = setOf(filter.chatIds);
   const chatOfRun = new Map<string, string | null>();
-  return async (e) => {
-    if (filter.types && !filter.types.includes(e.event.type)) return false;
-    if (filter.streamIds && !filter.streamIds.includes(e.streamId)) return false;
+  const chatMatches = (e: RecordedEvent, chatId: string | null): boolean => {
+    if (e.event.type === "run.admitted") chatOfRun.set(e.event.runId, e.event.chatId);
+    return chatId !== null && chatIds!.has(chatId);
+  };
+  return (e) => {
+    if (types && !types.has(e.event.type)) return false;
+    if (streamIds && !streamIds.has(e.streamId)) return false;
     const runId = runOf(e);
-    if (filter.runIds && (runId === null || !filter.runIds.includes(runId))) return false;
-    if (filter.chatIds) {
-      let chatId: string | null =
-        "chatId" in e.event && typeof e.event.chatId === "string" ? e.event.chatId : null;
-      if (chatId === null && runId !== null) {
-        if (!chatOfRun.has(runId))
-          chatOfRun.set(runId, (await journal.projection<RunRow>("runs", runId))?.chatId ?? null);
-        chatId = chatOfRun.get(runId) ?? null;
-      }
-      if (e.event.type === "run.admitted") chatOfRun.set(e.event.runId, e.event.chatId);
-      if (chatId === null || !filter.chatIds.includes(chatId)) return false;
-    }
-    return true;
+    if (runIds && (runId === null || !runIds.has(runId))) return false;
+    if (!chatIds) return true;
+    const chatId: string | null =
+      "chatId" in e.event && typeof e.event.chatId === "string" ? e.event.chatId : null;
+    if (chatId !== null || runId === null) return chatMatches(e, chatId);
+    if (chatOfRun.has(runId)) return chatMatches(e, chatOfRun.get(runId) ?? null);
+    return journal.projection<RunRow>("runs", runId).then((row) => {
+      chatOfRun.set(runId, row?.chatId ?? null);
+      return chatMatches(e, row?.chatId ?? null);
+    });
   };
 };
 
@@ -123,7 +132,8 @@ export const subscribe = (
         for (const e of page) {
           // The cursor moves past an event only once it is matched: a filter read that fails (a
           // journal down, a seal error) is retried on the next call, never skipped.
-          const wanted = await matches(e);
+          const match = matches(e);
+          const wanted = typeof match === "boolean" ? match : await match;
           cursor = e.position;
           if (wanted) buffer.push(e);
         }

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { LibsqlJournal } from "../../src/adapters/stores/libsql/LibsqlJournal.js";
 import type { LiveOptions } from "../../src/adapters/surfaces/http/events.js";
 import type { RecordedEvent } from "../../src/events/index.js";
+import { writeManyRuns } from "../audit/manyRuns.js";
 import { useTempDir } from "../support/tmp.js";
 import { collector, digestOf, digestOfMessages, positionOf, Received } from "./sse/checks.js";
 import type { SseConnection } from "./sse/client.js";
@@ -137,6 +138,64 @@ describe("GET /api/events (Server-Sent Events)", () => {
         expect(got.messages.map(positionOf)).toEqual(expected.map((e) => e.position));
         expect(digestOfMessages(got.messages)).toBe(digestOf(expected));
       });
+    }
+  });
+
+  it("clients with different filters at the head, two of each, and one resuming with Last-Event-ID, each get exactly their events while runs commit (decision 0089: frames and chunks shared)", async () => {
+    // pollMs 200: each run below commits in one append, so a read of the tail starts at a
+    // run.admitted, and every client at the head takes a chunk starting with that same event —
+    // with the same events after it (shared) or other ones (its filter: a chunk of its own).
+    const { store, server } = await given({ finished: 20, calls: 4 }, { pollMs: 200 });
+    const head = (await everythingIn(store)).at(-1)!.position;
+    const runOf = (e: RecordedEvent) => ("runId" in e.event ? e.event.runId : null);
+    const views: ReadonlyArray<{ query: string; wanted: (e: RecordedEvent) => boolean }> = [
+      { query: `?after=${head}`, wanted: () => true },
+      {
+        query: `?after=${head}&type=run.admitted,run.completed`,
+        wanted: (e) => e.event.type === "run.admitted" || e.event.type === "run.completed",
+      },
+      { query: `?after=${head}&run=late-2`, wanted: (e) => runOf(e) === "late-2" },
+      {
+        query: `?after=${head}&chat=late-chat-1`,
+        wanted: (e) => ["late-1", "late-4"].includes(runOf(e) ?? ""),
+      },
+    ];
+    const clients = [];
+    for (const view of [...views, ...views]) {
+      const got = collector();
+      clients.push({
+        ...view,
+        after: head,
+        got,
+        connection: await connect(server, view.query, { onMessage: got.take }),
+      });
+    }
+    // Connected last, so the ring starts at the head and it reads pages of its own to catch up.
+    const resumed = collector();
+    const resumedFrom = head - 30;
+    clients.push({
+      query: `Last-Event-ID ${resumedFrom}`,
+      after: resumedFrom,
+      wanted: () => true,
+      got: resumed,
+      connection: await connect(server, "", { lastEventId: String(resumedFrom), onMessage: resumed.take }),
+    });
+    await waitUntil(async () => (await liveStreams(server)) === clients.length, "every stream");
+    const journal = LibsqlJournal.open(store);
+    try {
+      await writeManyRuns(journal, { finished: 6, calls: 5, chats: 3, prefix: "late" });
+    } finally {
+      await journal.close();
+    }
+
+    const everything = await everythingIn(store);
+    for (const { query, after, wanted, got, connection } of clients) {
+      const expected = everything.filter((e) => e.position > after && wanted(e));
+      expect(expected.length, query).toBeGreaterThan(0);
+      const last = expected.at(-1)!.position;
+      await connection.until(() => Number(connection.lastEventId ?? 0) >= last, `event ${last} for ${query}`);
+      expect(got.messages.map(positionOf), query).toEqual(expected.map((e) => e.position));
+      expect(digestOfMessages(got.messages), query).toBe(digestOf(expected));
     }
   });
 

@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import { streamSSE } from "hono/streaming";
 import type { RecordedEvent } from "../../../events/index.js";
 import type { JournalReader } from "../../../runtime/Journal.js";
 import { SharedTail } from "../../../runtime/sharedTail.js";
@@ -50,18 +49,6 @@ export class LiveStreams {
   }
 }
 
-const withTimeout = async (work: Promise<unknown>, ms: number): Promise<boolean> => {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([work.then(() => true), timedOut]);
-  } finally {
-    clearTimeout(timer);
-  }
-};
-
 /** What an event is sent as: the SSE `event:` and `data:`. */
 export interface SseMessage {
   readonly event: string;
@@ -78,14 +65,71 @@ export const eventMessage: Render = (recorded) => ({
 /** The panel's message: only that something changed, and where. */
 export const changedMessage: Render = (recorded) => ({ event: "journal", data: String(recorded.position) });
 
-const renders = new WeakMap<Render, WeakMap<RecordedEvent, SseMessage>>();
-const renderedBy = (render: Render): WeakMap<RecordedEvent, SseMessage> => {
-  let cache = renders.get(render);
-  if (!cache) {
-    cache = new WeakMap();
-    renders.set(render, cache);
+/**
+ * One SSE frame (`event:`, `data:` lines, `id:`), as bytes: each line of `data` its own `data:`
+ * line, as the format asks.
+ */
+const frame = (message: SseMessage, id?: number): Buffer => {
+  const data = message.data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}`)
+    .join("\n");
+  return Buffer.from(`event: ${message.event}\n${data}\n${id === undefined ? "" : `id: ${id}\n`}\n`);
+};
+
+const RETRY = Buffer.from("retry: 1000\n\n");
+const HEARTBEAT = Buffer.from(": heartbeat\n\n");
+
+/**
+ * The frames of one render, made once for every client (the shared tail hands every client the
+ * same event objects): each event's, and each run of events sent as one chunk — the clients at the
+ * tail's head with the same filter get the same events from one read, so one chunk serves them all.
+ */
+class Framer {
+  readonly #frames = new WeakMap<RecordedEvent, Buffer>();
+  /** The last chunk made that starts with an event, with its events. */
+  readonly #chunks = new WeakMap<
+    RecordedEvent,
+    { readonly events: RecordedEvent[]; readonly bytes: Buffer }
+  >();
+
+  constructor(private readonly render: Render) {}
+
+  frameOf(recorded: RecordedEvent): Buffer {
+    let bytes = this.#frames.get(recorded);
+    if (!bytes) {
+      bytes = frame(this.render(recorded), recorded.position);
+      this.#frames.set(recorded, bytes);
+    }
+    return bytes;
   }
-  return cache;
+
+  /** The frames of `events`, in order, as one chunk. */
+  chunkOf(events: RecordedEvent[]): Buffer {
+    const first = events[0]!;
+    if (events.length === 1) return this.frameOf(first);
+    const made = this.#chunks.get(first);
+    if (made && sameEvents(made.events, events)) return made.bytes;
+    const bytes = Buffer.concat(events.map((e) => this.frameOf(e)));
+    this.#chunks.set(first, { events, bytes });
+    return bytes;
+  }
+}
+
+const sameEvents = (a: ReadonlyArray<RecordedEvent>, b: ReadonlyArray<RecordedEvent>): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+const framers = new WeakMap<Render, Framer>();
+const framerOf = (render: Render): Framer => {
+  let framer = framers.get(render);
+  if (!framer) {
+    framer = new Framer(render);
+    framers.set(render, framer);
+  }
+  return framer;
 };
 
 /**
@@ -95,6 +139,12 @@ const renderedBy = (render: Render): WeakMap<RecordedEvent, SseMessage> => {
  * subscription reads only as fast as the client takes events, so a slow client costs one page of
  * events, and one that takes nothing for `slowClientMs` is dropped with a `close` event naming why.
  * `render` turns an event into what is sent (the panel sends a short "changed" message instead).
+ *
+ * The cost per client is kept to the least (decision 0089): an event's frame is rendered and
+ * encoded once for every client (cached by event, for the shared tail hands every client the same
+ * objects); a client is given the events it has ready in one chunk, so the events of one read of
+ * the tail reach its socket in one write; no timer runs per event, only while a client has not
+ * taken its previous chunk.
  */
 export const liveEvents = (
   c: Context,
@@ -104,68 +154,126 @@ export const liveEvents = (
   options: LiveOptions = {},
   render: Render = eventMessage,
 ) => {
-  const cache = renderedBy(render);
+  const framer = framerOf(render);
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const slowClientMs = options.slowClientMs ?? 30_000;
-  return streamSSE(c, async (stream) => {
-    const events = streams
-      .tailOf(journal, options.pollMs)
-      .subscribe({ after: query.after, filter: query.filter });
-    let stopped = false;
-    const stop = (): void => {
-      if (stopped) return;
-      stopped = true;
-      void events.return?.();
-      stream.abort();
-    };
-    const forget = streams.add(stop);
-    stream.onAbort(() => {
-      stopped = true;
-      void events.return?.();
-    });
-    // Tell the client how soon to come back, before the first event (and whatever catch-up there is).
-    await stream.write("retry: 1000\n\n");
-    const heartbeat = setInterval(() => {
-      void stream.write(": heartbeat\n\n");
-    }, heartbeatMs);
-    heartbeat.unref();
+  const events = streams
+    .tailOf(journal, options.pollMs)
+    .subscribe({ after: query.after, filter: query.filter });
+  let stopped = false;
+  let closed = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  /** Whether the response asked for more since the last chunk (it has taken that chunk). */
+  let pulled = false;
+  let onPull: (() => void) | null = null;
+  const send = (chunk: Uint8Array): void => {
+    if (closed) return;
+    pulled = false;
+    controller.enqueue(chunk);
+  };
+  const end = (): void => {
+    if (closed) return;
+    closed = true;
     try {
-      for await (const recorded of events) {
-        if (stopped) break;
-        // Rendered once per event for every client of the same render (the events are the tail's).
-        let message = cache.get(recorded);
-        if (!message) {
-          message = render(recorded);
-          cache.set(recorded, message);
-        }
-        const sent = await withTimeout(
-          stream.writeSSE({ id: String(recorded.position), event: message.event, data: message.data }),
-          slowClientMs,
-        );
-        if (!sent) {
-          // Queued behind the event the client has not taken, then the stream ends (`stream.close()`
-          // once this callback returns): a client that reads again gets that event, this message
-          // and the end, and resumes after that event. Aborting instead would discard both, and
-          // the client would see a clean end with no reason. Nothing more is read for it; what
-          // stays queued is that one event and this message.
-          void stream.writeSSE({
-            event: "close",
-            data: JSON.stringify({
-              reason: "slow-client",
-              message: `the client took no event for ${slowClientMs} ms; reconnect with Last-Event-ID ${recorded.position} to resume`,
+      controller.close();
+    } catch {
+      // Cancelled by the response already.
+    }
+  };
+  const stop = (): void => {
+    stopped = true;
+    onPull?.();
+    void events.return?.();
+  };
+  /** Resolves true once the response asks for more, false if it did not within `ms`. */
+  const pullWithin = (ms: number): Promise<boolean> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        onPull = null;
+        resolve(false);
+      }, ms);
+      onPull = () => {
+        onPull = null;
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start: (c) => {
+        controller = c;
+      },
+      pull: () => {
+        pulled = true;
+        onPull?.();
+      },
+      cancel: () => {
+        // The client went away.
+        closed = true;
+        stop();
+      },
+    },
+    // Nothing is queued ahead of what the response takes: `pull` says it took the last chunk.
+    { highWaterMark: 0 },
+  );
+  const forget = streams.add(() => {
+    stop();
+    end();
+  });
+  // Tell the client how soon to come back, before the first event (and whatever catch-up there is).
+  send(RETRY);
+  const heartbeat = setInterval(() => {
+    // A client that has not taken the last chunk needs no comment to keep its connection open.
+    if (pulled && !closed) send(HEARTBEAT);
+  }, heartbeatMs);
+  heartbeat.unref();
+  const pump = async (): Promise<void> => {
+    /** The last position sent: where a dropped client resumes. */
+    let sent = query.after;
+    try {
+      for (;;) {
+        const first = await events.next();
+        if (first.done || stopped) break;
+        // Whatever else the same read of the tail gave this client goes in the same chunk.
+        const batch = events.takeReady();
+        batch.unshift(first.value);
+        const last = batch.at(-1)!;
+        const chunk = framer.chunkOf(batch);
+        if (!pulled && !(await pullWithin(slowClientMs))) {
+          // Queued behind the chunk the client has not taken, then the stream ends: a client that
+          // reads again gets that chunk, this message and the end, and resumes after its last event.
+          // Nothing more is read for it.
+          send(
+            frame({
+              event: "close",
+              data: JSON.stringify({
+                reason: "slow-client",
+                message: `the client took no event for ${slowClientMs} ms; reconnect with Last-Event-ID ${sent} to resume`,
+              }),
             }),
-          });
+          );
           console.error(
             `holdfast serve: an event stream was dropped: its client took no event for ${slowClientMs} ms`,
           );
-          stopped = true;
           break;
         }
+        if (stopped) break;
+        send(chunk);
+        sent = last.position;
       }
+    } catch (error) {
+      console.error(error);
     } finally {
       clearInterval(heartbeat);
       forget();
       await events.return?.();
+      end();
     }
-  });
+  };
+  void pump();
+  c.header("Transfer-Encoding", "chunked");
+  c.header("Content-Type", "text/event-stream");
+  c.header("Cache-Control", "no-cache");
+  c.header("Connection", "keep-alive");
+  return c.body(body);
 };
