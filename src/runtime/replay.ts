@@ -12,6 +12,7 @@ import {
 import { contextOf, foldRun, type RunFold, type RunStatus, statusOf, step } from "../machines/index.js";
 import type { AgentRegistry } from "./agents.js";
 import { agentRef } from "./agents.js";
+import { NOT_STARTED_CONTROL_EVIDENCE } from "./attempt.js";
 import type { AnyToolDef } from "./define.js";
 import { type EventsFor, RunWriter, type WriteSlot } from "./dispatch.js";
 import type { AppendRequest, AppendResult, Journal, JournalReader } from "./Journal.js";
@@ -164,17 +165,27 @@ interface Seen {
  * the replay at that call; a determinism conflict and a hold are kept for the report.
  */
 class ReplayWriter extends RunWriter {
+  private delivered = false;
+
   constructor(
     journal: Journal,
     runId: string,
     fold: RunFold,
     private readonly seen: Seen,
+    /** The recorded cancel request, when the live run met it at an intent's commit (see {@link cancelPoint}). */
+    private readonly cancelAtCommit?: {
+      readonly event: EventOf<"run.cancel-requested">;
+      readonly callIds: ReadonlySet<string>;
+    },
   ) {
     super(journal, runId, fold, contextOf(fold).machine);
   }
 
   private inspect(events: ReadonlyArray<AnyEvent>): void {
-    for (const event of events) {
+    for (const [i, event] of events.entries()) {
+      // An intent committed with its not-started outcome starts no effect (decision 0091): the
+      // journal holds all there is to know of it, so the replay goes on.
+      if (event.type === "call.intended" && notStartedForControl(event, events[i + 1])) continue;
       if (event.type === "call.intended") {
         this.seen.intents.push({ seq: event.seq, callId: event.callId, name: event.name });
         throw new ReplayStop({
@@ -193,8 +204,25 @@ class ReplayWriter extends RunWriter {
    * and tell the turn: its signal aborts, as it did when the run was live.
    */
   deliver(event: EventOf<"run.cancel-requested">): void {
+    if (this.delivered) return;
+    this.delivered = true;
     this.current = step(this.current, event);
     this.onControl?.(this.current);
+  }
+
+  /**
+   * The events of an append in a slot. The live run met the cancel request at the commit of this
+   * call's intent: it is delivered there, so the events are built, as they were live, on a fold
+   * that holds it (the intent then comes with its not-started outcome).
+   */
+  private slotEvents(events: EventsFor): ReadonlyArray<AnyEvent> {
+    const built = this.eventsOf(events);
+    const intent = built.find((e) => e.type === "call.intended");
+    if (!this.delivered && intent && this.cancelAtCommit?.callIds.has(intent.callId)) {
+      this.deliver(this.cancelAtCommit.event);
+      return this.eventsOf(events);
+    }
+    return built;
   }
 
   private eventsOf(events: EventsFor): ReadonlyArray<AnyEvent> {
@@ -231,7 +259,7 @@ class ReplayWriter extends RunWriter {
     return {
       appendWith: (events, others) => {
         try {
-          this.inspect(this.eventsOf(events));
+          this.inspect(this.slotEvents(events));
         } catch (error) {
           return Promise.reject(error);
         }
@@ -262,19 +290,40 @@ const latestIntent = (
   return found;
 };
 
+/** Whether `next` closes `intent` as not started for a cancel or pause, in the intent's own commit. */
+const notStartedForControl = (intent: EventOf<"call.intended">, next: AnyEvent | undefined): boolean =>
+  next?.type === "call.reconciled" &&
+  next.callId === intent.callId &&
+  next.attempt === intent.attempt &&
+  next.outcome === "not-completed" &&
+  next.evidence === NOT_STARTED_CONTROL_EVIDENCE;
+
 /**
  * Where a recorded cancel request sits: the seq of the last call intended before it (the call the
- * re-execution delivers it at), -1 when it came before any call.
+ * re-execution delivers it at), -1 when it came before any call. `atCommit`: the calls whose intent
+ * the live run appended after the request, closed not started in the same commit (decision 0091) —
+ * the owner had not learnt the request when it made them, so it is delivered at the first of their
+ * commits instead, not before they are made.
  */
 const cancelPoint = (
   events: ReadonlyArray<RecordedEvent>,
-): { readonly atSeq: number; readonly event: EventOf<"run.cancel-requested"> } | undefined => {
+):
+  | {
+      readonly atSeq: number;
+      readonly event: EventOf<"run.cancel-requested">;
+      readonly atCommit: ReadonlySet<string>;
+    }
+  | undefined => {
   let atSeq = -1;
-  for (const { event } of events) {
-    if (event.type === "call.intended") atSeq = Math.max(atSeq, event.seq);
-    if (event.type === "run.cancel-requested") return { atSeq, event };
+  let found: EventOf<"run.cancel-requested"> | undefined;
+  const atCommit = new Set<string>();
+  for (const [i, { event }] of events.entries()) {
+    if (!found && event.type === "call.intended") atSeq = Math.max(atSeq, event.seq);
+    if (!found && event.type === "run.cancel-requested") found = event;
+    if (found && event.type === "call.intended" && notStartedForControl(event, events[i + 1]?.event))
+      atCommit.add(event.callId);
   }
-  return undefined;
+  return found ? { atSeq, event: found, atCommit } : undefined;
 };
 
 const describe = (call: { readonly kind: string; readonly name: string }): string =>
@@ -316,7 +365,9 @@ export const replayRun = async (
   const attempted = new Map<number, { kind: CallKind; name: string; args: unknown }>();
   const journal = sandbox(reader, key);
   const cancel = cancelPoint(events);
-  const writer = new ReplayWriter(journal, runId, runningFold(recordedFold), seen);
+  const atCommit =
+    cancel && cancel.atCommit.size > 0 ? { event: cancel.event, callIds: cancel.atCommit } : undefined;
+  const writer = new ReplayWriter(journal, runId, runningFold(recordedFold), seen, atCommit);
   const turn = new TurnImpl({
     writer,
     chatId: admitted.chatId,
@@ -333,7 +384,7 @@ export const replayRun = async (
     runChild: () => Promise.reject(new ReplayStop({ runId, detail: "a child run would start" })),
     observeCall: (seq, call) => {
       attempted.set(seq, call);
-      if (cancel && seq === cancel.atSeq) writer.deliver(cancel.event);
+      if (cancel && !atCommit && seq === cancel.atSeq) writer.deliver(cancel.event);
     },
     replay: {
       stopAt: (seq, _callId, detail) => {
@@ -344,7 +395,7 @@ export const replayRun = async (
   });
   // A cancelled run: the request is delivered where it sits in the stream — as the call that was in
   // flight then is made again — so the turn's signal aborts and the agent takes its clean-up path.
-  if (cancel && cancel.atSeq < 0) writer.deliver(cancel.event);
+  if (cancel && !atCommit && cancel.atSeq < 0) writer.deliver(cancel.event);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeoutMs = context.timeoutMs ?? 30_000;
   const timedOut = new Promise<"timeout">((resolve) => {
