@@ -93,7 +93,7 @@ const selectRuns = async (
     ...(from === undefined ? {} : { from }),
     ...(statuses === undefined ? {} : { statuses }),
   };
-  const [total = 0] = await journal.countRuns([{ ...search, limit: 0 }]);
+  const [total = 0] = await journal.countRuns([{ ...search, limit: TOTAL_CAP }]);
   async function* pages(): AsyncIterable<string> {
     let after: RunSearchKey | undefined;
     for (;;) {
@@ -105,6 +105,9 @@ const selectRuns = async (
   }
   return { total, runIds: pages() };
 };
+
+/** Runs counted up to this many (and one more) for the total a replay announces. */
+const TOTAL_CAP = 10_000;
 
 /** Run rows read per page when choosing the runs. */
 const PAGE = 200;

@@ -392,7 +392,11 @@ export interface JournalReader {
    * reads the page's rows only, never every run.
    */
   searchRuns(query: RunSearch): Promise<RunSearchResult>;
-  /** How many runs match each search (paging ignored), each counted up to 10,001: one read. */
+  /**
+   * How many runs match each search (paging ignored), each counted up to its `limit` + 1 (so a
+   * count past `limit` says "more than `limit`"): one read. A count reads the rows it counts, so
+   * `limit` bounds its cost (decision 0090).
+   */
   countRuns(queries: ReadonlyArray<RunSearch>): Promise<ReadonlyArray<number>>;
 
   /** One page of a projection's stored rows in key order, keys after `after` (null: from the start). */

@@ -103,6 +103,68 @@ describe("holdfast runs", () => {
     expect(expectTwoLineError(wrong.stderr).reason).toContain('--from "soon" is not a time');
   });
 
+  it("past 100 the counts read as more than 100: the runs, the held runs, the stalled runs", async () => {
+    const db = join(tempDir(), "counts.db");
+    const journal = LibsqlJournal.open(db);
+    const admitted = (runId: string) => ({
+      type: "run.admitted" as const,
+      runId,
+      chatId: `c-${runId}`,
+      inputId: "i",
+      inputDigest: "d".repeat(64),
+      agent: { name: "a", version: "1" },
+      machine: RUN_MACHINE_VERSION,
+      input: null,
+    });
+    const ids = (prefix: string) => Array.from({ length: 101 }, (_, i) => `${prefix}${i}`);
+    try {
+      await journal.appendAll(
+        ids("h").map((runId) => ({
+          streamId: `run-${runId}`,
+          expectedVersion: "no-stream" as const,
+          events: [
+            admitted(runId),
+            {
+              type: "call.intended" as const,
+              runId,
+              callId: `${runId}/0`,
+              seq: 0,
+              attempt: 1,
+              kind: "tool" as const,
+              name: "t",
+              args: null,
+              fingerprint: "d".repeat(64),
+              disposition: "hold" as const,
+              pin: null,
+              reconciler: null,
+              idempotencyKey: `${runId}/0#1`,
+            },
+            {
+              type: "run.held" as const,
+              runId,
+              reasons: [{ code: "in-doubt" as const, callId: `${runId}/0`, detail: "no outcome" }],
+            },
+          ],
+        })),
+      );
+      // Admitted, owned by no process: stalled.
+      await journal.appendAll(
+        ids("s").map((runId) => ({
+          streamId: `run-${runId}`,
+          expectedVersion: "no-stream" as const,
+          events: [admitted(runId)],
+        })),
+      );
+    } finally {
+      await journal.close();
+    }
+    const result = await runCli(["runs", "--db", db, "--limit", "1"]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("1 of more than 100 runs, the newest last");
+    expect(result.stdout).toContain("more than 100 held runs wait for a person");
+    expect(result.stdout).toContain("more than 100 runs are stalled");
+  });
+
   it("an invalid --status is a usage error: exit 2, the allowed values, no stack trace", async () => {
     const { db } = demoJournal();
     const result = await runCli(["runs", "--db", db, "--status", "sleeping"]);

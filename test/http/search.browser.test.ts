@@ -60,8 +60,8 @@ describe("search among 100,000 runs in the panel", () => {
     });
     try {
       const page = await signIn(context, server.panelUrl, server.token.token);
-      // The count stops at 10,000 (decision 0073): the index answers without counting every run.
-      expect(await text(page.locator("#runs h2").last())).toContain("All runs (more than 10000)");
+      // The count stops at 100 (decision 0090): the index answers without counting every run.
+      expect(await text(page.locator("#runs h2").last())).toContain("All runs (more than 100)");
 
       // By chat: the one run.
       await search(page, { chat: `chat-${NEEDLE}` });

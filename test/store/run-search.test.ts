@@ -221,7 +221,14 @@ for (const { engine, store: storeOf } of engines)
         expect(forward.flat()).toEqual(newestFirst);
         expect(backward).toEqual(forward);
         const first = await runsPage(journal, { limit: 25 });
-        expect(first).toMatchObject({ total: 130, totalCapped: false, held: 0, prev: null });
+        // 130 match: the count stops at 100 (decision 0090).
+        expect(first).toMatchObject({
+          total: 100,
+          totalCapped: true,
+          held: 0,
+          heldCapped: false,
+          prev: null,
+        });
         // A cursor is opaque and checked.
         await expect(runsPage(journal, { cursor: "not-a-cursor" })).rejects.toThrow(/cursor/);
       });
@@ -322,10 +329,56 @@ for (const { engine, store: storeOf } of engines)
           "target",
           "a500",
         ]);
-        expect(await runsPage(journal, { limit: 1 })).toMatchObject({ total: 2001, totalCapped: false });
         // Every run's completion reached the index, however its commit wrote it.
-        expect(await runsPage(journal, { status: "completed", limit: 1 })).toMatchObject({ total: 2001 });
+        const byStatus = await store.raw("SELECT status, count(*) AS n FROM run_search GROUP BY status");
+        expect(byStatus.map((r) => [r.status, Number(r.n)])).toEqual([["completed", 2001]]);
         expect(await runsPage(journal, { status: "running", limit: 1 })).toMatchObject({ total: 0 });
+      });
+
+      it("a page counts up to 100: past it the total, the held and the stalled runs read as more than 100", async () => {
+        const store = await freshStore();
+        const journal = await opened(store);
+        const heldIds = Array.from({ length: 100 }, (_, i) => `h${i}`);
+        const holdAll = (ids: ReadonlyArray<string>) =>
+          journal.appendAll(
+            ids.map((runId) => ({
+              streamId: `run-${runId}`,
+              expectedVersion: "no-stream" as const,
+              events: [admittedAs(runId, `chat-${runId}`), intended(runId, 0), held(runId, 0)],
+            })),
+          );
+        await holdAll(heldIds);
+        // Admitted and owned by nobody: stalled.
+        await admitMany(
+          journal,
+          Array.from({ length: 100 }, (_, i) => `s${i}`),
+        );
+        expect(await runsPage(journal, { status: "held", limit: 1 })).toMatchObject({
+          total: 100,
+          totalCapped: false,
+          held: 100,
+          heldCapped: false,
+          stalled: 100,
+          stalledCapped: false,
+        });
+        await holdAll(["h100"]);
+        await admitMany(journal, ["s100"]);
+        expect(await runsPage(journal, { status: "held", limit: 1 })).toMatchObject({
+          total: 100,
+          totalCapped: true,
+          held: 100,
+          heldCapped: true,
+          stalled: 100,
+          stalledCapped: true,
+        });
+        // Each count is the search's own: a narrow one is exact beside the capped ones.
+        expect(await runsPage(journal, { id: "h10", limit: 1 })).toMatchObject({
+          total: 2,
+          totalCapped: false,
+          heldCapped: true,
+          stalledCapped: true,
+        });
+        expect((await journal.countRuns([{ limit: 1000, statuses: ["held"] }]))[0]).toBe(101);
       });
 
       it("retention removes a run's index row with its runs row; a rebuild restores the index", async () => {

@@ -131,9 +131,6 @@ export function* deleteSearchRows(runIds: ReadonlyArray<string>): Program<void> 
   }
 }
 
-/** Counted up to this many: past it the total reads "more than" (decision 0073). */
-export const COUNT_CAP = 10_000;
-
 /** The WHERE conditions of a search, without the keyset bound, and their values. */
 const conditions = (query: RunSearch): { readonly where: string[]; readonly values: unknown[] } => {
   const where: string[] = [];
@@ -234,22 +231,35 @@ export function* searchRunsProgram(query: RunSearch, ring: Keyring | null): Prog
 }
 
 /**
- * How many runs match each search (without paging), each counted up to {@link COUNT_CAP} + 1, in
- * one statement (one round trip on PostgreSQL).
+ * How many runs match each search (without paging), each counted up to its `limit` + 1 — enough to
+ * tell "more than `limit`" — in one statement (one round trip on PostgreSQL). A count reads every
+ * row it counts, and on PostgreSQL each one's heap tuple too unless vacuum has marked its page
+ * all-visible, which a recently changed run's page (a held or running one) is not: the caller's
+ * `limit` is what bounds a count's cost (decision 0090).
  */
 export function* countRunsProgram(queries: ReadonlyArray<RunSearch>): Program<number[]> {
   if (queries.length === 0) return [];
   const parts: string[] = [];
   const values: unknown[] = [];
-  for (const [i, query] of queries.entries()) {
+  // A search asked twice (the held runs' page counts its total and the held runs alike) is counted once.
+  const columns = new Map<string, string>();
+  const named = queries.map((query) => {
     const c = conditions(query);
-    parts.push(
-      `(SELECT count(*) FROM (SELECT 1 FROM run_search s${whereText(c.where)} LIMIT ?) AS m${i}) AS n${i}`,
-    );
-    values.push(...c.values, COUNT_CAP + 1);
-  }
+    const upTo = Math.max(0, Math.trunc(query.limit)) + 1;
+    const key = JSON.stringify([c.where, c.values, upTo]);
+    let column = columns.get(key);
+    if (column === undefined) {
+      column = `n${columns.size}`;
+      columns.set(key, column);
+      parts.push(
+        `(SELECT count(*) FROM (SELECT 1 FROM run_search s${whereText(c.where)} LIMIT ?) AS m) AS ${column}`,
+      );
+      values.push(...c.values, upTo);
+    }
+    return column;
+  });
   const row = yield* get<Record<string, number | string>>(`SELECT ${parts.join(", ")}`, values);
-  return queries.map((_, i) => Number(row?.[`n${i}`] ?? 0));
+  return named.map((column) => Number(row?.[column] ?? 0));
 }
 
 /** Whether the migration left runs rows it could not index (sealed): a writer with the key fills them. */

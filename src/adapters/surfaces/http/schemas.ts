@@ -160,7 +160,9 @@ export const RunsQuery = Schema.Struct({
 export const RunsPage = Schema.Struct({
   runs: Schema.Array(RunSummary),
   held: Schema.Number,
+  heldCapped: Schema.Boolean,
   stalled: Schema.Number,
+  stalledCapped: Schema.Boolean,
   total: Schema.Number,
   totalCapped: Schema.Boolean,
   next: Schema.NullOr(Schema.String),

@@ -36,10 +36,17 @@ export interface RunsQuery {
 /** One page of the runs list: newest admitted first, keyset-paged both ways. */
 export interface RunsPage {
   readonly runs: ReadonlyArray<LiveRunRow>;
-  /** Held runs in the whole journal (the "Needs you" count), whatever the filter. */
+  /**
+   * Held runs in the whole journal (the "Needs you" count), whatever the filter, counted up to
+   * {@link COUNT_CAP}; past it, `heldCapped`.
+   */
   readonly held: number;
-  /** Stalled runs in the whole journal (they need someone too), whatever the filter. */
+  /** Whether more than {@link COUNT_CAP} runs are held (`held` is then the cap). */
+  readonly heldCapped: boolean;
+  /** Stalled runs in the whole journal (they need someone too), whatever the filter, up to {@link COUNT_CAP}. */
   readonly stalled: number;
+  /** Whether more than {@link COUNT_CAP} runs are stalled (`stalled` is then the cap). */
+  readonly stalledCapped: boolean;
   /** The journal's clock when the owners were read (ms since the epoch). */
   readonly now: number;
   /** Runs matching the filter, counted up to {@link COUNT_CAP}; past it, `totalCapped`. */
@@ -52,8 +59,12 @@ export interface RunsPage {
   readonly prev: string | null;
 }
 
-/** Counted up to this many; the runs list says "more than" past it. */
-export const COUNT_CAP = 10_000;
+/**
+ * Every count of a runs page — the runs matching its search, the held and the stalled ones — goes
+ * up to this many; past it the runs list says "more than" (decision 0090: a count reads every row
+ * it counts, on every page; the exact figures by status are `/metrics`').
+ */
+export const COUNT_CAP = 100;
 
 /** A runs list query that cannot be answered: which field, and what is accepted. */
 export class InvalidRunsQuery extends Error {
@@ -142,7 +153,7 @@ const searchOf = (journal: JournalReader, query: RunsQuery, liveOwned: ReadonlyA
 
 /**
  * One page of runs, newest admitted first, with the filters applied, from the run index (decision
- * 0073): reads the page's rows and three counts, never every run. Held and stalled runs have their
+ * 0073): reads the page's rows and three bounded counts (decision 0090), never every run. Held and stalled runs have their
  * own sections in the panel ("Needs you"); here they stand in the order with the rest, so a page
  * never moves under the reader. `holdReason` is checked on the held rows read (it is sealed with the
  * row), so a page may read further than its length to fill it.
@@ -187,14 +198,16 @@ export const runsPage = async (journal: JournalReader, query: RunsQuery = {}): P
   const olderExists = backwards ? cursor !== null : more;
   const newerExists = backwards ? more : cursor !== null;
   const [total, held, stalled] = await journal.countRuns([
-    search,
-    { limit: 0, statuses: ["held"] },
-    { limit: 0, statuses: [...OWNED_STATUSES], notRunIds: liveOwned },
+    { ...search, limit: COUNT_CAP },
+    { limit: COUNT_CAP, statuses: ["held"] },
+    { limit: COUNT_CAP, statuses: [...OWNED_STATUSES], notRunIds: liveOwned },
   ]);
   return {
     runs: page.map((p) => p.run),
     held: Math.min(held ?? 0, COUNT_CAP),
+    heldCapped: (held ?? 0) > COUNT_CAP,
     stalled: Math.min(stalled ?? 0, COUNT_CAP),
+    stalledCapped: (stalled ?? 0) > COUNT_CAP,
     now: liveness.now,
     total: Math.min(total ?? 0, COUNT_CAP),
     totalCapped: (total ?? 0) > COUNT_CAP,

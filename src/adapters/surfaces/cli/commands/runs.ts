@@ -119,8 +119,9 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
       `${rows.length} of ${total} run${page.total === 1 ? "" : "s"}${filtered ? " matching" : ""}, the newest last${more.length > 0 ? `; ${more.join("; ")}` : ""}`,
     );
     if (page.held > 0) {
+      const held = page.heldCapped ? `more than ${page.held}` : String(page.held);
       await io.out.line(
-        `${page.held} held run${page.held === 1 ? " waits" : "s wait"} for a person: \`holdfast show <runId>\` lists the decisions that apply`,
+        `${held} held run${page.held === 1 && !page.heldCapped ? " waits" : "s wait"} for a person: \`holdfast show <runId>\` lists the decisions that apply`,
       );
     }
     const missing = rows.filter((run) => run.waitReason === "agent-version-missing").length;
@@ -130,9 +131,9 @@ export const runsCommand = async (options: RunsOptions, io: Io): Promise<number>
       );
     }
     if (page.stalled > 0) {
-      const stalled = page.stalled;
+      const one = page.stalled === 1 && !page.stalledCapped;
       await io.out.line(
-        `${stalled} run${stalled === 1 ? " is" : "s are"} stalled: nothing runs ${stalled === 1 ? "it" : "them"} until a runtime with ${stalled === 1 ? "its" : "their"} agent opens this journal (\`holdfast show <runId>\` says which)`,
+        `${page.stalledCapped ? `more than ${page.stalled}` : page.stalled} run${one ? " is" : "s are"} stalled: nothing runs ${one ? "it" : "them"} until a runtime with ${one ? "its" : "their"} agent opens this journal (\`holdfast show <runId>\` says which)`,
       );
     }
     return 0;
