@@ -95,6 +95,8 @@ export class SharedTail {
     const until = (work: Promise<unknown>): Promise<void> =>
       new Promise<void>((resolve, reject) => {
         interrupt = resolve;
+        // Closed before this wait began (during a read or a filter's look): no wait at all.
+        if (closed) resolve();
         work.then(() => resolve(), reject);
       });
 

@@ -264,6 +264,20 @@ describe("GET /api/events (Server-Sent Events)", () => {
     await connect(server, "", { lastEventId: String(Number.MAX_SAFE_INTEGER) });
   });
 
+  it("HEAD /api/events answers the stream's headers and opens no stream", async () => {
+    const { server } = await given({ finished: 1, calls: 4 }, { pollMs: 20 });
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${server.url}/api/events`, {
+        method: "HEAD",
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toBe("text/event-stream");
+    }
+    // hono drops a HEAD reply's body unread and uncancelled: a stream opened for it stays open.
+    expect(await liveStreams(server)).toBe(0);
+  });
+
   it("without the token, /api/events answers 401 and opens no stream", async () => {
     const { server } = await given({ finished: 1, calls: 4 }, {});
     const without = await fetch(`${server.url}/api/events`);

@@ -180,6 +180,25 @@ describe("a shared tail", () => {
     await journal.close();
   });
 
+  it("return() while a subscriber reads a page of its own ends it when the read is back, not a poll later", async () => {
+    const journal = LibsqlJournal.open(join(tempDir(), "j.db"));
+    const versions = new Map<string, number>();
+    await appendMany(journal, 5, versions);
+    const head = (await everything(journal)).at(-1)!.position;
+    const tail = new SharedTail(journal, { pollMs: 60_000 });
+    const atHead = tail.subscribe({ after: head });
+    // Past every commit while another holds the tail: it reads its own page, then would wait.
+    const ahead = tail.subscribe({ after: head + 1_000 });
+    const pending = ahead.next();
+    // Closed while that read is in flight, before any wait began: the wait it goes on to must not
+    // start (a minute, with this pollMs; the test's own timeout fails first).
+    await ahead.return?.();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    await atHead.return?.();
+    expect(tail.subscribers).toBe(0);
+    await journal.close();
+  });
+
   it("return() ends a subscriber waiting for a commit at once", async () => {
     const journal = LibsqlJournal.open(join(tempDir(), "j.db"));
     const tail = new SharedTail(journal, { pollMs: 60_000 });

@@ -154,6 +154,11 @@ export const liveEvents = (
   options: LiveOptions = {},
   render: Render = eventMessage,
 ) => {
+  c.header("Content-Type", "text/event-stream");
+  c.header("Cache-Control", "no-cache");
+  // A HEAD request gets the headers only: hono answers it with the GET route's headers and drops
+  // the body without cancelling it, so a stream opened for it would never learn it has no reader.
+  if (c.req.method === "HEAD") return c.body(null);
   const framer = framerOf(render);
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const slowClientMs = options.slowClientMs ?? 30_000;
@@ -272,8 +277,6 @@ export const liveEvents = (
   };
   void pump();
   c.header("Transfer-Encoding", "chunked");
-  c.header("Content-Type", "text/event-stream");
-  c.header("Cache-Control", "no-cache");
   c.header("Connection", "keep-alive");
   return c.body(body);
 };
