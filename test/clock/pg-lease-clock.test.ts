@@ -175,3 +175,75 @@ describe("two workers on PostgreSQL, one with its wall clock an hour off", () =>
     }, 180_000);
   }
 });
+
+/*
+ * Decision 0087, amended: for a lease after a worker sees its own wall clock step it takes over no
+ * expired lease (decision 0071). A peer whose lease has run out but whose process nobody can see
+ * dead (its id names no process of this host; SIGSTOPped, so it renews nothing) is then left alone
+ * by every pass, and the lease, read after each pass, is already over. Before the amendment each
+ * such read started the next pass a watch (100 ms) later: passes back to back, each claiming under
+ * the journal's append lock. Now a lease already over when read, and left alone, starts at most one
+ * early pass; then the passes keep their interval.
+ */
+describe("a worker that distrusts expiry after its own clock stepped, and a peer whose lease ran out", () => {
+  it("keeps its passes at their cadence while it leaves the stopped peer's run alone, and takes it over once it trusts expiry again", async () => {
+    await requirePg();
+    const dir = tempDir();
+    const store = pgUrl(schemas.fresh());
+    const witness = join(dir, "witness.txt");
+    const clocks = steppedClocks(join(dir, "clock"), 1);
+    let a: Worker | undefined;
+    let b: Worker | undefined;
+    let proxy: Awaited<ReturnType<typeof startTcpProxy>> | undefined;
+    try {
+      a = startWorker(store, witness, ["--worker-id", "stopped-a", "--stdin"], {});
+      await a.waitFor("started", 60_000);
+      a.child.stdin.write(`${JSON.stringify({ chatId: "c", inputId: "i", agent: "long", content: null })}\n`);
+      const admitted = await a.waitFor("admitted", 30_000);
+      const runId = admitted.runId as string;
+      while (!witnessLines(witness).includes(`started ${a.child.pid}`)) await sleep(20);
+
+      const server = new URL(store);
+      proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+      proxy.sent(CLAIM_ATTEMPT);
+      b = startWorker(proxy.via(store), witness, [], clocks.env(0));
+      const started = await b.waitFor("started", 60_000);
+      // A stops renewing; B's wall clock steps back and forth every half lease, so B (which sees each
+      // step within a quarter lease) trusts no expiry the whole time.
+      a.child.kill("SIGSTOP");
+      let offset = 60;
+      clocks.step(0, offset);
+      for (let waited = 0; waited < LEASE_MS + 1_000; waited += LEASE_MS / 2) {
+        await sleep(LEASE_MS / 2);
+        offset = -offset;
+        clocks.step(0, offset);
+      }
+      // A's lease has run out on the server's clock: from here, every pass of B leaves its run alone.
+      const before = proxy.sent(CLAIM_ATTEMPT);
+      const watchedFrom = performance.now();
+      for (let k = 0; k < 8; k++) {
+        await sleep(LEASE_MS / 2);
+        offset = -offset;
+        clocks.step(0, offset);
+      }
+      const attempts = proxy.sent(CLAIM_ATTEMPT) - before;
+      const elapsed = performance.now() - watchedFrom;
+      expect(
+        b.lines.filter((l) => l.kind === "took-over"),
+        b.stderr(),
+      ).toEqual([]);
+      // One claim attempt a pass, a pass every half lease, and one more (a pass started early once).
+      // Before the amendment, passes back to back: 14 where 9 fit (a pass took ~850 ms here).
+      const passes = Math.floor(elapsed / Number(started.everyMs)) + 1;
+      expect(attempts, JSON.stringify({ attempts, elapsed })).toBeLessThanOrEqual(passes + 2);
+
+      // B's clock stays put: after a lease it trusts expiry again and takes the stopped A's run over.
+      const tookOver = await b.waitFor("took-over", 30_000, (l) => l.runId === runId);
+      expect(tookOver).toMatchObject({ from: "stopped-a", epoch: 2 });
+    } finally {
+      await stop(a, "SIGKILL");
+      await stop(b, "SIGTERM");
+      await proxy?.close();
+    }
+  }, 180_000);
+});

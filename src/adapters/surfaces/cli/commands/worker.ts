@@ -38,7 +38,10 @@ export interface WorkerOptions {
 
 /** The owner of a run left alone, and when its lease ends on this process's monotonic clock. */
 interface WatchedOwner {
+  /** The claim as read: run, owner and lease end (a renewal or another owner makes another claim). */
+  readonly claim: string;
   readonly workerId: string;
+  /** Infinite when the end of this lease already started its early pass. */
   readonly endsAt: number;
 }
 
@@ -60,6 +63,7 @@ type Report =
   | { kind: "refused"; line: string; reason: string }
   | { kind: "settled"; runId: string; status: RunResult["status"]; detail?: string }
   | { kind: "pass-failed"; reason: string; hint: string }
+  | { kind: "watch-failed"; reason: string; hint: string }
   | {
       kind: "alert";
       runId: string;
@@ -110,6 +114,8 @@ const text = (r: Report): string => {
       return `run ${r.runId} ${r.status}${r.detail ? `: ${r.detail}` : ""}`;
     case "pass-failed":
       return `recovery pass failed: ${r.reason} (${r.hint}); trying again`;
+    case "watch-failed":
+      return `could not read who owns the runs left alone: ${r.reason} (${r.hint}); the next pass comes at its time`;
     case "alert":
       return r.delivered
         ? `alert ${r.alert} for run ${r.runId} delivered (attempt ${r.attempt})`
@@ -392,17 +398,52 @@ const runWorker = async (
   // A lease's end is a time of the journal's clock (PostgreSQL's, for every worker): what is left
   // of it is read against that clock once, then counted down on this process's monotonic clock —
   // never against this host's wall clock, which may be an hour off (decision 0087).
+  //
+  // A claim whose end (or whose owner's death) started a pass early, and that the pass still left
+  // alone — its expiry not trusted for a lease after a step of this host's wall clock, or its claim
+  // not taken for any other reason — starts no other pass early while it stays the same: the passes
+  // go back to their interval. Before, such a lease, read as over after every pass, started the next
+  // one a watch later: a pass every 100 ms, each claiming under the journal's append lock
+  // (decision 0087, amended).
+  let spent = new Map<string, "ended" | "dead">();
   const ownersOf = async (runIds: ReadonlyArray<string>): Promise<ReadonlyArray<WatchedOwner>> => {
-    if (runIds.length === 0) return [];
+    if (runIds.length === 0) {
+      spent = new Map();
+      return [];
+    }
     const wanted = new Set(runIds);
     const snapshot = await watcher.liveness();
     const readAt = performance.now();
-    return snapshot.claims
-      .filter((c) => wanted.has(c.runId))
-      .map((c) => ({ workerId: c.workerId, endsAt: readAt + (c.leaseUntil - snapshot.now) }));
+    const owners: WatchedOwner[] = [];
+    const stillSpent = new Map<string, "ended" | "dead">();
+    for (const c of snapshot.claims) {
+      if (!wanted.has(c.runId)) continue;
+      const claim = `${c.runId}\n${c.workerId}\n${c.leaseUntil}`;
+      const why = spent.get(claim);
+      if (why) stillSpent.set(claim, why);
+      // A dead process stays dead: nothing of that claim is left to watch.
+      if (why === "dead") continue;
+      owners.push({
+        claim,
+        workerId: c.workerId,
+        endsAt: why === "ended" ? Number.POSITIVE_INFINITY : readAt + (c.leaseUntil - snapshot.now),
+      });
+    }
+    spent = stillSpent;
+    return owners;
   };
-  const ownerGone = (owners: ReadonlyArray<WatchedOwner>): boolean =>
-    owners.some((o) => performance.now() >= o.endsAt + WATCH_MS || isWorkerDead(o.workerId));
+  const ended = (o: WatchedOwner): boolean => performance.now() >= o.endsAt + WATCH_MS;
+  /** Whether one of the owners is gone; those that are start no other early pass while their claim stays. */
+  const ownerGone = (owners: ReadonlyArray<WatchedOwner>): boolean => {
+    let gone = false;
+    for (const o of owners) {
+      const why = isWorkerDead(o.workerId) ? "dead" : ended(o) ? "ended" : null;
+      if (why === null) continue;
+      spent.set(o.claim, why);
+      gone = true;
+    }
+    return gone;
+  };
   // The wait between passes is a duration: monotonic (decision 0071). Measured on the wall clock, a
   // step forward and back left a worker without a pass for the size of the step (the fault harness's
   // clock kind found it: take-overs over the bound).
@@ -410,15 +451,24 @@ const runWorker = async (
     while (!stopping) {
       const startedAt = performance.now();
       let owners: ReadonlyArray<WatchedOwner> = [];
+      let pass: Awaited<ReturnType<typeof runtime.recover>> | undefined;
       try {
-        const pass = await runtime.recover();
+        pass = await runtime.recover();
         pass.done.catch(() => undefined);
         await reportPass(pass);
-        owners = await ownersOf(pass.ownedElsewhere);
       } catch (error) {
         const failure = describeFailure(error);
         await emit({ kind: "pass-failed", reason: failure.reason, hint: failure.hint });
       }
+      // The pass is reported: a failure to read its runs' owners is that read's, and only costs the
+      // early start (the next pass comes at its time).
+      if (pass)
+        try {
+          owners = await ownersOf(pass.ownedElsewhere);
+        } catch (error) {
+          const failure = describeFailure(error);
+          await emit({ kind: "watch-failed", reason: failure.reason, hint: failure.hint });
+        }
       const until = startedAt + everyMs;
       while (!stopping && performance.now() < until) {
         if (performance.now() - startedAt >= WATCH_MS && ownerGone(owners)) break;
