@@ -258,6 +258,13 @@ const scheduleKind = faultKinds.includes("schedule");
 const SCHEDULE_WINDOW_MS = 9_000;
 /** The size of the tmpfs a `disk-full` trial's journal lives on (the ballast fills the rest). */
 const SMALL_DISK_MIB = 16;
+/** The `disk-full` tmpfs mounted now: unmounted if the harness is stopped (SIGTERM, SIGINT) mid-trial. */
+const mountedDisks = new Set<SmallDisk>();
+for (const signal of ["SIGTERM", "SIGINT"] as const)
+  process.on(signal, () => {
+    for (const disk of mountedDisks) disk.unmount();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  });
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
   process.stderr.write("torture: --max-seconds takes a positive number\n");
@@ -671,6 +678,7 @@ const runTrial = async (
   // outside world does not run out of space with the journal).
   const smallDisk: SmallDisk | null =
     storageKind === "disk-full" ? mountSmallDisk(join(dir, "journal-disk"), SMALL_DISK_MIB) : null;
+  if (smallDisk) mountedDisks.add(smallDisk);
   const db = smallDisk ? join(smallDisk.dir, "journal.db") : join(dir, "journal.db");
   // clock: every agent process of the trial reads its wall clock through libfaketime from one file.
   const clock = storageKind === "clock" ? steppedClocks(join(dir, "clock"), 1) : null;
@@ -1471,7 +1479,10 @@ const runTrial = async (
         }
       : {}),
   });
-  smallDisk?.unmount();
+  if (smallDisk) {
+    smallDisk.unmount();
+    mountedDisks.delete(smallDisk);
+  }
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   return {
     trial,
