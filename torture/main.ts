@@ -36,6 +36,11 @@
  *   npm run torture -- --faults schedule --trials 30   three schedules (overlap skip and queue, a
  *     seconds cron) ticked for 9 s a trial by processes killed across ticks (`before-tick-admit`,
  *     `after-tick-admit`, `after-tick-recorded`) and restarted (decision 0064)
+ *   npm run torture -- --faults disk-full,clock --trials 100   the faults below holdfast on libSQL
+ *     (decision 0080), one per trial in turn on top of its SIGKILLs: `disk-full` puts the trial's
+ *     journal on a 16 MiB tmpfs a ballast fills for a moment (at an intent, an outcome, at random;
+ *     needs root), `clock` steps the wall clock of every agent process of the trial by ±1 h through
+ *     one libfaketime file; the record counts `faults` per kind
  *   npm run torture -- --faults approval --trials 30   one call awaiting approval, approved (sometimes
  *     with an edited amount) or denied from a second runtime or a `holdfast approve|deny` killed at
  *     `after-approval`, the owner killed while parked and a waker at `after-approval-wake` (0064)
@@ -49,7 +54,7 @@
  *     server is restarted or SIGKILLed, a worker is partitioned, a worker's commit is cut
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -119,7 +124,9 @@ import {
 } from "./definitions.js";
 import { MCP_NAMES } from "./mcp-definitions.js";
 import { chromiumBrowsers, descendantsNamed } from "./processes.js";
+import { mountSmallDisk, type SmallDisk } from "./smallTablespace.js";
 import { SSH_COMMANDS, SSH_TOOL, type SshTortureTarget } from "./ssh-definitions.js";
+import { requireFaketime, steppedClocks } from "./steppedClock.js";
 import { TERMINAL_COMMANDS, TERMINAL_TOOL } from "./terminal-definitions.js";
 import { type LimitedRequest, startWitnessServer, type WitnessServer } from "./witness-server.js";
 
@@ -143,12 +150,17 @@ const OPTIONS = {
   "lease-ms": { type: "string", default: "3000" },
   /** Start no trial after this many seconds (a run that must end by a given time); the record says so. */
   "max-seconds": { type: "string" },
-  /** The ordinary day's fault kinds, comma-separated (torture/definitions.ts FAULT_KINDS). */
+  /** Fault kinds, comma-separated: the ordinary day's (FAULT_KINDS), and the faults below holdfast each harness plays. */
   faults: { type: "string", default: "" },
   help: { type: "boolean", default: false },
 } as const;
+/**
+ * The faults below holdfast (decision 0080): the multi-worker PostgreSQL harness plays
+ * {@link PG_FAULT_KINDS}; this one (libSQL) plays {@link LIBSQL_FAULT_KINDS}.
+ */
+const LIBSQL_FAULT_KINDS = ["disk-full", "clock"] as const satisfies ReadonlyArray<StorageFaultKind>;
 const USAGE = `usage:
-  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp|ssh|terminal|browser] [--max-seconds S] [--faults ${FAULT_KINDS.join(",")}]
+  npm run torture -- [--trials N] [--seed S] [--json] [--keep] [--point NAME] [--call NAME] [--agent classic|ai|ai-stream|mcp|ssh|terminal|browser] [--max-seconds S] [--faults ${[...FAULT_KINDS, ...LIBSQL_FAULT_KINDS].join(",")}]
   npm run torture -- --store postgres://… --workers N [--runs N] [--kills N] [--pauses N] [--lease-ms MS] [--max-seconds S] [--faults ${[...FAULT_KINDS, ...PG_FAULT_KINDS].join(",")}] [--seed S] [--json] [--keep]
 `;
 
@@ -204,17 +216,24 @@ const { kinds: faultKinds, storage: storageFaults } = ((): {
     process.exit(2);
   }
 })();
-/** The faults below holdfast: only the multi-worker PostgreSQL harness plays them. */
-const notPlayed = storageFaults.filter((k) =>
-  values.workers === undefined && values.store === undefined
-    ? true
-    : !(PG_FAULT_KINDS as ReadonlyArray<string>).includes(k),
+/** `--workers`/`--store`: the multi-worker PostgreSQL harness; otherwise the libSQL one. */
+const multiWorkerHarness = values.workers !== undefined || values.store !== undefined;
+const notPlayed = storageFaults.filter(
+  (k) => !((multiWorkerHarness ? PG_FAULT_KINDS : LIBSQL_FAULT_KINDS) as ReadonlyArray<string>).includes(k),
 );
 if (notPlayed.length > 0) {
   process.stderr.write(
-    `torture: --faults ${notPlayed.join(",")}: not played by this harness (the multi-worker PostgreSQL harness plays ${PG_FAULT_KINDS.join(", ")})\n`,
+    `torture: --faults ${notPlayed.join(",")}: not played by this harness (the multi-worker PostgreSQL harness plays ${PG_FAULT_KINDS.join(", ")}; the libSQL harness ${LIBSQL_FAULT_KINDS.join(", ")})\n`,
   );
   process.exit(2);
+}
+if (!multiWorkerHarness && storageFaults.length > 0) {
+  if (variant !== "classic") {
+    process.stderr.write("torture: --faults disk-full,clock play on the classic agent only (drop --agent)\n");
+    process.exit(2);
+  }
+  // Said before anything is started.
+  if (storageFaults.includes("clock")) requireFaketime();
 }
 if (faultKinds.length > 0 && variant !== "classic") {
   process.stderr.write("torture: --faults plays on the classic agent only (drop --agent)\n");
@@ -237,6 +256,15 @@ const APPROVAL_WAKE_POINTS: ReadonlyArray<CrashPointName> = ["after-approval-wak
 const scheduleKind = faultKinds.includes("schedule");
 /** How long a `schedule` trial's schedules tick, from the trial's start (restarts included). */
 const SCHEDULE_WINDOW_MS = 9_000;
+/** The size of the tmpfs a `disk-full` trial's journal lives on (the ballast fills the rest). */
+const SMALL_DISK_MIB = 16;
+/** The `disk-full` tmpfs mounted now: unmounted if the harness is stopped (SIGTERM, SIGINT) mid-trial. */
+const mountedDisks = new Set<SmallDisk>();
+for (const signal of ["SIGTERM", "SIGINT"] as const)
+  process.on(signal, () => {
+    for (const disk of mountedDisks) disk.unmount();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  });
 const seed = values.seed === undefined ? Date.now() % 1_000_000 : Number(values.seed);
 if (values["max-seconds"] !== undefined && !(Number(values["max-seconds"]) > 0)) {
   process.stderr.write("torture: --max-seconds takes a positive number\n");
@@ -431,7 +459,31 @@ interface TrialResult {
   readonly sessionKills?: number;
   /** The browser agent: whether the submit's probe was declared, and its check. */
   readonly browser?: BrowserCheck & { readonly probeDeclared: boolean };
+  /** The fault below holdfast the trial played (libSQL: `disk-full` or `clock`), and what it did. */
+  readonly storage?: StorageTrial;
   readonly error?: string;
+}
+
+/** One trial's fault below holdfast (decision 0080), as played. */
+interface StorageTrial {
+  readonly kind: StorageFaultKind;
+  /** Whether it happened: the disk filled, or the clock stepped, while an agent process ran. */
+  played: boolean;
+  /** disk-full: when (at an intent in flight, just after one — at its outcome —, or at a random moment). */
+  at?: "intent" | "outcome" | "random";
+  /** disk-full: MiB of ballast it took to fill the journal's tmpfs. */
+  ballastMib?: number;
+  /** disk-full: whether a 4 KiB probe file on the full tmpfs was refused (ENOSPC): the fault bit. */
+  probeRefused?: boolean;
+  /** disk-full: agent processes that said JournalUnavailable (an append refused for the full disk). */
+  refusedAppends: number;
+  /** disk-full: agent processes that exited on their own while the disk was full, naming JournalUnavailable. */
+  exitsWhileFull: number;
+  /** Processes that ended with the trial's run not settled (the fault stopped it) and were started again. */
+  restartsToSettle: number;
+  /** clock: the step (s), and whether the harness SIGKILLed the agent while its clock was stepped. */
+  stepSeconds?: number;
+  killedWhileStepped?: boolean;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -616,7 +668,20 @@ const runTrial = async (
   const dir = mkdtempSync(join(tmpdir(), "holdfast-torture-"));
   mkdirSync(join(dir, "witness"));
   mkdirSync(join(dir, "work"));
-  const db = join(dir, "journal.db");
+  // The fault below holdfast of this trial (libSQL harness, decision 0080): the kinds take turns.
+  const storageKind: StorageFaultKind | null =
+    storageFaults.length > 0 ? storageFaults[trial % storageFaults.length]! : null;
+  const storage: StorageTrial | null = storageKind
+    ? { kind: storageKind, played: false, refusedAppends: 0, exitsWhileFull: 0, restartsToSettle: 0 }
+    : null;
+  // disk-full: the journal alone on a small tmpfs (the witness files stay on the big disk: the
+  // outside world does not run out of space with the journal).
+  const smallDisk: SmallDisk | null =
+    storageKind === "disk-full" ? mountSmallDisk(join(dir, "journal-disk"), SMALL_DISK_MIB) : null;
+  if (smallDisk) mountedDisks.add(smallDisk);
+  const db = smallDisk ? join(smallDisk.dir, "journal.db") : join(dir, "journal.db");
+  // clock: every agent process of the trial reads its wall clock through libfaketime from one file.
+  const clock = storageKind === "clock" ? steppedClocks(join(dir, "clock"), 1) : null;
   const fault = isFault(point) ? point : null;
   // The browser agent: the submit's probe declared in every other trial (held without it).
   const browserProbe = trial % 2 === 0;
@@ -627,6 +692,7 @@ const runTrial = async (
     TORTURE_LABEL: `t${trial}`,
     TORTURE_FAULT: fault ?? "",
     TORTURE_FAULTS: faultKinds.join(","),
+    ...(clock?.env(0) ?? {}),
     ...(scheduleKind ? { TORTURE_SCHEDULE_UNTIL: String(Date.now() + SCHEDULE_WINDOW_MS) } : {}),
     // The AI SDK agent: every combination of generate/stream and hold/replay comes round.
     ...(variant === "ai"
@@ -1130,23 +1196,100 @@ const runTrial = async (
           .split("\n")
           .filter((l) => l !== "")
       : [];
-  for (let round = 0; round < (decides || faultKinds.length > 0 ? 16 : 8); round++) {
+  // The faults below holdfast: once a trial, while an agent process runs.
+  const diskAt = (["intent", "outcome", "random"] as const)[trial % 3]!;
+  const diskDelayMs = 300 + Math.floor(rng() * 1500);
+  const diskHoldMs = 500 + Math.floor(rng() * 2000);
+  const stepSeconds = rng() < 0.5 ? 3600 : -3600;
+  const clockDelayMs = 300 + Math.floor(rng() * 1500);
+  const clockHoldMs = 1000 + Math.floor(rng() * 3000);
+  const killWhileStepped = rng() < 0.5;
+  /** The round whose process the disk filled under (an exit then is the fault's, not a crash). */
+  let diskRound = -1;
+  let currentRound = 0;
+  /** The trial's clock step, set right at this harness time (0: not stepped). */
+  let clockRightAt = 0;
+  const storageActor = async (child: ChildProcess, exited: () => boolean): Promise<void> => {
+    if (!storage || storage.played) return;
+    if (storage.kind === "disk-full" && smallDisk) {
+      // At an intent in flight, a moment after one (its outcome's append), or at a random moment.
+      const t0 = Date.now();
+      if (diskAt === "random") while (!exited() && Date.now() - t0 < diskDelayMs) await sleep(20);
+      else {
+        while (!exited() && !(await trialRun(db)).inFlight) await sleep(5);
+        if (diskAt === "outcome") await sleep(Math.floor(rng() * 60));
+      }
+      if (exited()) return;
+      diskRound = currentRound;
+      storage.played = true;
+      storage.at = diskAt;
+      storage.ballastMib = Math.round(smallDisk.fill() / (1 << 20));
+      try {
+        writeFileSync(join(smallDisk.dir, "probe"), Buffer.alloc(4096));
+        rmSync(join(smallDisk.dir, "probe"), { force: true });
+        storage.probeRefused = false;
+      } catch (error) {
+        storage.probeRefused = (error as NodeJS.ErrnoException).code === "ENOSPC";
+        rmSync(join(smallDisk.dir, "probe"), { force: true });
+      }
+      await sleep(diskHoldMs);
+      // The process may be gone (killed, or it stopped for the full disk): space is back before the next.
+      smallDisk.free();
+      return;
+    }
+    if (storage.kind === "clock" && clock) {
+      const t0 = Date.now();
+      while (!exited() && Date.now() - t0 < clockDelayMs) await sleep(20);
+      if (exited()) return;
+      clock.step(0, stepSeconds);
+      storage.played = true;
+      storage.stepSeconds = stepSeconds;
+      clockRightAt = Date.now() + clockHoldMs;
+      // Half the trials: a SIGKILL while the clock is stepped, so the next process recovers on it.
+      if (killWhileStepped) {
+        await sleep(Math.floor(clockHoldMs / 3));
+        if (!exited()) {
+          storage.killedWhileStepped = true;
+          child.kill("SIGKILL");
+        }
+      }
+    }
+  };
+  for (let round = 0; round < (decides || faultKinds.length > 0 || storage ? 16 : 8); round++) {
+    currentRound = round;
     const acting = control && !controlDone ? during : undefined;
     const upBefore = aliveLines().length;
+    // The clock set right once its step has lasted (across the processes started meanwhile).
+    if (clock && clockRightAt > 0 && Date.now() >= clockRightAt) {
+      clock.step(0, 0);
+      clockRightAt = 0;
+    }
     const result = await runProcess(
       env,
       next,
-      acting || plan || approvalPlan || !sessionDone
+      acting || plan || approvalPlan || !sessionDone || (storage && !storage.played)
         ? async (child, exited) => {
             await Promise.all([
               acting?.(child, exited),
               waitsActor(child, exited),
               approvalActor(child, exited),
               sessionActor(child, exited),
+              storageActor(child, exited),
+              // The clock set right while the process runs, when its step has lasted.
+              (async () => {
+                while (clock && !exited()) {
+                  if (clockRightAt > 0 && Date.now() >= clockRightAt) {
+                    clock.step(0, 0);
+                    clockRightAt = 0;
+                  }
+                  await sleep(50);
+                }
+              })(),
             ]);
           }
         : undefined,
     );
+
     if (scheduleKind) {
       const ended = Date.now();
       for (const line of aliveLines().slice(upBefore))
@@ -1189,6 +1332,40 @@ const runTrial = async (
         }
         resumed = true;
         next = rng() < 0.3 ? { at: "random", ms: 300 + Math.floor(rng() * 2500) } : null;
+        continue;
+      }
+    }
+    if (storage?.kind === "disk-full" && /JournalUnavailable/.test(result.out + result.err))
+      storage.refusedAppends++;
+    // disk-full: a process that stopped on its own while the disk was full, saying why, is the
+    // fault's (never a crash the harness caused); any other exit stays an error below.
+    if (
+      storage?.kind === "disk-full" &&
+      diskRound === round &&
+      result.signal === null &&
+      result.code !== 0 &&
+      /JournalUnavailable|SQLITE_FULL|database or disk is full/.test(result.err)
+    ) {
+      storage.exitsWhileFull++;
+      process.stderr.write(
+        `torture: trial ${trial}: the agent stopped on the full disk: ${result.err
+          .split("\n")
+          .filter((l) => !l.includes("HOLDFAST_PREFLIGHT") && !l.includes("--trace-warnings"))
+          .slice(0, 4)
+          .join(" | ")
+          .slice(0, 600)}\n`,
+      );
+      restarts++;
+      next = null;
+      continue;
+    }
+    // A fault below holdfast may leave the trial's run unsettled in a process that ended (its
+    // submit refused, the run stopped in doubt): the next process recovers it.
+    if (storage && result.code === 0 && result.signal === null) {
+      const { status } = await trialRun(db);
+      if (status === null || status === "running" || status === "interrupted") {
+        storage.restartsToSettle++;
+        next = null;
         continue;
       }
     }
@@ -1250,6 +1427,7 @@ const runTrial = async (
     if (runId !== null && status !== null && ["completed", "failed", "cancelled", "stopped"].includes(status))
       await sendSignal(runId, "late", `t${trial}-late`);
   }
+  if (clock) clock.step(0, 0);
   const log = await readLog(db);
   if (fault && kills === 0) firedAt.add(point);
   // Nothing killed this trial: every effect that happened must have its outcome in the journal.
@@ -1301,6 +1479,10 @@ const runTrial = async (
         }
       : {}),
   });
+  if (smallDisk) {
+    smallDisk.unmount();
+    mountedDisks.delete(smallDisk);
+  }
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   return {
     trial,
@@ -1320,6 +1502,7 @@ const runTrial = async (
     ...(waits ? { waits, waitActs, ...(approvalPlan ? { approvalActs } : {}) } : {}),
     ...(isSessionAct(point) ? { sessionKills } : {}),
     ...(browser ? { browser } : {}),
+    ...(storage ? { storage } : {}),
     ...(error ? { error } : {}),
   };
 };
@@ -1616,6 +1799,37 @@ const main = async () => {
         Object.fromEntries(Object.entries(r.check.effects).map(([k, v]) => [`t${r.trial}:${k}`, v])),
       ),
     ),
+    ...(storageFaults.length > 0
+      ? (() => {
+          const played = results.flatMap((r) => (r.storage?.played ? [r.storage] : []));
+          const of = (kind: StorageFaultKind) => played.filter((p) => p.kind === kind);
+          return {
+            /** The faults below holdfast played (decision 0080), by kind: trials whose fault happened. */
+            faults: Object.fromEntries(storageFaults.map((k) => [k, of(k).length])),
+            faultDetail: {
+              notPlayed: results.filter((r) => r.storage && !r.storage.played).length,
+              diskFull: {
+                atIntent: of("disk-full").filter((p) => p.at === "intent").length,
+                atOutcome: of("disk-full").filter((p) => p.at === "outcome").length,
+                atRandom: of("disk-full").filter((p) => p.at === "random").length,
+                probeRefused: of("disk-full").filter((p) => p.probeRefused).length,
+                refusedAppends: sumOf(of("disk-full"), (p) => p.refusedAppends),
+                exitsWhileFull: sumOf(of("disk-full"), (p) => p.exitsWhileFull),
+                ballastMib: {
+                  min: Math.min(...of("disk-full").map((p) => p.ballastMib ?? 0)),
+                  max: Math.max(...of("disk-full").map((p) => p.ballastMib ?? 0)),
+                },
+              },
+              clockSteps: {
+                forward: of("clock").filter((p) => (p.stepSeconds ?? 0) > 0).length,
+                back: of("clock").filter((p) => (p.stepSeconds ?? 0) < 0).length,
+                killedWhileStepped: of("clock").filter((p) => p.killedWhileStepped).length,
+              },
+              restartsToSettle: sumOf(played, (p) => p.restartsToSettle),
+            },
+          };
+        })()
+      : {}),
     seconds: Math.round((Date.now() - started) / 100) / 10,
   };
   if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);

@@ -27,6 +27,72 @@ export interface SmallTablespace {
   readonly unmount: () => void;
 }
 
+/**
+ * Write `path` until its filesystem is full (ENOSPC), in 1 MiB then 4 KiB chunks: the bytes written.
+ * The `disk-full` fault's ballast in both harnesses (decision 0080).
+ */
+export const fillBallast = (path: string): number => {
+  let bytes = 0;
+  const fd = openSync(path, "w");
+  try {
+    for (const size of [1 << 20, 4096]) {
+      const chunk = Buffer.alloc(size);
+      for (;;) {
+        try {
+          const n = writeSync(fd, chunk);
+          bytes += n;
+          if (n < size) break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOSPC") break;
+          throw error;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return bytes;
+};
+
+/**
+ * The libSQL harness's `disk-full` ground (decision 0080): a `sizeMib` tmpfs mounted at `dir` (made
+ * here) for the trial's journal; {@link SmallDisk.fill} writes the ballast until it is full,
+ * {@link SmallDisk.free} removes it. Needs root: a refused mount throws with what to do.
+ */
+export interface SmallDisk {
+  readonly dir: string;
+  readonly fill: () => number;
+  readonly free: () => void;
+  readonly unmount: () => void;
+}
+
+/** Mount the small disk for one trial's journal (see {@link SmallDisk}). */
+export const mountSmallDisk = (dir: string, sizeMib: number): SmallDisk => {
+  mkdirSync(dir, { recursive: true });
+  try {
+    run("mount", ["-t", "tmpfs", "-o", `size=${sizeMib}m,mode=0755`, "tmpfs", dir]);
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
+    throw new Error(
+      `the disk-full fault mounts a ${sizeMib} MiB tmpfs at ${dir} and the mount was refused (${stderr || String(error)}): run the harness as root, or in a container allowed to mount`,
+    );
+  }
+  const ballast = join(dir, "ballast");
+  return {
+    dir,
+    fill: () => fillBallast(ballast),
+    free: () => rmSync(ballast, { force: true }),
+    unmount: () => {
+      rmSync(ballast, { force: true });
+      try {
+        run("umount", ["-l", dir]);
+      } catch {
+        // Not mounted any more.
+      }
+    },
+  };
+};
+
 const run = (command: string, args: ReadonlyArray<string>): void => {
   execFileSync(command, args, { stdio: ["ignore", "ignore", "pipe"] });
 };
@@ -63,25 +129,7 @@ export const mountSmallTablespace = async (url: string, sizeMib: number): Promis
   return {
     dir,
     fill: async () => {
-      let bytes = 0;
-      const fd = openSync(ballast, "w");
-      try {
-        for (const size of [1 << 20, 4096]) {
-          const chunk = Buffer.alloc(size);
-          for (;;) {
-            try {
-              const n = writeSync(fd, chunk);
-              bytes += n;
-              if (n < size) break;
-            } catch (error) {
-              if ((error as NodeJS.ErrnoException).code === "ENOSPC") break;
-              throw error;
-            }
-          }
-        }
-      } finally {
-        closeSync(fd);
-      }
+      const bytes = fillBallast(ballast);
       // The probe: a page's free space is used first, the insert that needs a new page is refused.
       const probe = new pg.Client({ connectionString: url });
       probe.on("error", () => {});
