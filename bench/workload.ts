@@ -38,3 +38,49 @@ export const benchAgent = defineAgent({
     return input.calls;
   },
 });
+
+/**
+ * The no-op tool with a retry policy and a timeout declared (DESIGN §13) that never come into
+ * play: the call succeeds at once, so what it adds is the declaration's own cost (the policy
+ * recorded in each intent, the timer armed and cleared around the effect).
+ */
+export const declaredNoopTool = defineTool({
+  name: "bench.noop-declared",
+  description: "does nothing, with a retry policy and a timeout that never come into play",
+  args: Schema.Struct({ i: Schema.Number }),
+  disposition: "hold",
+  retry: { attempts: 3, backoff: { initialMs: 100, maxMs: 1_000, factor: 2, jitter: 0.2 } },
+  timeoutMs: 30_000,
+  run: async () => null,
+});
+
+export interface FeaturesInput {
+  readonly calls: number;
+  /** Call {@link declaredNoopTool} instead of {@link noopTool}. */
+  readonly declared: boolean;
+}
+
+/** {@link benchAgent}'s calls, made with or without a retry policy and a timeout declared. */
+export const featuresAgent = defineAgent({
+  name: "bench.features",
+  version: "1",
+  run: async (turn, input: FeaturesInput) => {
+    const tool = input.declared ? declaredNoopTool : noopTool;
+    for (let i = 0; i < input.calls; i++) {
+      const started = process.hrtime.bigint();
+      await turn.tool(tool, { i });
+      callSink?.(Number(process.hrtime.bigint() - started) / 1000);
+    }
+    return input.calls;
+  },
+});
+
+/** An agent that sleeps on a durable timer (`turn.sleep`), then returns: a run waiting, holding no process. */
+export const sleeperAgent = defineAgent({
+  name: "bench.sleeper",
+  version: "1",
+  run: async (turn, input: { readonly ms: number }) => {
+    await turn.sleep(input.ms);
+    return input.ms;
+  },
+});
