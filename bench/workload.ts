@@ -54,22 +54,37 @@ export const declaredNoopTool = defineTool({
   run: async () => null,
 });
 
+/** Where {@link featuresAgent} reports each call: its latency and CPU time in µs, and which tool it used. */
+let featureSink: ((micros: number, cpuMicros: number, declared: boolean) => void) | null = null;
+
+export const setFeatureSink = (
+  sink: ((micros: number, cpuMicros: number, declared: boolean) => void) | null,
+): void => {
+  featureSink = sink;
+};
+
 export interface FeaturesInput {
   readonly calls: number;
-  /** Call {@link declaredNoopTool} instead of {@link noopTool}. */
-  readonly declared: boolean;
+  /** Whether the first call uses {@link declaredNoopTool}; the calls then alternate. */
+  readonly declaredFirst: boolean;
 }
 
-/** {@link benchAgent}'s calls, made with or without a retry policy and a timeout declared. */
+/**
+ * {@link benchAgent}'s calls, alternating call by call between {@link noopTool} and
+ * {@link declaredNoopTool}, so both see the same moment of a shared machine.
+ */
 export const featuresAgent = defineAgent({
   name: "bench.features",
   version: "1",
   run: async (turn, input: FeaturesInput) => {
-    const tool = input.declared ? declaredNoopTool : noopTool;
     for (let i = 0; i < input.calls; i++) {
+      const declared = (i % 2 === 0) === input.declaredFirst;
+      const cpu = process.cpuUsage();
       const started = process.hrtime.bigint();
-      await turn.tool(tool, { i });
-      callSink?.(Number(process.hrtime.bigint() - started) / 1000);
+      await turn.tool(declared ? declaredNoopTool : noopTool, { i });
+      const micros = Number(process.hrtime.bigint() - started) / 1000;
+      const used = process.cpuUsage(cpu);
+      featureSink?.(micros, used.user + used.system, declared);
     }
     return input.calls;
   },

@@ -9,7 +9,7 @@ import {
   type FeaturesInput,
   featuresAgent,
   noopTool,
-  setCallSink,
+  setFeatureSink,
   sleeperAgent,
 } from "../workload.js";
 
@@ -50,7 +50,7 @@ const idleFor = async (ms: number): Promise<{ cpu: number; seconds: number }> =>
 export const featuresSection: Section = {
   name: "features",
   async run({ options, temp }) {
-    const pairs = options.quick ? 4 : 16;
+    const runs = options.quick ? 8 : 32;
     const waitRounds = options.quick ? 1 : 3;
     const waitMs = options.quick ? 1_000 : 2_000;
     const folder = temp.folder("features");
@@ -77,29 +77,20 @@ export const featuresSection: Section = {
         if (result.status !== "completed")
           throw new Error(`bench run ${handle.runId} ended ${result.status}: ${JSON.stringify(result)}`);
       };
-      setCallSink(null);
-      await submit("warm-plain", { calls: 20, declared: false });
-      await submit("warm-declared", { calls: 20, declared: true });
-      for (let pair = 0; pair < pairs; pair++) {
-        // Alternate which goes first, so a drift in the machine's load falls on both sides.
-        const order = pair % 2 === 0 ? [false, true] : [true, false];
-        for (const isDeclared of order) {
-          const samples = isDeclared ? declared : plain;
-          setCallSink((us) => samples.push(us));
-          const started = process.cpuUsage();
-          await submit(`${isDeclared ? "declared" : "plain"}-${pair}`, {
-            calls: CALLS_PER_RUN,
-            declared: isDeclared,
-          });
-          cpu[isDeclared ? "declared" : "plain"] += cpuMicrosSince(started);
-          setCallSink(null);
-        }
-      }
+      setFeatureSink(null);
+      await submit("warm-up", { calls: 40, declaredFirst: false });
+      setFeatureSink((micros, cpuMicros, isDeclared) => {
+        (isDeclared ? declared : plain).push(micros);
+        cpu[isDeclared ? "declared" : "plain"] += cpuMicros;
+      });
+      // Call by call, the two alternate within each run; which comes first alternates run by run.
+      for (let r = 0; r < runs; r++)
+        await submit(`features-${r}`, { calls: CALLS_PER_RUN, declaredFirst: r % 2 === 1 });
     } finally {
-      setCallSink(null);
+      setFeatureSink(null);
       await runtime.close();
     }
-    progress("features", `${plain.length + declared.length} calls in ${2 * pairs} runs; now the waits`);
+    progress("features", `${plain.length + declared.length} calls in ${runs} runs; now the waits`);
 
     // 2. A run waiting on a durable timer, against the process idle (no runtime open) and the
     // runtime open with nothing to do, each for the same time, in every round.
@@ -164,7 +155,7 @@ export const featuresSection: Section = {
         value: round(a.median),
         unit: "µs/call",
         spread: range(a),
-        note: `median of ${a.n} sequential no-op tool calls, ${CALLS_PER_RUN} per run, without a retry policy or a timeout; its runs alternate with those of the next figure`,
+        note: `median of ${a.n} sequential no-op tool calls, ${CALLS_PER_RUN} per run, without a retry policy or a timeout, alternating call by call with those of the next figure`,
       }),
       targeted(
         {
@@ -173,7 +164,7 @@ export const featuresSection: Section = {
           unit: "µs/call",
           ratio: round(b.median / a.median),
           spread: range(b),
-          note: `median of ${b.n} of the same calls to a tool declaring retry { attempts: 3 } and timeoutMs 30000 (neither comes into play); ratio to features.call.plain, runs interleaved in the same journal`,
+          note: `median of ${b.n} of the same calls to a tool declaring retry { attempts: 3 } and timeoutMs 30000 (neither comes into play); ratio to features.call.plain, the two alternating call by call in the same runs`,
         },
         "<=",
         1.05,
@@ -183,7 +174,7 @@ export const featuresSection: Section = {
         value: round(cpu.declared / b.n),
         unit: "µs CPU/call",
         ratio: round(cpu.declared / b.n / (cpu.plain / a.n)),
-        note: `user + system CPU per call of those runs; ratio to the plain calls' ${round(cpu.plain / a.n)} µs`,
+        note: `user + system CPU of the process per call (read around each call); ratio to the plain calls' ${round(cpu.plain / a.n)} µs`,
       }),
       targeted(
         {
