@@ -11,6 +11,7 @@ import { captionOf, renderChart } from "./report/chart.js";
 import { renderTable } from "./report/table.js";
 import { auditSection } from "./sections/audit.js";
 import { concurrencySection } from "./sections/concurrency.js";
+import { featuresSection } from "./sections/features.js";
 import { FloorProbe } from "./sections/floor.js";
 import { postgresSection } from "./sections/postgres.js";
 import { recoverySection } from "./sections/recovery.js";
@@ -26,6 +27,7 @@ import { subscriptionsSection } from "./sections/subscriptions.js";
 
 const SECTIONS: ReadonlyArray<Section> = [
   sequentialSection,
+  featuresSection,
   concurrencySection,
   recoverySection,
   auditSection,

@@ -384,8 +384,9 @@ const effect = async <R>(
       : withTimeout(
           running,
           controller,
-          new CallTimedOut({ runId: host.runId, callId, name: spec.name, timeoutMs: spec.timeoutMs }),
           spec.timeoutMs,
+          // Made only when the timer expires: an error (its stack captured) is not built for every call.
+          (timeoutMs) => new CallTimedOut({ runId: host.runId, callId, name: spec.name, timeoutMs }),
         ));
   } catch (error) {
     if (error instanceof LeaseLost)
@@ -551,8 +552,8 @@ const ABORT_GRACE_MS = 1_000;
 const withTimeout = async <R>(
   running: Promise<R>,
   controller: AbortController,
-  timedOut: CallTimedOut,
   timeoutMs: number,
+  timedOutError: (timeoutMs: number) => CallTimedOut,
 ): Promise<R> => {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<"expired">((resolve) => {
@@ -563,6 +564,7 @@ const withTimeout = async <R>(
     running.catch(() => undefined);
     const first = await Promise.race([running, expired]);
     if (first !== "expired") return first as R;
+    const timedOut = timedOutError(timeoutMs);
     controller.abort(timedOut);
     const grace = new Promise<"ignored">((resolve) => {
       timer = setTimeout(() => resolve("ignored"), ABORT_GRACE_MS);
