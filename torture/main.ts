@@ -1337,14 +1337,15 @@ const runTrial = async (
     }
     if (storage?.kind === "disk-full" && /JournalUnavailable/.test(result.out + result.err))
       storage.refusedAppends++;
-    // disk-full: a process that stopped on its own while the disk was full, saying why, is the
-    // fault's (never a crash the harness caused); any other exit stays an error below.
+    // disk-full: a process that stopped on its own while the disk was full, saying why
+    // (`JournalUnavailable`), is the fault's (never a crash the harness caused); any other exit,
+    // SQLite's raw "database or disk is full" among them, stays an error below.
     if (
       storage?.kind === "disk-full" &&
       diskRound === round &&
       result.signal === null &&
       result.code !== 0 &&
-      /JournalUnavailable|SQLITE_FULL|database or disk is full/.test(result.err)
+      /JournalUnavailable/.test(result.err)
     ) {
       storage.exitsWhileFull++;
       process.stderr.write(

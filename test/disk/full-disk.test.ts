@@ -1,4 +1,4 @@
-import { appendFileSync } from "node:fs";
+import { appendFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
 import Database from "libsql";
@@ -6,10 +6,12 @@ import { describe, expect, it } from "vitest";
 import { errorReply } from "../../src/adapters/surfaces/http/errors.js";
 import { defineAgent, defineTool, JournalUnavailable, openRuntime } from "../../src/index.js";
 import { cli } from "../readers/files.js";
+import { runScript } from "../support/processes.js";
 import { useSmallDisk } from "../support/smallDisk.js";
 import { useTempDir } from "../support/tmp.js";
 import { countOf, witnessLines } from "../support/witness.js";
 
+const FULL_OPEN_MODULE = join(import.meta.dirname, "..", "support", "full-open-module.ts");
 const smallDisk = useSmallDisk();
 const tempDir = useTempDir();
 
@@ -194,6 +196,58 @@ describe("a storage failure is not the agent's failure", () => {
     } finally {
       if (reader.inTransaction) reader.exec("ROLLBACK");
       reader.close();
+      await rt.close();
+    }
+  });
+});
+
+describe("opening a libSQL journal on a full disk", () => {
+  const echo = defineAgent({
+    name: "echo",
+    version: "1",
+    run: async (_turn, input: string) => input,
+  });
+
+  it("a new journal, and the empty file a process left before its first write, fail as JournalUnavailable (SQLITE_FULL), not SQLite's raw error; once space is back the journal opens and works", async () => {
+    const disk = smallDisk(1024);
+    const db = join(disk.dir, "journal.db");
+    disk.fill();
+    // A new journal: holdfast makes the file, and SQLite cannot write its first page (turning WAL on).
+    expectDiskFull(await failureOf(openRuntime({ store: db, agents: [echo] })));
+    // The empty file stays, as after a process killed between making the file and its first write
+    // (seen in the libSQL fault torture): the next open meets it on the still-full disk.
+    expect(statSync(db).size).toBe(0);
+    expectDiskFull(await failureOf(openRuntime({ store: db, agents: [echo] })));
+    disk.free();
+    const rt = await openRuntime({ store: db, agents: [echo] });
+    try {
+      const handle = await rt.submit({ chatId: "c", inputId: "1", agent: "echo", content: "back" });
+      expect(await handle.result).toMatchObject({ status: "completed", output: "back" });
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("a killed agent's journal whose -shm is gone cannot rebuild it on the full disk: JournalUnavailable naming the storage (SQLITE_IOERR_SHMSIZE) with the full-disk hint; once space is back its runs are there", async () => {
+    const disk = smallDisk(2048);
+    const db = join(disk.dir, "journal.db");
+    const killed = await runScript(FULL_OPEN_MODULE, { HF_DB: db, HF_RUNS: "2" });
+    expect(killed.signal).toBe("SIGKILL");
+    const runIds = killed.lines.map((l) => l.runId as string);
+    expect(runIds).toHaveLength(2);
+    expect(statSync(`${db}-wal`).size).toBeGreaterThan(0);
+    // The -shm is only an index of the WAL, rebuilt by the next open; without it that needs room.
+    rmSync(`${db}-shm`);
+    disk.fill();
+    const refusal = await failureOf(openRuntime({ store: db, agents: [echo] }));
+    expect(refusal).toBeInstanceOf(JournalUnavailable);
+    expect((refusal as JournalUnavailable).reason).toContain("the storage failed (SQLITE_IOERR_SHMSIZE");
+    expect((refusal as JournalUnavailable).hint).toContain("When the disk is full");
+    disk.free();
+    const rt = await openRuntime({ store: db, agents: [echo] });
+    try {
+      for (const runId of runIds) expect(await rt.wait(runId)).toMatchObject({ status: "completed" });
+    } finally {
       await rt.close();
     }
   });

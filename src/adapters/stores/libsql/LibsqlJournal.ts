@@ -240,6 +240,10 @@ export class LibsqlJournal implements Journal {
       return journal;
     } catch (error) {
       db.close();
+      // A full disk or failing storage while the file is set up (turning WAL on writes the first
+      // page of a new or empty file, a migration writes its tables) says so, as an append would.
+      const reason = storageFailureOf(error);
+      if (reason) throw unavailable(reason, STORAGE_HINT);
       throw error;
     }
   }

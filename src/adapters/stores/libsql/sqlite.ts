@@ -81,6 +81,9 @@ export const fileIdentity = (
         damage,
         "Keep the file as evidence; restore the journal with its -wal file from a copy or the latest backup (holdfast backup).",
       );
+    // A first read may need room: rebuilding a missing -shm index of the WAL grows that file.
+    const storage = storageFailureOf(cause);
+    if (storage) throw unavailable(storage, STORAGE_HINT);
     throw unavailable(
       `cannot be read (${sqliteCode(cause) || String(cause)})`,
       "Check the file and its permissions.",
